@@ -1,0 +1,9 @@
+"""racer: Bayesian nonparametric racing of costly, noisy configurations.
+
+The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; adapters for
+scikit-learn, Optuna and the F-race baseline in :mod:`racer.adapters`.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

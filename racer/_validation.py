@@ -1,0 +1,197 @@
+"""Input checks shared by every public function.
+
+Public functions call these at their boundary and hand clean ``float64`` arrays to the
+internals, which then trust their inputs. Every message names the argument and quotes the bad
+value, so that a user reading a traceback knows what to change.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_score_matrix",
+    "as_paired",
+    "as_1d",
+    "check_random_state",
+    "check_option",
+    "check_probability",
+    "check_positive",
+    "check_nonnegative",
+    "check_int",
+    "check_bool",
+    "orient",
+]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def as_score_matrix(
+    scores: Any,
+    name: str = "scores",
+    *,
+    min_blocks: int = 2,
+    min_candidates: int = 2,
+    allow_nan: bool = False,
+) -> tuple[np.ndarray, list | None]:
+    """Return ``scores`` as a finite float64 array of shape (n_blocks, n_candidates).
+
+    A pandas DataFrame is accepted without importing pandas: its column labels are returned
+    as candidate names (``None`` for plain arrays).
+    """
+    names = None
+    if hasattr(scores, "columns") and hasattr(scores, "to_numpy"):
+        names = list(scores.columns)
+        scores = scores.to_numpy()
+    try:
+        arr = np.asarray(scores, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be a 2-D array of numbers; got {_describe(scores)}") from exc
+    if arr.ndim != 2:
+        raise ValueError(
+            f"`{name}` must be 2-D with shape (n_blocks, n_candidates); got shape {arr.shape}"
+        )
+    n_blocks, n_candidates = arr.shape
+    if n_candidates < min_candidates:
+        raise ValueError(
+            f"`{name}` needs at least {min_candidates} candidates (columns); got {n_candidates}"
+        )
+    if n_blocks < min_blocks:
+        raise ValueError(f"`{name}` needs at least {min_blocks} blocks (rows); got {n_blocks}")
+    bad = ~np.isfinite(arr)
+    if allow_nan:
+        bad &= ~np.isnan(arr)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise ValueError(
+            f"`{name}` must be finite; found {arr[row, col]} at row {row}, column {col}"
+        )
+    return arr, names
+
+
+def as_1d(
+    x: Any, name: str, *, min_length: int = 1, allow_nan: bool = False, dtype=np.float64
+) -> np.ndarray:
+    """Return ``x`` as a finite 1-D float64 array with at least ``min_length`` entries."""
+    try:
+        arr = np.asarray(x, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be a 1-D array of numbers; got {_describe(x)}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D; got shape {arr.shape}")
+    if arr.shape[0] < min_length:
+        raise ValueError(f"`{name}` needs at least {min_length} values; got {arr.shape[0]}")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = ~np.isfinite(arr)
+        if allow_nan:
+            bad &= ~np.isnan(arr)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"`{name}` must be finite; found {arr[i]} at index {i}")
+    return arr
+
+
+def as_paired(
+    x: Any, y: Any, names: tuple[str, str] = ("x", "y"), *, min_length: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return two finite 1-D float64 arrays of equal length (paired samples)."""
+    xa = as_1d(x, names[0], min_length=min_length)
+    ya = as_1d(y, names[1], min_length=min_length)
+    if xa.shape != ya.shape:
+        raise ValueError(
+            f"`{names[0]}` and `{names[1]}` must have the same length (they are paired); "
+            f"got {xa.shape[0]} and {ya.shape[0]}"
+        )
+    return xa, ya
+
+
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+    """Turn None, an int, a SeedSequence or a Generator into a ``numpy.random.Generator``.
+
+    An existing Generator is returned as is (so the caller's stream advances), as in SciPy.
+    """
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
+        if isinstance(random_state, numbers.Integral) and random_state < 0:
+            raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise TypeError(
+        f"`{name}` must be None, an int, a numpy SeedSequence or a numpy Generator; "
+        f"got {_describe(random_state)}"
+    )
+
+
+def check_option(value: Any, name: str, options: Sequence[str]) -> str:
+    """Check that ``value`` is one of ``options`` (strings)."""
+    if not isinstance(value, str) or value not in options:
+        choices = ", ".join(repr(o) for o in options)
+        raise ValueError(f"`{name}` must be one of {choices}; got {_describe(value)}")
+    return value
+
+
+def _as_real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {_describe(value)}")
+    out = float(value)
+    if not np.isfinite(out):
+        raise ValueError(f"`{name}` must be finite; got {out}")
+    return out
+
+
+def check_probability(
+    value: Any, name: str, *, open_left: bool = True, open_right: bool = True
+) -> float:
+    """Check a number in (0, 1); ``open_left``/``open_right`` False admit 0 or 1."""
+    v = _as_real(value, name)
+    lo_ok = v > 0 if open_left else v >= 0
+    hi_ok = v < 1 if open_right else v <= 1
+    if not (lo_ok and hi_ok):
+        lo = "(" if open_left else "["
+        hi = ")" if open_right else "]"
+        raise ValueError(f"`{name}` must lie in {lo}0, 1{hi}; got {v}")
+    return v
+
+
+def check_positive(value: Any, name: str) -> float:
+    v = _as_real(value, name)
+    if v <= 0:
+        raise ValueError(f"`{name}` must be > 0; got {v}")
+    return v
+
+
+def check_nonnegative(value: Any, name: str) -> float:
+    v = _as_real(value, name)
+    if v < 0:
+        raise ValueError(f"`{name}` must be >= 0; got {v}")
+    return v
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None, allow_none: bool = False):
+    """Check an integer (not a bool), optionally >= ``minimum``; None passes if allowed."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {_describe(value)}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}; got {v}")
+    return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False; got {_describe(value)}")
+    return bool(value)
+
+
+def orient(scores: np.ndarray, maximize: bool) -> np.ndarray:
+    """Return scores where larger is better (negated when ``maximize`` is False)."""
+    return scores if maximize else -scores

@@ -1,0 +1,26 @@
+"""Statistics on score matrices and paired samples, with no idea of a race.
+
+Conventions (contract):
+
+* a score matrix has shape ``(n_blocks, n_candidates)``: one row per instance (data set, fold,
+  seed), one column per candidate; a pandas DataFrame is accepted and its column labels are
+  used as candidate names;
+* larger scores are better unless a function takes ``maximize=False``;
+* ties count one half (the Heaviside step of the seed papers);
+* every function returns a small frozen result object with named fields; frequentist results
+  carry ``statistic`` and ``pvalue`` and unpack like SciPy's;
+* every Monte Carlo function takes ``n_samples`` and ``random_state``; the same seed gives the
+  same answer.
+"""
+
+# Each block below is owned by one module; keep them in this order.
+
+# frequentist.py
+# classifier_tests.py
+# bayesian_sign.py
+# bayesian_signed_rank.py
+# bayesian_ttest.py
+# bayesian_friedman.py
+# joint.py
+
+__all__: list[str] = []
