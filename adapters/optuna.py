@@ -1,0 +1,435 @@
+"""Racing for Optuna users: a Bayesian instance-wise pruner and an iterated race.
+
+Two ways to bring racing to an Optuna study, matching the two ways Optuna users work:
+
+* :class:`RacingPruner` is a drop-in replacement for :class:`optuna.pruners.WilcoxonPruner`.
+  The objective evaluates instances (problem instances, folds, seeds, questions) in random
+  order, reports each value with ``trial.report(value, step=instance_id)`` and asks
+  ``trial.should_prune()`` after each one. The pruner pairs the running trial with the best
+  completed trial (or the ``top_k`` best) on their common instances and prunes when racer's
+  Bayesian sign or signed-rank test says the trial is worse, or practically equivalent to a
+  better one. :func:`instance_objective` writes that reporting loop for you.
+* :class:`IteratedRace` runs irace's loop (sample candidates, race them with the elites,
+  refocus the sampler on the survivors) with any Optuna sampler as the proposal model.
+
+The race core never imports this module or Optuna.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.pruners import BasePruner
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from racer._validation import (
+    check_bool,
+    check_int,
+    check_nonnegative,
+    check_option,
+    check_positive,
+    check_probability,
+)
+from racer.stats.bayesian_sign import prob_greater_from_counts
+
+__all__ = ["RacingPruner", "instance_objective"]
+
+# Keys this module writes into trial user attributes. Readers (the pruner, the benchmarks,
+# a resumed IteratedRace) rely on these names: they are part of the adapter's contract.
+PRUNED_ATTR = "racer_pruned"
+N_INSTANCES_ATTR = "racer_n_instances"
+
+
+# --------------------------------------------------------------------------------------------
+# Posterior probabilities of the paired tests (oriented: positive difference = trial better)
+# --------------------------------------------------------------------------------------------
+
+
+def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps, n_samples, rng):
+    """P(trial worse) and P(practically equivalent) for the DP sign test, one per reference.
+
+    Seed 002, Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
+    Dir(s, 1, ..., 1)``, the pseudo-observation of weight ``s`` sitting on the tie,
+    ``theta = P(T > R) + 1/2 P(T = R)`` is ``1/2 + 1/2 (W_better - W_worse)`` where the
+    aggregated weights ``(W_better, W_worse, W_tie) ~ Dir(n_better, n_worse, n_tied + s)``.
+
+    * ``P(theta < 1/2) = P(W_worse > W_better)`` has the closed form of Theorem 2
+      (``prob_greater_from_counts(n_worse, n_better)``); it does not depend on ``s``.
+    * ``P(|theta - 1/2| < eps) = P(|W_better - W_worse| < 2 eps)`` has none; it is estimated
+      from ``n_samples`` draws of the three aggregated weights (three Gamma variates per draw,
+      whatever n is), so the cost does not grow with the number of instances.
+
+    All arguments are arrays of shape (n_refs,); returns two arrays of that shape.
+    """
+    prob_worse = np.asarray(prob_greater_from_counts(n_worse, n_better), dtype=np.float64)
+    if eps <= 0:
+        return prob_worse, np.zeros_like(prob_worse)
+    shape = (n_samples, n_better.shape[0])
+    # Gamma with shape 0 returns 0, which is exactly the Dirichlet with an empty category.
+    g_better = rng.standard_gamma(np.broadcast_to(n_better.astype(np.float64), shape))
+    g_worse = rng.standard_gamma(np.broadcast_to(n_worse.astype(np.float64), shape))
+    g_tie = rng.standard_gamma(np.broadcast_to(n_tied + float(prior_strength), shape))
+    total = g_better + g_worse + g_tie
+    half_gap = np.abs(g_better - g_worse) / total  # = 2 |theta - 1/2|
+    prob_equiv = np.mean(half_gap < 2.0 * eps, axis=0)
+    return prob_worse, prob_equiv
+
+
+def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng):
+    """P(trial worse) and P(practically equivalent) for the DP signed-rank test, per reference.
+
+    Seed 000, Theorems 2 and 4, with the prior mass ``s`` on the pseudo-observation
+    ``Z_0 = 0`` (the tie, as in the sign test of seed 002) rather than at the IDP extremes:
+    with ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)`` and ``Z = T - R``,
+    ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0) = sum_ij w_i w_j H(Z_i + Z_j)``,
+    ``H`` the Heaviside step with ``H(0) = 1/2``. The trial is worse when ``theta < 1/2`` and
+    practically equivalent when ``|theta - 1/2| < eps``; both are Monte Carlo estimates over
+    ``n_samples`` weight vectors.
+
+    ``diffs`` and ``present`` have shape (n_refs, n): every reference is paired with the
+    trial's n steps, and a step the reference lacks gets weight exactly zero (a Gamma(0)
+    variate), so all references are computed in one batched contraction.
+    """
+    n_refs, n = diffs.shape
+    z = np.concatenate([np.zeros((n_refs, 1)), diffs], axis=1)  # (k, n+1), z_0 = 0
+    pair_sum = z[:, :, None] + z[:, None, :]
+    heaviside = np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))
+    shapes = np.concatenate(
+        [np.full((n_refs, 1), float(prior_strength)), present.astype(np.float64)], axis=1
+    )
+    gammas = rng.standard_gamma(np.broadcast_to(shapes, (n_samples, n_refs, n + 1)))
+    weights = gammas / gammas.sum(axis=2, keepdims=True)
+    theta = np.einsum("ski,kij,skj->sk", weights, heaviside, weights, optimize=True)
+    prob_worse = np.mean(theta < 0.5, axis=0)
+    if eps <= 0:
+        return prob_worse, np.zeros_like(prob_worse)
+    prob_equiv = np.mean(np.abs(theta - 0.5) < eps, axis=0)
+    return prob_worse, prob_equiv
+
+
+# --------------------------------------------------------------------------------------------
+# The pruner
+# --------------------------------------------------------------------------------------------
+
+
+def _single_direction(study: optuna.Study, who: str) -> StudyDirection:
+    directions = study.directions
+    if len(directions) != 1:
+        raise ValueError(
+            f"{who} supports single-objective studies only; this study has "
+            f"{len(directions)} objectives ({[d.name for d in directions]})"
+        )
+    return directions[0]
+
+
+def _steps_and_values(trial: FrozenTrial) -> tuple[np.ndarray, np.ndarray]:
+    items = sorted(trial.intermediate_values.items())
+    if not items:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    steps, values = zip(*items)
+    return np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64)
+
+
+class RacingPruner(BasePruner):
+    """Prune a trial once a Bayesian paired test shows it worse than, or equivalent to, a better one.
+
+    Same usage contract as :class:`optuna.pruners.WilcoxonPruner`, so one can replace the other:
+    the objective visits instances in random order, calls ``trial.report(value, step=i)``
+    with a stable integer id ``i`` per instance, and checks ``trial.should_prune()`` after
+    each. (:func:`instance_objective` builds such an objective.)
+
+    At every check the running trial ``T`` is paired, on their common steps, with each of the
+    ``top_k`` best COMPLETE trials ``R`` (the references), after orienting so that a positive
+    difference ``Z = T - R`` favours the trial and zeroing differences with
+    ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
+    of the chosen test,
+
+    * ``test="sign"`` (seed 002, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
+    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``,
+
+    under the Dirichlet-process posterior with prior strength ``prior_strength`` on the tie,
+    the trial is pruned when, for some reference,
+
+    * ``P(theta < 1/2) > prob_threshold`` (*dominated*), or
+    * ``P(|theta - 1/2| < eps) > prob_threshold`` (*practically equivalent*, seed 002
+      section 7.1's band) **and** the reference is at least as good on the common steps.
+
+    In both cases the reference's mean over the common steps must also be better than the
+    trial's (ties included for equivalence): the study optimises a mean, and a trial that
+    loses most instances by a little but wins a few by a lot has the better mean. This plays
+    the part of WilcoxonPruner's ``average_is_best`` guard.
+
+    Parameters
+    ----------
+    test : {"sign", "signed-rank"}
+        The paired Bayesian test. The sign test has a closed form for dominance and looks only
+        at who wins each instance; the signed-rank test also weighs how much (Monte Carlo).
+    prob_threshold : float in (0, 1)
+        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002).
+    rope : float >= 0
+        Region of practical equivalence on the score scale: paired differences no larger than
+        this count as ties. ``0`` (default) counts only exact ties.
+    eps : float in [0, 1/2)
+        Half-width of the equivalence band on ``theta`` (seed 002 uses 0.05). ``0`` disables
+        pruning for equivalence.
+    top_k : int >= 1
+        Number of best completed trials used as references. With ``1`` the pruner trusts the
+        single best, like WilcoxonPruner; a larger value also prunes against the runners-up,
+        which helps when the best trial was lucky or is itself a partial mean (see below).
+    n_startup_steps : int >= 2
+        No pruning before the trial shares this many steps with a reference.
+    prior_strength : float > 0
+        ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
+    n_samples : int >= 100
+        Monte Carlo draws per check (the equivalence band, and everything for signed-rank).
+        The standard error of a probability near the threshold ``p`` is
+        ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
+    random_state : int or None
+        Seed. Draws for a check come from ``default_rng([random_state, trial.number,
+        n_steps])``, so a decision depends only on what is in storage: the pruner keeps no
+        state, and any process re-checking the same trial at the same step agrees.
+        ``None`` draws one seed when the pruner is created.
+
+    Notes
+    -----
+    * References are COMPLETE trials with intermediate values. Trials that
+      :func:`instance_objective` stopped early and *returned* a partial mean are COMPLETE in
+      Optuna's eyes; they carry the user attribute ``racer_pruned=True`` and are never used as
+      references (their mean covers a subset of instances). Other partially-evaluated
+      COMPLETE trials cannot be recognised; ``top_k > 1`` limits the damage they can do.
+    * Checking after every instance is a sequential test: the chance of a wrong prune over a
+      whole trial is larger than ``1 - prob_threshold`` (seed 002 accepts this for racing).
+    * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
+      reference holding one is skipped.
+    * Single-objective studies only (Optuna's intermediate values are single-objective).
+
+    Examples
+    --------
+    >>> import numpy as np, optuna
+    >>> from racer.adapters.optuna import RacingPruner, instance_objective
+    >>> instances = np.linspace(-1, 1, 30)
+    >>> def evaluate(trial, instance):
+    ...     x = trial.suggest_float("x", -1, 1)
+    ...     return (x - 0.2) ** 2 + instance ** 2
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(
+    ...     pruner=RacingPruner(random_state=0), sampler=optuna.samplers.TPESampler(seed=0))
+    >>> study.optimize(instance_objective(evaluate, instances, random_state=0), n_trials=20)
+    >>> sum(t.user_attrs.get("racer_pruned", False) for t in study.trials) > 0
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        test: str = "sign",
+        prob_threshold: float = 0.9,
+        rope: float = 0.0,
+        eps: float = 0.05,
+        top_k: int = 1,
+        n_startup_steps: int = 3,
+        prior_strength: float = 1.0,
+        n_samples: int = 2000,
+        random_state: int | None = None,
+    ) -> None:
+        self._test = check_option(test, "test", ("sign", "signed-rank"))
+        self._prob_threshold = check_probability(prob_threshold, "prob_threshold")
+        self._rope = check_nonnegative(rope, "rope")
+        self._eps = check_nonnegative(eps, "eps")
+        if self._eps >= 0.5:
+            raise ValueError(f"`eps` must lie in [0, 0.5); got {self._eps}")
+        self._top_k = check_int(top_k, "top_k", minimum=1)
+        self._n_startup_steps = check_int(n_startup_steps, "n_startup_steps", minimum=2)
+        self._prior_strength = check_positive(prior_strength, "prior_strength")
+        self._n_samples = check_int(n_samples, "n_samples", minimum=100)
+        if random_state is None:
+            random_state = int(np.random.SeedSequence().generate_state(1)[0])
+        self._seed = check_int(random_state, "random_state", minimum=0)
+
+    # The decision is split from ``prune`` so that tests and the benchmarks can read the
+    # probabilities behind it.
+    def decide(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
+        """Return the decision for ``trial`` and the numbers behind it.
+
+        Keys: ``prune`` (bool), ``reason`` (``"dominated"``, ``"indistinguishable"`` or
+        ``""``), ``reference`` (trial number or None), ``prob_worse``, ``prob_equiv`` (per
+        reference, in reference order), ``references`` (their trial numbers), ``n_common``.
+        """
+        direction = _single_direction(study, "RacingPruner")
+        keep = {"prune": False, "reason": "", "reference": None, "references": [],
+                "prob_worse": [], "prob_equiv": [], "n_common": []}
+        steps, values = _steps_and_values(trial)
+        if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
+            return keep
+        refs = self._references(study, direction, trial.number)
+        if not refs:
+            return keep
+
+        sign = 1.0 if direction == StudyDirection.MAXIMIZE else -1.0
+        n_refs, n = len(refs), steps.size
+        diffs = np.zeros((n_refs, n))
+        present = np.zeros((n_refs, n), dtype=bool)
+        for r, ref in enumerate(refs):  # k <= top_k references, a handful of dict lookups
+            ref_values = ref.intermediate_values
+            for j, step in enumerate(steps.tolist()):
+                v = ref_values.get(step)
+                if v is not None:
+                    present[r, j] = True
+                    diffs[r, j] = sign * (values[j] - v)
+        diffs[np.abs(diffs) <= self._rope] = 0.0
+        diffs[~present] = 0.0
+        n_common = present.sum(axis=1)
+        # Mean of T - R over the common steps, oriented; the guard reads it.
+        mean_gap = diffs.sum(axis=1) / np.maximum(n_common, 1)
+
+        rng = np.random.default_rng([self._seed, trial.number, n])
+        if self._test == "sign":
+            n_better = ((diffs > 0) & present).sum(axis=1)
+            n_worse = ((diffs < 0) & present).sum(axis=1)
+            n_tied = n_common - n_better - n_worse
+            prob_worse, prob_equiv = _sign_posteriors(
+                n_better, n_worse, n_tied, self._prior_strength, self._eps, self._n_samples, rng
+            )
+        else:
+            prob_worse, prob_equiv = _signed_rank_posteriors(
+                diffs, present, self._prior_strength, self._eps, self._n_samples, rng
+            )
+
+        enough = n_common >= self._n_startup_steps
+        dominated = enough & (prob_worse > self._prob_threshold) & (mean_gap < 0)
+        equivalent = enough & (prob_equiv > self._prob_threshold) & (mean_gap <= 0)
+        keep.update(
+            references=[t.number for t in refs],
+            prob_worse=prob_worse.tolist(),
+            prob_equiv=prob_equiv.tolist(),
+            n_common=n_common.tolist(),
+        )
+        if dominated.any():
+            r = int(np.flatnonzero(dominated)[0])
+            keep.update(prune=True, reason="dominated", reference=refs[r].number)
+        elif equivalent.any():
+            r = int(np.flatnonzero(equivalent)[0])
+            keep.update(prune=True, reason="indistinguishable", reference=refs[r].number)
+        return keep
+
+    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
+        return bool(self.decide(study, trial)["prune"])
+
+    def _references(self, study, direction, exclude_number) -> list[FrozenTrial]:
+        completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        usable = [
+            t
+            for t in completed
+            if t.number != exclude_number
+            and t.intermediate_values
+            and not t.user_attrs.get(PRUNED_ATTR, False)
+            and t.value is not None
+            and math.isfinite(t.value)
+            and all(math.isfinite(v) for v in t.intermediate_values.values())
+        ]
+        reverse = direction == StudyDirection.MAXIMIZE
+        usable.sort(key=lambda t: (t.value, -t.number) if reverse else (t.value, t.number),
+                    reverse=reverse)
+        return usable[: self._top_k]
+
+
+# --------------------------------------------------------------------------------------------
+# The objective helper
+# --------------------------------------------------------------------------------------------
+
+
+def instance_objective(
+    evaluate: Callable[[optuna.Trial, Any], float],
+    instances: Sequence[Any],
+    *,
+    on_prune: str = "return",
+    shuffle: bool = True,
+    random_state: int | None = None,
+) -> Callable[[optuna.Trial], float]:
+    """Turn ``evaluate(trial, instance)`` into an objective with the instance-wise reporting loop.
+
+    The objective visits ``instances`` (in a random order per trial when ``shuffle``), reports
+    each value with ``trial.report(value, step=i)`` where ``i`` is the instance's position in
+    ``instances`` (a stable id, which is what the pruners pair on), checks
+    ``trial.should_prune()`` after each, and returns the mean over all instances.
+
+    ``evaluate`` may call ``trial.suggest_*``; Optuna returns the same value for repeated
+    suggestions of one name, so suggesting inside ``evaluate`` is safe.
+
+    Parameters
+    ----------
+    evaluate : callable ``(trial, instance) -> float``
+    instances : sequence
+        The instances, in a fixed order: their positions are the steps.
+    on_prune : {"return", "raise"}
+        What a pruned trial tells Optuna. ``"return"`` ends the trial COMPLETE with the mean
+        of the instances seen so far (Optuna's advice for WilcoxonPruner: the sampler then
+        learns a value for it, though an optimistic or pessimistic one depending on which
+        instances came first). ``"raise"`` raises :class:`optuna.TrialPruned`, so the trial
+        is PRUNED and TPE ranks it below every complete trial (by its last step and value).
+        Either way the trial gets the user attributes ``racer_pruned`` (True) and
+        ``racer_n_instances``, so that :class:`RacingPruner` never takes a partial mean as a
+        reference. The choice changes what TPE learns: ``benchmarks/optuna_pruning.py``
+        measures both (results in ``docs/optuna.md``).
+    shuffle : bool
+        Visit instances in a random order per trial (recommended: otherwise every trial
+        starts on the same instances and the search overfits them).
+    random_state : int or None
+        Seed for the visiting orders; the order of trial ``t`` is drawn from
+        ``default_rng([random_state, t.number])``, so it is reproducible and the same in every
+        worker process.
+
+    Examples
+    --------
+    >>> import optuna
+    >>> objective = instance_objective(
+    ...     lambda trial, inst: (trial.suggest_float("x", 0, 1) - inst) ** 2, [0.1, 0.5, 0.9],
+    ...     random_state=0)
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study()
+    >>> study.optimize(objective, n_trials=3)
+    >>> sorted(study.trials[0].intermediate_values)
+    [0, 1, 2]
+    """
+    if not callable(evaluate):
+        raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
+    if isinstance(instances, (str, bytes)) or not hasattr(instances, "__len__"):
+        raise TypeError(f"`instances` must be a sequence; got {type(instances).__name__}")
+    instances = list(instances)
+    if len(instances) < 1:
+        raise ValueError("`instances` must hold at least one instance; got an empty sequence")
+    on_prune = check_option(on_prune, "on_prune", ("return", "raise"))
+    shuffle = check_bool(shuffle, "shuffle")
+    if random_state is None:
+        random_state = int(np.random.SeedSequence().generate_state(1)[0])
+    seed = check_int(random_state, "random_state", minimum=0)
+    n_instances = len(instances)
+
+    def objective(trial: optuna.Trial) -> float:
+        _single_direction(trial.study, "instance_objective")
+        order = (
+            np.random.default_rng([seed, trial.number]).permutation(n_instances)
+            if shuffle
+            else np.arange(n_instances)
+        )
+        total = 0.0
+        for count, i in enumerate(order.tolist(), start=1):
+            value = float(evaluate(trial, instances[i]))
+            total += value
+            trial.report(value, step=i)
+            if count < n_instances and trial.should_prune():
+                trial.set_user_attr(PRUNED_ATTR, True)
+                trial.set_user_attr(N_INSTANCES_ATTR, count)
+                if on_prune == "raise":
+                    raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
+                return total / count
+        trial.set_user_attr(N_INSTANCES_ATTR, n_instances)
+        return total / n_instances
+
+    return objective
