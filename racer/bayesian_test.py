@@ -1,0 +1,546 @@
+"""The Bayesian racing test (seed 002_0bc882e2a3e23328.txt, sections 5-7).
+
+After each block the survivors' score matrix goes through three steps:
+
+1. **Gate** -- the Bayesian Friedman test (seed 002 §5.2, eq. 16-19): posterior mean ``mu`` and
+   covariance ``Sigma`` of the expected rank vector under a Dirichlet process with prior
+   strength ``s`` and its prior point at the all-tied ranks ``R0``; the gate opens when
+   ``(mu - R0)' Sigma^-1 (mu - R0)`` over ``m - 1`` components exceeds
+   ``F_inv(gate_credibility; m-1, n-m+1) (n-1)(m-1)/(n-m+1)``.
+2. **Dominance** -- for every pair the Bayesian sign test in the direction of larger posterior
+   (Theorem 2: ``Pr[theta > 1/2] = I_{1/2}(n_less, n_greater)``); statements sorted by that
+   probability; the longest prefix whose *joint* posterior probability exceeds ``credibility``
+   is accepted (§5.3, Monte Carlo over shared Dirichlet weights); every candidate that loses
+   an accepted statement is eliminated as dominated.
+3. **Indistinguishability** -- a pair is practically equivalent when
+   ``Pr[|theta - 1/2| < eps] > credibility`` (§7.1); the one with the worse mean goes.
+
+The paper leaves several choices open. Each is an option here, with the default chosen on
+pilot seeds of the paper's own experiment (``benchmarks/paper_racing.py``, seeds kept apart
+from the reported ones; ``docs/racing-tests.md`` has the numbers):
+
+* ``gate_indistinguishable=True`` -- the gate also gates step 3 (without it the race removes
+  close pairs as soon as n ~ 380 and ends early with a worse winner);
+* ``small_n="hold"`` -- eq. 19 is undefined while ``n <= m - 1``; "hold" makes no decision
+  then (the seed leaves the exact small-n region as future work; "reject" and "chi2" are the
+  alternatives);
+* ``gate_two=False`` -- with two survivors the global null *is* the pairwise null (closed
+  testing), so the pairwise tests decide alone;
+* ``credibility=0.975`` for dominance and indistinguishability, ``gate_credibility=0.95``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import special, stats
+
+from racer._validation import (
+    check_bool,
+    check_int,
+    check_option,
+    check_positive,
+    check_probability,
+)
+from racer.elimination import Elimination, RacingTest
+from racer.stats._kernels import blas_single_thread
+
+__all__ = ["BayesianTest"]
+
+# A statement whose posterior failure probability is below this is treated as true in every
+# Monte Carlo sample: with S <= 1e6 samples it could not fail in one of them anyway.
+_SURE_FAILURE = 1e-12
+# Gauss-Legendre nodes of the band probability quadrature (error <= 4e-6, notes/kernels).
+_BAND_NODES, _BAND_WEIGHTS = np.polynomial.legendre.leggauss(48)
+# Samples per chunk of the joint Monte Carlo (bounds memory at n_samples x n_instances).
+_CHUNK = 4096
+
+
+# ---------------------------------------------------------------------------------------------
+# Incremental pairwise counts and rank moments
+# ---------------------------------------------------------------------------------------------
+
+
+def _count_greater(rows: np.ndarray) -> np.ndarray:
+    """``G[i, j]`` = number of rows where column i scores strictly more than column j."""
+    n, m = rows.shape
+    out = np.zeros((m, m), dtype=np.int64)
+    # Chunk rows so the boolean cube stays near 4 MB whatever m.
+    step = max(1, (1 << 22) // max(1, m * m))
+    for start in range(0, n, step):
+        block = rows[start : start + step]
+        out += (block[:, :, None] > block[:, None, :]).sum(axis=0)
+    return out
+
+
+class _PairCache:
+    """Sign counts (and Friedman rank moments) carried from one test step to the next.
+
+    Counts between two candidates only grow as rows are appended, and they do not depend on
+    who else survives, so a step costs O(m^2) per new row instead of O(n m^2). The cache is
+    keyed by candidate ids and checked against the passed matrix (first and last cached rows),
+    so a call with unrelated data falls back to a full recount and decisions depend only on
+    the arguments.
+    """
+
+    def __init__(self):
+        self.ids = None
+
+    def _matches(self, scores, ids):
+        if self.ids is None or scores.shape[0] < self.n_rows:
+            return None
+        pos = np.searchsorted(self.ids, ids)
+        pos = np.clip(pos, 0, len(self.ids) - 1)
+        if not np.array_equal(self.ids[pos], ids):
+            return None
+        if not (
+            np.array_equal(scores[0], self.first_row[pos])
+            and np.array_equal(scores[self.n_rows - 1], self.last_row[pos])
+        ):
+            return None
+        return pos
+
+    def greater(self, scores, ids):
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        pos = self._matches(scores, ids)
+        if pos is None:
+            counts = _count_greater(scores)
+        else:
+            counts = self.counts[np.ix_(pos, pos)]
+            if scores.shape[0] > self.n_rows:
+                counts = counts + _count_greater(scores[self.n_rows :])
+        # Store in sorted-id order so the next step can look ids up by binary search.
+        self.ids = sorted_ids
+        self.counts = counts[np.ix_(order, order)]
+        self.n_rows = scores.shape[0]
+        self.first_row = scores[0, order].copy()
+        self.last_row = scores[-1, order].copy()
+        return counts
+
+
+class _RankMomentCache:
+    """Sums of within-row rank vectors and their outer products, for the Friedman gate.
+
+    Ranks are among the survivors, so the sums are rebuilt when the set of survivors changes
+    and only extended (new rows ranked) while it stays the same.
+    """
+
+    def __init__(self):
+        self.ids = None
+
+    def moments(self, scores, ids):
+        n = scores.shape[0]
+        same = (
+            self.ids is not None
+            and np.array_equal(self.ids, ids)
+            and n >= self.n_rows
+            and np.array_equal(scores[self.n_rows - 1], self.last_row)
+        )
+        if same:
+            new = stats.rankdata(scores[self.n_rows :], axis=1)
+            self.sum1 = self.sum1 + new.sum(axis=0)
+            self.sum2 = self.sum2 + new.T @ new
+        else:
+            ranks = stats.rankdata(scores, axis=1)
+            self.sum1 = ranks.sum(axis=0)
+            self.sum2 = ranks.T @ ranks
+        self.ids = ids.copy()
+        self.n_rows = n
+        self.last_row = scores[-1].copy()
+        return self.sum1, self.sum2
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms
+# ---------------------------------------------------------------------------------------------
+
+
+def _prob_greater(n_greater, n_less, pseudo_against=0.0):
+    """``Pr[theta > 1/2]`` from win/loss counts (seed 002 Theorem 2).
+
+    ``pseudo_against`` > 0 puts the prior pseudo-observation against the statement: the lower
+    probability of the imprecise DP (seed 002 §7, seed 000), ``P(Beta(n_g, n_l + s) > 1/2)``.
+    """
+    n_greater = np.asarray(n_greater, dtype=np.float64)
+    n_less = np.asarray(n_less, dtype=np.float64) + pseudo_against
+    with np.errstate(invalid="ignore"):
+        out = special.betainc(n_less, n_greater, 0.5)
+    return np.where(n_greater == 0, 0.0, np.where(n_less == 0, 1.0, out))
+
+
+def _band_probability(n_greater, n_less, n_ties, prior_strength, eps):
+    """``Pr[|theta - 1/2| < eps]`` for vectors of counts, in closed form up to quadrature.
+
+    With ``(W_g, W_l, rest) ~ Dir(a, b, c)``, ``a = n_g, b = n_l, c = s + n_t``:
+    ``theta - 1/2 = (W_g - W_l)/2 = T (R - 1/2)`` with ``T = W_g + W_l ~ Beta(a+b, c)`` and
+    ``R = W_g/T ~ Beta(a, b)`` independent. Then, with ``d = 2 eps``,
+    ``Pr = I_d(a+b, c) + int_{u0}^1 [I_{(1+d/t)/2}(a, b) - I_{(1-d/t)/2}(a, b)] du``,
+    ``t = F_T^{-1}(u)``, ``u0 = I_d(a+b, c)``: Gauss-Legendre with 48 nodes in ``u``.
+    """
+    a = np.asarray(n_greater, dtype=np.float64)
+    b = np.asarray(n_less, dtype=np.float64)
+    c = np.asarray(n_ties, dtype=np.float64) + prior_strength
+    width = 2.0 * eps
+    out = np.ones(a.shape)
+    informative = (a + b) > 0
+    if not informative.any():
+        return out
+    a, b, c = a[informative], b[informative], c[informative]
+    total = a + b
+    u0 = special.betainc(total, c, width)
+    # T's quantiles depend on (a+b, c) only: few distinct values (one when there are no ties).
+    keys, inverse = np.unique(np.stack([total, c]), axis=1, return_inverse=True)
+    inverse = inverse.ravel()
+    u0_key = special.betainc(keys[0], keys[1], width)
+    u_nodes = u0_key[:, None] + (1.0 - u0_key[:, None]) * (_BAND_NODES[None, :] + 1.0) / 2.0
+    t_nodes = special.betaincinv(keys[0][:, None], keys[1][:, None], u_nodes)[inverse]
+    half_width = np.minimum(width / np.maximum(t_nodes, width), 1.0) / 2.0
+    both = (a > 0) & (b > 0)
+    with np.errstate(invalid="ignore"):
+        inside = special.betainc(a[:, None], b[:, None], 0.5 + half_width) - special.betainc(
+            a[:, None], b[:, None], 0.5 - half_width
+        )
+    # With one count at zero R is 0 or 1, so |theta - 1/2| = T/2 and only T < d counts.
+    inside = np.where(both[:, None], inside, 0.0)
+    integral = (1.0 - u0) / 2.0 * (inside @ _BAND_WEIGHTS)
+    out[informative] = np.clip(u0 + integral, 0.0, 1.0)
+    return out
+
+
+def _band_moments(n_greater, n_less, alpha_total):
+    """Posterior mean of ``theta - 1/2`` and its standard deviation (Dirichlet moments)."""
+    a = np.asarray(n_greater, dtype=np.float64)
+    b = np.asarray(n_less, dtype=np.float64)
+    mean = (a - b) / (2.0 * alpha_total)
+    var_diff = (a * (alpha_total - a) + b * (alpha_total - b) + 2.0 * a * b) / (
+        alpha_total**2 * (alpha_total + 1.0)
+    )
+    return mean, np.sqrt(var_diff) / 2.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Joint posterior of a sorted list of statements
+# ---------------------------------------------------------------------------------------------
+
+
+def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
+    """Monte Carlo counts of samples in which every statement of a prefix holds.
+
+    ``signs`` (L, n) holds ``sgn(X_winner - X_loser)`` per instance, statements in decision
+    order. Statement k holds in a sample when ``sum_l e_l signs[k, l] > 0`` with i.i.d. Exp(1)
+    weights ``e``: the sign of ``theta - 1/2`` does not depend on normalising the Dirichlet
+    weights nor on the prior point at the tie (notes/kernels-performance.md, "sign trick").
+    With ``prior_against`` (the IDP lower probability) a Gamma(s) pseudo-weight counts against
+    every statement. Statements are processed in blocks and the pass stops once the running
+    joint count falls to ``stop_at``: longer prefixes cannot be accepted.
+
+    Returns ``counts`` with ``counts[k]`` = samples in which statements ``0..k`` all hold,
+    for the processed statements (the array may be shorter than L).
+    """
+    n_statements, n_instances = signs.shape
+    signs32 = np.ascontiguousarray(signs, dtype=np.float32)
+    chunk_seeds = rng.integers(0, 2**63 - 1, size=(n_samples + _CHUNK - 1) // _CHUNK)
+    chunk_sizes = [min(_CHUNK, n_samples - i * _CHUNK) for i in range(len(chunk_seeds))]
+    keep_weights = n_samples * n_instances <= (1 << 23)
+    cached = [None] * len(chunk_seeds)
+
+    def weights(i):
+        if cached[i] is not None:
+            return cached[i]
+        gen = np.random.default_rng(chunk_seeds[i])
+        e = gen.standard_exponential((chunk_sizes[i], n_instances), dtype=np.float32)
+        e0 = gen.gamma(prior_against, size=chunk_sizes[i]).astype(np.float32) if prior_against else None
+        if keep_weights:
+            cached[i] = (e, e0)
+        return e, e0
+
+    alive = [np.ones(size, dtype=bool) for size in chunk_sizes]
+    counts = []
+    start, block = 0, 64
+    with blas_single_thread():
+        while start < n_statements:
+            stop = min(n_statements, start + block)
+            block_counts = np.zeros(stop - start, dtype=np.int64)
+            for i in range(len(chunk_seeds)):
+                e, e0 = weights(i)
+                values = e @ signs32[start:stop].T
+                holds = values > (e0[:, None] if e0 is not None else 0.0)
+                holds &= alive[i][:, None]
+                # Running AND along the statements: a sample counts for prefix k only if
+                # statements 0..k all hold.
+                prefix_ok = np.logical_and.accumulate(holds, axis=1)
+                block_counts += prefix_ok.sum(axis=0)
+                alive[i] = prefix_ok[:, -1]
+            counts.append(block_counts)
+            start, block = stop, block * 2
+            if block_counts[-1] <= stop_at:
+                break
+    return np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# The test
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(eq=False)
+class BayesianTest(RacingTest):
+    """Bayesian racing test: Bayesian Friedman gate, joint sign-test dominance, equivalence.
+
+    Parameters
+    ----------
+    credibility : float, default 0.975
+        Joint posterior probability an accepted list of dominance statements must exceed,
+        and posterior probability of the band ``|theta - 1/2| < eps`` that declares a pair
+        indistinguishable (``1 - gamma`` in seed 002; a loss ratio ``K1/(K0+K1)`` in eq. 12).
+        The paper used 0.95; 0.975 was chosen on pilot seeds (see ``docs/racing-tests.md``).
+    eps : float, default 0.05
+        Half-width of the practical-equivalence band around ``theta = 1/2``.
+    prior_strength : float, default 1.0
+        DP prior strength ``s``; the prior point sits at the all-tied outcome.
+    n_samples : int, default 10_000
+        Monte Carlo samples for the joint probability (SE ~ 0.0016 at 0.975).
+    gate_credibility : float, default 0.95
+        Level of the Bayesian Friedman ellipsoid test (eq. 19).
+    gate_indistinguishable : bool, default True
+        Whether a closed gate also blocks indistinguishability eliminations.
+    small_n : {"hold", "reject", "chi2"}, default "hold"
+        Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, or pseudo-inverse
+        of the covariance against the chi-square(m - 1) quantile.
+    gate_two : bool, default False
+        Whether the gate is applied when exactly two candidates survive.
+    prior : {"dp", "idp"}, default "dp"
+        ``"idp"`` uses the lower probability of the imprecise DP for dominance: the prior
+        pseudo-observation is put against each statement (seed 002 §7; seed 000), which stops
+        a 5-0 record from being certain. Indistinguishability always uses the DP.
+
+    Notes
+    -----
+    Every elimination carries ``reason`` ("dominated" or "indistinguishable"), ``by`` (the
+    candidate that beat or matched it) and ``probability``: for "dominated", the joint
+    posterior probability that every accepted statement up to the first one this candidate
+    loses holds (a lower bound from the union bound when no Monte Carlo was needed); for
+    "indistinguishable", ``Pr[|theta - 1/2| < eps]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from racer.bayesian_test import BayesianTest
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.normal([0.0, 0.0, 1.0], 0.5, size=(20, 3))
+    >>> out = BayesianTest().decide(scores, np.arange(3), np.random.default_rng(1))
+    >>> sorted((e.index, e.reason, e.by) for e in out)
+    [(0, 'dominated', 2), (1, 'dominated', 2)]
+    """
+
+    credibility: float = 0.975
+    eps: float = 0.05
+    prior_strength: float = 1.0
+    n_samples: int = 10_000
+    gate_credibility: float = 0.95
+    gate_indistinguishable: bool = True
+    small_n: str = "hold"
+    gate_two: bool = False
+    prior: str = "dp"
+    _pairs: _PairCache = dataclasses.field(
+        default_factory=_PairCache, init=False, repr=False, compare=False
+    )
+    _ranks: _RankMomentCache = dataclasses.field(
+        default_factory=_RankMomentCache, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self):
+        self.credibility = check_probability(self.credibility, "credibility")
+        self.eps = check_probability(self.eps, "eps")
+        if self.eps >= 0.5:
+            raise ValueError(f"`eps` must be < 0.5; got {self.eps}")
+        self.prior_strength = check_positive(self.prior_strength, "prior_strength")
+        self.n_samples = check_int(self.n_samples, "n_samples", minimum=100)
+        self.gate_credibility = check_probability(self.gate_credibility, "gate_credibility")
+        self.gate_indistinguishable = check_bool(
+            self.gate_indistinguishable, "gate_indistinguishable"
+        )
+        self.small_n = check_option(self.small_n, "small_n", ("hold", "reject", "chi2"))
+        self.gate_two = check_bool(self.gate_two, "gate_two")
+        self.prior = check_option(self.prior, "prior", ("dp", "idp"))
+
+    # -- public ------------------------------------------------------------------------------
+
+    def decide(self, scores, ids, rng) -> list[Elimination]:
+        """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim != 2:
+            raise ValueError(f"`scores` must be 2-D; got shape {scores.shape}")
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.shape != (scores.shape[1],):
+            raise ValueError(
+                f"`ids` must have one entry per column of `scores` ({scores.shape[1]}); "
+                f"got shape {ids.shape}"
+            )
+        n, m = scores.shape
+        if m < 2 or n < 1:
+            return []
+        greater = self._pairs.greater(scores, ids)
+        gate_open = True
+        if m >= 3 or self.gate_two:
+            gate_open = self._gate(scores, ids)
+        if not gate_open:
+            if self.gate_indistinguishable:
+                return []
+            return self._indistinguishable(scores, greater, np.zeros(m, dtype=bool))
+        dominated = self._dominance(scores, greater, rng)
+        eliminated = np.zeros(m, dtype=bool)
+        for e in dominated:
+            eliminated[e.index] = True
+        return dominated + self._indistinguishable(scores, greater, eliminated)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def gate_statistic(self, scores, ids=None):
+        """Bayesian Friedman statistic and threshold ``(stat, rho)`` (eq. 16-19).
+
+        ``rho`` is NaN while ``n <= m - 1`` (the F threshold is undefined); ``stat`` then
+        uses the pseudo-inverse of the rank-deficient covariance.
+        """
+        scores = np.asarray(scores, dtype=np.float64)
+        n, m = scores.shape
+        ids = np.arange(m) if ids is None else np.asarray(ids, dtype=np.int64)
+        sum1, sum2 = self._ranks.moments(scores, ids)
+        s = self.prior_strength
+        r0 = np.full(m, (m + 1) / 2.0)
+        total = s + n
+        mean = (s * r0 + sum1) / total
+        second = (s * np.outer(r0, r0) + sum2) / total
+        cov = (second - np.outer(mean, mean)) / (total + 1.0)
+        d = (mean - r0)[: m - 1]
+        sub = cov[: m - 1, : m - 1]
+        try:
+            if n <= m - 1:
+                raise np.linalg.LinAlgError
+            solved = np.linalg.solve(sub, d)
+            stat = float(d @ solved)
+            if not np.isfinite(stat) or stat < 0:
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            stat = float(d @ np.linalg.pinv(sub, hermitian=True) @ d)
+        if n > m - 1:
+            rho = float(
+                stats.f.ppf(self.gate_credibility, m - 1, n - m + 1)
+                * (n - 1) * (m - 1) / (n - m + 1)
+            )
+        else:
+            rho = math.nan
+        return stat, rho
+
+    def _gate(self, scores, ids):
+        n, m = scores.shape
+        if n <= m - 1 and self.small_n == "hold":
+            return False
+        if n <= m - 1 and self.small_n == "reject":
+            return True
+        stat, rho = self.gate_statistic(scores, ids)
+        if n <= m - 1:  # "chi2": the large-n normal limit of the ellipsoid test
+            rho = float(stats.chi2.ppf(self.gate_credibility, m - 1))
+        return stat > rho
+
+    def _dominance(self, scores, greater, rng):
+        m = greater.shape[0]
+        i, j = np.triu_indices(m, k=1)
+        g_ij, g_ji = greater[i, j], greater[j, i]
+        pseudo = self.prior_strength if self.prior == "idp" else 0.0
+        p_i_better = _prob_greater(g_ij, g_ji, pseudo)
+        p_j_better = _prob_greater(g_ji, g_ij, pseudo)
+        i_wins = p_i_better > p_j_better
+        prob = np.where(i_wins, p_i_better, p_j_better)
+        winner = np.where(i_wins, i, j)
+        loser = np.where(i_wins, j, i)
+        # A statement in an accepted prefix has marginal >= the joint > credibility.
+        keep = prob > self.credibility
+        if not keep.any():
+            return []
+        prob, winner, loser = prob[keep], winner[keep], loser[keep]
+        means = scores.mean(axis=0)
+        # Decision order: marginal probability, then (ties, e.g. several 1.0) the larger gap
+        # in mean, then pair order -- deterministic, so no random tie-breaking is needed.
+        gap = means[winner] - means[loser]
+        order = np.lexsort((loser, winner, -gap, -prob))
+        prob, winner, loser = prob[order], winner[order], loser[order]
+
+        failure = 1.0 - prob
+        uncertain = failure >= _SURE_FAILURE
+        # Union bound: P(some statement of a prefix fails) <= sum of their failures.
+        bound = 1.0 - np.cumsum(np.where(uncertain, failure, 0.0))
+        n_accepted = int(np.searchsorted(-bound, -self.credibility, side="left"))
+        joint = bound.copy()
+        if n_accepted < len(prob):
+            unc_idx = np.flatnonzero(uncertain)
+            signs = np.sign(scores[:, winner[unc_idx]] - scores[:, loser[unc_idx]]).T
+            stop_at = self.credibility * self.n_samples
+            counts = _joint_prefix_counts(
+                signs, self.n_samples, rng, stop_at, pseudo if pseudo else None
+            )
+            mc_joint = counts / self.n_samples
+            # Back onto the full list: a sure statement leaves the joint unchanged, and a
+            # statement past the point where the pass stopped cannot be accepted.
+            n_uncertain_upto = np.cumsum(uncertain)
+            mc_full = np.where(
+                n_uncertain_upto == 0,
+                1.0,
+                np.where(
+                    n_uncertain_upto <= len(mc_joint),
+                    mc_joint[np.clip(n_uncertain_upto - 1, 0, max(len(mc_joint) - 1, 0))]
+                    if len(mc_joint)
+                    else 0.0,
+                    0.0,
+                ),
+            )
+            mc_accepted = int(np.sum(mc_full > self.credibility))
+            if mc_accepted > n_accepted:
+                n_accepted = mc_accepted
+                joint = np.maximum(bound, mc_full)
+        out, seen = [], set()
+        for k in range(n_accepted):
+            lost = int(loser[k])
+            if lost in seen:
+                continue
+            seen.add(lost)
+            out.append(Elimination(lost, "dominated", int(winner[k]), float(joint[k])))
+        return out
+
+    def _indistinguishable(self, scores, greater, eliminated):
+        n = scores.shape[0]
+        live = np.flatnonzero(~eliminated)
+        if len(live) < 2:
+            return []
+        i, j = np.triu_indices(len(live), k=1)
+        i, j = live[i], live[j]
+        a, b = greater[i, j].astype(np.float64), greater[j, i].astype(np.float64)
+        ties = n - a - b
+        mean, sd = _band_moments(a, b, self.prior_strength + n)
+        # Cantelli: if the posterior mean sits eps + t outside 1/2, the band has probability
+        # at most sd^2/(sd^2 + t^2); pairs that cannot reach `credibility` are skipped.
+        reach = self.eps + sd * math.sqrt(self.credibility / (1.0 - self.credibility))
+        close = np.abs(mean) < reach
+        if not close.any():
+            return []
+        i, j, a, b, ties = i[close], j[close], a[close], b[close], ties[close]
+        band = _band_probability(a, b, ties, self.prior_strength, self.eps)
+        hit = band > self.credibility
+        if not hit.any():
+            return []
+        i, j, band = i[hit], j[hit], band[hit]
+        means = scores.mean(axis=0)
+        order = np.lexsort((j, i, -band))
+        out = []
+        gone = eliminated.copy()
+        for k in order:
+            a_idx, b_idx = int(i[k]), int(j[k])
+            if gone[a_idx] or gone[b_idx]:
+                continue
+            worse, better = (a_idx, b_idx) if means[a_idx] < means[b_idx] else (b_idx, a_idx)
+            gone[worse] = True
+            out.append(Elimination(worse, "indistinguishable", better, float(band[k])))
+        return out
