@@ -103,9 +103,10 @@ def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng)
     shapes = np.concatenate(
         [np.full((n_refs, 1), float(prior_strength)), present.astype(np.float64)], axis=1
     )
-    gammas = rng.standard_gamma(np.broadcast_to(shapes, (n_samples, n_refs, n + 1)))
-    weights = gammas / gammas.sum(axis=2, keepdims=True)
-    theta = np.einsum("ski,kij,skj->sk", weights, heaviside, weights, optimize=True)
+    gammas = rng.standard_gamma(np.broadcast_to(shapes[:, None, :], (n_refs, n_samples, n + 1)))
+    weights = gammas / gammas.sum(axis=2, keepdims=True)  # (k, S, n+1)
+    # theta_s = w_s' H w_s, one batched matrix product per reference (BLAS, no Python loop).
+    theta = np.einsum("ksi,ksi->sk", weights @ heaviside, weights)
     prob_worse = np.mean(theta < 0.5, axis=0)
     if eps <= 0:
         return prob_worse, np.zeros_like(prob_worse)

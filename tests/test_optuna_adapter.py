@@ -1,0 +1,307 @@
+"""Tests of racer.adapters.optuna: RacingPruner, instance_objective and IteratedRace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+optuna = pytest.importorskip("optuna")
+baycomp = pytest.importorskip("baycomp")
+
+from optuna.distributions import FloatDistribution  # noqa: E402
+from optuna.trial import TrialState, create_trial  # noqa: E402
+
+from racer.adapters import optuna as racer_optuna  # noqa: E402
+from racer.adapters.optuna import RacingPruner, instance_objective  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+DIST = {"x": FloatDistribution(-1.0, 1.0)}
+
+
+def _add_complete(study, values, x=0.0, user_attrs=None):
+    values = np.asarray(values, dtype=float)
+    study.add_trial(
+        create_trial(
+            params={"x": x},
+            distributions=DIST,
+            value=float(values.mean()),
+            intermediate_values={i: float(v) for i, v in enumerate(values)},
+            user_attrs=user_attrs or {},
+        )
+    )
+
+
+def _running(study, values, steps=None):
+    """A RUNNING trial that reported ``values`` at ``steps``; returns its FrozenTrial."""
+    trial = study.ask()
+    steps = range(len(values)) if steps is None else steps
+    for s, v in zip(steps, values):
+        trial.report(float(v), int(s))
+    return study._storage.get_trial(trial._trial_id)
+
+
+# ------------------------------------------------------------------ posterior probabilities
+
+
+@pytest.mark.parametrize(
+    "diff_counts", [(12, 3, 5), (4, 9, 0), (7, 7, 10), (0, 5, 2), (20, 18, 1)]
+)
+def test_sign_posteriors_match_baycomp_sign_test(diff_counts):
+    # baycomp's SignTest samples Dir(n_left, n_rope + prior, n_right): the same posterior as
+    # ours. Both probabilities are Monte Carlo in baycomp (and the band in ours): with 40,000
+    # and 50,000 draws the standard error of the difference is below 0.0035, so 0.015 is
+    # more than 4 standard errors.
+    n_better, n_worse, n_tied = diff_counts
+    y = np.r_[np.ones(n_better), -np.ones(n_worse), np.zeros(n_tied)]  # trial - ref
+    x = np.zeros_like(y)
+    samples = baycomp.SignTest.sample(x, y, rope=0.5, prior=1.0, nsamples=50000, random_state=1)
+    left, right = samples[:, 0], samples[:, 2]
+    ref_worse = np.mean(left > right)
+    ref_equiv = np.mean(np.abs(right - left) < 2 * 0.05)
+    worse, equiv = racer_optuna._sign_posteriors(
+        np.array([n_better]), np.array([n_worse]), np.array([n_tied]), 1.0, 0.05, 40000,
+        np.random.default_rng(0),
+    )
+    assert worse[0] == pytest.approx(ref_worse, abs=0.015)
+    assert equiv[0] == pytest.approx(ref_equiv, abs=0.015)
+
+
+def test_signed_rank_posteriors_match_baycomp_signed_rank_test():
+    # baycomp's SignedRankTest without a rope samples theta = sum_ij w_i w_j H(z_i + z_j) with
+    # the prior pseudo-observation at 0: our posterior. Same Monte Carlo tolerance argument as
+    # above (SE of the difference < 0.004 with 20,000 draws each).
+    rng = np.random.default_rng(3)
+    ref = rng.normal(size=15)
+    trial = ref - 0.3 + rng.normal(scale=0.5, size=15)
+    samples = baycomp.SignedRankTest.sample(ref, trial, rope=0, prior=1.0, nsamples=20000,
+                                            random_state=2)
+    theta = samples[:, 2]
+    worse, equiv = racer_optuna._signed_rank_posteriors(
+        (trial - ref)[None, :], np.ones((1, 15), dtype=bool), 1.0, 0.1, 20000,
+        np.random.default_rng(0),
+    )
+    assert 0.5 < worse[0] < 0.999  # the case is informative, not saturated
+    assert worse[0] == pytest.approx(np.mean(theta < 0.5), abs=0.02)
+    assert equiv[0] == pytest.approx(np.mean(np.abs(theta - 0.5) < 0.1), abs=0.02)
+
+
+def test_signed_rank_missing_steps_are_ignored():
+    # A step the reference lacks must weigh nothing: the batched computation with a mask
+    # equals the computation on the common steps alone, draw for draw up to Monte Carlo.
+    rng = np.random.default_rng(4)
+    diffs = rng.normal(-0.2, 1.0, size=12)
+    present = np.ones(12, dtype=bool)
+    present[[2, 5, 9]] = False
+    masked = np.where(present, diffs, 0.0)
+    w_masked, _ = racer_optuna._signed_rank_posteriors(
+        masked[None], present[None], 1.0, 0.0, 20000, np.random.default_rng(5))
+    w_common, _ = racer_optuna._signed_rank_posteriors(
+        diffs[present][None], np.ones((1, 9), dtype=bool), 1.0, 0.0, 20000,
+        np.random.default_rng(6))
+    assert w_masked[0] == pytest.approx(w_common[0], abs=0.02)
+
+
+# ------------------------------------------------------------------------------ the pruner
+
+
+@pytest.mark.parametrize("test", ["sign", "signed-rank"])
+def test_clearly_worse_trial_is_pruned_as_dominated(test):
+    rng = np.random.default_rng(0)
+    hardness = rng.gamma(2.0, 2.0, size=20)
+    study = optuna.create_study(direction="minimize")
+    _add_complete(study, hardness)
+    frozen = _running(study, hardness[:12] + 0.5 + 0.05 * rng.normal(size=12))
+    decision = RacingPruner(test=test, random_state=0).decide(study, frozen)
+    assert decision["prune"] and decision["reason"] == "dominated"
+    assert decision["prob_worse"][0] > 0.9
+    # The same numbers under maximisation mean the trial is better: never pruned.
+    study_max = optuna.create_study(direction="maximize")
+    _add_complete(study_max, hardness)
+    frozen = _running(study_max, hardness[:12] + 0.5 + 0.05 * rng.normal(size=12))
+    assert not RacingPruner(test=test, random_state=0).prune(study_max, frozen)
+
+
+def test_too_few_steps_never_prune():
+    study = optuna.create_study()
+    _add_complete(study, np.zeros(10))
+    frozen = _running(study, [5.0, 5.0])
+    assert not RacingPruner(n_startup_steps=3, random_state=0).prune(study, frozen)
+    frozen = _running(study, [5.0, 5.0, 5.0, 5.0, 5.0])
+    assert RacingPruner(n_startup_steps=3, random_state=0).prune(study, frozen)
+
+
+def test_identical_trial_is_pruned_only_through_the_equivalence_band():
+    # A trial that ties the best on every instance is never *worse* (no losses), but it is
+    # practically equivalent to it, with P(|theta - 1/2| < eps) growing with the ties.
+    values = np.linspace(1.0, 3.0, 30)
+    study = optuna.create_study()
+    _add_complete(study, values)
+    frozen = _running(study, values)
+    with_band = RacingPruner(eps=0.05, random_state=0).decide(study, frozen)
+    assert with_band["prune"] and with_band["reason"] == "indistinguishable"
+    assert with_band["prob_worse"][0] == 0.0
+    assert not RacingPruner(eps=0.0, random_state=0).prune(study, frozen)
+
+
+def test_rope_turns_small_differences_into_ties():
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=25)
+    study = optuna.create_study()
+    _add_complete(study, base)
+    # Slightly worse on every instance, by less than 0.01: dominated without a rope,
+    # practically equivalent with rope=0.01.
+    frozen = _running(study, base + rng.uniform(0.001, 0.009, size=25))
+    assert RacingPruner(rope=0.0, random_state=0).decide(study, frozen)["reason"] == "dominated"
+    assert (RacingPruner(rope=0.01, random_state=0).decide(study, frozen)["reason"]
+            == "indistinguishable")
+
+
+def test_mean_guard_keeps_a_trial_that_loses_often_but_wins_big():
+    # The trial loses 12 of 15 instances by 0.1 and wins 3 by 2.0: the sign test is sure it
+    # is worse more often than not, but its mean is better, and the study optimises the mean.
+    ref = np.zeros(15)
+    trial = np.r_[np.full(12, 0.1), np.full(3, -2.0)]
+    study = optuna.create_study()
+    _add_complete(study, ref)
+    frozen = _running(study, trial)
+    decision = RacingPruner(random_state=0).decide(study, frozen)
+    assert decision["prob_worse"][0] > 0.95
+    assert not decision["prune"]
+
+
+def test_top_k_prunes_against_runners_up_when_the_best_shares_few_steps():
+    # The best trial (by value) only reported 2 steps, so it cannot judge anything; the
+    # second best covers all steps and shows the running trial is worse.
+    study = optuna.create_study()
+    study.add_trial(create_trial(params={"x": 0.0}, distributions=DIST, value=-10.0,
+                                 intermediate_values={50: -10.0, 51: -10.0}))
+    _add_complete(study, np.zeros(20))
+    frozen = _running(study, np.ones(10))
+    assert not RacingPruner(top_k=1, random_state=0).prune(study, frozen)
+    decision = RacingPruner(top_k=2, random_state=0).decide(study, frozen)
+    assert decision["prune"] and decision["reference"] == 1
+
+
+def test_partial_means_marked_by_the_helper_are_not_references():
+    study = optuna.create_study()
+    _add_complete(study, np.full(4, -5.0), user_attrs={"racer_pruned": True})
+    frozen = _running(study, np.ones(10))
+    assert RacingPruner(random_state=0).decide(study, frozen)["references"] == []
+
+
+def test_non_finite_values_never_prune():
+    study = optuna.create_study()
+    _add_complete(study, np.zeros(10))
+    frozen = _running(study, [1.0, 1.0, 1.0, float("nan"), 1.0])
+    assert not RacingPruner(random_state=0).prune(study, frozen)
+
+
+def test_multi_objective_study_is_refused_clearly():
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    trial = study.ask()
+    with pytest.raises(ValueError, match="single-objective"):
+        RacingPruner(random_state=0).prune(study, study._storage.get_trial(trial._trial_id))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"test": "wilcoxon"}, "`test` must be one of"),
+        ({"prob_threshold": 1.5}, "`prob_threshold`"),
+        ({"rope": -0.1}, "`rope` must be >= 0"),
+        ({"eps": 0.5}, "`eps`"),
+        ({"top_k": 0}, "`top_k` must be >= 1"),
+        ({"n_startup_steps": 1}, "`n_startup_steps` must be >= 2"),
+        ({"prior_strength": 0.0}, "`prior_strength`"),
+        ({"n_samples": 10}, "`n_samples`"),
+        ({"random_state": -1}, "`random_state`"),
+    ],
+)
+def test_pruner_arguments_are_checked(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        RacingPruner(**kwargs)
+
+
+# -------------------------------------------------------------- helper and whole studies
+
+
+def _toy(n_instances=20, seed=0):
+    rng = np.random.default_rng(seed)
+    hardness = rng.gamma(2.0, 2.0, size=n_instances)
+    shift = rng.normal(0.0, 0.3, size=n_instances)
+
+    def evaluate(trial, i):
+        x = trial.suggest_float("x", -2.0, 2.0)
+        return hardness[i] + (x - shift[i]) ** 2
+
+    return evaluate, list(range(n_instances))
+
+
+def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0):
+    evaluate, instances = _toy()
+    study = optuna.create_study(
+        storage=storage, pruner=pruner, sampler=optuna.samplers.TPESampler(seed=seed)
+    )
+    objective = instance_objective(evaluate, instances, on_prune=on_prune, random_state=seed)
+    study.optimize(objective, n_trials=n_trials, n_jobs=n_jobs)
+    return study
+
+
+@pytest.mark.parametrize("on_prune, state", [("return", TrialState.COMPLETE),
+                                             ("raise", TrialState.PRUNED)])
+def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
+    study = _run_study(RacingPruner(random_state=0), on_prune)
+    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    full = [t for t in study.trials if not t.user_attrs.get("racer_pruned")]
+    assert pruned and full
+    assert all(t.state == state for t in pruned)
+    for t in full:
+        assert sorted(t.intermediate_values) == list(range(20))
+        assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
+    for t in pruned:
+        assert len(t.intermediate_values) == t.user_attrs["racer_n_instances"] < 20
+        if on_prune == "return":
+            assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
+
+
+def test_same_seeds_give_the_same_study():
+    a = _run_study(RacingPruner(test="signed-rank", random_state=3), "raise", n_trials=15)
+    b = _run_study(RacingPruner(test="signed-rank", random_state=3), "raise", n_trials=15)
+    assert [t.intermediate_values for t in a.trials] == [t.intermediate_values for t in b.trials]
+
+
+def test_visiting_order_is_shuffled_per_trial_and_reproducible():
+    seen = []
+    objective = instance_objective(lambda t, i: seen.append(i) or 0.0, list(range(8)),
+                                   random_state=1)
+    study = optuna.create_study()
+    study.optimize(objective, n_trials=2)
+    assert sorted(seen[:8]) == list(range(8)) and seen[:8] != seen[8:]
+    seen_again = []
+    objective = instance_objective(lambda t, i: seen_again.append(i) or 0.0, list(range(8)),
+                                   random_state=1)
+    optuna.create_study().optimize(objective, n_trials=2)
+    assert seen_again == seen
+
+
+def test_helper_arguments_are_checked():
+    with pytest.raises(ValueError, match="`on_prune`"):
+        instance_objective(lambda t, i: 0.0, [1, 2], on_prune="stop")
+    with pytest.raises(TypeError, match="`evaluate`"):
+        instance_objective(None, [1, 2])
+    with pytest.raises(ValueError, match="`instances`"):
+        instance_objective(lambda t, i: 0.0, [])
+
+
+def test_sqlite_storage_with_two_workers(tmp_path):
+    # Everything the pruner reads comes from storage: two threads sharing a SQLite study must
+    # run without errors, prune, and leave complete trials covering every instance.
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    study = _run_study(RacingPruner(random_state=0), "raise", n_trials=16, storage=storage,
+                       n_jobs=2)
+    states = [t.state for t in study.trials]
+    assert len(states) == 16 and TrialState.FAIL not in states
+    assert TrialState.PRUNED in states
+    reloaded = optuna.load_study(study_name=study.study_name, storage=storage)
+    assert len(reloaded.trials) == 16
