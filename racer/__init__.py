@@ -6,4 +6,18 @@ scikit-learn, Optuna and the F-race baseline in :mod:`racer.adapters`.
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from .elimination import Elimination, RacingTest
+from .race import Evaluation, EvaluationError, Race, race
+from .result import EliminationRecord, RaceResult
+
+__all__ = [
+    "__version__",
+    "Elimination",
+    "EliminationRecord",
+    "Evaluation",
+    "EvaluationError",
+    "Race",
+    "RaceResult",
+    "RacingTest",
+    "race",
+]

@@ -1,0 +1,929 @@
+"""The race engine: an ask/tell state machine that races candidates block by block.
+
+A race evaluates every survivor on the same instances, in the same order, a block at a time;
+after a block it hands the survivors' score matrix to a :class:`~racer.elimination.RacingTest`
+and removes whoever the test eliminates. The engine owns the loop, the budget, the schedule of
+tests, failures, persistence and execution; the test owns the statistics. That split is what
+lets the Bayesian test and the F-race baseline run on exactly the same loop.
+
+Two ways to drive it:
+
+* ``Race.run(evaluate, instances)`` (or :func:`race`) runs the loop itself, serially, on a
+  process pool (``n_jobs``) or on any ``concurrent.futures.Executor``;
+* ``ask()``/``tell()`` lets an outside loop (the scikit-learn and Optuna adapters, a cluster
+  scheduler) run the evaluations itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import math
+import numbers
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ._validation import check_bool, check_int, check_option
+from .elimination import Elimination, RacingTest
+from .result import EliminationRecord, RaceResult
+
+__all__ = ["Evaluation", "EvaluationError", "Race", "race"]
+
+logger = logging.getLogger("racer")
+
+_ON_ERROR = ("worst", "eliminate", "raise")
+_WINNER = ("mean", "mean_rank")
+_TEST_REASONS = ("dominated", "indistinguishable")
+# Salt for the instance-shuffling streams, so they never coincide with a test step's stream
+# default_rng([seed, step]) (steps are small positive integers).
+_SHUFFLE_SALT = 0x5EED5EED
+
+
+class Evaluation(NamedTuple):
+    """One evaluation the race wants: ``candidate`` on ``instance``.
+
+    ``candidate_index`` is the candidate's position in the list given to :class:`Race`;
+    ``instance_index`` is the instance's position in race order (0 = first instance raced),
+    which is also its row in :attr:`RaceResult.scores`.
+    """
+
+    candidate_index: int
+    candidate: Any
+    instance_index: int
+    instance: Any
+
+
+class EvaluationError(RuntimeError):
+    """Raised under ``on_error="raise"`` when an evaluation fails or returns a non-finite value."""
+
+
+def _stable_repr(obj: Any) -> str:
+    # Default reprs embed memory addresses ("<function f at 0x7f...>") that change from run to
+    # run; a resumed race must still recognise its own candidates and instances.
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
+
+
+def _seed_from(random_state: Any) -> int:
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"`random_state` must be a non-negative integer; got {random_state}")
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        # Drawing one integer advances the caller's generator, as scikit-learn and SciPy do.
+        return int(random_state.integers(0, 2**63 - 1))
+    raise TypeError(
+        f"`random_state` must be None, a non-negative int or a numpy Generator; "
+        f"got {random_state!r}"
+    )
+
+
+def _check_value(value: Any) -> str | None:
+    """Return why ``value`` is not a usable score, or None if it is one."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        text = repr(value)
+        return f"returned a non-number: {text if len(text) <= 60 else text[:57] + '...'}"
+    if not math.isfinite(value):
+        return f"returned {float(value)}"
+    return None
+
+
+class Race:
+    """A race of ``candidates`` over a stream of instances, driven by ask/tell or by :meth:`run`.
+
+    Parameters
+    ----------
+    candidates : iterable
+        The configurations to race (dicts, tuples, any objects; nothing needs to be hashable).
+        They are reported back as these same objects.
+    test : RacingTest, optional
+        Decides the eliminations after each block. Default: ``racer.BayesianTest()``.
+    maximize : bool, default True
+        Whether larger scores are better. The test always sees larger-is-better scores
+        (negated when ``maximize=False``).
+    budget : int, optional
+        Maximum number of evaluations. A block is only started when the budget can pay for
+        all of it (survivors x its planned number of instances), as in irace, so the race may
+        end with part of the budget unspent. The first block must fit (checked here).
+    max_instances : int, optional
+        Maximum number of instances raced.
+    first_test : int, default 5
+        Instances every candidate sees before the first test.
+    each_test : int, default 1
+        Instances per block after the first: a test runs at instance ``n`` when
+        ``n >= first_test`` and ``(n - first_test) % each_test == 0``. This equals irace's rule
+        (``n % eachTest == 0``) whenever ``first_test`` is a multiple of ``each_test``, which
+        irace requires; racer does not require it.
+    min_survivors : int, default 1
+        The race stops once no more than this many candidates are left. A test may eliminate
+        several at once and so leave fewer (as in irace); the engine never overrides it.
+    instances : iterable, optional
+        Instances to race on, in order (a sequence, or any iterator, even an endless
+        generator of seeds). More can be appended with :meth:`add_instances` or passed to
+        :meth:`run`.
+    shuffle : bool, default False
+        Race each added sequence of instances in an order drawn from the race seed. Only
+        sequences can be shuffled (an iterator raises TypeError).
+    on_error : {"worst", "eliminate", "raise"}, default "worst"
+        What a failed evaluation (an exception, NaN, inf or a non-number) does. ``"worst"``:
+        it counts as worse than every successful evaluation on that instance, namely as
+        ``lowest - spread`` in larger-is-better terms, where ``lowest`` and ``spread`` are the
+        minimum and the range of that instance's successful scores among the candidates of
+        the block (``spread`` is replaced by ``|lowest|``, or 1 when that is 0, if all
+        successful scores are equal; when every evaluation of the instance failed, all get
+        0): it ranks last, and it pulls the candidate's mean down by more than any success
+        would. ``"eliminate"``: the candidate is eliminated (reason ``"failed"``) at the end of
+        the block, before the test; it is an error for every survivor to fail in one block.
+        ``"raise"``: the error propagates (an :class:`EvaluationError` for bad values) and
+        nothing is recorded. In every case the block's other evaluations are kept.
+    winner : {"mean", "mean_rank"}, default "mean"
+        How the winner is chosen among several survivors: best mean score, or best mean
+        within-instance rank among the survivors. Ties go to the earlier candidate.
+    random_state : None, int or numpy.random.Generator
+        Seeds the race. The test at step ``k`` receives ``numpy.random.default_rng([seed, k])``,
+        never a shared sequential generator, so a resumed race decides exactly as an
+        uninterrupted one. With ``storage`` and ``random_state=None``, a resumed race reuses the
+        seed in the journal.
+    storage : str or path, optional
+        SQLite journal (see :mod:`racer.storage`). Every evaluation and decision is written as
+        it happens; constructing the same race on the same file resumes it: recorded
+        evaluations are replayed instead of being evaluated again. A journal written by a
+        different race (other candidates, options, test parameters or seed) is refused.
+
+    Ask/tell protocol
+    -----------------
+    ``ask(n=None)`` returns a list of :class:`Evaluation` ``(candidate_index, candidate,
+    instance_index, instance)`` not yet handed out, all from the current block (at most
+    ``n``). ``tell(evaluation, value)`` records one result (or ``tell(evaluation,
+    error=exc)`` a failure); it accepts the :class:`Evaluation` or a ``(candidate_index,
+    instance_index)`` pair, in any order within the block. The last result of a block runs the
+    test and opens the next block. ``ask()`` returns ``[]`` when everything of the current
+    block is out but not all told (tell the rest first) or when the race is over
+    (``race.finished``). :meth:`pending` lists the block's evaluations not yet told, e.g. to
+    hand them out again after a worker crash. Instances come from ``instances=``,
+    :meth:`add_instances` or :meth:`run`; when they run out the race stops with
+    ``stop_reason == "instances_exhausted"``, and adding instances reopens it.
+
+    >>> import numpy as np
+    >>> from racer.elimination import Elimination, RacingTest
+    >>> class DropWorstMean(RacingTest):
+    ...     def decide(self, scores, ids, rng):
+    ...         means = scores.mean(axis=0)
+    ...         worst, best = int(np.argmin(means)), int(np.argmax(means))
+    ...         return [Elimination(worst, "dominated", best, 1.0)] if worst != best else []
+    ...     def get_params(self):
+    ...         return {}
+    >>> r = Race([0.1, 0.5, 0.9], test=DropWorstMean(), first_test=2, max_instances=10,
+    ...          instances=range(100), random_state=0)
+    >>> while not r.finished:
+    ...     for ev in r.ask():
+    ...         r.tell(ev, ev.candidate + 0.01 * ev.instance)
+    >>> r.result().best
+    0.9
+    """
+
+    def __init__(
+        self,
+        candidates: Iterable,
+        *,
+        test: RacingTest | None = None,
+        maximize: bool = True,
+        budget: int | None = None,
+        max_instances: int | None = None,
+        first_test: int = 5,
+        each_test: int = 1,
+        min_survivors: int = 1,
+        instances: Iterable | None = None,
+        shuffle: bool = False,
+        on_error: str = "worst",
+        winner: str = "mean",
+        random_state: Any = None,
+        storage: Any = None,
+    ) -> None:
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+            raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
+        self._candidates = list(candidates)
+        if not self._candidates:
+            raise ValueError("`candidates` is empty: a race needs at least one candidate")
+        if test is None:
+            try:
+                from .bayesian_test import BayesianTest
+            except ImportError as exc:  # pragma: no cover - only while the module is missing
+                raise ImportError(
+                    "the default test racer.BayesianTest is not available; pass test=..."
+                ) from exc
+            test = BayesianTest()
+        if not isinstance(test, RacingTest):
+            raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
+        self._test = test
+        self._maximize = check_bool(maximize, "maximize")
+        self._budget = check_int(budget, "budget", minimum=1, allow_none=True)
+        self._max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
+        self._first_test = check_int(first_test, "first_test", minimum=1)
+        self._each_test = check_int(each_test, "each_test", minimum=1)
+        self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
+        self._shuffle = check_bool(shuffle, "shuffle")
+        self._on_error = check_option(on_error, "on_error", _ON_ERROR)
+        self._winner = check_option(winner, "winner", _WINNER)
+        n_cand = len(self._candidates)
+        first_len = self._first_test
+        if self._max_instances is not None:
+            first_len = min(first_len, self._max_instances)
+        if self._budget is not None and self._budget < n_cand * first_len:
+            raise ValueError(
+                f"`budget`={self._budget} cannot pay for the first block: {n_cand} candidates x "
+                f"{first_len} instances = {n_cand * first_len} evaluations"
+            )
+        self._random_state_spec = random_state
+        self._journal = None
+        self._replay: dict[tuple[int, int], tuple[float, str | None]] = {}
+        self._stored_instance_reprs: list[str] = []
+        if storage is not None:
+            self._open_storage(storage, random_state)
+        else:
+            self._seed = _seed_from(random_state)
+
+        # Scores grow by doubling so appending a row is amortised O(survivors).
+        capacity = 64
+        self._raw = np.full((capacity, n_cand), np.nan)
+        self._oriented = np.full((capacity, n_cand), np.nan)
+        self._failed = np.zeros((capacity, n_cand), dtype=bool)
+        self._n_seen = np.zeros(n_cand, dtype=np.int64)
+        self._alive = np.ones(n_cand, dtype=bool)
+        self._survivor_idx = np.arange(n_cand, dtype=np.int64)
+
+        self._instances: list[Any] = []
+        self._sources: collections.deque = collections.deque()
+        self._lookahead: collections.deque = collections.deque()
+        self._n_sources_added = 0
+
+        self._block_active = False
+        self._block_rows = (0, 0)
+        self._block_cands = self._survivor_idx
+        self._pending: dict[tuple[int, int], Evaluation] = {}
+        self._unasked: collections.deque = collections.deque()
+        self._row_remaining: dict[int, int] = {}
+        self._block_failed: set[int] = set()
+
+        self._n_evaluations = 0
+        self._step = 0
+        self._history: list[EliminationRecord] = []
+        self._failures: list[tuple[int, int, str]] = []
+        self._stop_reason: str | None = None
+        self._listeners: list[Callable[[Race], None]] = []
+
+        if instances is not None:
+            self.add_instances(instances)
+
+    # ------------------------------------------------------------------ public state
+
+    @property
+    def candidates(self) -> list:
+        """The candidates, as passed."""
+        return self._candidates
+
+    @property
+    def survivors(self) -> list:
+        """The candidates still in the race."""
+        return [self._candidates[i] for i in self._survivor_idx]
+
+    @property
+    def survivor_indices(self) -> np.ndarray:
+        """Positions of the survivors in :attr:`candidates`."""
+        return self._survivor_idx.copy()
+
+    @property
+    def finished(self) -> bool:
+        """True once the race has stopped (see :attr:`stop_reason`)."""
+        if self._stop_reason is None and not self._block_active:
+            self._advance()
+        return self._stop_reason is not None
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the race stopped, or None while it runs."""
+        return self._stop_reason
+
+    @property
+    def n_evaluations(self) -> int:
+        """Evaluations recorded so far (failures included), i.e. budget used."""
+        return self._n_evaluations
+
+    @property
+    def n_instances(self) -> int:
+        """Instances started so far."""
+        return len(self._instances)
+
+    @property
+    def budget(self) -> int | None:
+        return self._budget
+
+    @property
+    def seed(self) -> int:
+        """The race seed (tests get ``default_rng([seed, step])``)."""
+        return self._seed
+
+    @property
+    def history(self) -> list[EliminationRecord]:
+        """Eliminations so far, in order."""
+        return list(self._history)
+
+    # ------------------------------------------------------------------ instances
+
+    def add_instances(self, instances: Iterable) -> None:
+        """Append instances to race on, after those already given.
+
+        A sequence is shuffled when the race has ``shuffle=True`` (its order drawn from the race
+        seed and the number of earlier calls, so a re-run draws the same order); iterators are
+        consumed lazily, one block at a time, so an endless generator is fine.
+        """
+        if isinstance(instances, (str, bytes)) or not isinstance(instances, Iterable):
+            raise TypeError(f"`instances` must be an iterable of instances; got {instances!r}")
+        if self._shuffle:
+            if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
+                raise TypeError(
+                    "`shuffle=True` needs a sequence of instances (list, tuple, range, array); "
+                    f"got an iterator {type(instances).__name__!r}"
+                )
+            items = list(instances)
+            rng = np.random.default_rng([self._seed, _SHUFFLE_SALT, self._n_sources_added])
+            order = rng.permutation(len(items))
+            source = iter([items[i] for i in order])
+        else:
+            source = iter(instances)
+        self._n_sources_added += 1
+        self._sources.append(source)
+        if self._stop_reason == "instances_exhausted":
+            self._stop_reason = None
+
+    def _draw_instances(self, k: int) -> list:
+        drawn = []
+        while len(drawn) < k:
+            if self._lookahead:
+                drawn.append(self._lookahead.popleft())
+                continue
+            if not self._sources:
+                break
+            try:
+                drawn.append(next(self._sources[0]))
+            except StopIteration:
+                self._sources.popleft()
+        return drawn
+
+    def _has_more_instances(self) -> bool:
+        got = self._draw_instances(1)
+        self._lookahead.extendleft(got)
+        return bool(got)
+
+    # ------------------------------------------------------------------ ask / tell
+
+    def ask(self, n: int | None = None) -> list[Evaluation]:
+        """Return up to ``n`` (default: all) evaluations of the current block not yet asked.
+
+        Returns ``[]`` when the race is finished, or when every evaluation of the block has
+        been handed out but some are not yet told.
+        """
+        n = check_int(n, "n", minimum=1, allow_none=True)
+        if not self._block_active and self._stop_reason is None:
+            self._advance()
+        if n is None or n >= len(self._unasked):
+            out = list(self._unasked)
+            self._unasked.clear()
+            return out
+        return [self._unasked.popleft() for _ in range(n)]
+
+    def pending(self) -> list[Evaluation]:
+        """Evaluations of the current block that are not yet told (asked or not)."""
+        if not self._block_active and self._stop_reason is None:
+            self._advance()
+        return list(self._pending.values())
+
+    def tell(self, evaluation: Any, value: Any = None, *, error: Any = None) -> None:
+        """Record the result of one evaluation.
+
+        Parameters
+        ----------
+        evaluation : Evaluation or (candidate_index, instance_index)
+            Which evaluation this is; it must belong to the current block and not be told yet.
+        value : float
+            The score. NaN, inf or a non-number counts as a failure (see ``on_error``).
+        error : exception or str, optional
+            Marks the evaluation as failed (``value`` is then ignored).
+        """
+        key = self._key_of(evaluation)
+        if key not in self._pending:
+            ci, ii = key
+            if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and (
+                not np.isnan(self._raw[ii, ci]) or self._failed[ii, ci]
+            ):
+                raise ValueError(
+                    f"evaluation (candidate_index={ci}, instance_index={ii}) was already told"
+                )
+            raise ValueError(
+                f"evaluation (candidate_index={ci}, instance_index={ii}) is not part of the "
+                "current block: tell only what ask() returned"
+            )
+        if error is not None:
+            message = error if isinstance(error, str) else f"raised {type(error).__name__}: {error}"
+        else:
+            message = _check_value(value)
+        if message is not None and self._on_error == "raise":
+            ev = self._pending[key]
+            exc = EvaluationError(
+                f"evaluation of candidate #{key[0]} {_stable_repr(ev.candidate)[:80]} on instance "
+                f"#{key[1]} {_stable_repr(ev.instance)[:80]} {message}"
+            )
+            if isinstance(error, BaseException):
+                raise exc from error
+            raise exc
+        del self._pending[key]
+        score = math.nan if message is not None else float(value)
+        if self._journal is not None:
+            self._journal.record_evaluation(key[0], key[1], score, message)
+        self._record(key[0], key[1], score, message)
+        if not self._pending:
+            self._advance()
+
+    def _key_of(self, evaluation: Any) -> tuple[int, int]:
+        if isinstance(evaluation, Evaluation):
+            return evaluation.candidate_index, evaluation.instance_index
+        ci = getattr(evaluation, "candidate_index", None)
+        ii = getattr(evaluation, "instance_index", None)
+        if ci is None or ii is None:
+            try:
+                ci, ii = evaluation
+            except (TypeError, ValueError):
+                raise TypeError(
+                    "`evaluation` must be an Evaluation from ask() or a (candidate_index, "
+                    f"instance_index) pair; got {evaluation!r}"
+                ) from None
+        if not isinstance(ci, numbers.Integral) or not isinstance(ii, numbers.Integral):
+            raise TypeError(
+                f"`evaluation` indices must be integers; got ({ci!r}, {ii!r})"
+            )
+        return int(ci), int(ii)
+
+    # ------------------------------------------------------------------ the loop
+
+    def _advance(self) -> None:
+        """Finish completed blocks and open new ones until something needs evaluating."""
+        while self._stop_reason is None:
+            if self._block_active:
+                if self._pending:
+                    return
+                self._finish_block()
+            self._start_block()
+
+    def _start_block(self) -> None:
+        n = len(self._instances)
+        survivors = self._survivor_idx
+        n_surv = len(survivors)
+        if n == 0:
+            planned = self._first_test
+        else:
+            # Stop rules are checked between blocks only, as in irace: the first block always
+            # runs so every candidate sees first_test instances.
+            planned = self._each_test
+            if n_surv <= self._min_survivors:
+                self._stop("min_survivors")
+                return
+        if self._max_instances is not None:
+            if n >= self._max_instances:
+                self._stop("max_instances")
+                return
+            planned = min(planned, self._max_instances - n)
+        if not self._has_more_instances():
+            self._stop("instances_exhausted")
+            return
+        if self._budget is not None and self._n_evaluations + n_surv * planned > self._budget:
+            self._stop("budget")
+            return
+        new = self._draw_instances(planned)
+        self._register_instances(new)
+        stop = len(self._instances)
+        self._ensure_capacity(stop)
+        self._block_active = True
+        self._block_rows = (n, stop)
+        self._block_cands = survivors
+        self._block_failed = set()
+        cand_list = survivors.tolist()
+        for row in range(n, stop):
+            self._row_remaining[row] = n_surv
+        replayed = []
+        for row in range(n, stop):
+            inst = self._instances[row]
+            for ci in cand_list:
+                key = (ci, row)
+                hit = self._replay.pop(key, None) if self._replay else None
+                if hit is not None:
+                    replayed.append((ci, row, hit[0], hit[1]))
+                    continue
+                ev = Evaluation(ci, self._candidates[ci], row, inst)
+                self._pending[key] = ev
+                self._unasked.append(ev)
+        for ci, row, score, message in replayed:
+            self._record(ci, row, score, message)
+
+    def _register_instances(self, new: list) -> None:
+        start = len(self._instances)
+        self._instances.extend(new)
+        if self._journal is None:
+            return
+        reprs = [_stable_repr(inst) for inst in new]
+        known = self._stored_instance_reprs
+        fresh = []
+        for offset, text in enumerate(reprs):
+            row = start + offset
+            if row < len(known):
+                if known[row] != text:
+                    raise ValueError(
+                        f"`storage` journal was written with instance #{row} = {known[row]!r}, "
+                        f"but this run's instance #{row} is {text!r}: the instances (or their "
+                        "order) differ from the journaled race; use a new storage file"
+                    )
+            else:
+                fresh.append((row, text))
+        if fresh:
+            self._journal.record_instances(fresh)
+
+    def _ensure_capacity(self, rows: int) -> None:
+        cap = self._raw.shape[0]
+        if rows <= cap:
+            return
+        new_cap = max(rows, 2 * cap)
+        n_cand = len(self._candidates)
+        for name, fill in (("_raw", np.nan), ("_oriented", np.nan), ("_failed", False)):
+            old = getattr(self, name)
+            grown = np.full((new_cap, n_cand), fill, dtype=old.dtype)
+            grown[:cap] = old
+            setattr(self, name, grown)
+
+    def _record(self, ci: int, row: int, score: float, message: str | None) -> None:
+        self._n_evaluations += 1
+        self._n_seen[ci] += 1
+        if message is None:
+            self._raw[row, ci] = score
+        else:
+            self._failed[row, ci] = True
+            self._failures.append((ci, row, message))
+            self._block_failed.add(ci)
+        left = self._row_remaining[row] - 1
+        if left:
+            self._row_remaining[row] = left
+        else:
+            del self._row_remaining[row]
+            self._finalize_row(row)
+        for listener in self._listeners:
+            listener(self)
+
+    def _finalize_row(self, row: int) -> None:
+        cols = self._block_cands
+        values = self._raw[row, cols]
+        oriented = values if self._maximize else -values
+        failed = self._failed[row, cols]
+        if failed.any():
+            oriented = oriented.copy()
+            ok = oriented[~failed]
+            if ok.size:
+                lowest, highest = ok.min(), ok.max()
+                spread = highest - lowest
+                if spread <= 0:
+                    spread = abs(lowest) if lowest != 0 else 1.0
+                oriented[failed] = lowest - spread
+            else:
+                oriented[failed] = 0.0
+        self._oriented[row, cols] = oriented
+
+    def _finish_block(self) -> None:
+        self._block_active = False
+        n = self._block_rows[1]
+        if self._block_failed and self._on_error == "eliminate":
+            failed = sorted(self._block_failed)
+            if len(failed) >= len(self._survivor_idx):
+                raise RuntimeError(
+                    f"every surviving candidate failed in the block of instances "
+                    f"{self._block_rows[0]}..{n - 1} under on_error='eliminate'; see "
+                    f"the failures, e.g. {self._failures[-1][2]}"
+                )
+            for ci in failed:
+                self._eliminate(ci, "failed", None, math.nan, n, step=0)
+            self._journal_decisions(0, [(ci, "failed", None, math.nan) for ci in failed], n)
+        if (
+            n >= self._first_test
+            and (n - self._first_test) % self._each_test == 0
+            and len(self._survivor_idx) > 1
+        ):
+            self._run_test(n)
+
+    def _run_test(self, n: int) -> None:
+        self._step += 1
+        step = self._step
+        survivors = self._survivor_idx
+        scores = self._oriented[:n, survivors]
+        rng = np.random.default_rng([self._seed, step])
+        decisions = self._test.decide(scores, survivors.copy(), rng)
+        chosen = self._check_decisions(decisions, len(survivors))
+        applied = []
+        for col, reason, by_col, prob in chosen:
+            ci = int(survivors[col])
+            by = int(survivors[by_col])
+            self._eliminate(ci, reason, by, prob, n, step)
+            applied.append((ci, reason, by, prob))
+        self._journal_decisions(step, applied, n)
+
+    def _check_decisions(self, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
+        name = type(self._test).__name__
+        out = []
+        seen: set[int] = set()
+        for dec in decisions or ():
+            if not isinstance(dec, Elimination):
+                raise TypeError(f"{name}.decide() must return Elimination objects; got {dec!r}")
+            col, by_col = int(dec.index), int(dec.by)
+            if not (0 <= col < m and 0 <= by_col < m) or col == by_col:
+                raise ValueError(
+                    f"{name}.decide() returned {dec!r}: index and by must be distinct columns "
+                    f"of the {m} survivors"
+                )
+            if dec.reason not in _TEST_REASONS:
+                raise ValueError(
+                    f"{name}.decide() returned reason {dec.reason!r}; expected one of "
+                    f"{_TEST_REASONS}"
+                )
+            if col in seen:
+                continue  # a candidate leaves once; the first reason given is kept
+            seen.add(col)
+            out.append((col, dec.reason, by_col, float(dec.probability)))
+        if len(seen) >= m:
+            raise RuntimeError(f"{name}.decide() eliminated every survivor, which is a bug in the test")
+        return out
+
+    def _eliminate(
+        self, ci: int, reason: str, by: int | None, prob: float, n: int, step: int
+    ) -> None:
+        self._alive[ci] = False
+        self._survivor_idx = np.flatnonzero(self._alive)
+        record = EliminationRecord(
+            candidate=self._candidates[ci],
+            candidate_index=ci,
+            n_instances=n,
+            reason=reason,
+            by=None if by is None else self._candidates[by],
+            by_index=by,
+            probability=prob,
+            step=step,
+        )
+        self._history.append(record)
+        if logger.isEnabledFor(logging.INFO):
+            by_text = "" if by is None else f" by #{by} {_stable_repr(self._candidates[by])[:60]}"
+            logger.info(
+                "eliminated #%d %s after %d instances: %s%s (probability %.4g); %d survivors",
+                ci, _stable_repr(self._candidates[ci])[:60], n, reason, by_text, prob,
+                len(self._survivor_idx),
+            )
+
+    def _journal_decisions(self, step: int, applied: list, n: int) -> None:
+        if self._journal is not None and applied:
+            self._journal.record_decisions(step, n, applied)
+
+    def _stop(self, reason: str) -> None:
+        self._stop_reason = reason
+        logger.info(
+            "race stopped (%s) after %d instances and %d evaluations; %d survivors",
+            reason, len(self._instances), self._n_evaluations, len(self._survivor_idx),
+        )
+
+    # ------------------------------------------------------------------ storage
+
+    def _fingerprint(self, seed_spec: Any) -> dict:
+        try:
+            params = self._test.get_params()
+        except NotImplementedError:
+            params = {"repr": _stable_repr(self._test)}
+        return {
+            "candidates": [_stable_repr(c) for c in self._candidates],
+            "test": f"{type(self._test).__module__}.{type(self._test).__qualname__}",
+            "test_params": {k: _stable_repr(v) for k, v in sorted(params.items())},
+            "maximize": self._maximize,
+            "budget": self._budget,
+            "max_instances": self._max_instances,
+            "first_test": self._first_test,
+            "each_test": self._each_test,
+            "min_survivors": self._min_survivors,
+            "shuffle": self._shuffle,
+            "on_error": self._on_error,
+            "random_state": seed_spec,
+        }
+
+    def _open_storage(self, storage: Any, random_state: Any) -> None:
+        from .storage import Journal
+
+        if random_state is None:
+            seed_spec = None
+        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+            seed_spec = int(random_state)
+        else:
+            seed_spec = "generator"
+        journal = Journal(storage)
+        try:
+            stored_seed = journal.load_seed()
+            if random_state is None and stored_seed is not None:
+                seed = stored_seed
+            else:
+                seed = _seed_from(random_state)
+            fingerprint = self._fingerprint(seed_spec)
+            fingerprint["seed"] = str(seed)
+            journal.claim(fingerprint, seed)
+            self._replay = journal.load_evaluations()
+            self._stored_instance_reprs = journal.load_instances()
+        except BaseException:
+            journal.close()
+            raise
+        self._seed = seed
+        self._journal = journal
+
+    def close(self) -> None:
+        """Close the storage journal, if any (also done by :meth:`run` and garbage collection)."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> Race:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ run
+
+    def run(
+        self,
+        evaluate: Callable[[Any, Any], float],
+        instances: Iterable | None = None,
+        *,
+        executor: Any = None,
+        n_jobs: int | None = None,
+        progress: bool = True,
+    ) -> RaceResult:
+        """Run the race to the end and return its :class:`RaceResult`.
+
+        Parameters
+        ----------
+        evaluate : callable
+            ``evaluate(candidate, instance) -> float``. With ``n_jobs > 1`` it runs in other
+            processes and must be picklable (a module-level function, not a lambda or a
+            closure defined in ``__main__`` under the spawn start method).
+        instances : iterable, optional
+            Appended to the race's instances (see :meth:`add_instances`).
+        executor : concurrent.futures.Executor, optional
+            Where to run evaluations (a Dask ``client.get_executor()``, Ray's, a thread pool...).
+            Results are recorded as they arrive; decisions do not depend on arrival order.
+        n_jobs : int, optional
+            Without ``executor``: 1 or None runs in this process; ``n_jobs > 1`` uses a
+            ``ProcessPoolExecutor`` with that many workers; -1 uses every CPU.
+        progress : bool, default True
+            Show a progress line on stderr.
+        """
+        from .execution import run_block, resolve_executor
+        from .progress import ProgressLine
+
+        if not callable(evaluate):
+            raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
+        check_bool(progress, "progress")
+        if instances is not None:
+            self.add_instances(instances)
+        pool, owned = resolve_executor(executor, n_jobs)
+        bar = ProgressLine(self) if progress else None
+        if bar is not None:
+            self._listeners.append(bar.update)
+        try:
+            while True:
+                batch = self.ask()
+                if not batch:
+                    if self._stop_reason is not None:
+                        break
+                    raise RuntimeError(
+                        "the race has evaluations handed out by ask() that were never told; "
+                        "finish them with tell() before calling run()"
+                    )
+                run_block(self, evaluate, batch, pool, raise_errors=self._on_error == "raise")
+        finally:
+            if bar is not None:
+                self._listeners.remove(bar.update)
+                bar.close()
+            if owned:
+                pool.shutdown(wait=True, cancel_futures=True)
+            self.close()
+        return self.result()
+
+    # ------------------------------------------------------------------ result
+
+    def _complete_rows(self) -> int:
+        if self._block_active:
+            return self._block_rows[0]
+        return len(self._instances)
+
+    def result(self) -> RaceResult:
+        """The race's outcome so far (final once :attr:`finished`)."""
+        n_cand = len(self._candidates)
+        n_rows = len(self._instances)
+        raw = self._raw[:n_rows].copy()
+        oriented = self._oriented[:n_rows]
+        with np.errstate(invalid="ignore"):
+            counts = np.sum(~np.isnan(oriented), axis=0)
+            oriented_mean = np.where(
+                counts > 0, np.nansum(oriented, axis=0) / np.maximum(counts, 1), np.nan
+            )
+            if self._on_error == "worst":
+                mean_scores = oriented_mean if self._maximize else -oriented_mean
+            else:
+                raw_counts = np.sum(~np.isnan(raw), axis=0)
+                mean_scores = np.where(
+                    raw_counts > 0, np.nansum(raw, axis=0) / np.maximum(raw_counts, 1), np.nan
+                )
+        survivors = self._survivor_idx
+        order = self._order_survivors(survivors, oriented_mean)
+        surv_sorted = survivors[order]
+        eliminated = np.flatnonzero(~self._alive)
+        key_mean = np.where(np.isnan(oriented_mean), -np.inf, oriented_mean)
+        elim_sorted = eliminated[
+            np.lexsort((eliminated, -key_mean[eliminated], -self._n_seen[eliminated]))
+        ]
+        ranking_idx = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+        best = int(surv_sorted[0])
+        return RaceResult(
+            best=self._candidates[best],
+            best_index=best,
+            survivors=[self._candidates[i] for i in surv_sorted],
+            survivor_indices=surv_sorted.astype(np.int64),
+            ranking=[self._candidates[i] for i in ranking_idx],
+            ranking_indices=ranking_idx,
+            candidates=list(self._candidates),
+            instances=list(self._instances),
+            scores=raw,
+            mean_scores=np.asarray(mean_scores, dtype=np.float64),
+            n_evaluations=self._n_evaluations,
+            n_instances=n_rows,
+            history=tuple(self._history),
+            failures=tuple(self._failures),
+            stop_reason=self._stop_reason or "running",
+            maximize=self._maximize,
+            budget=self._budget,
+            seed=self._seed,
+        )
+
+    def _order_survivors(self, survivors: np.ndarray, oriented_mean: np.ndarray) -> np.ndarray:
+        rows = self._complete_rows()
+        if self._winner == "mean_rank" and rows > 0 and len(survivors) > 1:
+            from scipy.stats import rankdata
+
+            block = self._oriented[:rows, survivors]
+            ranks = rankdata(-block, axis=1)  # 1 = best on that instance, ties averaged
+            key = ranks.mean(axis=0)
+            return np.lexsort((np.arange(len(survivors)), key))
+        key = oriented_mean[survivors]
+        key = np.where(np.isnan(key), -np.inf, key)
+        return np.lexsort((np.arange(len(survivors)), -key))
+
+    def __repr__(self) -> str:
+        state = self._stop_reason or "running"
+        return (
+            f"Race({len(self._candidates)} candidates, {len(self._survivor_idx)} survivors, "
+            f"{len(self._instances)} instances, {self._n_evaluations} evaluations, {state})"
+        )
+
+
+def race(
+    evaluate: Callable[[Any, Any], float],
+    candidates: Iterable,
+    instances: Iterable,
+    *,
+    executor: Any = None,
+    n_jobs: int | None = None,
+    progress: bool = True,
+    **options: Any,
+) -> RaceResult:
+    """Race ``candidates`` over ``instances`` with ``evaluate(candidate, instance) -> float``.
+
+    One call for scripts: ``Race(candidates, **options).run(evaluate, instances, executor=...,
+    n_jobs=..., progress=...)``. See :class:`Race` for the options (``test``, ``maximize``,
+    ``budget``, ``max_instances``, ``first_test``, ``each_test``, ``min_survivors``,
+    ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``).
+
+    >>> from racer.elimination import Elimination, RacingTest
+    >>> class KeepAll(RacingTest):
+    ...     def decide(self, scores, ids, rng):
+    ...         return []
+    ...     def get_params(self):
+    ...         return {}
+    >>> res = race(lambda c, i: -abs(c - 3), [1, 2, 3, 4], range(6), test=KeepAll(),
+    ...            progress=False, random_state=0)
+    >>> res.best, res.n_evaluations
+    (3, 24)
+    """
+    runner = Race(candidates, **options)
+    return runner.run(evaluate, instances, executor=executor, n_jobs=n_jobs, progress=progress)

@@ -1,0 +1,239 @@
+"""What a race returns: the winner, the survivors, the scores and the audit trail of decisions.
+
+:class:`RaceResult` is built by :meth:`racer.Race.result`; users do not construct it. It holds
+the candidates as the objects the user passed (dicts are fine, nothing needs to be hashable),
+the full score matrix (instances x candidates, NaN where an evaluation was not run or failed)
+and one :class:`EliminationRecord` per eliminated candidate, so a race can be audited after
+the fact: who left, when, why, beaten or matched by whom, and with what probability.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EliminationRecord", "RaceResult"]
+
+
+def _short_repr(value: Any, width: int = 48) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@dataclasses.dataclass(frozen=True)
+class EliminationRecord:
+    """One eliminated candidate.
+
+    Attributes
+    ----------
+    candidate : object
+        The eliminated candidate, as passed by the user.
+    candidate_index : int
+        Its position in the race's candidate list.
+    n_instances : int
+        Instances it had been evaluated on when it was eliminated.
+    reason : str
+        ``"dominated"`` (worse than ``by``), ``"indistinguishable"`` (practically equivalent to
+        ``by``, which is at least as good) or ``"failed"`` (an evaluation failed under
+        ``on_error="eliminate"``; ``by`` is then None).
+    by : object or None
+        The candidate that beat or matched it, as passed by the user.
+    by_index : int or None
+        Position of ``by`` in the candidate list.
+    probability : float
+        The number behind the decision as reported by the test (a posterior probability for
+        Bayesian tests, a p-value for frequentist ones); NaN for failures.
+    step : int
+        The test step (1 = first test of the race) that made the decision; 0 for failures
+        handled before any test of that block.
+    """
+
+    candidate: Any
+    candidate_index: int
+    n_instances: int
+    reason: str
+    by: Any
+    by_index: int | None
+    probability: float
+    step: int
+
+    def __repr__(self) -> str:
+        by = "" if self.by_index is None else f", by={_short_repr(self.by)}"
+        return (
+            f"EliminationRecord(candidate={_short_repr(self.candidate)}, "
+            f"n_instances={self.n_instances}, reason={self.reason!r}{by}, "
+            f"probability={self.probability:.4g})"
+        )
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class RaceResult:
+    """The outcome of a race.
+
+    Attributes
+    ----------
+    best : object
+        The winner: among the survivors, the best by ``winner`` (``"mean"``: best mean score
+        over all instances; ``"mean_rank"``: best mean within-instance rank among the
+        survivors). Ties go to the earlier candidate.
+    best_index : int
+        Position of ``best`` in ``candidates``.
+    survivors : list
+        The candidates still in the race when it stopped, best first.
+    survivor_indices : ndarray of int
+        Their positions in ``candidates``.
+    ranking : list
+        Every candidate, best first: survivors in winner order, then eliminated candidates
+        by the number of instances they saw (more is better, as in irace), then by mean score
+        over the instances they saw.
+    ranking_indices : ndarray of int
+        Positions of ``ranking`` in ``candidates``.
+    candidates : list
+        The candidates as passed by the user.
+    instances : list
+        The instances in the order they were raced (row order of ``scores``).
+    scores : ndarray of shape (n_instances, n_candidates)
+        Raw scores as returned by ``evaluate`` (not negated), NaN where not run or failed.
+    mean_scores : ndarray of shape (n_candidates,)
+        Mean raw score of each candidate over the instances it was evaluated on, failures
+        counted at their substitute value under ``on_error="worst"`` and left out otherwise.
+    n_evaluations : int
+        Evaluations spent (failures included).
+    n_instances : int
+        Instances started.
+    history : tuple of EliminationRecord
+        One record per eliminated candidate, in order of elimination.
+    failures : tuple of (candidate_index, instance_index, message)
+        Every failed evaluation.
+    stop_reason : str
+        ``"min_survivors"``, ``"budget"``, ``"max_instances"`` or ``"instances_exhausted"``.
+    maximize : bool
+        Whether larger scores were better.
+    budget : int or None
+        The evaluation budget given.
+    seed : int
+        The race seed (the test at step ``k`` received ``numpy.random.default_rng([seed, k])``).
+    """
+
+    best: Any
+    best_index: int
+    survivors: list
+    survivor_indices: np.ndarray
+    ranking: list
+    ranking_indices: np.ndarray
+    candidates: list
+    instances: list
+    scores: np.ndarray
+    mean_scores: np.ndarray
+    n_evaluations: int
+    n_instances: int
+    history: tuple
+    failures: tuple
+    stop_reason: str
+    maximize: bool
+    budget: int | None
+    seed: int
+
+    def __repr__(self) -> str:
+        return (
+            f"RaceResult(best={_short_repr(self.best)}, survivors={len(self.survivors)}, "
+            f"candidates={len(self.candidates)}, n_instances={self.n_instances}, "
+            f"n_evaluations={self.n_evaluations}, stop_reason={self.stop_reason!r})"
+        )
+
+    def summary(self, max_rows: int = 20) -> str:
+        """A readable multi-line report: the winner, the race's cost, and the top of the ranking."""
+        n_cand = len(self.candidates)
+        full_cost = n_cand * self.n_instances
+        saved = "" if full_cost == 0 else (
+            f" ({100.0 * self.n_evaluations / full_cost:.0f}% of running every candidate on "
+            f"every instance)"
+        )
+        direction = "maximized" if self.maximize else "minimized"
+        budget = "none" if self.budget is None else str(self.budget)
+        lines = [
+            f"Race over {n_cand} candidates: {self.n_instances} instances, "
+            f"{self.n_evaluations} evaluations{saved}; budget {budget}.",
+            f"Stopped because: {_STOP_TEXT.get(self.stop_reason, self.stop_reason)}.",
+            f"Best: {_short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
+            f"{direction})",
+            f"Survivors: {len(self.survivors)}; eliminated: {len(self.history)} "
+            f"({self._reason_counts()}); failed evaluations: {len(self.failures)}.",
+            "",
+        ]
+        records = {rec.candidate_index: rec for rec in self.history}
+        n_seen = np.sum(~np.isnan(self.scores), axis=0)
+        for idx in {f[0] for f in self.failures}:
+            n_seen[idx] += sum(1 for f in self.failures if f[0] == idx)
+        header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'status':<40}  candidate"
+        lines.append(header)
+        lines.append("-" * len(header))
+        for rank, idx in enumerate(self.ranking_indices[:max_rows], start=1):
+            rec = records.get(int(idx))
+            if rec is None:
+                status = "survivor" + (" (best)" if idx == self.best_index else "")
+            elif rec.reason == "failed":
+                status = "failed"
+            else:
+                status = f"{rec.reason} by #{rec.by_index} (p={rec.probability:.3g})"
+            mean = self.mean_scores[idx]
+            mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
+            lines.append(
+                f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {status:<40}  "
+                f"#{idx} {_short_repr(self.candidates[idx], 60)}"
+            )
+        if n_cand > max_rows:
+            lines.append(f"... {n_cand - max_rows} more")
+        return "\n".join(lines)
+
+    def _reason_counts(self) -> str:
+        counts: dict[str, int] = {}
+        for rec in self.history:
+            counts[rec.reason] = counts.get(rec.reason, 0) + 1
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+    def to_frame(self):
+        """One row per candidate (in candidate order) as a pandas DataFrame.
+
+        Columns: ``candidate``, ``mean_score``, ``n_instances``, ``rank`` (1 = best),
+        ``survivor``, ``reason``, ``by_index``, ``probability``, ``eliminated_at``. pandas is
+        imported here only, so it stays an optional dependency.
+        """
+        import pandas as pd
+
+        records = {rec.candidate_index: rec for rec in self.history}
+        rank = np.empty(len(self.candidates), dtype=np.int64)
+        rank[self.ranking_indices] = np.arange(1, len(self.candidates) + 1)
+        n_failed = np.zeros(len(self.candidates), dtype=np.int64)
+        for cand, _inst, _msg in self.failures:
+            n_failed[cand] += 1
+        n_seen = np.sum(~np.isnan(self.scores), axis=0) + n_failed
+        rows = []
+        for idx, cand in enumerate(self.candidates):
+            rec = records.get(idx)
+            rows.append(
+                {
+                    "candidate": cand,
+                    "mean_score": float(self.mean_scores[idx]),
+                    "n_instances": int(n_seen[idx]),
+                    "n_failed": int(n_failed[idx]),
+                    "rank": int(rank[idx]),
+                    "survivor": rec is None,
+                    "reason": "" if rec is None else rec.reason,
+                    "by_index": None if rec is None else rec.by_index,
+                    "probability": math.nan if rec is None else rec.probability,
+                    "eliminated_at": -1 if rec is None else rec.n_instances,
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+_STOP_TEXT = {
+    "min_survivors": "no more than min_survivors candidates were left",
+    "budget": "the evaluation budget could not pay for another block",
+    "max_instances": "max_instances instances were raced",
+    "instances_exhausted": "there were no more instances",
+}
