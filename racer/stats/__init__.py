@@ -18,6 +18,10 @@ Conventions (contract):
 # frequentist.py
 # classifier_tests.py
 # bayesian_sign.py
+from .bayesian_sign import (  # noqa: E402
+    BayesianSignResult, SignCounts, bayesian_sign_test, prob_greater_from_counts,
+    prob_greater_matrix, prob_indistinguishable,
+)
 # bayesian_signed_rank.py
 # bayesian_ttest.py
 # bayesian_friedman.py
