@@ -16,6 +16,11 @@ Conventions (contract):
 # Each block below is owned by one module; keep them in this order.
 
 # frequentist.py
+from .frequentist import (  # noqa: E402
+    ConoverResult, ControlResult, FriedmanResult, MeanRanksResult, NemenyiResult,
+    P_ADJUST_METHODS, PairwiseResult, SignTestResult, WilcoxonResult, conover, control_test,
+    friedman, mean_ranks_test, nemenyi, p_adjust, sign_test, sign_test_from_counts, wilcoxon,
+)
 # classifier_tests.py
 # bayesian_sign.py
 from .bayesian_sign import (  # noqa: E402
