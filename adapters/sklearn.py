@@ -1,0 +1,869 @@
+"""A scikit-learn hyperparameter search that races candidates split by split.
+
+:class:`RaceSearchCV` is a drop-in for ``GridSearchCV``, ``RandomizedSearchCV`` and
+``HalvingGridSearchCV``. Cross-validation splits are the race's instances: every surviving
+candidate is fitted on the same split, and after each split the racing test drops the
+candidates the scores already show to be worse than, or practically tied with, a better one.
+Fits are only spent on candidates that still matter.
+
+The race itself is :class:`racer.race.Race`; this module turns its ``ask()`` tasks into fits
+(each one a public ``sklearn.model_selection.cross_validate`` call on a single split) and sends
+the scores back with ``tell()``. The engine never imports scikit-learn.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import numbers
+import time
+import traceback
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.stats import t as student_t
+from sklearn.base import clone, is_classifier
+from sklearn.exceptions import FitFailedWarning
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import (
+    ParameterGrid,
+    ParameterSampler,
+    check_cv,
+    cross_validate,
+)
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils import indexable
+from sklearn.utils.parallel import Parallel, delayed
+
+from racer._validation import check_int, check_random_state
+from racer.elimination import Elimination, RacingTest
+
+__all__ = ["RaceSearchCV", "CorrelatedTTestRacing"]
+
+
+# --------------------------------------------------------------------------------------------
+# Candidates and splits
+# --------------------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _splitter_accepts(splitter: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(type(splitter).__init__).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _materialise_splits(cv, X, y, groups, n_repeats: int, rng: np.random.Generator):
+    """List every (train, test) split once, with the repeat each came from.
+
+    ``n_repeats == 1`` uses ``cv`` exactly as given, so that a race too short to test matches
+    ``GridSearchCV(cv=cv)`` split for split. With more repeats every repeat is a copy of the
+    splitter with ``shuffle=True`` (where it has that option) and its own ``random_state``: this
+    keeps stratification and grouping (``StratifiedKFold``, ``GroupKFold``,
+    ``StratifiedGroupKFold``, ``ShuffleSplit``...) while giving new partitions. A splitter with
+    no ``random_state`` (``LeaveOneGroupOut``, ``TimeSeriesSplit``, a list of splits) would
+    repeat identical splits, so it is used once and a warning says so.
+
+    Returns the list of splits, the repeat index of each, and the number of repeats used.
+    """
+    randomisable = _splitter_accepts(cv, "random_state") and hasattr(cv, "random_state")
+    if n_repeats > 1 and not randomisable:
+        warnings.warn(
+            f"`cv`={_describe(cv)} has no random_state, so repeating it would only duplicate "
+            f"its splits; n_repeats={n_repeats} is ignored and each split is used once.",
+            UserWarning,
+            stacklevel=3,
+        )
+        n_repeats = 1
+    if n_repeats == 1:
+        splitters = [cv]
+    else:
+        seeds = rng.integers(0, 2**31 - 1, size=n_repeats)
+        splitters = []
+        for seed in seeds:
+            repeat = copy.deepcopy(cv)
+            if _splitter_accepts(repeat, "shuffle") and hasattr(repeat, "shuffle"):
+                repeat.shuffle = True
+            repeat.random_state = int(seed)
+            splitters.append(repeat)
+    splits, repeat_of_split = [], []
+    for r, splitter in enumerate(splitters):
+        for train, test in splitter.split(X, y, groups):
+            splits.append((np.asarray(train), np.asarray(test)))
+            repeat_of_split.append(r)
+    if not splits:
+        raise ValueError(f"`cv`={_describe(cv)} yielded no splits")
+    return splits, np.asarray(repeat_of_split, dtype=np.int64), n_repeats
+
+
+def _visit_order(repeat_of_split: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Order in which the race visits the splits: repeat by repeat, folds shuffled within.
+
+    Finishing one repeat before starting the next means that, once a race has seen as many
+    splits as there are folds, every sample has been in a test set exactly once: the early
+    means are ordinary k-fold estimates rather than averages over overlapping test sets.
+    """
+    order = []
+    for r in np.unique(repeat_of_split):
+        members = np.flatnonzero(repeat_of_split == r)
+        order.append(rng.permutation(members))
+    return np.concatenate(order)
+
+
+# --------------------------------------------------------------------------------------------
+# One (candidate, split) unit
+# --------------------------------------------------------------------------------------------
+
+
+def _evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params, return_train):
+    """Fit one candidate on one split and score it, through public ``cross_validate``.
+
+    ``cross_validate`` is asked to raise on failure so that a failed fit is known for what it
+    is (the caller then applies ``error_score``), instead of being disguised as a score.
+    """
+    est = clone(estimator).set_params(**clone(parameters, safe=False))
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            # Single-split cross_validate warns about nothing the search does not already report.
+            warnings.simplefilter("ignore", FitFailedWarning)
+            out = cross_validate(
+                est,
+                X,
+                y,
+                cv=[(train, test)],
+                scoring=scoring,
+                params=fit_params,
+                return_train_score=return_train,
+                error_score="raise",
+            )
+    except Exception as exc:  # noqa: BLE001 - any estimator error is a failed fit
+        return {
+            "failed": True,
+            "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+            "exception": exc,
+            "fit_time": time.perf_counter() - start,
+            "score_time": 0.0,
+        }
+    test_scores = {k[5:]: float(v[0]) for k, v in out.items() if k.startswith("test_")}
+    train_scores = {k[6:]: float(v[0]) for k, v in out.items() if k.startswith("train_")}
+    return {
+        "failed": False,
+        "test": test_scores,
+        "train": train_scores,
+        "fit_time": float(out["fit_time"][0]),
+        "score_time": float(out["score_time"][0]),
+    }
+
+
+def _masked_param_arrays(candidates: list[dict]) -> dict[str, np.ma.MaskedArray]:
+    """``param_<name>`` columns: one masked entry per candidate, masked where it is unset."""
+    names = sorted({name for params in candidates for name in params})
+    columns = {}
+    for name in names:
+        present = [name in params for params in candidates]
+        values = [params.get(name) for params in candidates]
+        column = np.empty(len(candidates), dtype=object)
+        column[:] = values
+        if all(present):
+            try:
+                typed = np.asarray(values)
+                if typed.ndim == 1 and typed.dtype.kind in "biufUS":
+                    column = typed
+            except (ValueError, TypeError):
+                pass
+        columns[f"param_{name}"] = np.ma.MaskedArray(column, mask=[not p for p in present])
+    return columns
+
+
+# --------------------------------------------------------------------------------------------
+# Racing tests for correlated CV scores
+# --------------------------------------------------------------------------------------------
+
+
+class _ScoreResolution(RacingTest):
+    """Wraps a rank-based test so that scores closer than ``rope`` count as tied.
+
+    Scores are rounded to multiples of ``rope`` before the inner test sees them: two
+    candidates whose scores on a split fall in the same cell are tied on that split, which the
+    sign and rank tests count as one half each way. This is a resolution rather than a
+    pairwise ROPE (two scores ``rope/10`` apart can straddle a cell edge), chosen because a
+    RacingTest only sees the score matrix, not pairwise differences.
+    """
+
+    def __init__(self, inner: RacingTest, rope: float):
+        self.inner = inner
+        self.rope = rope
+
+    def decide(self, scores, ids, rng):
+        snapped = np.round(scores / self.rope) * self.rope
+        return self.inner.decide(snapped, ids, rng)
+
+    def get_params(self) -> dict[str, Any]:
+        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
+        return {"inner": type(self.inner).__name__, "rope": self.rope, **inner}
+
+
+@dataclasses.dataclass
+class CorrelatedTTestRacing(RacingTest):
+    """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
+
+    Every survivor ``j`` is compared with the survivor of best mean score, ``b``, through the
+    differences ``d_k = x_kb - x_kj`` over the ``n`` splits seen. Under the Bayesian correlated
+    t-test (Corani & Benavoli 2015; the Nadeau-Bengio correction), the posterior of the mean
+    difference is Student t with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
+    ``sqrt((1/n + rho/(1 - rho)) var(d))``, where ``rho`` is the correlation between two
+    splits' scores, estimated as ``n_test / n_total``. The ``rho/(1 - rho)`` term does not
+    shrink as splits are added: correlated splits never add up to certainty, which is why a
+    ``rope`` is needed to let near-equal candidates go.
+
+    * dominated when ``P(mu > rope) > credibility``;
+    * indistinguishable when ``P(|mu| < rope) > credibility`` (``rope > 0`` only).
+
+    Both decisions are about the leader, so no candidate is dropped for losing to a candidate
+    that is itself dominated. The probability recorded is the posterior probability above.
+
+    >>> import numpy as np
+    >>> scores = np.array([[0.90, 0.80, 0.905], [0.92, 0.81, 0.91], [0.91, 0.79, 0.915],
+    ...                    [0.93, 0.80, 0.925], [0.90, 0.82, 0.905]])
+    >>> test = CorrelatedTTestRacing(rho=0.2, rope=0.02)
+    >>> [(e.index, e.reason, e.by) for e in test.decide(scores, np.arange(3), None)]
+    [(1, 'dominated', 0), (2, 'indistinguishable', 0)]
+    """
+
+    rho: float = 0.2
+    rope: float = 0.01
+    credibility: float = 0.95
+
+    def __post_init__(self):
+        if not (0.0 <= self.rho < 1.0):
+            raise ValueError(f"`rho` must be in [0, 1); got {self.rho!r}")
+        if not (np.isfinite(self.rope) and self.rope >= 0):
+            raise ValueError(f"`rope` must be a finite number >= 0; got {self.rope!r}")
+        if not (0.5 < self.credibility < 1.0):
+            raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
+
+    def decide(self, scores, ids, rng):
+        n, m = scores.shape
+        if n < 2 or m < 2:
+            return []
+        means = scores.mean(axis=0)
+        leader = int(np.argmax(means))
+        diff = scores[:, [leader]] - scores
+        loc = diff.mean(axis=0)
+        scale = np.sqrt((1.0 / n + self.rho / (1.0 - self.rho)) * diff.var(axis=0, ddof=1))
+        rope = self.rope
+        with np.errstate(divide="ignore", invalid="ignore"):
+            upper = student_t.cdf((rope - loc) / scale, df=n - 1)
+            lower = student_t.cdf((-rope - loc) / scale, df=n - 1)
+        # Zero variance: the posterior is a point mass at the observed mean difference.
+        point = scale == 0
+        upper = np.where(point, (loc <= rope).astype(float), upper)
+        lower = np.where(point, (loc < -rope).astype(float), lower)
+        prob_dominated = 1.0 - upper
+        prob_equivalent = upper - lower if rope > 0 else np.zeros(m)
+        out = []
+        for j in np.flatnonzero(prob_dominated > self.credibility):
+            if j != leader:
+                out.append(Elimination(int(j), "dominated", leader, float(prob_dominated[j])))
+        for j in np.flatnonzero(prob_equivalent > self.credibility):
+            if j != leader and prob_dominated[j] <= self.credibility:
+                out.append(
+                    Elimination(int(j), "indistinguishable", leader, float(prob_equivalent[j]))
+                )
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# The search
+# --------------------------------------------------------------------------------------------
+
+
+class RaceSearchCV(BaseSearchCV):
+    """Hyperparameter search that races candidates over cross-validation splits.
+
+    Every candidate of ``param_grid`` (or ``n_candidates`` draws from ``param_distributions``)
+    starts the race. Splits are visited one at a time; each surviving candidate is fitted on
+    the split's training part and scored on its test part, and after ``first_test`` splits a
+    racing test reads the survivors' scores (of the ``refit`` metric) after every split and
+    eliminates the candidates that are worse than another survivor, or practically
+    indistinguishable from a better one. The race stops when one candidate is left, when the
+    splits run out, or when ``max_fits`` is spent. The winner (best mean over all splits
+    among the survivors) is refitted on the whole data, as in ``GridSearchCV``.
+
+    Splits are the race's instances, so there must be enough of them: a rank test cannot
+    reach a decision on five folds. By default the splitter is repeated ``n_repeats`` times
+    (``shuffle=True`` and a fresh ``random_state`` per repeat, stratification and groups kept),
+    all splits are listed once, and the race visits them repeat by repeat with the folds of a
+    repeat in random order. Scores on CV splits are correlated (the training sets overlap), so
+    a test that treats them as independent is overconfident; see ``rope`` and the notes.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Cloned for every fit.
+    param_grid : dict or list of dicts, optional
+        As in ``GridSearchCV``. Exactly one of ``param_grid`` and ``param_distributions``.
+    param_distributions : dict or list of dicts, optional
+        As in ``RandomizedSearchCV``; ``n_candidates`` settings are drawn with
+        ``random_state``.
+    n_candidates : int, optional
+        Number of settings drawn from ``param_distributions`` (default 10). Not allowed with
+        ``param_grid``.
+    scoring, refit, n_jobs, pre_dispatch, error_score, return_train_score, verbose
+        As in ``GridSearchCV``. With several metrics, the ``refit`` metric drives the race and
+        the others are recorded.
+    cv : int, cross-validation generator or iterable, default=None
+        The base splitter (``None``: 5-fold, stratified for classifiers).
+    n_repeats : int, default=3
+        How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
+    test : {"bayes", "frace"} or RacingTest, default="bayes"
+        ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
+        seed 002 sections 5-7). ``"frace"``: the F-race baseline
+        (:class:`racer.adapters.frace.FRaceTest`). A :class:`racer.elimination.RacingTest`
+        instance is used as given.
+    rope : float, default=0.005
+        Region of practical equivalence, in units of the ``refit`` score: on a split, two
+        candidates whose scores differ by at most ``rope`` count as tied. Ties are what lets
+        the race drop near-equal candidates despite the correlation between splits
+        (see ``docs/sklearn.md``). ``0`` disables it.
+    first_test : int, default=5
+        Splits every candidate is evaluated on before the first test.
+    max_fits : int, optional
+        Budget of fits for the race (the final refit not included).
+    executor : concurrent.futures.Executor, optional
+        Runs the fits of a block instead of joblib (``n_jobs`` is then ignored); any object
+        with ``submit`` returning futures works (a Dask ``Client``, a process pool).
+    random_state : None, int or numpy.random.Generator
+        Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.
+
+    Attributes
+    ----------
+    cv_results_ : dict of arrays
+        One row per candidate with the usual keys (``split{k}_test_<metric>`` is NaN where the
+        race did not evaluate split ``k``; means and stds are over the evaluated splits), plus
+        ``n_splits_evaluated``, ``eliminated_at`` (splits seen when eliminated, -1 for
+        survivors), ``elimination_reason`` (``"dominated"``, ``"indistinguishable"``,
+        ``"failed"`` or ``""``), ``eliminated_by`` (candidate index or -1),
+        ``elimination_probability`` (the test's probability behind the decision, NaN for
+        survivors) and ``n_fits_failed``. ``rank_test_<metric>`` ranks first by
+        ``n_splits_evaluated`` (further is better, as in irace) and then by the mean, so that
+        means over different sets of splits are never compared.
+    best_estimator_, best_index_, best_params_, best_score_, refit_time_, scorer_,
+    multimetric_, n_splits_
+        As in ``GridSearchCV``; ``n_splits_`` counts every materialised split (folds x
+        repeats) and ``best_score_`` is the winner's mean over the splits it was evaluated on.
+    n_repeats_ : int
+        Repeats actually used.
+    split_order_ : ndarray of int
+        The splits (indices ``k`` of ``split{k}_*``) in the order the race visited them.
+    n_fits_ : int
+        Fits run by the race (failed ones included; the final refit not included).
+    n_candidates_, n_remaining_candidates_ : int
+        Candidates raced, and survivors at the end.
+    race_ : racer.RaceResult
+        The engine's result, with the history of eliminations; its candidates are indices into
+        ``cv_results_["params"]`` and its instances are split indices.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from racer.adapters.sklearn import RaceSearchCV
+    >>> X, y = load_iris(return_X_y=True)
+    >>> search = RaceSearchCV(KNeighborsClassifier(), {"n_neighbors": [1, 5, 15, 40, 80]},
+    ...                       random_state=0).fit(X, y)
+    >>> search.best_params_["n_neighbors"] in (5, 15)
+    True
+    >>> int(search.n_fits_) < 5 * search.n_splits_
+    True
+    """
+
+    def __init__(
+        self,
+        estimator,
+        param_grid=None,
+        *,
+        param_distributions=None,
+        n_candidates=None,
+        scoring=None,
+        refit=True,
+        cv=None,
+        n_repeats=3,
+        test="bayes",
+        rope=0.005,
+        first_test=5,
+        max_fits=None,
+        n_jobs=None,
+        executor=None,
+        pre_dispatch="2*n_jobs",
+        error_score=np.nan,
+        return_train_score=False,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            estimator=estimator,
+            scoring=scoring,
+            n_jobs=n_jobs,
+            refit=refit,
+            cv=cv,
+            verbose=verbose,
+            pre_dispatch=pre_dispatch,
+            error_score=error_score,
+            return_train_score=return_train_score,
+        )
+        self.param_grid = param_grid
+        self.param_distributions = param_distributions
+        self.n_candidates = n_candidates
+        self.n_repeats = n_repeats
+        self.test = test
+        self.rope = rope
+        self.first_test = first_test
+        self.max_fits = max_fits
+        self.executor = executor
+        self.random_state = random_state
+
+    def _run_search(self, evaluate_candidates, *, callback_ctx=None):
+        # BaseSearchCV.fit would fit every candidate on every split; the race has its own fit.
+        raise NotImplementedError("RaceSearchCV runs its race in fit(); _run_search is unused")
+
+    # ---------------------------------------------------------------------------- checks
+
+    def _check_race_params(self):
+        if (self.param_grid is None) == (self.param_distributions is None):
+            raise ValueError(
+                "exactly one of `param_grid` and `param_distributions` must be given; got "
+                f"param_grid={_describe(self.param_grid)}, "
+                f"param_distributions={_describe(self.param_distributions)}"
+            )
+        if self.param_grid is not None and self.n_candidates is not None:
+            raise ValueError(
+                "`n_candidates` only applies to `param_distributions`; got "
+                f"n_candidates={self.n_candidates!r} with a param_grid"
+            )
+        check_int(self.n_candidates, "n_candidates", minimum=1, allow_none=True)
+        check_int(self.n_repeats, "n_repeats", minimum=1)
+        check_int(self.first_test, "first_test", minimum=1)
+        check_int(self.max_fits, "max_fits", minimum=1, allow_none=True)
+        if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
+            np.isfinite(self.rope) and self.rope >= 0
+        ):
+            raise ValueError(f"`rope` must be a finite number >= 0; got {_describe(self.rope)}")
+        if isinstance(self.test, str):
+            if self.test not in _TEST_NAMES:
+                raise ValueError(
+                    f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
+                    f"instance; got {_describe(self.test)}"
+                )
+        elif not hasattr(self.test, "decide"):
+            raise TypeError(
+                "`test` must be a string or a racer.elimination.RacingTest instance; got "
+                f"{_describe(self.test)}"
+            )
+        if not (
+            (isinstance(self.error_score, str) and self.error_score == "raise")
+            or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
+        ):
+            raise ValueError(
+                f"`error_score` must be 'raise' or a number; got {_describe(self.error_score)}"
+            )
+        if self.executor is not None and not hasattr(self.executor, "submit"):
+            raise TypeError(
+                "`executor` must have a submit() method (concurrent.futures.Executor); got "
+                f"{_describe(self.executor)}"
+            )
+        if not isinstance(self.random_state, np.random.RandomState):
+            check_random_state(self.random_state)
+
+    def _candidate_params(self, rng: np.random.Generator) -> list[dict]:
+        if self.param_grid is not None:
+            candidates = list(ParameterGrid(self.param_grid))
+        else:
+            n = 10 if self.n_candidates is None else int(self.n_candidates)
+            seed = int(rng.integers(0, 2**31 - 1))
+            candidates = list(ParameterSampler(self.param_distributions, n, random_state=seed))
+        if not candidates:
+            raise ValueError("the parameter grid is empty: there are no candidates to race")
+        return candidates
+
+    def _metric_names(self, first_scores: Mapping[str, float] | None) -> list[str]:
+        scoring = self.scoring
+        if isinstance(scoring, Mapping):
+            return list(scoring)
+        if isinstance(scoring, (list, tuple, set)):
+            return list(scoring)
+        if first_scores is not None:
+            return list(first_scores)
+        return ["score"]
+
+    def _refit_metric(self, multimetric: bool, names: list[str]) -> str:
+        if not multimetric:
+            return "score"
+        if callable(self.refit) or self.refit is False:
+            # The race still needs a score to drive it: the first metric, as documented.
+            return names[0]
+        if not (isinstance(self.refit, str) and self.refit in names):
+            raise ValueError(
+                "with several metrics, `refit` must be the name of one of them "
+                f"({', '.join(map(repr, names))}), a callable or False; got {self.refit!r}"
+            )
+        return self.refit
+
+    # ------------------------------------------------------------------------------ fit
+
+    def fit(self, X, y=None, **params):
+        """Race the candidates over the cross-validation splits, then refit the winner.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), optional
+        **params : dict
+            ``groups`` goes to the splitter; everything else to the estimator's ``fit``
+            (arrays of length ``n_samples`` are split with the data).
+
+        Returns
+        -------
+        self
+        """
+        self._check_race_params()
+        rng = check_random_state(
+            self.random_state.randint(0, 2**31 - 1)
+            if isinstance(self.random_state, np.random.RandomState)
+            else self.random_state
+        )
+        # Draw every seed up front so that each use has its own stream whatever the others do.
+        seed_candidates, seed_splits, seed_order, seed_race = (
+            np.random.default_rng(s) for s in rng.integers(0, 2**63 - 1, size=4)
+        )
+        candidates = self._candidate_params(seed_candidates)
+
+        X, y = indexable(X, y)
+        params = dict(params)
+        groups = params.pop("groups", None)
+        fit_params = params
+
+        cv = check_cv(self.cv, y, classifier=is_classifier(self.estimator))
+        splits, repeat_of_split, self.n_repeats_ = _materialise_splits(
+            cv, X, y, groups, int(self.n_repeats), seed_splits
+        )
+        self.n_splits_ = len(splits)
+        self.split_order_ = _visit_order(repeat_of_split, seed_order)
+
+        base_estimator = clone(self.estimator)
+        return_train = bool(self.return_train_score)
+        outcomes: dict[tuple[int, int], dict] = {}
+        state = {"multimetric": None, "names": None, "refit_metric": None}
+
+        parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
+
+        def evaluate_units(units: list[tuple[int, int]]) -> list[dict]:
+            """Run the (candidate, split) units of one block; return their outcomes in order."""
+            if self.verbose > 0:
+                print(
+                    f"[RaceSearchCV] fitting {len(units)} units "
+                    f"({len({c for c, _ in units})} candidates)"
+                )
+            args = [
+                (
+                    base_estimator,
+                    candidates[c],
+                    X,
+                    y,
+                    splits[s][0],
+                    splits[s][1],
+                    self.scoring,
+                    fit_params,
+                    return_train,
+                )
+                for c, s in units
+            ]
+            if self.executor is not None:
+                futures = [self.executor.submit(_evaluate_unit, *a) for a in args]
+                results = [f.result() for f in futures]
+            else:
+                results = parallel(delayed(_evaluate_unit)(*a) for a in args)
+            for unit, out in zip(units, results):
+                if out["failed"]:
+                    if self.error_score == "raise":
+                        raise out["exception"]
+                    out.pop("exception", None)
+                elif state["multimetric"] is None:
+                    state["names"] = self._metric_names(out["test"])
+                    state["multimetric"] = self._is_multimetric(out["test"])
+                    state["refit_metric"] = self._refit_metric(
+                        state["multimetric"], state["names"]
+                    )
+                outcomes[unit] = out
+            return results
+
+        def race_score(out: dict) -> float:
+            if out["failed"]:
+                return float(self.error_score)
+            return out["test"][state["refit_metric"]]
+
+        with parallel:
+            race = self._race(len(candidates), splits, evaluate_units, race_score, seed_race)
+
+        if state["multimetric"] is None:  # every single fit failed
+            state["names"] = self._metric_names(None)
+            state["multimetric"] = self._is_multimetric(None)
+            state["refit_metric"] = self._refit_metric(state["multimetric"], state["names"])
+        self.multimetric_ = state["multimetric"]
+        refit_metric = state["refit_metric"]
+        self.race_ = race
+        self.n_fits_ = len(outcomes)
+        self.n_candidates_ = len(candidates)
+        self.n_remaining_candidates_ = len(race.survivor_indices)
+
+        failures = [(u, o["error"]) for u, o in outcomes.items() if o["failed"]]
+        if failures:
+            _warn_fit_failures(failures, len(outcomes), self.error_score)
+
+        results = self._format_race_results(candidates, outcomes, state["names"], race)
+        self.cv_results_ = results
+
+        if self.refit or not self.multimetric_:
+            if callable(self.refit):
+                best_index = self.refit(results)
+                if not isinstance(best_index, numbers.Integral):
+                    raise TypeError("best_index_ returned is not an integer")
+                if best_index < 0 or best_index >= len(candidates):
+                    raise IndexError("best_index_ index out of range")
+            else:
+                best_index = int(np.argmin(results[f"rank_test_{refit_metric}"]))
+                self.best_score_ = results[f"mean_test_{refit_metric}"][best_index]
+            self.best_index_ = int(best_index)
+            self.best_params_ = results["params"][self.best_index_]
+
+        if self.refit:
+            self.best_estimator_ = clone(base_estimator).set_params(
+                **clone(self.best_params_, safe=False)
+            )
+            start = time.time()
+            if y is not None:
+                self.best_estimator_.fit(X, y, **fit_params)
+            else:
+                self.best_estimator_.fit(X, **fit_params)
+            self.refit_time_ = time.time() - start
+            if hasattr(self.best_estimator_, "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
+
+        self.scorer_ = self._build_scorer()
+        return self
+
+    def _is_multimetric(self, first_scores: Mapping[str, float] | None) -> bool:
+        if isinstance(self.scoring, (Mapping, list, tuple, set)):
+            return True
+        if callable(self.scoring) and first_scores is not None:
+            return set(first_scores) != {"score"}
+        return False
+
+    def _build_scorer(self):
+        scoring = self.scoring
+        if isinstance(scoring, Mapping):
+            return {name: check_scoring(self.estimator, scoring=s) for name, s in scoring.items()}
+        if isinstance(scoring, (list, tuple, set)):
+            return {name: check_scoring(self.estimator, scoring=name) for name in scoring}
+        if callable(scoring):
+            return scoring
+        return check_scoring(self.estimator, scoring=scoring)
+
+    # ----------------------------------------------------------------------------- race
+
+    def _racing_test(self, rho: float):
+        """The RacingTest behind ``test``, configured for correlated CV scores."""
+        test, rope = self.test, float(self.rope)
+        if not isinstance(test, str):
+            return test
+        if test == "bayes":
+            from racer.bayesian_test import BayesianTest
+
+            # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
+            # race rarely has more splits than candidates, so "hold" would never decide; the
+            # pseudo-inverse against chi-square(m - 1) is the documented alternative.
+            inner = BayesianTest(small_n=_BAYES_SMALL_N)
+            return _ScoreResolution(inner, rope) if rope > 0 else inner
+        if test == "frace":
+            from racer.adapters.frace import FRaceTest
+
+            inner = FRaceTest()
+            return _ScoreResolution(inner, rope) if rope > 0 else inner
+        return CorrelatedTTestRacing(rho=rho, rope=rope)
+
+    def _race(self, n_candidates, splits, evaluate_units, race_score, rng):
+        """Drive :class:`racer.race.Race` block by block; return its :class:`RaceResult`."""
+        from racer.race import Race
+
+        n_test = np.mean([len(test) for _, test in splits])
+        n_total = np.mean([len(train) + len(test) for train, test in splits])
+        first_test = min(int(self.first_test), len(splits))
+        if self.max_fits is not None and self.max_fits < n_candidates * first_test:
+            raise ValueError(
+                f"`max_fits`={self.max_fits} cannot pay for the first block: {n_candidates} "
+                f"candidates x {first_test} splits = {n_candidates * first_test} fits"
+            )
+        race = Race(
+            list(range(n_candidates)),
+            test=self._racing_test(rho=float(n_test / n_total)),
+            maximize=True,
+            budget=self.max_fits,
+            first_test=int(self.first_test),
+            instances=self.split_order_.tolist(),
+            # A failed fit ranks below every successful one on its split, whatever error_score
+            # is; cv_results_ still shows error_score, as GridSearchCV does.
+            on_error="worst",
+            winner="mean",
+            random_state=int(rng.integers(0, 2**63 - 1)),
+        )
+        while True:
+            batch = race.ask()
+            if not batch:
+                break
+            units = [(ev.candidate_index, ev.instance) for ev in batch]
+            outcomes = evaluate_units(units)
+            for ev, out in zip(batch, outcomes):
+                if out["failed"]:
+                    race.tell(ev, error=out["error"])
+                else:
+                    race.tell(ev, race_score(out))
+        return race.result()
+
+    # -------------------------------------------------------------------------- results
+
+    def _format_race_results(self, candidates, outcomes, names, race) -> dict:
+        n_cand, n_splits = len(candidates), self.n_splits_
+        evaluated = np.zeros((n_cand, n_splits), dtype=bool)
+        failed = np.zeros((n_cand, n_splits), dtype=bool)
+        fit_time = np.full((n_cand, n_splits), np.nan)
+        score_time = np.full((n_cand, n_splits), np.nan)
+        error_value = np.nan if self.error_score == "raise" else float(self.error_score)
+        test = {name: np.full((n_cand, n_splits), np.nan) for name in names}
+        train = {name: np.full((n_cand, n_splits), np.nan) for name in names}
+        for (c, s), out in outcomes.items():
+            evaluated[c, s] = True
+            fit_time[c, s] = out["fit_time"]
+            score_time[c, s] = out["score_time"]
+            if out["failed"]:
+                failed[c, s] = True
+                for name in names:
+                    test[name][c, s] = error_value
+                    train[name][c, s] = error_value
+            else:
+                for name in names:
+                    test[name][c, s] = out["test"][name]
+                    if self.return_train_score:
+                        train[name][c, s] = out["train"][name]
+        n_evaluated = evaluated.sum(axis=1)
+
+        results: dict[str, Any] = {}
+
+        def store(key, array, splits=False, rank=False):
+            if splits:
+                for k in range(n_splits):
+                    results[f"split{k}_{key}"] = array[:, k]
+            mean, std = _mean_std_over(array, evaluated, n_evaluated)
+            results[f"mean_{key}"] = mean
+            results[f"std_{key}"] = std
+            if rank:
+                results[f"rank_{key}"] = _stage_rank(n_evaluated, mean)
+
+        store("fit_time", fit_time)
+        store("score_time", score_time)
+        results.update(_masked_param_arrays(candidates))
+        results["params"] = candidates
+        for name in names:
+            store(f"test_{name}", test[name], splits=True, rank=True)
+            if self.return_train_score:
+                store(f"train_{name}", train[name], splits=True)
+        for name in names:
+            mean = results[f"mean_test_{name}"]
+            if not np.all(np.isfinite(mean)):
+                warnings.warn(
+                    f"One or more of the test scores are non-finite: {mean}", UserWarning
+                )
+                break
+
+        eliminated_at = np.full(n_cand, -1, dtype=np.int64)
+        eliminated_by = np.full(n_cand, -1, dtype=np.int64)
+        reason = np.full(n_cand, "", dtype=object)
+        probability = np.full(n_cand, np.nan)
+        for record in race.history:
+            i = record.candidate_index
+            eliminated_at[i] = record.n_instances
+            reason[i] = record.reason
+            probability[i] = record.probability
+            if record.by_index is not None:
+                eliminated_by[i] = record.by_index
+        results["n_splits_evaluated"] = n_evaluated.astype(np.int64)
+        results["n_fits_failed"] = failed.sum(axis=1).astype(np.int64)
+        results["eliminated_at"] = eliminated_at
+        results["elimination_reason"] = reason
+        results["eliminated_by"] = eliminated_by
+        results["elimination_probability"] = probability
+        return results
+
+
+_TEST_NAMES = ("bayes", "frace", "correlated-t")
+_BAYES_SMALL_N = "chi2"
+
+
+def _mean_std_over(array, evaluated, n_evaluated):
+    """Mean and (population) std of each row over its evaluated entries only.
+
+    A failed fit scored as NaN stays in and makes the mean NaN, as in ``GridSearchCV``;
+    an entry the race never ran is left out.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        filled = np.where(evaluated, array, 0.0)
+        mean = filled.sum(axis=1) / n_evaluated
+        dev = np.where(evaluated, array - mean[:, None], 0.0)
+        std = np.sqrt((dev**2).sum(axis=1) / n_evaluated)
+    return mean, std
+
+
+def _stage_rank(n_evaluated: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Rank 1 = best: first by splits evaluated (more is better), then by mean score.
+
+    Candidates eliminated at the same stage saw the same splits, so their means are comparable;
+    means over different sets of splits are never compared. NaN means (failed fits) rank last
+    within their stage, ties share the smallest rank (``method="min"``, as scikit-learn).
+    """
+    filled = np.where(np.isnan(mean), -np.inf, mean)
+    order = np.lexsort((-filled, -n_evaluated))
+    ranks = np.empty(len(mean), dtype=np.int32)
+    previous = None
+    for position, i in enumerate(order, start=1):
+        key = (n_evaluated[i], filled[i])
+        if key != previous:
+            current = position
+            previous = key
+        ranks[i] = current
+    return ranks
+
+
+def _warn_fit_failures(failures, n_fits, error_score):
+    messages: dict[str, int] = {}
+    for _unit, message in failures:
+        messages[message] = messages.get(message, 0) + 1
+    details = "\n".join(
+        f"{count} fits failed with the following error:\n{message}"
+        for message, count in messages.items()
+    )
+    warnings.warn(
+        f"\n{len(failures)} fits failed out of a total of {n_fits}.\n"
+        f"The score on these train-test partitions for these parameters will be set to "
+        f"{error_score}.\nIf these failures are not expected, you can try to debug them by "
+        f"setting error_score='raise'.\n\n{details}",
+        FitFailedWarning,
+        stacklevel=3,
+    )
