@@ -17,8 +17,9 @@ The race core never imports this module or Optuna.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
-import numbers
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -38,12 +39,15 @@ from racer._validation import (
 )
 from racer.stats.bayesian_sign import prob_greater_from_counts
 
-__all__ = ["RacingPruner", "instance_objective"]
+__all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
 
 # Keys this module writes into trial user attributes. Readers (the pruner, the benchmarks,
 # a resumed IteratedRace) rely on these names: they are part of the adapter's contract.
 PRUNED_ATTR = "racer_pruned"
 N_INSTANCES_ATTR = "racer_n_instances"
+SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace candidate
+ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
+STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,3 +438,426 @@ def instance_objective(
         return total / n_instances
 
     return objective
+
+
+# --------------------------------------------------------------------------------------------
+# Iterated racing with an Optuna sampler as the proposal model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class IteratedRaceResult:
+    """The outcome of :meth:`IteratedRace.run`.
+
+    Attributes
+    ----------
+    best_params : dict
+        The answer: the winner of the last race (the best elite), *not* ``study.best_trial``,
+        whose value is a mean over an instance set that differs from trial to trial.
+    best_trial_number : int
+        Its trial in the study.
+    best_mean : float
+        Its mean score over the instances it was evaluated on.
+    best_n_instances : int
+        How many instances that mean covers.
+    elites : list of dict
+        Parameters of the final elites, best first.
+    elite_trial_numbers : list of int
+    n_evaluations : int
+        Evaluations actually run (answers served from the elites' cache are not counted).
+    n_iterations : int
+        Races run.
+    n_candidates : int
+        Distinct trials sampled from the study.
+    races : list of racer.RaceResult
+        One per race run by this call (candidates are trial numbers; instances are positions
+        in ``instances``).
+    study : optuna.Study
+    """
+
+    best_params: dict
+    best_trial_number: int
+    best_mean: float
+    best_n_instances: int
+    elites: list
+    elite_trial_numbers: list
+    n_evaluations: int
+    n_iterations: int
+    n_candidates: int
+    races: list
+    study: Any
+
+    def __repr__(self) -> str:
+        return (
+            f"IteratedRaceResult(best_params={self.best_params!r}, "
+            f"best_mean={self.best_mean:.6g} over {self.best_n_instances} instances, "
+            f"n_evaluations={self.n_evaluations}, n_iterations={self.n_iterations}, "
+            f"n_candidates={self.n_candidates})"
+        )
+
+
+def _protect_elites_test(inner, n_elites: int, n_old: int):
+    """Wrap a racing test so that elites survive while the race is on instances they know.
+
+    irace's elitist racing (``elitist = 1``): an elite cannot be eliminated before the race
+    has covered every instance seen in earlier iterations, because up to that point the new
+    candidates are catching up on instances the elite already won its place on.
+    """
+    from racer.elimination import RacingTest
+
+    class _ProtectElites(RacingTest):
+        def decide(self, scores, ids, rng):
+            out = inner.decide(scores, ids, rng)
+            if scores.shape[0] >= n_old or n_elites == 0:
+                return out
+            return [e for e in out if int(ids[e.index]) >= n_elites]
+
+        def get_params(self):
+            return {"inner": type(inner).__name__, "n_elites": n_elites, "n_old": n_old}
+
+    return _ProtectElites()
+
+
+class IteratedRace:
+    """irace's iterated racing with any Optuna sampler as the proposal model.
+
+    Each iteration asks the study for a batch of new candidates, races them together with the
+    current elites on the instances (those seen in earlier iterations first, in the same
+    order, then new ones), tells Optuna the outcome of every new candidate once, and keeps
+    the race's best survivors as the next elites. Elites keep their results: the race's
+    requests for (elite, old instance) are answered from a cache, not re-evaluated.
+
+    What Optuna is told (so that the sampler refocuses on the elites): a candidate that
+    survives its race ends COMPLETE with its mean score; a candidate eliminated after ``k``
+    instances reports its running mean at ``step=k`` and ends PRUNED. TPE ranks PRUNED
+    trials below every COMPLETE one and, among themselves, by the deepest step and then the
+    value there, so survivors rank above candidates eliminated late, which rank above
+    candidates eliminated early. (Instances are raced in one global order, so ``step=k``
+    means "survived the first k instances" in every iteration.) Elites are told in the
+    iteration that sampled them and never left RUNNING, which constant-liar TPE would read
+    as a bad result. An elite eliminated in a later race keeps its COMPLETE value: Optuna
+    does not let a finished trial change.
+
+    Budget, as in irace (``notes/irace-frace.md``): iteration ``j`` may spend
+    ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations and races
+    ``N_j = (B_j + n_elites * n_old) // max(first_test + each_test * min(5, j),
+    n_old + each_test)`` candidates, elites included; iterations go on while the remaining
+    budget pays for at least one new candidate. A block is only started when the budget can
+    pay for all of it, so ``n_evaluations <= budget`` always.
+
+    Parameters
+    ----------
+    evaluate : callable ``(params: dict, instance) -> float``
+    search_space : dict of ``optuna.distributions.BaseDistribution`` or callable
+        A fixed space, or a define-by-run function ``space(trial) -> dict`` that calls
+        ``trial.suggest_*`` (conditional spaces) and returns the parameters (or None, in which
+        case ``trial.params`` is used).
+    instances : sequence
+        The instances; raced in one order drawn from ``random_state``.
+    budget : int
+        Total number of evaluations (irace's ``maxExperiments``).
+    sampler : optuna.samplers.BaseSampler, optional
+        Proposal model; default ``TPESampler(seed=...)`` seeded from ``random_state``.
+    study : optuna.Study, optional
+        An existing study to drive (``storage``, ``study_name``, ``sampler`` must then be
+        left out).
+    storage, study_name :
+        Passed to ``optuna.create_study(..., load_if_exists=True)``. With a persistent
+        storage, every evaluation is written as it happens (user attribute ``racer_scores``
+        of its trial) and the driver's state after each iteration (study user attribute
+        ``racer_iterated_race``): running the same driver on the same study resumes a crashed
+        run, re-using every recorded evaluation.
+    direction : {"minimize", "maximize"}
+    test : racer.elimination.RacingTest, optional
+        The racing test; default ``racer.BayesianTest()``. A fresh copy is used per race.
+    n_iterations : int, optional
+        irace's ``nbIterations``; default ``floor(2 + log2(n_params))``.
+    n_elites : int, optional
+        Survivors kept as elites (and the race's ``min_survivors``); default
+        ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``.
+    first_test, each_test : int
+        Passed to :class:`racer.Race`.
+    random_state : int or None
+        Seeds the instance order, the default sampler and every race.
+
+    Examples
+    --------
+    >>> import optuna
+    >>> from optuna.distributions import FloatDistribution
+    >>> from racer.adapters.optuna import IteratedRace
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> def evaluate(params, instance):
+    ...     return (params["x"] - 0.3) ** 2 + 0.1 * instance
+    >>> res = IteratedRace(evaluate, {"x": FloatDistribution(0, 1)}, list(range(20)),
+    ...                    budget=300, random_state=0).run()
+    >>> res.n_evaluations <= 300 and abs(res.best_params["x"] - 0.3) < 0.2
+    True
+    """
+
+    def __init__(
+        self,
+        evaluate: Callable[[dict, Any], float],
+        search_space: dict | Callable[[optuna.Trial], dict | None],
+        instances: Sequence[Any],
+        *,
+        budget: int,
+        sampler: optuna.samplers.BaseSampler | None = None,
+        study: optuna.Study | None = None,
+        storage: Any = None,
+        study_name: str | None = None,
+        direction: str = "minimize",
+        test: Any = None,
+        n_iterations: int | None = None,
+        n_elites: int | None = None,
+        first_test: int = 5,
+        each_test: int = 1,
+        random_state: int | None = None,
+    ) -> None:
+        from racer.elimination import RacingTest
+
+        if not callable(evaluate):
+            raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
+        if isinstance(search_space, dict):
+            for name, dist in search_space.items():
+                if not isinstance(dist, optuna.distributions.BaseDistribution):
+                    raise TypeError(
+                        f"`search_space[{name!r}]` must be an optuna distribution; got {dist!r}"
+                    )
+            if not search_space:
+                raise ValueError("`search_space` is empty")
+        elif not callable(search_space):
+            raise TypeError(
+                "`search_space` must be a dict of optuna distributions or a define-by-run "
+                f"callable; got {search_space!r}"
+            )
+        if isinstance(instances, (str, bytes)) or not hasattr(instances, "__len__"):
+            raise TypeError(f"`instances` must be a sequence; got {type(instances).__name__}")
+        self._instances = list(instances)
+        if not self._instances:
+            raise ValueError("`instances` must hold at least one instance; got an empty sequence")
+        self._budget = check_int(budget, "budget", minimum=1)
+        self._direction = check_option(direction, "direction", ("minimize", "maximize"))
+        if test is None:
+            from racer.bayesian_test import BayesianTest
+
+            test = BayesianTest()
+        if not isinstance(test, RacingTest):
+            raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
+        self._test = test
+        self._n_iterations = check_int(n_iterations, "n_iterations", minimum=1, allow_none=True)
+        self._n_elites = check_int(n_elites, "n_elites", minimum=1, allow_none=True)
+        self._first_test = check_int(first_test, "first_test", minimum=1)
+        self._each_test = check_int(each_test, "each_test", minimum=1)
+        if random_state is None:
+            random_state = int(np.random.SeedSequence().generate_state(1)[0])
+        self._seed = check_int(random_state, "random_state", minimum=0)
+        self._evaluate = evaluate
+        self._space = search_space
+        if study is not None:
+            if sampler is not None or storage is not None or study_name is not None:
+                raise ValueError(
+                    "pass either `study` or (`sampler`, `storage`, `study_name`), not both"
+                )
+            if not isinstance(study, optuna.Study):
+                raise TypeError(f"`study` must be an optuna.Study; got {study!r}")
+            self._study = study
+        else:
+            if sampler is None:
+                sampler = optuna.samplers.TPESampler(seed=self._seed)
+            self._study = optuna.create_study(
+                storage=storage, sampler=sampler, study_name=study_name,
+                direction=self._direction, load_if_exists=True,
+            )
+        study_dir = _single_direction(self._study, "IteratedRace")
+        if study_dir.name.lower() != self._direction:
+            raise ValueError(
+                f"`direction`={self._direction!r} but the study is set to "
+                f"{study_dir.name.lower()!r}"
+            )
+
+    @property
+    def study(self) -> optuna.Study:
+        return self._study
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def _sample(self) -> tuple[optuna.Trial, dict]:
+        if isinstance(self._space, dict):
+            trial = self._study.ask(fixed_distributions=self._space)
+            return trial, dict(trial.params)
+        trial = self._study.ask()
+        params = self._space(trial)
+        return trial, dict(trial.params if params is None else params)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> IteratedRaceResult:
+        """Run (or resume) the iterated race until the budget is spent."""
+        from racer.race import Race
+
+        study = self._study
+        maximize = self._direction == "maximize"
+        n_total = len(self._instances)
+        order = np.random.default_rng([self._seed, 0x0DE5]).permutation(n_total).tolist()
+
+        # Everything below is rebuilt from storage, which is what makes a crashed run resume.
+        state = dict(study.user_attrs.get(STATE_ATTR) or {})
+        if state and state.get("order") != order:
+            raise ValueError(
+                "the study holds an IteratedRace run with another instance order (different "
+                "`instances` or `random_state`); use a new study to start afresh"
+            )
+        trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+        cache: dict[int, dict[int, float]] = {}
+        for number, t in trials.items():
+            recorded = t.user_attrs.get(SCORES_ATTR)
+            if recorded:
+                cache[number] = {int(k): float(v) for k, v in recorded.items()}
+        for key, recorded in study.user_attrs.items():
+            if key.startswith(SCORES_ATTR + "_"):
+                number = int(key[len(SCORES_ATTR) + 1:])
+                cache.setdefault(number, {}).update({int(k): float(v) for k, v in recorded.items()})
+        used = sum(len(v) for v in cache.values())
+        elites: list[int] = list(state.get("elites", []))
+        iteration = int(state.get("iteration", 0))
+        n_seen = int(state.get("n_seen", 0))
+        n_params = state.get("n_params")
+        params_of = {n: dict(t.params) for n, t in trials.items()}
+        # Trials sampled by an iteration that crashed: re-raced first, with their evaluations.
+        leftover = sorted(
+            n for n, t in trials.items()
+            if t.state == TrialState.RUNNING and t.user_attrs.get(ITERATION_ATTR) == iteration + 1
+        )
+        races = []
+        n_sampled = 0
+        while True:
+            j = iteration + 1
+            remaining = self._budget - used
+            pending: list[tuple[optuna.Trial, dict]] = [
+                (optuna.trial.Trial(study, trials[n]._trial_id), params_of[n]) for n in leftover
+            ]
+            leftover = []
+            if n_params is None:
+                if not pending:
+                    pending.append(self._sample())
+                    n_sampled += 1
+                    pending[-1][0].set_user_attr(ITERATION_ATTR, j)
+                n_params = max(1, len(pending[0][1]))
+            default = int(math.floor(2 + math.log2(n_params)))
+            n_iter = self._n_iterations or default
+            n_elites = self._n_elites or default
+            per_candidate = max(
+                self._first_test + self._each_test * min(5, j), n_seen + self._each_test
+            )
+            iteration_budget = remaining // max(1, n_iter - j + 1)
+            n_race = (iteration_budget + len(elites) * n_seen) // per_candidate
+            n_new = max(n_race - len(elites), len(pending))
+            min_new = 1 if elites else 2
+            first_cost = n_new * min(self._first_test, n_total)
+            if n_new < min_new or first_cost > remaining:
+                for trial, _ in pending:  # never leave a sampled trial RUNNING
+                    study.tell(trial, state=TrialState.FAIL)
+                break
+            while len(pending) < n_new:
+                trial, params = self._sample()
+                trial.set_user_attr(ITERATION_ATTR, j)
+                pending.append((trial, params))
+                n_sampled += 1
+            for trial, params in pending:
+                params_of[trial.number] = params
+                cache.setdefault(trial.number, {})
+            candidates = elites + [t.number for t, _ in pending]
+            race_budget = max(
+                iteration_budget + len(elites) * n_seen,
+                len(candidates) * min(self._first_test, n_total),
+            )
+            race = Race(
+                candidates,
+                test=_protect_elites_test(copy.deepcopy(self._test), len(elites), n_seen),
+                maximize=maximize,
+                budget=race_budget,
+                first_test=self._first_test,
+                each_test=self._each_test,
+                min_survivors=min(n_elites, len(candidates)),
+                instances=order,
+                random_state=int(np.random.SeedSequence([self._seed, j]).generate_state(1)[0]),
+            )
+            trial_objects = {t.number: t for t, _ in pending}
+            out_of_budget = False
+            while not race.finished:
+                batch = race.ask()
+                n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
+                if used + n_real > self._budget:
+                    out_of_budget = True
+                    break
+                for ev in batch:
+                    known = cache[ev.candidate].get(ev.instance)
+                    if known is None:
+                        try:
+                            known = float(self._evaluate(params_of[ev.candidate],
+                                                         self._instances[ev.instance]))
+                        except Exception as exc:  # recorded as a failure, raced as worst
+                            known = math.nan
+                            race_error: Any = exc
+                        else:
+                            race_error = None
+                        cache[ev.candidate][ev.instance] = known
+                        used += 1
+                        record = {str(k): v for k, v in cache[ev.candidate].items()}
+                        if ev.candidate in trial_objects:
+                            trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                        else:
+                            # A finished trial cannot change: an elite's later evaluations
+                            # go to the study, under its trial number.
+                            study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+                        if race_error is not None:
+                            race.tell(ev, error=race_error)
+                            continue
+                    race.tell(ev, known)
+            result = race.result()
+            races.append(result)
+            alive = set(result.survivor_indices.tolist())
+            for ci, number in enumerate(candidates):
+                if number not in trial_objects:
+                    continue
+                trial = trial_objects[number]
+                seen = [v for v in cache[number].values() if math.isfinite(v)]
+                mean = float(np.mean(seen)) if seen else math.nan
+                if ci in alive:
+                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
+                    study.tell(trial, float(result.mean_scores[ci]))
+                else:
+                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
+                    trial.report(mean, step=len(cache[number]))
+                    study.tell(trial, state=TrialState.PRUNED)
+            elites = [int(n) for n in result.survivors[:n_elites]]
+            n_seen = max(n_seen, len(result.instances) if not out_of_budget
+                         else race._complete_rows())
+            iteration = j
+            study.set_user_attr(STATE_ATTR, {
+                "order": order, "elites": elites, "iteration": iteration, "n_seen": n_seen,
+                "n_params": n_params,
+            })
+            if out_of_budget:
+                break
+
+        if not elites:
+            raise RuntimeError(
+                f"`budget`={self._budget} cannot pay for a first race of two candidates on "
+                f"{min(self._first_test, n_total)} instances"
+            )
+        best = elites[0]
+        best_scores = [v for v in cache[best].values() if math.isfinite(v)]
+        return IteratedRaceResult(
+            best_params=params_of[best],
+            best_trial_number=best,
+            best_mean=float(np.mean(best_scores)) if best_scores else math.nan,
+            best_n_instances=len(cache[best]),
+            elites=[params_of[n] for n in elites],
+            elite_trial_numbers=elites,
+            n_evaluations=used,
+            n_iterations=iteration,
+            n_candidates=len(params_of),
+            races=races,
+            study=study,
+        )
