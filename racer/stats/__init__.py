@@ -22,6 +22,10 @@ from .frequentist import (  # noqa: E402
     friedman, mean_ranks_test, nemenyi, p_adjust, sign_test, sign_test_from_counts, wilcoxon,
 )
 # classifier_tests.py
+from .classifier_tests import (  # noqa: E402
+    BootstrapTestResult, CorrelatedTTestResult, McNemarResult, ProportionTestResult,
+    bootstrap_test, correlated_ttest, mcnemar, proportion_test,
+)
 # bayesian_sign.py
 from .bayesian_sign import (  # noqa: E402
     BayesianSignResult, SignCounts, bayesian_sign_test, prob_greater_from_counts,
