@@ -86,10 +86,10 @@ def prob_greater_from_counts(n_greater, n_less):
     return out if out.ndim else float(out)
 
 
-def _band_distinct(a, b, c, eps):
-    """Pr[|theta - 1/2| < eps] for arrays of Dirichlet parameters (a, b, c), no checks.
+def _band_distinct(a, b, n_ties, s, eps):
+    """Pr[|theta - 1/2| < eps] for int64 arrays of counts (a wins, b losses, ties), no checks.
 
-    ``(W_g, W_l, rest) ~ Dir(a, b, c)`` with a = n_greater, b = n_less, c = s + n_ties, and
+    ``(W_g, W_l, rest) ~ Dir(a, b, c)`` with ``c = s + n_ties``, and
     ``theta - 1/2 = (W_g - W_l) / 2``. With ``T = W_g + W_l ~ Beta(a + b, c)`` independent
     of ``R = W_g / T ~ Beta(a, b)`` and ``delta = 2 eps``, the event is
     ``T |2R - 1| < delta``: certain when ``T <= delta``, otherwise
@@ -100,25 +100,35 @@ def _band_distinct(a, b, c, eps):
         u0 = I_delta(a + b, c),  h = delta / F_T^{-1}(u).
 
     When a or b is 0, R is 0 or 1, so only ``T < delta`` counts; when both are 0, theta is
-    exactly 1/2 and the probability is 1.
+    exactly 1/2 and the probability is 1. The quantiles of T depend on (a + b, ties) only,
+    and in a race most pairs share few of those, so the costly inverse incomplete beta is
+    evaluated once per distinct (a + b, ties) and only the cheap forward one per triple.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    c = np.asarray(c, dtype=np.float64)
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    n_ties = np.asarray(n_ties, dtype=np.int64)
     delta = 2.0 * eps
-    total = a + b
     out = np.ones(a.shape, dtype=np.float64)
-    if delta >= 1.0:
-        return out
+    total = a + b
     has_mass = total > 0
-    u0 = np.ones(a.shape, dtype=np.float64)
-    u0[has_mass] = betainc(total[has_mass], c[has_mass], delta)
+    if delta >= 1.0 or not has_mass.any():
+        return out
+    base = int(n_ties.max()) + 1
+    group_key, group_of = np.unique(total * base + n_ties, return_inverse=True)
+    g_total = (group_key // base).astype(np.float64)
+    g_c = (group_key % base) + s
+    with np.errstate(invalid="ignore"):
+        g_u0 = np.where(g_total > 0, betainc(g_total, g_c, delta), 1.0)
+    # Quantile nodes of T for each group: u = u0 + (1 - u0) * node.
+    g_u = g_u0[:, None] + (1.0 - g_u0[:, None]) * _GL_U
+    g_t = betaincinv(g_total[:, None], g_c[:, None], g_u)
+    u0 = g_u0[group_of]
     out[has_mass] = u0[has_mass]
-    split = has_mass & (a > 0) & (b > 0) & (u0 < 1.0)
+    split = (a > 0) & (b > 0) & (u0 < 1.0)
     if split.any():
-        aa, bb, cc, uu0 = a[split, None], b[split, None], c[split, None], u0[split, None]
-        u = uu0 + (1.0 - uu0) * _GL_U
-        t = betaincinv(aa + bb, cc, u)
+        aa = a[split, None].astype(np.float64)
+        bb = b[split, None].astype(np.float64)
+        t = g_t[group_of[split]]
         # t > delta for u > u0 in exact arithmetic; the clip guards the last ulp.
         h = np.minimum(delta / np.maximum(t, delta), 1.0)
         inside = betainc(aa, bb, 0.5 * (1.0 + h)) - betainc(aa, bb, 0.5 * (1.0 - h))
@@ -214,7 +224,7 @@ def _band_from_counts(n_greater, n_less, n_ties, s, eps):
     u_ties = uniq % base
     u_hi = (uniq // base) % base
     u_lo = uniq // (base * base)
-    values = _band_distinct(u_lo, u_hi, u_ties + s, eps)
+    values = _band_distinct(u_lo, u_hi, u_ties, s, eps)
     return values[inverse]
 
 
@@ -223,7 +233,8 @@ def _band_from_counts(n_greater, n_less, n_ties, s, eps):
 # ---------------------------------------------------------------------------------------------
 
 _table_lock = threading.Lock()
-_table = _kernels.sign_prob_greater_table(np.int64(64))
+# Built on first use (importing racer.stats must not compile or load kernels).
+_table = np.zeros((0, 0), dtype=np.float64)
 
 
 def _prob_table(min_size):
@@ -234,7 +245,7 @@ def _prob_table(min_size):
         return table
     with _table_lock:
         if _table.shape[0] < min_size:
-            size = max(min_size, 2 * _table.shape[0])
+            size = max(min_size, 2 * _table.shape[0], 256)
             _table = _kernels.sign_prob_greater_table(np.int64(size))
         return _table
 
@@ -612,9 +623,7 @@ def bayesian_sign_test(
     n_y_better = int(np.count_nonzero(diff < -rope))
     n_rope = xa.size - n_x_better - n_y_better
 
-    band = _band_distinct(
-        np.array([n_greater]), np.array([n_less]), np.array([n_ties + s]), eps
-    )[0]
+    band = _band_distinct(np.array([n_greater]), np.array([n_less]), np.array([n_ties]), s, eps)[0]
     alpha = np.array([n_y_better, n_rope + s, n_x_better], dtype=np.float64)
     p_y, p_rope, p_x = _prob_each_largest(alpha)
     samples = None
