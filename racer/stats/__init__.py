@@ -32,7 +32,14 @@ from .bayesian_sign import (  # noqa: E402
     prob_greater_matrix, prob_indistinguishable,
 )
 # bayesian_signed_rank.py
+from .bayesian_signed_rank import (  # noqa: E402
+    IDP_PRIOR_STRENGTH, BayesianSignedRankResult, bayesian_signed_rank, signed_rank_prob,
+    signed_rank_posterior_mean,
+)
 # bayesian_ttest.py
+from .bayesian_ttest import (  # noqa: E402
+    BayesianCorrelatedTTestResult, bayesian_correlated_ttest,
+)
 # bayesian_friedman.py
 # joint.py
 
