@@ -391,3 +391,12 @@ def test_bad_input_to_the_primitives():
         prob_indistinguishable(5.5, 1, 10)
     with pytest.raises(ValueError, match="square"):
         prob_greater_matrix(np.zeros((2, 3), dtype=int))
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import racer.stats.bayesian_sign as module
+
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 10 and result.failed == 0
