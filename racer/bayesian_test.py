@@ -45,17 +45,33 @@ from racer._validation import (
     check_probability,
 )
 from racer.elimination import Elimination, RacingTest
-from racer.stats._kernels import blas_single_thread
+from racer.stats import _kernels  # noqa: F401  (sets the OpenMP wait policy before numba)
 
 __all__ = ["BayesianTest"]
 
-# A statement whose posterior failure probability is below this is treated as true in every
-# Monte Carlo sample: with S <= 1e6 samples it could not fail in one of them anyway.
-_SURE_FAILURE = 1e-12
+# Share of the allowed error (1 - credibility) that the union bound may spend on the leading,
+# near-certain statements before the Monte Carlo takes over (see _dominance).
+_FOLD = 0.01
 # Gauss-Legendre nodes of the band probability quadrature (error <= 4e-6, notes/kernels).
 _BAND_NODES, _BAND_WEIGHTS = np.polynomial.legendre.leggauss(48)
 # Samples per chunk of the joint Monte Carlo (bounds memory at n_samples x n_instances).
 _CHUNK = 4096
+_STATEMENT_BLOCK = 64
+_BLAS_CONTROLLER = None
+
+
+def _blas_single_thread():
+    """Pin BLAS to one thread around the Monte Carlo GEMMs (notes/kernels-performance.md §3).
+
+    The controller is built once: ``threadpool_limits`` rescans the loaded libraries on every
+    call, which costs ~8 ms, more than the GEMMs it protects.
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,23 +275,26 @@ def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
 
     alive = [np.ones(size, dtype=bool) for size in chunk_sizes]
     counts = []
-    start, block = 0, 64
-    with blas_single_thread():
-        while start < n_statements:
-            stop = min(n_statements, start + block)
-            block_counts = np.zeros(stop - start, dtype=np.int64)
+    with _blas_single_thread():
+        # Fixed blocks of statements: the pass usually stops within a few hundred statements,
+        # and a doubling schedule would overshoot the stopping point by up to 2x.
+        for start in range(0, n_statements, _STATEMENT_BLOCK):
+            stop = min(n_statements, start + _STATEMENT_BLOCK)
+            width = stop - start
+            failed_at = np.zeros(width + 1, dtype=np.int64)
+            n_alive = 0
             for i in range(len(chunk_seeds)):
                 e, e0 = weights(i)
                 values = e @ signs32[start:stop].T
                 holds = values > (e0[:, None] if e0 is not None else 0.0)
-                holds &= alive[i][:, None]
-                # Running AND along the statements: a sample counts for prefix k only if
-                # statements 0..k all hold.
-                prefix_ok = np.logical_and.accumulate(holds, axis=1)
-                block_counts += prefix_ok.sum(axis=0)
-                alive[i] = prefix_ok[:, -1]
+                # Index of each sample's first failing statement in the block (width if none).
+                first_fail = np.where(holds.all(axis=1), width, holds.argmin(axis=1))
+                first_fail = first_fail[alive[i]]
+                n_alive += len(first_fail)
+                failed_at += np.bincount(first_fail, minlength=width + 1)
+                alive[i][alive[i]] = first_fail == width
+            block_counts = n_alive - np.cumsum(failed_at[:width])
             counts.append(block_counts)
-            start, block = stop, block * 2
             if block_counts[-1] <= stop_at:
                 break
     return np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
@@ -470,45 +489,38 @@ class BayesianTest(RacingTest):
         prob, winner, loser = prob[order], winner[order], loser[order]
 
         failure = 1.0 - prob
-        uncertain = failure >= _SURE_FAILURE
-        # Union bound: P(some statement of a prefix fails) <= sum of their failures.
-        bound = 1.0 - np.cumsum(np.where(uncertain, failure, 0.0))
-        n_accepted = int(np.searchsorted(-bound, -self.credibility, side="left"))
-        joint = bound.copy()
+        cum_failure = np.cumsum(failure)
+        # Union bound: P(some statement of a prefix fails) <= the sum of their failures.
+        bound = 1.0 - cum_failure
+        n_accepted = int(np.sum(bound > self.credibility))
+        joint = bound
         if n_accepted < len(prob):
-            unc_idx = np.flatnonzero(uncertain)
-            signs = np.sign(scores[:, winner[unc_idx]] - scores[:, loser[unc_idx]]).T
-            stop_at = self.credibility * self.n_samples
+            # The leading, near-certain statements (total failure <= _FOLD of the allowed
+            # error) are folded into a bound instead of being simulated, since
+            # P(A and B) >= P(A) - P(not B); this keeps the Monte Carlo to the statements
+            # that can move the decision (thousands of near-sure pairs at m = 200).
+            head = int(np.searchsorted(cum_failure, _FOLD * (1.0 - self.credibility), "right"))
+            folded = float(cum_failure[head - 1]) if head else 0.0
+            signs = np.sign(scores[:, winner[head:]] - scores[:, loser[head:]]).T
+            stop_at = (self.credibility + folded) * self.n_samples
             counts = _joint_prefix_counts(
                 signs, self.n_samples, rng, stop_at, pseudo if pseudo else None
             )
-            mc_joint = counts / self.n_samples
-            # Back onto the full list: a sure statement leaves the joint unchanged, and a
-            # statement past the point where the pass stopped cannot be accepted.
-            n_uncertain_upto = np.cumsum(uncertain)
-            mc_full = np.where(
-                n_uncertain_upto == 0,
-                1.0,
-                np.where(
-                    n_uncertain_upto <= len(mc_joint),
-                    mc_joint[np.clip(n_uncertain_upto - 1, 0, max(len(mc_joint) - 1, 0))]
-                    if len(mc_joint)
-                    else 0.0,
-                    0.0,
-                ),
-            )
-            mc_accepted = int(np.sum(mc_full > self.credibility))
+            mc_joint = np.zeros(len(prob))
+            mc_joint[:head] = bound[:head]
+            # Statements past the point where the pass stopped cannot be accepted (0).
+            mc_joint[head : head + len(counts)] = counts / self.n_samples - folded
+            mc_accepted = int(np.sum(mc_joint > self.credibility))
             if mc_accepted > n_accepted:
                 n_accepted = mc_accepted
-                joint = np.maximum(bound, mc_full)
-        out, seen = [], set()
-        for k in range(n_accepted):
-            lost = int(loser[k])
-            if lost in seen:
-                continue
-            seen.add(lost)
-            out.append(Elimination(lost, "dominated", int(winner[k]), float(joint[k])))
-        return out
+                joint = np.maximum(bound, mc_joint)
+        # Each loser once, with the first (most probable) statement it loses.
+        _, first = np.unique(loser[:n_accepted], return_index=True)
+        first = np.sort(first)
+        return [
+            Elimination(int(loser[k]), "dominated", int(winner[k]), float(joint[k]))
+            for k in first
+        ]
 
     def _indistinguishable(self, scores, greater, eliminated):
         n = scores.shape[0]

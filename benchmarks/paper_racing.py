@@ -1,0 +1,243 @@
+"""Seed 002 Tables 2-3: the Bayesian race against three F-races on identical data.
+
+q candidates with true means mu_i ~ U(0, 1) (drawn per repetition), scores N(mu_i, rho^2),
+larger better; an iteration gives every survivor 5 new instances and is followed by a test;
+at most 300 iterations; with several survivors at the end the best mean wins. Every race runs
+through the real engine (``racer.Race``, ask/tell, first_test = each_test = 5) reading a
+pre-generated matrix. All methods of a repetition share that matrix and the race seed, so
+their differences are paired. Repetitions run in a process pool (2 workers by default).
+
+Reported per setting and method: ITER (iterations / 300), evaluations, MAE (true rank of the
+winner - 1), the rate at which the true best is eliminated, and the number of candidates
+removed as indistinguishable (with how many of those were truly within the band), each as
+mean +- SE; then paired differences Bayesian - F-race.
+
+Usage::
+
+    python benchmarks/paper_racing.py --quick                     # 10 reps, ~1 min
+    python benchmarks/paper_racing.py --reps 200 --rep0 10000 --csv benchmarks/results/paper_racing_runs.csv
+    python benchmarks/paper_racing.py --summarize benchmarks/results/paper_racing_runs.csv
+
+Seeds: the data of repetition r of setting (q, rho) are drawn from
+``default_rng([2015, q, 1000 rho, r])``; the race seed from ``SeedSequence([7, q, 1000 rho,
+r])``. Defaults of BayesianTest were chosen on repetitions 1000-1399 (pilot); the reported
+table uses a fresh block (10000+). Both are recorded per row in the CSV.
+"""
+
+from __future__ import annotations
+
+import os
+
+# BLAS threads fight the worker processes on 2 cores; set before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import csv
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _racing_sim import PAPER, PAPER_INDIST, SETTINGS, one_repetition  # noqa: E402
+
+FIELDS = [
+    "q", "rho", "rep", "method", "driver", "data_seed", "race_seed", "iterations", "iter", "evaluations",
+    "winner", "mae", "best_eliminated", "n_indist", "n_indist_true", "n_survivors", "seconds",
+    "ms_per_test",
+]
+FRACES = ["frace_s", "frace_mr", "frace_conover"]
+
+
+def _mean_se(x):
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) < 2:
+        return float(x.mean()) if len(x) else math.nan, math.nan
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x)))
+
+
+def _fmt(m, se, digits=2):
+    return f"{m:.{digits}f}±{se:.{digits}f}"
+
+
+def load(paths):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                for k in ("q", "rep", "iterations", "evaluations", "winner", "mae",
+                          "best_eliminated", "n_indist", "n_indist_true", "n_survivors"):
+                    r[k] = int(r[k])
+                for k in ("rho", "iter", "seconds", "ms_per_test"):
+                    r[k] = float(r[k])
+                rows.append(r)
+    return rows
+
+
+def summarize(rows, bayes="bayes"):
+    """Markdown tables: per-method means, paired differences, the paper's target."""
+    methods = sorted({r["method"] for r in rows}, key=lambda m: (m not in PAPER and m != bayes, m))
+    by = {}
+    for r in rows:
+        by.setdefault((r["q"], r["rho"], r["method"]), {})[r["rep"]] = r
+    settings = [s for s in SETTINGS if any((s[0], s[1], m) in by for m in methods)]
+    head = "| method | " + " | ".join(f"{q},{rho:g}" for q, rho in settings) + " |"
+    sep = "|---" * (len(settings) + 1) + "|"
+    out = []
+    reps_per = {s: len(by.get((s[0], s[1], methods[0]), {})) for s in settings}
+    out.append(f"Repetitions per setting: {', '.join(f'{q},{rho:g}: {n}' for (q, rho), n in reps_per.items())}\n")
+
+    def table(title, cell):
+        out.append(f"### {title}\n")
+        out.append(head)
+        out.append(sep)
+        for m in methods:
+            cells = []
+            for q, rho in settings:
+                runs = list(by.get((q, rho, m), {}).values())
+                cells.append(cell(runs) if runs else "")
+            out.append(f"| {m} | " + " | ".join(cells) + " |")
+        for m in ("bayes", "frace_s", "frace_mr"):
+            if m in methods and title.startswith("ITER / MAE"):
+                out.append(
+                    f"| *paper {m}* | "
+                    + " | ".join(
+                        f"*{PAPER[m][SETTINGS.index(s)][0]:.2f} / {PAPER[m][SETTINGS.index(s)][1]:.2f}*"
+                        for s in settings
+                    )
+                    + " |"
+                )
+        out.append("")
+
+    table(
+        "ITER / MAE (mean ± SE)",
+        lambda runs: _fmt(*_mean_se([r["iter"] for r in runs]))
+        + " / " + _fmt(*_mean_se([r["mae"] for r in runs])),
+    )
+    table("Evaluations (mean ± SE)", lambda runs: _fmt(*_mean_se([r["evaluations"] for r in runs]), 0))
+    table(
+        "True best eliminated (rate ± SE)",
+        lambda runs: _fmt(*_mean_se([r["best_eliminated"] for r in runs]), 3),
+    )
+    table(
+        "Removed as indistinguishable (mean ± SE; truly within the band)",
+        lambda runs: _fmt(*_mean_se([r["n_indist"] for r in runs]))
+        + f" ({np.mean([r['n_indist_true'] for r in runs]):.2f})",
+    )
+    out.append("*paper (Table 3, Bayesian)*: " + ", ".join(f"{v}" for v in PAPER_INDIST) + "\n")
+    table("ms per test step (engine + test, mean)", lambda runs: f"{np.mean([r['ms_per_test'] for r in runs]):.2f}")
+
+    bayes_methods = [m for m in methods if m.startswith("bayes")]
+    frace_methods = [m for m in FRACES if m in methods]
+    out.append("### Paired differences, Bayesian − F-race: MAE diff ± SE ; ITER diff ± SE\n")
+    out.append("| variant | vs | " + " | ".join(f"{q},{rho:g}" for q, rho in settings) + " |")
+    out.append("|---" * (len(settings) + 2) + "|")
+    target = {}
+    for bm in bayes_methods:
+        for fm in frace_methods:
+            cells = []
+            for q, rho in settings:
+                a, b = by.get((q, rho, bm), {}), by.get((q, rho, fm), {})
+                common = sorted(set(a) & set(b))
+                if not common:
+                    cells.append("")
+                    continue
+                dm = _mean_se([a[k]["mae"] - b[k]["mae"] for k in common])
+                di = _mean_se([a[k]["iter"] - b[k]["iter"] for k in common])
+                target[(bm, fm, q, rho)] = (dm, di)
+                cells.append(f"{dm[0]:+.2f}±{dm[1]:.2f} ; {di[0]:+.3f}±{di[1]:.3f}")
+            out.append(f"| {bm} | {fm} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("### Targets: MAE < F-Race_S, < F-Race_MR, < Conover F-race; ITER ≤ F-Race_S; MAE ≤ paper's Bayesian\n")
+    out.append("| variant | conditions met (point) | beyond 2 SE | weakest condition (margin ± SE) |")
+    out.append("|---|---|---|---|")
+    for bm in bayes_methods:
+        conds = []
+        for q, rho in settings:
+            for fm in frace_methods:
+                if (bm, fm, q, rho) in target:
+                    dm, di = target[(bm, fm, q, rho)]
+                    conds.append((f"MAE<{fm} at {q},{rho:g}", -dm[0], dm[1]))
+                    if fm == "frace_s":
+                        conds.append((f"ITER<=F-S at {q},{rho:g}", -di[0], di[1]))
+            runs = list(by.get((q, rho, bm), {}).values())
+            if runs:
+                mae = _mean_se([r["mae"] for r in runs])
+                paper = PAPER["bayes"][SETTINGS.index((q, rho))][1]
+                conds.append((f"MAE<=paper at {q},{rho:g}", paper - mae[0], mae[1]))
+        if not conds:
+            continue
+        met = sum(c[1] > 0 or (c[0].startswith("ITER") and c[1] >= 0) for c in conds)
+        strong = sum(c[1] > 2 * c[2] for c in conds if c[2] == c[2])
+        weakest = min(conds, key=lambda c: c[1] / c[2] if c[2] and c[2] == c[2] else c[1])
+        out.append(
+            f"| {bm} | {met}/{len(conds)} | {strong}/{len(conds)} | "
+            f"{weakest[0]}: {weakest[1]:+.3f} ± {weakest[2]:.3f} |"
+        )
+    out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10 repetitions per setting")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--rep0", type=int, default=10000, help="first repetition (seed block)")
+    ap.add_argument("--methods", default="bayes,frace_s,frace_mr,frace_conover")
+    ap.add_argument("--settings", default="0,1,2,3,4,5", help="indices into SETTINGS")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--driver", default="engine", choices=["engine", "loop"],
+        help="racer.Race via ask/tell (default) or the equivalent bare loop (pilot sweeps)",
+    )
+    ap.add_argument("--csv", default=None, help="append one row per race here")
+    ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these CSVs")
+    ap.add_argument("--md", default=None, help="write the markdown summary here")
+    args = ap.parse_args(argv)
+
+    if args.summarize:
+        text = summarize(load(args.summarize))
+        print(text)
+        if args.md:
+            with open(args.md, "w") as fh:
+                fh.write(text)
+        return
+    reps = 10 if args.quick else args.reps
+    methods = args.methods.split(",")
+    settings = [SETTINGS[int(i)] for i in args.settings.split(",")]
+    # Interleave settings so a partial run covers every setting.
+    tasks = [(q, rho, args.rep0 + r, methods, args.driver) for r in range(reps) for q, rho in settings]
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    rows = []
+    writer, fh = None, None
+    if args.csv:
+        new = not os.path.exists(args.csv)
+        fh = open(args.csv, "a", newline="")
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+    t0 = time.time()
+    ctx = mp.get_context("fork")
+    with ctx.Pool(args.jobs) as pool:
+        for k, result in enumerate(pool.imap_unordered(one_repetition, tasks, chunksize=1)):
+            rows.extend(result)
+            if writer:
+                writer.writerows(result)
+                fh.flush()
+            if (k + 1) % 20 == 0:
+                print(f"[{k + 1}/{len(tasks)} repetitions, {time.time() - t0:.0f} s]", file=sys.stderr)
+    if fh:
+        fh.close()
+    text = summarize(rows)
+    print(text)
+    if args.md:
+        with open(args.md, "w") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
