@@ -289,13 +289,27 @@ def test_prob_greater_matrix_matches_closed_form_and_grows_its_table():
 
 
 def test_table_recurrence_matches_incomplete_beta():
-    table = _kernels.sign_prob_greater_table(np.int64(400))
-    g, l = np.meshgrid(np.arange(400), np.arange(400), indexing="ij")
-    reference = prob_greater_from_counts(g, l)
+    size = 400
+    table = _kernels.sign_prob_greater_table(np.int64(size))
+    total = np.repeat(np.arange(size), np.arange(1, size + 1))  # packed by g + l
+    g = np.arange(table.size) - total * (total + 1) // 2
+    reference = prob_greater_from_counts(g, total - g)
     # Away from float64 underflow the recurrence keeps (g + l) ulp of relative error.
     ok = reference > 1e-290
     np.testing.assert_allclose(table[ok], reference[ok], rtol=1e-12)
     assert np.all(np.abs(table[~ok]) < 1e-280)
+
+
+def test_past_the_table_cap_the_incomplete_beta_takes_over(monkeypatch):
+    from racer.stats import bayesian_sign
+
+    rng = np.random.default_rng(12)
+    counts = SignCounts.from_scores(rng.integers(0, 6, size=(300, 5)).astype(float))
+    from_table = counts.prob_greater()
+    monkeypatch.setattr(bayesian_sign, "_TABLE_MAX_SIZE", 100)
+    direct = counts.prob_greater()
+    np.testing.assert_allclose(direct, from_table, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(prob_greater_matrix(counts.wins), direct, rtol=0, atol=0)
 
 
 def test_band_matrix_matches_vectorised_function():

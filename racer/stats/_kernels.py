@@ -95,33 +95,40 @@ def sign_counts_add_columns(columns, active, wins, ties):
 
 @nb.njit(cache=True, nogil=True)
 def sign_prob_greater_table(size):
-    """Table T[g, l] = Pr[theta > 1/2] = I_{1/2}(l, g) for 0 <= g, l < size.
+    """Packed table of Pr[theta > 1/2] = I_{1/2}(l, g) for all g + l < size.
 
-    Built by the recurrence T[g, l] = (T[g, l-1] + T[g-1, l]) / 2 with T[0, l] = 0 and
-    T[g, 0] = 1 (g >= 1): with k = g - 1 and n = g + l - 1, T[g, l] = P(Bin(n, 1/2) <= k),
-    and the binomial CDF obeys C_n(k) = (C_{n-1}(k) + C_{n-1}(k-1)) / 2. Only additions
-    and halvings of positive numbers, so the relative error stays below (g + l) ulp, and
-    the whole table costs O(size^2) flops instead of size^2 incomplete-beta calls.
+    Stored by total N = g + l: entry ``N (N + 1) / 2 + g`` holds T[g, N - g] (a triangle
+    uses half the memory of the square). Built by the recurrence
+    T[g, l] = (T[g, l-1] + T[g-1, l]) / 2 with T[0, l] = 0 and T[g, 0] = 1 (g >= 1): with
+    k = g - 1 and n = g + l - 1, T[g, l] = P(Bin(n, 1/2) <= k), and the binomial CDF obeys
+    C_n(k) = (C_{n-1}(k) + C_{n-1}(k-1)) / 2. Only additions and halvings of positive
+    numbers, so the relative error stays below (g + l) ulp, and the table costs O(size^2)
+    flops instead of size^2 / 2 incomplete-beta calls; each row depends only on the
+    previous one, so the inner loop vectorises.
     """
-    table = np.empty((size, size), dtype=np.float64)
-    for l in range(size):
-        table[0, l] = 0.0
-    for g in range(1, size):
-        table[g, 0] = 1.0
-        for l in range(1, size):
-            table[g, l] = 0.5 * (table[g, l - 1] + table[g - 1, l])
+    table = np.empty(size * (size + 1) // 2, dtype=np.float64)
+    table[0] = 0.0
+    for total in range(1, size):
+        row = total * (total + 1) // 2
+        prev = row - total
+        table[row] = 0.0
+        for g in range(1, total):
+            table[row + g] = 0.5 * (table[prev + g] + table[prev + g - 1])
+        table[row + total] = 1.0
     return table
 
 
 @nb.njit(cache=True, nogil=True)
 def sign_prob_greater_gather(wins, table, active, out):
-    """out[a, c] = T[wins[i, j], wins[j, i]] for i = active[a], j = active[c]."""
+    """out[a, c] = T[g, l] with g = wins[i, j], l = wins[j, i], i = active[a], j = active[c]."""
     m = active.shape[0]
     for a in range(m):
         ia = active[a]
         for c in range(m):
             ic = active[c]
-            out[a, c] = table[wins[ia, ic], wins[ic, ia]]
+            g = wins[ia, ic]
+            total = g + wins[ic, ia]
+            out[a, c] = table[total * (total + 1) // 2 + g]
 
 
 # ---------------------------------------------------------------------------------------------

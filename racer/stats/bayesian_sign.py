@@ -235,20 +235,40 @@ def _band_from_counts(n_greater, n_less, n_ties, s, eps):
 
 _table_lock = threading.Lock()
 # Built on first use (importing racer.stats must not compile or load kernels).
-_table = np.zeros((0, 0), dtype=np.float64)
+# (size, packed table) replaced as one object, so readers never see a mismatched pair.
+_table_state = (0, np.zeros(0, dtype=np.float64))
+# The packed table for totals below 2048 blocks takes 16.8 MB and 1-2 ms to build; past
+# that, pairs are served by the incomplete beta directly (a few ms per call at m = 200).
+_TABLE_MAX_SIZE = 2048
 
 
 def _prob_table(min_size):
-    """The table T[g, l] = Pr[theta > 1/2], at least ``min_size`` square, grown by doubling."""
-    global _table
-    table = _table
-    if table.shape[0] >= min_size:
+    """Packed table of Pr[theta > 1/2] covering ``g + l < min_size`` (grown by doubling),
+    or None when that exceeds ``_TABLE_MAX_SIZE``."""
+    global _table_state
+    if min_size > _TABLE_MAX_SIZE:
+        return None
+    size, table = _table_state
+    if size >= min_size:
         return table
     with _table_lock:
-        if _table.shape[0] < min_size:
-            size = max(min_size, 2 * _table.shape[0], 256)
-            _table = _kernels.sign_prob_greater_table(np.int64(size))
-        return _table
+        size, table = _table_state
+        if size < min_size:
+            size = min(max(min_size, 2 * size, 256), _TABLE_MAX_SIZE)
+            table = _kernels.sign_prob_greater_table(np.int64(size))
+            _table_state = (size, table)
+        return table
+
+
+def _gather_prob_greater(wins, idx, max_total):
+    """(m, m) Pr[theta > 1/2] for candidates ``idx`` from a (k, k) int64 win matrix."""
+    table = _prob_table(max_total + 1)
+    if table is None:
+        sub = wins[np.ix_(idx, idx)]
+        return np.asarray(prob_greater_from_counts(sub, sub.T), dtype=np.float64)
+    out = np.empty((idx.size, idx.size), dtype=np.float64)
+    _kernels.sign_prob_greater_gather(wins, table, idx, out)
+    return out
 
 
 def _as_index_array(active, n_candidates, name="active"):
@@ -291,10 +311,8 @@ def prob_greater_matrix(wins):
         raise ValueError(f"`wins` must be a square (k, k) matrix; got shape {wins_arr.shape}")
     wins_arr = np.ascontiguousarray(wins_arr)
     k = wins_arr.shape[0]
-    table = _prob_table(int(wins_arr.max(initial=0)) + 1)
-    out = np.empty((k, k), dtype=np.float64)
-    _kernels.sign_prob_greater_gather(wins_arr, table, np.arange(k, dtype=np.int64), out)
-    return out
+    max_total = int((wins_arr + wins_arr.T).max(initial=0))
+    return _gather_prob_greater(wins_arr, np.arange(k, dtype=np.int64), max_total)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,11 +457,7 @@ class SignCounts:
         The closed form of seed 002 Theorem 2 (see :func:`prob_greater_matrix`), gathered
         from the shared table; O(m^2) per call, with no special function evaluated.
         """
-        idx = self._index(active)
-        table = _prob_table(self._n_blocks + 1)
-        out = np.empty((idx.size, idx.size), dtype=np.float64)
-        _kernels.sign_prob_greater_gather(self._wins, table, idx, out)
-        return out
+        return _gather_prob_greater(self._wins, self._index(active), self._n_blocks)
 
     def prob_indistinguishable(self, eps=0.05, prior_strength=1.0, active=None):
         """(m, m) symmetric matrix ``Pr[|theta_ij - 1/2| < eps]``; the diagonal is 1.
