@@ -67,6 +67,11 @@ def _stable_repr(obj: Any) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
 
 
+def _clip(obj: Any, width: int = 80) -> str:
+    text = _stable_repr(obj)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _seed_from(random_state: Any) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().entropy)
@@ -153,7 +158,12 @@ class Race:
         SQLite journal (see :mod:`racer.storage`). Every evaluation and decision is written as
         it happens; constructing the same race on the same file resumes it: recorded
         evaluations are replayed instead of being evaluated again. A journal written by a
-        different race (other candidates, options, test parameters or seed) is refused.
+        different race (other candidates, options, test parameters, seed or ``metadata``) is
+        refused.
+    metadata : dict, optional
+        Anything else that changes the scores (a version of ``evaluate``, a data set name,
+        its settings), stored in the journal's fingerprint so a resume under different
+        settings is refused. Values are compared by ``repr``.
 
     Ask/tell protocol
     -----------------
@@ -204,6 +214,7 @@ class Race:
         winner: str = "mean",
         random_state: Any = None,
         storage: Any = None,
+        metadata: dict | None = None,
     ) -> None:
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
@@ -239,7 +250,9 @@ class Race:
                 f"`budget`={self._budget} cannot pay for the first block: {n_cand} candidates x "
                 f"{first_len} instances = {n_cand * first_len} evaluations"
             )
-        self._random_state_spec = random_state
+        if metadata is not None and not isinstance(metadata, dict):
+            raise TypeError(f"`metadata` must be a dict or None; got {metadata!r}")
+        self._metadata = dict(metadata or {})
         self._journal = None
         self._replay: dict[tuple[int, int], tuple[float, str | None]] = {}
         self._stored_instance_reprs: list[str] = []
@@ -435,8 +448,8 @@ class Race:
         if message is not None and self._on_error == "raise":
             ev = self._pending[key]
             exc = EvaluationError(
-                f"evaluation of candidate #{key[0]} {_stable_repr(ev.candidate)[:80]} on instance "
-                f"#{key[1]} {_stable_repr(ev.instance)[:80]} {message}"
+                f"evaluation of candidate #{key[0]} {_clip(ev.candidate)} on instance "
+                f"#{key[1]} {_clip(ev.instance)} {message}"
             )
             if isinstance(error, BaseException):
                 raise exc from error
@@ -679,10 +692,10 @@ class Race:
         )
         self._history.append(record)
         if logger.isEnabledFor(logging.INFO):
-            by_text = "" if by is None else f" by #{by} {_stable_repr(self._candidates[by])[:60]}"
+            by_text = "" if by is None else f" by #{by} {_clip(self._candidates[by])}"
             logger.info(
                 "eliminated #%d %s after %d instances: %s%s (probability %.4g); %d survivors",
-                ci, _stable_repr(self._candidates[ci])[:60], n, reason, by_text, prob,
+                ci, _clip(self._candidates[ci]), n, reason, by_text, prob,
                 len(self._survivor_idx),
             )
 
@@ -717,6 +730,7 @@ class Race:
             "shuffle": self._shuffle,
             "on_error": self._on_error,
             "random_state": seed_spec,
+            "metadata": {str(k): _stable_repr(v) for k, v in sorted(self._metadata.items(), key=str)},
         }
 
     def _open_storage(self, storage: Any, random_state: Any) -> None:

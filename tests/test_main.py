@@ -1,0 +1,59 @@
+"""``python -m racer``: the README's main job, on a tiny configuration."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from racer import __main__ as demo
+from racer.storage import read_journal
+
+TINY = ["--candidates", "4", "--seeds", "1", "--budget", "40", "--maxiter", "3", "--n-jobs", "1",
+        "--first-test", "3", "--quiet"]
+
+
+def test_test_functions_have_their_minimum_zero_at_the_known_point():
+    for name, (func, _half) in demo.FUNCTIONS.items():
+        x_star = np.ones(4) if name == "rosenbrock" else np.zeros(4)
+        assert func(x_star) == pytest.approx(0.0, abs=1e-12), name
+        # vectorized: columns are points
+        pop = np.column_stack([x_star, x_star + 0.5])
+        values = func(pop)
+        assert values.shape == (2,) and values[1] > 0, name
+    assert demo.rastrigin(np.array([1.0, 0.0])) == pytest.approx(1.0)
+    assert demo.ackley(np.array([1.0, 1.0])) == pytest.approx(3.6253849384403627)
+
+
+def test_evaluate_is_log10_gap_and_deterministic():
+    cand = demo.make_candidates()[0]
+    a = demo.evaluate_de(cand, ("sphere", 2, 0), maxiter=3)
+    assert a == demo.evaluate_de(cand, ("sphere", 2, 0), maxiter=3)
+    assert -12.0 <= a < 3.0 and math.isfinite(a)
+    assert len(demo.make_candidates()) == 24 and len(demo.make_instances(2)) == 20
+
+
+@pytest.mark.parametrize("test_name", ["bayes", "frace"])
+def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
+    storage = str(tmp_path / "demo.sqlite")
+    args = TINY + ["--storage", storage, "--test", test_name]
+    first = demo.main(args)
+    out = capsys.readouterr().out
+    assert "Winner: strategy=" in out and "Race over 4 candidates" in out
+    assert first.n_evaluations <= 40 and first.best in demo.make_candidates()[:4]
+    assert len(read_journal(storage)["evaluations"]) == first.n_evaluations
+    again = demo.main(args)  # resumes: same result without evaluating anything
+    assert again.history == first.history
+    np.testing.assert_array_equal(again.scores, first.scores)
+    with pytest.raises(SystemExit, match="--fresh"):
+        demo.main(args + ["--maxiter", "4"])  # other settings: refused, with a hint
+
+
+def test_help_documents_the_options():
+    out = subprocess.run([sys.executable, "-m", "racer", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for option in ("--storage", "--fresh", "--budget", "--n-jobs", "--test", "--seed"):
+        assert option in out
