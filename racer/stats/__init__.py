@@ -41,6 +41,12 @@ from .bayesian_ttest import (  # noqa: E402
     BayesianCorrelatedTTestResult, bayesian_correlated_ttest,
 )
 # bayesian_friedman.py
+from .bayesian_friedman import (  # noqa: E402
+    BayesianFriedmanResult, FriedmanAccumulator, bayesian_friedman,
+)
 # joint.py
+from .joint import (  # noqa: E402
+    JointComparisonsResult, joint_comparisons, joint_prefix_probabilities,
+)
 
 __all__: list[str] = []

@@ -384,3 +384,53 @@ def signed_rank_mc(gt0, ge0, gt_x, ge_x, gt_y, ge_y, prior_gamma, key, n_samples
 # ---------------------------------------------------------------------------------------------
 # Joint-prefix Monte Carlo (owner: joint.py)
 # ---------------------------------------------------------------------------------------------
+
+# Statements evaluated per pass over a tile's weights: each weight loaded from cache feeds
+# this many accumulators, which is what moves the kernel from load-bound towards FMA-bound.
+JOINT_STATEMENT_GROUP = 8
+# Samples per tile (SIMD lanes of the accumulators); the weights come as (tiles, n, TILE).
+JOINT_TILE = 128
+
+
+@nb.njit(cache=True, nogil=True)
+def joint_first_fail_histogram(weights, signs, n_valid, hist):
+    """Add each sample's first failing statement to ``hist`` (seed 002 §5.3, sign trick).
+
+    ``weights``: float32 (n_tiles, n, TILE), i.i.d. Exp(1), sample ``t * TILE + j`` is
+    ``weights[t, :, j]``; only the first ``n_valid`` samples count. ``signs``: float32 (L, n)
+    in {-1, 0, 1}, statement k holds in a sample iff ``sum_l e_l signs[k, l] > 0``.
+    ``hist``: int64 (L + 1,), ``hist[k]`` += samples whose first failure is k (L: none).
+
+    Each sum is accumulated in float32 in block order l = 0..n-1, one rounding per term
+    (``s * e`` is exact for s in {-1, 0, 1}), so a NumPy loop in the same order reproduces
+    the histogram bit for bit. Work stops for a tile once every sample in it has failed.
+    """
+    n_tiles, n, tile = weights.shape
+    n_statements = signs.shape[0]
+    group = JOINT_STATEMENT_GROUP
+    acc = np.zeros((group, tile), dtype=np.float32)
+    first = np.empty(tile, dtype=np.int64)
+    for t in range(n_tiles):
+        valid = min(tile, n_valid - t * tile)
+        if valid <= 0:
+            break
+        for j in range(tile):
+            first[j] = n_statements
+        alive = valid
+        for k0 in range(0, n_statements, group):
+            kk = min(group, n_statements - k0)
+            acc[:, :] = 0.0
+            for l in range(n):
+                for q in range(kk):
+                    s = signs[k0 + q, l]
+                    for j in range(tile):
+                        acc[q, j] += s * weights[t, l, j]
+            for q in range(kk):
+                for j in range(valid):
+                    if first[j] == n_statements and acc[q, j] <= 0.0:
+                        first[j] = k0 + q
+                        alive -= 1
+            if alive == 0:
+                break
+        for j in range(valid):
+            hist[first[j]] += 1

@@ -1,0 +1,370 @@
+"""Joint Bayesian multiple comparisons (seed 002, §5.3 and Table 1).
+
+For every pair of candidates the Bayesian sign test (Theorem 2) is run in the direction of
+larger posterior probability; the statements "winner beats loser" are sorted by decreasing
+marginal probability, and the longest prefix whose *joint* posterior probability exceeds the
+credibility is accepted (Gelman & Tuerlinckx's procedure as the paper uses it).
+
+The joint probabilities come from Monte Carlo over Dirichlet weights shared by every
+statement. Two exact simplifications make it cheap (notes/kernels-performance.md §1(b)):
+
+* the sign trick: ``theta - 1/2 = 1/2 sum_l w_l sgn(x_winner,l - x_loser,l)`` (the prior
+  pseudo-observation sits on the tie, so ``w0`` drops out), and the sign of that sum does not
+  change when the weights are rescaled, so the Dirichlet(s, 1, ..., 1) draw can be replaced
+  by i.i.d. Exp(1) weights without ``w0``; the prior strength ``s`` never enters;
+* one pass: each sample records the index of its first failing statement; prefix ``l`` holds
+  exactly in the samples whose first failure is after ``l``, so a reverse cumulative sum of
+  the histogram gives every prefix probability at once.
+
+Two more exact shortcuts: a statement whose loser never beats its winner (and that is not
+all ties) holds in every sample and is not evaluated; a statement whose failure probability
+(closed form, Theorem 2) is below ``1e-12`` is treated the same way (with 50 000 samples the
+chance that this moves even one sample is below 1e-7 per statement).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .._validation import (
+    as_score_matrix,
+    check_bool,
+    check_int,
+    check_positive,
+    check_probability,
+    check_random_state,
+    orient,
+)
+from . import _kernels
+from ._result import StatsResult
+from .bayesian_sign import prob_greater_from_counts
+
+__all__ = ["JointComparisonsResult", "joint_comparisons", "joint_prefix_probabilities"]
+
+# Statements whose closed-form failure probability is below this are not simulated.
+_SURE_FAILURE_PROB = 1e-12
+# Exp(1) draws generated per chunk (float32): bounds memory at 4 bytes each.
+_CHUNK_ELEMENTS = 1 << 21
+
+
+def _as_signs(signs):
+    """Validate a statement-by-block sign matrix; return float32 C-contiguous."""
+    try:
+        arr = np.asarray(signs)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - numpy accepts nearly anything
+        raise TypeError(f"`signs` must be a 2-D array of -1/0/1; got {signs!r}") from exc
+    if arr.ndim != 2:
+        raise ValueError(f"`signs` must be 2-D with shape (n_statements, n_blocks); got shape {arr.shape}")
+    if arr.shape[1] < 1:
+        raise ValueError("`signs` needs at least one block (column); got 0")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise TypeError(f"`signs` must be numeric (-1/0/1); got dtype {arr.dtype}")
+    out = np.ascontiguousarray(arr, dtype=np.float32)
+    bad = (out != 0) & (out != 1) & (out != -1)
+    if bad.any():
+        k, l = np.argwhere(bad)[0]
+        raise ValueError(
+            f"`signs` must hold only -1, 0 and 1; found {arr[k, l]!r} at statement {k}, block {l}"
+        )
+    return out
+
+
+def _first_fail_histogram(signs, n_samples, rng):
+    """Histogram (L + 1,) of each sample's first failing statement, via the Numba kernel.
+
+    Weights are drawn tile-major, ``(n_tiles, n, TILE)`` float32 Exp(1), in chunks whose
+    shape depends only on ``n_samples`` and ``n``: the same generator state gives the same
+    histogram, whatever the machine's thread count.
+    """
+    n_statements, n_blocks = signs.shape
+    tile = _kernels.JOINT_TILE
+    hist = np.zeros(n_statements + 1, dtype=np.int64)
+    if n_statements == 0:
+        hist[0] = n_samples
+        return hist
+    tiles_per_chunk = max(1, _CHUNK_ELEMENTS // (n_blocks * tile))
+    n_tiles_total = -(-n_samples // tile)
+    done_tiles = 0
+    with _kernels.blas_single_thread():
+        while done_tiles < n_tiles_total:
+            chunk_tiles = min(tiles_per_chunk, n_tiles_total - done_tiles)
+            weights = rng.standard_exponential((chunk_tiles, n_blocks, tile), dtype=np.float32)
+            n_valid = min(chunk_tiles * tile, n_samples - done_tiles * tile)
+            _kernels.joint_first_fail_histogram(weights, signs, n_valid, hist)
+            done_tiles += chunk_tiles
+    return hist
+
+
+def _first_fail_histogram_numpy(weights, signs):
+    """Plain-NumPy reference of the kernel on given weights (S, n): same sums, same order.
+
+    Test-only: a Python loop over blocks and statements.
+    """
+    n_samples = weights.shape[0]
+    n_statements, n_blocks = signs.shape
+    first = np.full(n_samples, n_statements, dtype=np.int64)
+    for k in range(n_statements):
+        acc = np.zeros(n_samples, dtype=np.float32)
+        for l in range(n_blocks):
+            acc += signs[k, l] * weights[:, l]
+        newly = (first == n_statements) & (acc <= 0)
+        first[newly] = k
+    return np.bincount(first, minlength=n_statements + 1)
+
+
+def _prefix_from_histogram(hist):
+    """P(prefix 0..k holds) = share of samples whose first failure is after k."""
+    n_samples = hist.sum()
+    survivors = n_samples - np.cumsum(hist[:-1])
+    return survivors / n_samples
+
+
+def _failure_prob(signs):
+    n_pos = np.count_nonzero(signs > 0, axis=1)
+    n_neg = np.count_nonzero(signs < 0, axis=1)
+    return 1.0 - np.asarray(prob_greater_from_counts(n_pos, n_neg), dtype=np.float64)
+
+
+def _prefix_probabilities(signs, n_samples, rng, failure_prob=None):
+    """Prefix probabilities with sure statements skipped (trusted float32 signs)."""
+    n_statements = signs.shape[0]
+    if failure_prob is None:
+        failure_prob = _failure_prob(signs)
+    simulated = np.flatnonzero(failure_prob >= _SURE_FAILURE_PROB)
+    hist_sim = _first_fail_histogram(
+        np.ascontiguousarray(signs[simulated]), n_samples, rng
+    ) if simulated.size else np.array([n_samples], dtype=np.int64)
+    # Map "first failure among the simulated statements" back to the full statement index.
+    hist = np.zeros(n_statements + 1, dtype=np.int64)
+    positions = np.append(simulated, n_statements)
+    np.add.at(hist, positions, hist_sim)
+    return _prefix_from_histogram(hist)
+
+
+def joint_prefix_probabilities(signs, n_samples, rng):
+    """Joint posterior probability of every prefix of a list of statements (seed 002 §5.3).
+
+    Statement ``k`` is "``winner_k`` beats ``loser_k``", i.e. ``theta_k > 1/2`` with
+    ``theta_k = P(X_w > X_l) + 1/2 P(X_w = X_l)`` under the Dirichlet-process posterior with
+    the prior point on the tie. By the sign trick it holds in a posterior draw iff
+    ``sum_l e_l signs[k, l] > 0`` with i.i.d. Exp(1) weights ``e`` shared by all statements,
+    so ``out[k] = P(statements 0..k all hold)`` is estimated from ``n_samples`` draws in one
+    pass (first failure per draw, then a reverse cumulative sum). The order of the statements
+    is the caller's; the output is non-increasing. Sure statements (no losses) are skipped.
+
+    Parameters
+    ----------
+    signs : array_like, shape (L, n)
+        ``sign(x_winner - x_loser)`` per statement (row) and block (column), values in
+        {-1, 0, 1} (int8 or float32 avoid a copy-conversion cost; any numeric dtype works).
+    n_samples : int >= 1
+    rng : numpy Generator (or None / int, passed through ``check_random_state``)
+
+    Returns
+    -------
+    ndarray of float64, shape (L,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> signs = np.array([[1, 1, 1, 1, 1], [1, 1, 1, -1, 1], [1, -1, 1, -1, 0]], dtype=np.int8)
+    >>> p = joint_prefix_probabilities(signs, 20_000, np.random.default_rng(0))
+    >>> float(p[0])              # no losses: holds in every draw
+    1.0
+    >>> bool(abs(p[1] - 0.9375) < 0.01)   # 4 wins, 1 loss: P(Bin(4, 1/2) <= 3)
+    True
+    """
+    arr = _as_signs(signs)
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
+    rng = check_random_state(rng, "rng")
+    return _prefix_probabilities(arr, n_samples, rng)
+
+
+def _pairwise_wins(scores):
+    """wins[i, j] = #{blocks where candidate i scores strictly more than j}, chunked."""
+    n_blocks, m = scores.shape
+    wins = np.zeros((m, m), dtype=np.int64)
+    rows = max(1, (1 << 22) // (m * m))
+    for start in range(0, n_blocks, rows):
+        block = scores[start : start + rows]
+        wins += np.count_nonzero(block[:, :, None] > block[:, None, :], axis=0)
+    return wins
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class JointComparisonsResult(StatsResult):
+    """Result of :func:`joint_comparisons`: the columns of seed 002's Table 1.
+
+    Statement ``k`` reads "candidate ``winner[k]`` beats candidate ``loser[k]``".
+
+    Attributes
+    ----------
+    winner, loser : ndarray of int (K,)
+        Column indices, statements sorted by decreasing ``marginal``.
+    marginal : ndarray (K,)
+        Posterior probability of each statement alone (Theorem 2, closed form);
+        ``1 - marginal`` is Table 1's second column.
+    joint : ndarray (K,)
+        Monte Carlo posterior probability that statements ``0..k`` all hold;
+        ``1 - joint`` is Table 1's third column. Non-increasing.
+    n_accepted : int
+        Length of the longest prefix with ``joint > credibility`` (0: no statement).
+    credibility, prior_strength : float
+    n_samples : int
+    names : list or None
+        Candidate names (DataFrame columns), used by :meth:`table`.
+    """
+
+    winner: np.ndarray
+    loser: np.ndarray
+    marginal: np.ndarray
+    joint: np.ndarray
+    n_accepted: int
+    credibility: float
+    prior_strength: float
+    n_samples: int
+    names: list | None = None
+
+    @property
+    def accepted(self) -> np.ndarray:
+        """Boolean mask of the accepted statements."""
+        return np.arange(self.winner.shape[0]) < self.n_accepted
+
+    def _label(self, index):
+        return str(self.names[index]) if self.names is not None else f"X{index}"
+
+    def table(self, max_rows=20):
+        """Plain-text table, one statement per line, as Table 1 of seed 002."""
+        head = f"{'statement':<24} {'1-P(H_i)':>10} {'1-P(H_1..H_i)':>14}  accepted"
+        lines = [head, "-" * len(head)]
+        k_total = self.winner.shape[0]
+        shown = k_total if max_rows is None else min(k_total, max_rows)
+        for k in range(shown):
+            statement = f"{self._label(self.winner[k])} > {self._label(self.loser[k])}"
+            lines.append(
+                f"{statement:<24} {1 - self.marginal[k]:>10.4f} {1 - self.joint[k]:>14.4f}  "
+                f"{'yes' if k < self.n_accepted else 'no'}"
+            )
+        if shown < k_total:
+            lines.append(f"... {k_total - shown} more statements")
+        return "\n".join(lines)
+
+    def to_frame(self):
+        """The statements as a pandas DataFrame (pandas imported on demand)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "winner": [self._label(i) for i in self.winner],
+                "loser": [self._label(i) for i in self.loser],
+                "marginal": self.marginal,
+                "joint": self.joint,
+                "accepted": self.accepted,
+            }
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"JointComparisonsResult(n_statements={self.winner.shape[0]}, "
+            f"n_accepted={self.n_accepted}, credibility={self.credibility:g}, "
+            f"n_samples={self.n_samples})\n{self.table(max_rows=10)}"
+        )
+
+
+def joint_comparisons(
+    scores,
+    *,
+    maximize=True,
+    prior_strength=1.0,
+    credibility=0.95,
+    n_samples=50_000,
+    random_state=None,
+):
+    """Bayesian joint multiple comparisons of all pairs (seed 002, §5.3, Table 1).
+
+    1. For each pair ``i < j`` the Bayesian sign test (Theorem 2):
+       ``P(theta_ij > 1/2) = I_{1/2}(n_loss, n_win)``; the direction with the larger
+       posterior probability becomes the statement "winner beats loser". *Decision*: when both
+       directions are equally probable (as many wins as losses) the lower column index is
+       the winner.
+    2. Sort the statements by decreasing marginal probability (stable: equal marginals keep
+       the pair order (0,1), (0,2), ..., (1,2), ...).
+    3. ``joint[k] = P(H_1 and ... and H_k)`` by Monte Carlo over Dirichlet weights shared by all
+       statements (sign trick, one pass; see :func:`joint_prefix_probabilities`).
+    4. Accept the longest prefix with ``joint > credibility``.
+
+    The prior strength does not change any of these probabilities (Theorem 2 and the sign
+    trick: the prior point sits on the tie); it is accepted for a uniform interface.
+
+    Parameters
+    ----------
+    scores : array_like or DataFrame, shape (n_blocks, n_candidates)
+    maximize : bool
+    prior_strength : float > 0
+    credibility : float in (0, 1)
+        ``1 - gamma`` of the paper.
+    n_samples : int >= 100
+    random_state : None, int or numpy Generator
+
+    Returns
+    -------
+    JointComparisonsResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.normal(size=(30, 3)) + [0.0, 1.0, 2.0]
+    >>> res = joint_comparisons(scores, random_state=0)
+    >>> [(int(w), int(l)) for w, l in zip(res.winner, res.loser)], res.n_accepted
+    ([(2, 0), (2, 1), (1, 0)], 3)
+    """
+    arr, names = as_score_matrix(scores, "scores", min_blocks=1)
+    maximize = check_bool(maximize, "maximize")
+    prior_strength = check_positive(prior_strength, "prior_strength")
+    credibility = check_probability(credibility, "credibility")
+    n_samples = check_int(n_samples, "n_samples", minimum=100)
+    rng = check_random_state(random_state)
+    x = orient(arr, maximize)
+    m = x.shape[1]
+
+    wins = _pairwise_wins(x)
+    first, second = np.triu_indices(m, k=1)
+    wins_first = wins[first, second]
+    wins_second = wins[second, first]
+    p_first = np.asarray(prob_greater_from_counts(wins_first, wins_second), dtype=np.float64)
+    p_second = np.asarray(prob_greater_from_counts(wins_second, wins_first), dtype=np.float64)
+    first_wins = p_first >= p_second
+    winner = np.where(first_wins, first, second)
+    loser = np.where(first_wins, second, first)
+    marginal = np.where(first_wins, p_first, p_second)
+    order = np.argsort(-marginal, kind="stable")
+    winner, loser, marginal = winner[order], loser[order], marginal[order]
+
+    # Only statements that can fail are simulated; their signs are built on demand so that
+    # the (L, n) matrix of many-candidate races is never materialised for sure statements.
+    failure_prob = 1.0 - marginal
+    joint = np.empty(marginal.shape[0])
+    simulated = np.flatnonzero(failure_prob >= _SURE_FAILURE_PROB)
+    if simulated.size:
+        signs = np.sign(x[:, winner[simulated]] - x[:, loser[simulated]]).T.astype(np.float32)
+        hist_sim = _first_fail_histogram(np.ascontiguousarray(signs), n_samples, rng)
+    else:
+        hist_sim = np.array([n_samples], dtype=np.int64)
+    hist = np.zeros(marginal.shape[0] + 1, dtype=np.int64)
+    np.add.at(hist, np.append(simulated, marginal.shape[0]), hist_sim)
+    joint[:] = _prefix_from_histogram(hist)
+    n_accepted = int(np.count_nonzero(joint > credibility))
+    return JointComparisonsResult(
+        winner=winner.astype(np.int64),
+        loser=loser.astype(np.int64),
+        marginal=marginal,
+        joint=joint,
+        n_accepted=n_accepted,
+        credibility=credibility,
+        prior_strength=prior_strength,
+        n_samples=n_samples,
+        names=names,
+    )
