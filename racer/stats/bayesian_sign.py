@@ -218,15 +218,17 @@ def _band_from_counts(n_greater, n_less, n_ties, s, eps):
         return np.empty(0, dtype=np.float64)
     lo = np.minimum(n_greater, n_less)
     hi = np.maximum(n_greater, n_less)
-    # One int64 key per triple makes the uniqueness pass a plain 1-D sort.
     base = int(max(hi.max(), n_ties.max())) + 1
-    key = (lo * base + hi) * base + n_ties
-    uniq, inverse = np.unique(key, return_inverse=True)
-    u_ties = uniq % base
-    u_hi = (uniq // base) % base
-    u_lo = uniq // (base * base)
+    if base < 2**20:
+        # One int64 key per triple (< 2^60) makes the uniqueness pass a plain 1-D sort.
+        key = (lo * base + hi) * base + n_ties
+        uniq, inverse = np.unique(key, return_inverse=True)
+        u_lo, u_hi, u_ties = uniq // (base * base), (uniq // base) % base, uniq % base
+    else:
+        uniq, inverse = np.unique(np.stack([lo, hi, n_ties], axis=1), axis=0, return_inverse=True)
+        u_lo, u_hi, u_ties = uniq.T
     values = _band_distinct(u_lo, u_hi, u_ties, s, eps)
-    return values[inverse]
+    return values[inverse.ravel()]
 
 
 # ---------------------------------------------------------------------------------------------
