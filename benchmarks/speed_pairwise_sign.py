@@ -8,6 +8,9 @@ are ties), times the median of:
   in a race, where old blocks are never recounted);
 * plain NumPy: broadcast comparison of all pairs over all blocks + ``scipy.special.betainc``;
 * racer band: ``prob_indistinguishable()`` for all pairs (quantile Gauss-Legendre, Q = 48);
+* NumPy Monte Carlo band: 50,000 draws of the aggregated Dirichlet (wins, losses, ties + s)
+  per pair -- already the cheap way, O(S) per pair instead of O(S n) -- timed on 20 pairs
+  and extrapolated to all pairs;
 * baycomp: ``SignTest.probs`` (50,000 Dirichlet draws) timed on a few pairs and
   extrapolated linearly to the m (m - 1) / 2 pairs.
 
@@ -80,6 +83,19 @@ def bench(m, n, repeats, baycomp_pairs, rng):
     band_counts.prob_indistinguishable()
     t_band = median_ms(band_counts.prob_indistinguishable, max(3, repeats // 4))
 
+    mc_rng = np.random.default_rng(0)
+    wins, ties = band_counts.wins, band_counts.ties
+    some = [(i, (i + 1) % m) for i in range(min(20, m))]
+
+    def mc_band_some_pairs():
+        for i, j in some:
+            alpha = np.array([wins[i, j], wins[j, i], ties[i, j] + 1.0], dtype=float)
+            gam = mc_rng.standard_gamma(alpha, size=(50_000, 3))
+            theta = (gam[:, 0] + 0.5 * gam[:, 2]) / gam.sum(axis=1)
+            np.mean(np.abs(theta - 0.5) < 0.05)
+
+    t_mc_band = median_ms(mc_band_some_pairs, 3) / len(some) * (m * (m - 1) / 2)
+
     t_baycomp = float("nan")
     if baycomp_pairs:
         import baycomp
@@ -93,7 +109,7 @@ def bench(m, n, repeats, baycomp_pairs, rng):
         t_baycomp = median_ms(some_pairs, 3) / len(pairs) * (m * (m - 1) / 2)
     return dict(
         m=m, n=n, scratch=t_scratch, update=t_update, update_counts=t_update_counts,
-        numpy=t_numpy, band=t_band, baycomp=t_baycomp,
+        numpy=t_numpy, band=t_band, mc_band=t_mc_band, baycomp=t_baycomp,
     )
 
 
@@ -113,8 +129,9 @@ def main():
           f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}, shared machine)\n")
     print("| m | n | racer from scratch | racer +1 block | of which counts | NumPy bcast+betainc "
           "| NumPy / racer scratch | NumPy / racer +1 block | racer band, all pairs "
+          "| NumPy MC band (extrap.) | MC band / racer band "
           "| baycomp x pairs (extrapolated) | baycomp / racer scratch |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("|" + " --- |" * 13)
     for m, n in sizes:
         baycomp_pairs = 3 if m * n <= 40_000 else 0
         r = bench(m, n, repeats, baycomp_pairs, rng)
@@ -122,6 +139,7 @@ def main():
             f"| {m} | {n} | {r['scratch']:.3g} | {r['update']:.3g} | {r['update_counts']:.3g} "
             f"| {r['numpy']:.3g} | {r['numpy'] / r['scratch']:.0f}x "
             f"| {r['numpy'] / r['update']:.0f}x | {r['band']:.3g} "
+            f"| {r['mc_band']:.4g} | {r['mc_band'] / r['band']:.0f}x "
             f"| {r['baycomp']:.4g} | {r['baycomp'] / r['scratch']:.3g}x |"
         )
 
