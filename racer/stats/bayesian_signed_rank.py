@@ -165,7 +165,7 @@ def signed_rank_prob(z, n_samples, rng, *, prior="idp", s=None):
         # at +inf pushes it above 1/2 whenever w_0 > 0.
         return 0.0, (1.0 if strength > 0.0 else 0.0)
     stats = _run_kernel(z_sorted, n_samples, rng, strength, 0.0)
-    return stats[0] / n_samples, stats[1] / n_samples
+    return float(stats[0] / n_samples), float(stats[1] / n_samples)
 
 
 def signed_rank_posterior_mean(z, s=0.0):
@@ -247,8 +247,8 @@ def bayesian_signed_rank(
     >>> c45 = [.763, .599, .954, .628, .882, .936, .661, .583, .775, 1., .940, .619, .972, .957]
     >>> c45m = [.768, .591, .971, .661, .888, .931, .668, .583, .838, 1., .962, .666, .981, .978]
     >>> res = bayesian_signed_rank(c45m, c45, random_state=0)
-    >>> res.decision, round(res.lower, 2), round(res.upper, 3)
-    ('x', 0.99, 0.999)
+    >>> res.decision, round(res.lower, 2), res.upper > 0.999
+    ('x', 0.99, True)
     """
     xa, ya = as_paired(x, y)
     prior = check_option(prior, "prior", _PRIORS)
