@@ -90,6 +90,8 @@ def _seed_from(random_state: Any) -> int:
 
 def _check_value(value: Any) -> str | None:
     """Return why ``value`` is not a usable score, or None if it is one."""
+    if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
+        return None if value - value == 0.0 else f"returned {value}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         text = repr(value)
         return f"returned a non-number: {text if len(text) <= 60 else text[:57] + '...'}"
@@ -254,6 +256,7 @@ class Race:
             raise TypeError(f"`metadata` must be a dict or None; got {metadata!r}")
         self._metadata = dict(metadata or {})
         self._journal = None
+        self._journal_closed = False
         self._replay: dict[tuple[int, int], tuple[float, str | None]] = {}
         self._stored_instance_reprs: list[str] = []
         if storage is not None:
@@ -429,6 +432,8 @@ class Race:
             Marks the evaluation as failed (``value`` is then ignored).
         """
         key = self._key_of(evaluation)
+        if self._journal_closed:
+            raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
         if key not in self._pending:
             ci, ii = key
             if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and (
@@ -761,10 +766,13 @@ class Race:
         self._journal = journal
 
     def close(self) -> None:
-        """Close the storage journal, if any (also done by :meth:`run` and garbage collection)."""
+        """Close the storage journal, if any (garbage collection also does it).
+
+        A race with a closed journal refuses further tell(): its results could not be saved."""
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+            self._journal_closed = True
 
     def __enter__(self) -> Race:
         return self
@@ -831,7 +839,8 @@ class Race:
                 bar.close()
             if owned:
                 pool.shutdown(wait=True, cancel_futures=True)
-            self.close()
+        # The journal stays open: more instances may be added and the race continued; close()
+        # (or garbage collection) releases it.
         return self.result()
 
     # ------------------------------------------------------------------ result
