@@ -1,0 +1,246 @@
+"""Joint multiple comparisons (seed 002 §5.3) and the one-pass prefix Monte Carlo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from racer.stats import _kernels
+from racer.stats.bayesian_sign import prob_greater_from_counts
+from racer.stats.joint import (
+    _first_fail_histogram,
+    _first_fail_histogram_numpy,
+    _prefix_from_histogram,
+    joint_comparisons,
+    joint_prefix_probabilities,
+)
+
+
+def literal_prefix_probabilities(scores_winner, scores_loser, n_samples, s, rng):
+    """Seed 002 §5.3 taken literally: normalised Dir(s, 1..1) weights, the prior point w0 at
+    the tie (H(0) = 1/2), theta_k = 1/2 w0 + sum_l w_l H(x_wl - x_ll), statement holds iff
+    theta_k > 1/2. Independent of the sign trick and of the kernel."""
+    diffs = scores_winner - scores_loser  # (L, n)
+    heaviside = np.where(diffs > 0, 1.0, np.where(diffs < 0, 0.0, 0.5))
+    w0 = rng.standard_gamma(s, size=n_samples)
+    w = rng.standard_exponential((n_samples, diffs.shape[1]))
+    total = w0 + w.sum(axis=1)
+    theta = (0.5 * w0[:, None] + w @ heaviside.T) / total[:, None]
+    holds = theta > 0.5
+    return np.cumprod(holds, axis=1).mean(axis=0)
+
+
+def random_signs(rng, n_statements, n_blocks, p_win):
+    u = rng.random((n_statements, n_blocks))
+    p = np.broadcast_to(np.asarray(p_win, dtype=float)[:, None], u.shape)
+    return np.where(u < p, 1, np.where(u < p + 0.1, 0, -1)).astype(np.int8)
+
+
+def test_prefixes_match_literal_dirichlet_monte_carlo():
+    rng = np.random.default_rng(11)
+    n_blocks, n_statements = 25, 6
+    # Scores for 4 candidates, statements over overlapping pairs: dependent statements.
+    x = rng.normal(size=(n_blocks, 4)) + np.array([0.0, 0.4, 0.8, 1.2])
+    x = np.round(x, 1)  # creates some ties
+    pairs = [(3, 0), (2, 0), (3, 1), (1, 0), (2, 1), (3, 2)][:n_statements]
+    xw = np.array([x[:, a] for a, _ in pairs])
+    xl = np.array([x[:, b] for _, b in pairs])
+    signs = np.sign(xw - xl).astype(np.int8)
+    s_fast, s_lit = 60_000, 60_000
+    fast = joint_prefix_probabilities(signs, s_fast, np.random.default_rng(1))
+    for prior_strength in (1.0, 5.0):  # the sign trick says s does not matter
+        lit = literal_prefix_probabilities(xw, xl, s_lit, prior_strength, np.random.default_rng(2))
+        # Two independent estimates of the same p: SE of the difference is
+        # sqrt(p(1-p)(1/S1 + 1/S2)); 4 SE makes a false alarm over 12 checks ~1e-3.
+        se = np.sqrt(lit * (1 - lit) * (1 / s_fast + 1 / s_lit)) + 1e-12
+        assert np.all(np.abs(fast - lit) <= 4 * se + 1e-9), (fast, lit)
+    assert np.all(np.diff(fast) <= 0)
+
+
+def test_single_statement_equals_closed_form_marginal():
+    signs = np.array([[1] * 12 + [-1] * 6 + [0] * 3], dtype=np.int8)
+    n = 100_000
+    p = joint_prefix_probabilities(signs, n, np.random.default_rng(3))[0]
+    exact = prob_greater_from_counts(12, 6)
+    # Binomial SE of a proportion; 4 SE.
+    assert abs(p - exact) <= 4 * np.sqrt(exact * (1 - exact) / n)
+
+
+def test_independent_statements_multiply():
+    # Statements on disjoint blocks share no weights, hence are independent: the joint
+    # prefix probability is the product of the closed-form marginals.
+    counts = [(8, 2), (7, 3), (9, 4), (6, 2)]
+    n_blocks = sum(g + l for g, l in counts)
+    signs = np.zeros((len(counts), n_blocks), dtype=np.int8)
+    start = 0
+    for k, (g, l) in enumerate(counts):
+        signs[k, start : start + g] = 1
+        signs[k, start + g : start + g + l] = -1
+        start += g + l
+    n = 100_000
+    p = joint_prefix_probabilities(signs, n, np.random.default_rng(4))
+    exact = np.cumprod([prob_greater_from_counts(g, l) for g, l in counts])
+    se = np.sqrt(exact * (1 - exact) / n)
+    assert np.all(np.abs(p - exact) <= 4 * se)
+
+
+@pytest.mark.parametrize("n_samples", [1, 200, _kernels.JOINT_TILE * 3 + 5])
+def test_kernel_matches_numpy_reference_bit_for_bit(n_samples):
+    rng = np.random.default_rng(5)
+    n_blocks = 17
+    # 11 statements: not a multiple of the kernel's statement group, so the tail is covered.
+    signs = random_signs(rng, 11, n_blocks, np.linspace(0.9, 0.5, 11)).astype(np.float32)
+    tile = _kernels.JOINT_TILE
+    n_tiles = -(-n_samples // tile)
+    weights = rng.standard_exponential((n_tiles, n_blocks, tile), dtype=np.float32)
+    hist = np.zeros(signs.shape[0] + 1, dtype=np.int64)
+    _kernels.joint_first_fail_histogram(weights, signs, n_samples, hist)
+    flat = weights.transpose(0, 2, 1).reshape(-1, n_blocks)[:n_samples]
+    reference = _first_fail_histogram_numpy(flat, signs)
+    np.testing.assert_array_equal(hist, reference)
+    assert hist.sum() == n_samples
+
+
+def test_first_fail_histogram_matches_reference_through_driver():
+    # The driver's chunking and tile layout reproduce the reference on the same stream.
+    signs = random_signs(np.random.default_rng(6), 9, 30, np.full(9, 0.75)).astype(np.float32)
+    n = 1000
+    hist = _first_fail_histogram(signs, n, np.random.default_rng(7))
+    tile = _kernels.JOINT_TILE
+    weights = np.random.default_rng(7).standard_exponential(
+        (-(-n // tile), 30, tile), dtype=np.float32
+    )
+    flat = weights.transpose(0, 2, 1).reshape(-1, 30)[:n]
+    np.testing.assert_array_equal(hist, _first_fail_histogram_numpy(flat, signs))
+    np.testing.assert_allclose(
+        _prefix_from_histogram(hist),
+        [np.mean(np.all((flat @ signs[: k + 1].T) > 0, axis=1)) for k in range(9)],
+        atol=2 / n,  # float32 GEMM vs ordered sums may differ on a near-zero sum
+    )
+
+
+def test_sure_statements_are_skipped_exactly():
+    rng = np.random.default_rng(8)
+    signs = random_signs(rng, 5, 20, np.full(5, 0.7))
+    signs[2] = np.abs(signs[2])  # no losses: holds in every draw
+    signs[2, 0] = 1
+    a = joint_prefix_probabilities(signs, 3000, np.random.default_rng(9))
+    # Same stream through the kernel on all statements, skipping nothing.
+    hist = _first_fail_histogram(signs.astype(np.float32), 3000, np.random.default_rng(9))
+    np.testing.assert_array_equal(a, _prefix_from_histogram(hist))
+    assert a[2] == a[1]
+
+
+def test_never_holding_statement_zeroes_the_rest():
+    signs = np.array([[1, 1, -1, 1], [0, 0, 0, 0], [1, 1, 1, 1]], dtype=np.int8)
+    p = joint_prefix_probabilities(signs, 500, np.random.default_rng(0))
+    assert p[0] > 0 and p[1] == 0 and p[2] == 0
+
+
+def test_same_seed_same_result():
+    signs = random_signs(np.random.default_rng(10), 7, 40, np.full(7, 0.7))
+    a = joint_prefix_probabilities(signs, 5000, np.random.default_rng(123))
+    b = joint_prefix_probabilities(signs, 5000, np.random.default_rng(123))
+    c = joint_prefix_probabilities(signs, 5000, np.random.default_rng(124))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    x = np.random.default_rng(0).normal(size=(20, 5)) + np.arange(5) * 0.3
+    r1 = joint_comparisons(x, random_state=5, n_samples=2000)
+    r2 = joint_comparisons(x, random_state=5, n_samples=2000)
+    np.testing.assert_array_equal(r1.joint, r2.joint)
+
+
+def table1_scores():
+    """30 blocks, 4 candidates, with seed 002 Table 1's pairwise records: X1 loses every
+    block to X2, X3, X4; X3 and X4 each beat X2 in 20 of 30; X4 beats X3 in 15 of 30."""
+    x = np.zeros((30, 4))
+    x[:, 0] = -10.0
+    # Per block, the order of (X2, X3, X4); counts chosen to give the records above.
+    # Counts of the six orders solve: X3>X2 in A+B+D = 20, X4>X2 in A+B+C = 20,
+    # X4>X3 in A+C+E = 15, total 30.
+    patterns = (
+        [(0, 1, 2)] * 8    # A: X2 < X3 < X4
+        + [(0, 2, 1)] * 7  # B: X2 < X4 < X3
+        + [(1, 0, 2)] * 5  # C: X3 < X2 < X4
+        + [(2, 0, 1)] * 5  # D: X4 < X2 < X3
+        + [(1, 2, 0)] * 2  # E: X3 < X4 < X2
+        + [(2, 1, 0)] * 3  # F: X4 < X3 < X2
+    )
+    for b, (low, mid, high) in enumerate(patterns):
+        x[b, 1 + low], x[b, 1 + mid], x[b, 1 + high] = 1.0, 2.0, 3.0
+    return x
+
+
+def test_table1_columns():
+    x = table1_scores()
+    wins = lambda i, j: int(np.sum(x[:, i] > x[:, j]))  # noqa: E731
+    assert (wins(2, 1), wins(3, 1), wins(3, 2)) == (20, 20, 15)
+    n = 200_000
+    res = joint_comparisons(x, random_state=0, n_samples=n)
+    statements = list(zip(res.winner.tolist(), res.loser.tolist()))
+    assert set(statements[:3]) == {(1, 0), (2, 0), (3, 0)}
+    assert set(statements[3:5]) == {(2, 1), (3, 1)}
+    # Table 1, column "1 - P(H_i)": 0, 0, 0, 0.0307, 0.0307, 0.5000 (4 decimals).
+    np.testing.assert_allclose(1 - res.marginal, [0, 0, 0, 0.0307, 0.0307, 0.5], atol=5e-5)
+    # Column "1 - P(H_1..H_i)": the first four rows equal the marginals (sure statements
+    # first), within 4 binomial SE (SE = sqrt(.0307 * .9693 / 2e5) = 3.9e-4).
+    np.testing.assert_allclose(1 - res.joint[:4], [0, 0, 0, 0.0307], atol=4 * 3.9e-4)
+    # Row 5 lies between the Frechet bounds of two 0.0307 failures and, as in the paper
+    # (0.0595), above gamma = 0.05, so four statements are accepted.
+    assert 0.0307 - 0.002 <= 1 - res.joint[4] <= 2 * 0.0307 + 0.002
+    assert 1 - res.joint[4] > 0.05
+    assert res.n_accepted == 4
+    assert 1 - res.joint[5] > 0.5
+    assert "X3 > X1" in res.table() or "X2 > X1" in res.table()
+
+
+def test_direction_tie_break_and_maximize():
+    x = np.array([[1.0, 2.0], [2.0, 1.0], [3.0, 3.0]])
+    res = joint_comparisons(x, random_state=0, n_samples=500)
+    assert (res.winner[0], res.loser[0]) == (0, 1)  # 1 win each: lower index is the winner
+    assert res.marginal[0] == pytest.approx(0.5)
+    y = np.random.default_rng(1).normal(size=(25, 3)) + [0.0, 1.0, 2.0]
+    up = joint_comparisons(y, random_state=0, n_samples=500)
+    down = joint_comparisons(-y, maximize=False, random_state=0, n_samples=500)
+    np.testing.assert_array_equal(up.winner, down.winner)
+    np.testing.assert_array_equal(up.joint, down.joint)
+    assert up.winner[0] == 2
+
+
+def test_dataframe_names_table_and_frame():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(rng.normal(size=(20, 3)) + [0, 1, 2], columns=["a", "b", "c"])
+    res = joint_comparisons(df, random_state=0, n_samples=1000)
+    frame = res.to_frame()
+    assert list(frame.columns) == ["winner", "loser", "marginal", "joint", "accepted"]
+    assert frame.loc[0, "winner"] == "c"
+    assert "c > a" in repr(res)
+    assert frame["accepted"].sum() == res.n_accepted
+
+
+@pytest.mark.parametrize(
+    "signs, match",
+    [
+        (np.array([1, -1, 0]), "2-D"),
+        (np.array([[1, 2, 0]]), "only -1, 0 and 1"),
+        (np.array([["a", "b"]]), "numeric"),
+    ],
+)
+def test_signs_validation(signs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        joint_prefix_probabilities(signs, 10, np.random.default_rng(0))
+
+
+def test_argument_validation():
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    with pytest.raises(ValueError, match="n_samples"):
+        joint_prefix_probabilities(np.ones((1, 3)), 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="credibility"):
+        joint_comparisons(x, credibility=1.5)
+    with pytest.raises(ValueError, match="prior_strength"):
+        joint_comparisons(x, prior_strength=0)
+    with pytest.raises(ValueError, match="scores"):
+        joint_comparisons(np.ones((5, 1)))
+    with pytest.raises(TypeError, match="random_state"):
+        joint_comparisons(x, random_state="seed")
