@@ -405,6 +405,11 @@ def test_bad_input_to_the_primitives():
         prob_indistinguishable(5.5, 1, 10)
     with pytest.raises(ValueError, match="square"):
         prob_greater_matrix(np.zeros((2, 3), dtype=int))
+    with pytest.raises(ValueError, match="exceed"):
+        prob_greater_matrix(np.array([[0, 4], [3, 0]]), n_blocks=6)
+    # n_blocks is optional and does not change the answer (ties drop out).
+    wins = np.array([[0, 4], [3, 0]])
+    np.testing.assert_array_equal(prob_greater_matrix(wins, 9), prob_greater_matrix(wins))
 
 
 def test_docstring_examples_run():

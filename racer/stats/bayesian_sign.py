@@ -290,7 +290,7 @@ def _as_index_array(active, n_candidates, name="active"):
     return arr
 
 
-def prob_greater_matrix(wins):
+def prob_greater_matrix(wins, n_blocks=None):
     """All-pairs posterior probabilities ``P[i, j] = Pr[theta_ij > 1/2]`` that i beats j.
 
     ``theta_ij = P(X_i > X_j) + 1/2 P(X_i = X_j)``; by seed 002 Theorem 2 the probability is
@@ -303,6 +303,9 @@ def prob_greater_matrix(wins):
     wins : array_like of int, shape (k, k)
         ``wins[i, j]`` = number of blocks where candidate i scored strictly more than j,
         e.g. :attr:`SignCounts.wins`.
+    n_blocks : int or array_like of int, optional
+        Blocks per pair (scalar or (k, k)). Not needed by the formula -- ties drop out --
+        and only used, when given, to check that ``wins[i, j] + wins[j, i] <= n_blocks``.
 
     Examples
     --------
@@ -315,7 +318,16 @@ def prob_greater_matrix(wins):
         raise ValueError(f"`wins` must be a square (k, k) matrix; got shape {wins_arr.shape}")
     wins_arr = np.ascontiguousarray(wins_arr)
     k = wins_arr.shape[0]
-    max_total = int((wins_arr + wins_arr.T).max(initial=0))
+    decided = wins_arr + wins_arr.T
+    if n_blocks is not None:
+        blocks = _as_count_array(n_blocks, "n_blocks")
+        if blocks.ndim not in (0, 2) or (blocks.ndim == 2 and blocks.shape != (k, k)):
+            raise ValueError(
+                f"`n_blocks` must be a scalar or a ({k}, {k}) matrix; got shape {blocks.shape}"
+            )
+        if np.any(decided > blocks):
+            raise ValueError("`wins[i, j] + wins[j, i]` must not exceed `n_blocks`")
+    max_total = int(decided.max(initial=0))
     return _gather_prob_greater(wins_arr, np.arange(k, dtype=np.int64), max_total)
 
 
