@@ -1,0 +1,459 @@
+"""RacingPruner against WilcoxonPruner and no pruning, on three instance-wise problems.
+
+Problems (each with a known oracle, so the *true* regret of what a study returns is exact):
+
+* ``synthetic`` - a smooth 2-D loss with heterogeneous instance hardness (Gamma(2, 2)
+  offsets, as in the pilot of notes/adapters-sklearn-optuna.md section 7.2) and a
+  deterministic instance-dependent ripple; 50 instances, minimised. Oracle: a 401 x 401 grid
+  refined by Nelder-Mead.
+* ``cv`` - scikit-learn classifiers on breast_cancer with a conditional space (SVC: C x gamma;
+  logistic regression: C; k-NN: k x weights; 60 configurations), 10-fold x 3 repeated
+  stratified CV: 30 folds as instances, accuracy maximised. Every (configuration, fold) score is
+  computed once into a table; the oracle is the best mean over the 30 folds.
+* ``tsp`` - simulated annealing on 30 random 30-city TSP instances (Optuna's WilcoxonPruner
+  tutorial, scaled down): initial temperature x cooling x move type (72 configurations), tour
+  length minimised, also tabulated.
+
+For each problem, seed and condition the script runs a TPE study (seeded) with
+:func:`racer.adapters.optuna.instance_objective` and records, under two budget views,
+
+* (A) equal trials: ``--n-trials`` trials;
+* (B) equal evaluations: trials until ``--eval-factor x n_instances`` instance evaluations,
+
+the true regret of the returned configuration (the best trial among those evaluated on every
+instance, the rule a careful WilcoxonPruner user follows; ``study.best_trial`` if none), the
+evaluations spent, the trials run, and the *wrong prunes*: pruned trials whose true mean over
+all instances beats the returned configuration's.
+
+Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
+``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
+pick RacingPruner's defaults (kept apart from the reported seeds 0-9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import optuna  # noqa: E402
+
+from racer.adapters.optuna import RacingPruner, instance_objective  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+CACHE = Path(os.environ.get("RACER_BENCH_CACHE", "/tmp/racer_bench_cache"))
+
+
+# ------------------------------------------------------------------------------ problems
+
+
+class Problem:
+    """An instance-wise problem: ``suggest(trial) -> key``, ``score(key, i)``, ``true(key)``."""
+
+    name: str
+    direction: str
+    n_instances: int
+    oracle: float
+
+    def regret(self, key) -> float:
+        value = self.true(key)
+        return value - self.oracle if self.direction == "minimize" else self.oracle - value
+
+
+class Synthetic(Problem):
+    name, direction = "synthetic", "minimize"
+
+    def __init__(self, n_instances=50, seed=12345):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        self.h = rng.gamma(2.0, 2.0, n_instances)
+        self.a = rng.normal(0.0, 0.4, n_instances)
+        self.b = rng.normal(0.0, 0.4, n_instances)
+        self.amp = rng.uniform(0.0, 0.3, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        grid = np.linspace(-2, 2, 401)
+        gx, gy = np.meshgrid(grid, grid)
+        means = self._mean(gx.ravel(), gy.ravel())
+        k = int(np.argmin(means))
+        from scipy.optimize import minimize
+
+        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
+                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
+                       options={"xatol": 1e-8, "fatol": 1e-12})
+        self.oracle = float(min(opt.fun, means[k]))
+
+    def _values(self, x, y):  # (len(x), n_instances)
+        x = np.asarray(x, dtype=float)[:, None]
+        y = np.asarray(y, dtype=float)[:, None]
+        return (self.h + (x - self.a) ** 2 + (y - self.b) ** 2
+                + self.amp * np.sin(4 * x + 3 * y + self.phase))
+
+    def _mean(self, x, y):
+        return self._values(x, y).mean(axis=1)
+
+    def suggest(self, trial):
+        return (trial.suggest_float("x", -2, 2), trial.suggest_float("y", -2, 2))
+
+    def params_to_key(self, params):
+        return (params["x"], params["y"])
+
+    def score(self, key, i):
+        return float(self._values([key[0]], [key[1]])[0, i])
+
+    def true(self, key):
+        return float(self._mean([key[0]], [key[1]])[0])
+
+
+class Tabulated(Problem):
+    """A finite space whose scores are computed once into ``table[config, instance]``."""
+
+    def __init__(self):
+        self.table = self._load()
+        self.n_instances = self.table.shape[1]
+        means = self.table.mean(axis=1)
+        self.oracle = float(means.min() if self.direction == "minimize" else means.max())
+
+    def _load(self):
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path = CACHE / f"{self.name}_table.npy"
+        if path.exists():
+            return np.load(path)
+        t0 = time.time()
+        table = self._build()
+        np.save(path, table)
+        print(f"[{self.name}] table {table.shape} built in {time.time() - t0:.1f}s -> {path}",
+              file=sys.stderr)
+        return table
+
+    def score(self, key, i):
+        return float(self.table[key, i])
+
+    def true(self, key):
+        return float(self.table[key].mean())
+
+
+class CV(Tabulated):
+    name, direction = "cv", "maximize"
+    svc_C = np.logspace(-2, 3, 6)
+    svc_gamma = np.logspace(-4, 0, 6)
+    lr_C = np.logspace(-3, 2, 8)
+    knn_k = [1, 3, 5, 9, 15, 25, 41, 61]
+    knn_w = ["uniform", "distance"]
+
+    def configs(self):
+        out = [("svc", i, j) for i in range(6) for j in range(6)]
+        out += [("logreg", i, 0) for i in range(8)]
+        out += [("knn", i, j) for i in range(8) for j in range(2)]
+        return out
+
+    def _build(self):
+        from sklearn.datasets import load_breast_cancer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import RepeatedStratifiedKFold, cross_val_score
+        from sklearn.neighbors import KNeighborsClassifier
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+        from sklearn.svm import SVC
+
+        X, y = load_breast_cancer(return_X_y=True)
+        cv = list(RepeatedStratifiedKFold(n_splits=10, n_repeats=3, random_state=0).split(X, y))
+        rows = []
+        for model, i, j in self.configs():
+            if model == "svc":
+                est = SVC(C=self.svc_C[i], gamma=self.svc_gamma[j])
+            elif model == "logreg":
+                est = LogisticRegression(C=self.lr_C[i], max_iter=2000)
+            else:
+                est = KNeighborsClassifier(n_neighbors=self.knn_k[i], weights=self.knn_w[j])
+            rows.append(cross_val_score(make_pipeline(StandardScaler(), est), X, y, cv=cv))
+        return np.array(rows)
+
+    def suggest(self, trial):
+        model = trial.suggest_categorical("model", ["svc", "logreg", "knn"])
+        if model == "svc":
+            key = (model, trial.suggest_int("svc_C", 0, 5), trial.suggest_int("svc_gamma", 0, 5))
+        elif model == "logreg":
+            key = (model, trial.suggest_int("lr_C", 0, 7), 0)
+        else:
+            key = (model, trial.suggest_int("knn_k", 0, 7),
+                   ["uniform", "distance"].index(
+                       trial.suggest_categorical("knn_weights", ["uniform", "distance"])))
+        return self.configs().index(key)
+
+    def params_to_key(self, params):
+        model = params["model"]
+        if model == "svc":
+            key = (model, params["svc_C"], params["svc_gamma"])
+        elif model == "logreg":
+            key = (model, params["lr_C"], 0)
+        else:
+            key = (model, params["knn_k"], self.knn_w.index(params["knn_weights"]))
+        return self.configs().index(key)
+
+
+def _sa_tsp_kernel():
+    import numba
+
+    @numba.njit(cache=True)
+    def anneal(dist, t0, alpha, two_opt, n_iter, seed):
+        np.random.seed(seed)
+        n = dist.shape[0]
+        tour = np.arange(n)
+        length = 0.0
+        for k in range(n):
+            length += dist[tour[k], tour[(k + 1) % n]]
+        t = t0
+        for _ in range(n_iter):
+            i = np.random.randint(1, n - 1)
+            j = np.random.randint(i + 1, n)
+            a, b = tour[i - 1], tour[i]
+            c, d = tour[j], tour[(j + 1) % n]
+            if two_opt:
+                delta = dist[a, c] + dist[b, d] - dist[a, b] - dist[c, d]
+            else:  # swap cities i and j (j > i)
+                if j == i + 1:
+                    delta = dist[a, c] + dist[b, d] - dist[a, b] - dist[c, d]
+                else:
+                    bn, cp = tour[i + 1], tour[j - 1]
+                    delta = (dist[a, c] + dist[c, bn] + dist[cp, b] + dist[b, d]
+                             - dist[a, b] - dist[b, bn] - dist[cp, c] - dist[c, d])
+            if delta < 0 or np.random.random() < math.exp(-delta / max(t, 1e-12)):
+                if two_opt or j == i + 1:
+                    tour[i:j + 1] = tour[i:j + 1][::-1].copy()
+                else:
+                    tmp = tour[i]
+                    tour[i] = tour[j]
+                    tour[j] = tmp
+                length += delta
+            t *= alpha
+        return length
+
+    return anneal
+
+
+class TSP(Tabulated):
+    name, direction = "tsp", "minimize"
+    t0s = np.logspace(-3, 0, 6)
+    # Cooling per step, chosen so that the final temperature spans 1e-1..1e-6 of T0.
+    alphas = 1.0 - np.logspace(-4, -2.3, 6)
+    moves = ["2opt", "swap"]
+    n_cities, n_inst, n_iter = 30, 30, 4000
+
+    def configs(self):
+        return [(i, j, m) for i in range(6) for j in range(6) for m in range(2)]
+
+    def _build(self):
+        anneal = _sa_tsp_kernel()
+        rng = np.random.default_rng(2024)
+        dists = []
+        for _ in range(self.n_inst):
+            pts = rng.random((self.n_cities, 2))
+            dists.append(np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1)))
+        table = np.empty((len(self.configs()), self.n_inst))
+        for c, (i, j, m) in enumerate(self.configs()):
+            for k, dist in enumerate(dists):
+                table[c, k] = anneal(dist, self.t0s[i], self.alphas[j], m == 0, self.n_iter, k)
+        return table
+
+    def suggest(self, trial):
+        key = (trial.suggest_int("t0", 0, 5), trial.suggest_int("alpha", 0, 5),
+               self.moves.index(trial.suggest_categorical("move", self.moves)))
+        return self.configs().index(key)
+
+    def params_to_key(self, params):
+        return self.configs().index((params["t0"], params["alpha"],
+                                     self.moves.index(params["move"])))
+
+
+PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP}
+
+
+# ---------------------------------------------------------------------------- conditions
+
+
+def make_pruner(name, seed):
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    if name.startswith("wilcoxon"):
+        return optuna.pruners.WilcoxonPruner(p_threshold=float(name.split("-")[1]))
+    # racing[-signed-rank][-top3][-p0.95]...
+    kwargs = {"random_state": seed}
+    for part in name.split("-")[1:]:
+        if part == "sr":
+            kwargs["test"] = "signed-rank"
+        elif part.startswith("top"):
+            kwargs["top_k"] = int(part[3:])
+        elif part.startswith("p"):
+            kwargs["prob_threshold"] = float(part[1:])
+        elif part.startswith("s"):
+            kwargs["n_startup_steps"] = int(part[1:])
+        elif part.startswith("eps"):
+            kwargs["eps"] = float(part[3:])
+    return RacingPruner(**kwargs)
+
+
+def run_study(problem, pruner_name, on_prune, seed, n_trials=None, max_evals=None,
+              sampler="tpe"):
+    """One study; returns its metrics."""
+    counter = {"evals": 0}
+    keys = {}
+
+    def evaluate(trial, i):
+        key = keys.get(trial.number)
+        if key is None:
+            key = keys[trial.number] = problem.suggest(trial)
+            trial.set_user_attr("_key", key)
+        counter["evals"] += 1
+        return problem.score(key, i)
+
+    objective = instance_objective(evaluate, list(range(problem.n_instances)),
+                                   on_prune=on_prune, random_state=seed)
+    smp = (optuna.samplers.TPESampler(seed=seed) if sampler == "tpe"
+           else optuna.samplers.RandomSampler(seed=seed))
+    study = optuna.create_study(direction=problem.direction, sampler=smp,
+                                pruner=make_pruner(pruner_name, seed))
+    callbacks = []
+    if max_evals is not None:
+        def stop(study, trial):
+            if counter["evals"] >= max_evals:
+                study.stop()
+        callbacks.append(stop)
+        n_trials = 100000
+    t0 = time.time()
+    study.optimize(objective, n_trials=n_trials, callbacks=callbacks)
+    wall = time.time() - t0
+    return summarize_study(problem, study, counter["evals"], wall)
+
+
+def _key_of(trial):
+    return trial.user_attrs.get("_key")
+
+
+def summarize_study(problem, study, n_evals, wall):
+    n = problem.n_instances
+    full = [t for t in study.trials
+            if t.state == optuna.trial.TrialState.COMPLETE and len(t.intermediate_values) == n]
+    sign = 1 if problem.direction == "minimize" else -1
+    if full:
+        returned = min(full, key=lambda t: sign * t.value)
+    else:
+        returned = study.best_trial
+    key = _key_of(returned)
+    key = tuple(key) if isinstance(key, list) else key
+    regret = problem.regret(key)
+    true_ret = problem.true(key)
+    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    wrong = 0
+    for t in pruned:
+        k = _key_of(t)
+        k = tuple(k) if isinstance(k, list) else k
+        if sign * problem.true(k) < sign * true_ret - 1e-12:
+            wrong += 1
+    return {"regret": regret, "evals": n_evals, "trials": len(study.trials),
+            "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall}
+
+
+# ------------------------------------------------------------------------------ the table
+
+
+def _fmt(values, digits=4):
+    v = np.asarray(values, dtype=float)
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    return f"{med:.{digits}g} [{q1:.{digits}g}, {q3:.{digits}g}]"
+
+
+def table(rows, view):
+    out = [f"\n### View {view}\n",
+           "| problem | condition | on_prune | median true regret [IQR] | mean regret | evals "
+           "(median) | trials | pruned | wrong prunes (mean) | wall s |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    groups = {}
+    for r in rows:
+        if r["view"] == view:
+            groups.setdefault((r["problem"], r["condition"], r["on_prune"]), []).append(r)
+    for (prob, cond, onp), rs in groups.items():
+        reg = [r["regret"] for r in rs]
+        out.append(
+            f"| {prob} | {cond} | {onp} | {_fmt(reg)} | {np.mean(reg):.4g} | "
+            f"{np.median([r['evals'] for r in rs]):.0f} | "
+            f"{np.median([r['trials'] for r in rs]):.0f} | "
+            f"{np.median([r['pruned'] for r in rs]):.0f} | "
+            f"{np.mean([r['wrong_prunes'] for r in rs]):.1f} | "
+            f"{np.median([r['wall'] for r in rs]):.1f} |"
+        )
+    return "\n".join(out)
+
+
+FULL_CONDITIONS = [
+    ("none", "return"),
+    ("wilcoxon-0.1", "return"),
+    ("wilcoxon-0.05", "return"),
+    ("wilcoxon-0.1", "raise"),
+    ("wilcoxon-0.05", "raise"),
+    ("racing", "return"),
+    ("racing", "raise"),
+    ("racing-sr", "raise"),
+    ("racing-top3", "raise"),
+]
+QUICK_CONDITIONS = [("none", "return"), ("wilcoxon-0.1", "return"), ("wilcoxon-0.1", "raise"),
+                    ("racing", "return"), ("racing", "raise")]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--seed-offset", type=int, default=0)
+    parser.add_argument("--problems", default="synthetic,cv,tsp")
+    parser.add_argument("--conditions", default=None,
+                        help="comma list of pruner:on_prune, e.g. racing-p0.95:raise")
+    parser.add_argument("--n-trials", type=int, default=None)
+    parser.add_argument("--eval-factor", type=int, default=None,
+                        help="view B budget = eval-factor x n_instances evaluations")
+    parser.add_argument("--views", default="A,B")
+    parser.add_argument("--jsonl", default=None, help="append raw rows here")
+    args = parser.parse_args(argv)
+    n_seeds = args.seeds or (3 if args.quick else 10)
+    n_trials = args.n_trials or (40 if args.quick else 100)
+    eval_factor = args.eval_factor or (25 if args.quick else 50)
+    if args.conditions:
+        conditions = [tuple(c.split(":")) for c in args.conditions.split(",")]
+    else:
+        conditions = QUICK_CONDITIONS if args.quick else FULL_CONDITIONS
+    rows = []
+    sink = open(args.jsonl, "a") if args.jsonl else None
+    for pname in args.problems.split(","):
+        problem = PROBLEMS[pname]()
+        for view in args.views.split(","):
+            for cond, onp in conditions:
+                if cond == "none" and onp == "raise":
+                    continue
+                for s in range(args.seed_offset, args.seed_offset + n_seeds):
+                    if view == "A":
+                        r = run_study(problem, cond, onp, s, n_trials=n_trials)
+                    else:
+                        r = run_study(problem, cond, onp, s,
+                                      max_evals=eval_factor * problem.n_instances)
+                    r.update(problem=pname, condition=cond, on_prune=onp, seed=s, view=view)
+                    rows.append(r)
+                    if sink:
+                        sink.write(json.dumps(r) + "\n")
+                        sink.flush()
+                print(f"done {pname} {view} {cond} {onp}", file=sys.stderr, flush=True)
+    print(f"# RacingPruner vs WilcoxonPruner vs no pruning ({n_seeds} seeds from "
+          f"{args.seed_offset}; A: {n_trials} trials; B: {eval_factor} x n_instances "
+          "evaluations; TPE)")
+    for view in args.views.split(","):
+        print(table(rows, view))
+
+
+if __name__ == "__main__":
+    main()
