@@ -407,11 +407,14 @@ class Race:
         n = check_int(n, "n", minimum=1, allow_none=True)
         if not self._block_active and self._stop_reason is None:
             self._advance()
-        if n is None or n >= len(self._unasked):
-            out = list(self._unasked)
-            self._unasked.clear()
-            return out
-        return [self._unasked.popleft() for _ in range(n)]
+        out = []
+        pending = self._pending
+        # Evaluations told before they were asked (allowed) are skipped here.
+        while self._unasked and (n is None or len(out) < n):
+            ev = self._unasked.popleft()
+            if (ev.candidate_index, ev.instance_index) in pending:
+                out.append(ev)
+        return out
 
     def pending(self) -> list[Evaluation]:
         """Evaluations of the current block that are not yet told (asked or not)."""
@@ -434,6 +437,8 @@ class Race:
         key = self._key_of(evaluation)
         if self._journal_closed:
             raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
+        if not self._block_active and self._stop_reason is None:
+            self._advance()
         if key not in self._pending:
             ci, ii = key
             if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and (

@@ -343,6 +343,13 @@ def test_ask_tell_protocol_and_errors():
     assert [tuple(e)[2] for e in r.ask()] == [2, 2]
 
 
+def test_told_before_asked_is_not_asked_again():
+    r = Race(["a", "b"], test=KeepAll(), first_test=2, instances=range(3), random_state=0)
+    r.tell((1, 0), 1.0)
+    r.tell(Evaluation(0, "a", 1, 1), 1.0)
+    assert [(e.candidate_index, e.instance_index) for e in r.ask()] == [(0, 0), (1, 1)]
+
+
 def test_a_one_candidate_race_runs_the_first_block_only():
     res = Race(["only"], test=KeepAll(), first_test=3).run(lambda c, i: 1.0, range(10), progress=False)
     assert res.best == "only" and res.n_evaluations == 3 and res.stop_reason == "min_survivors"
