@@ -363,6 +363,10 @@ class RaceSearchCV(BaseSearchCV):
         repeats) and ``best_score_`` is the winner's mean over the splits it was evaluated on.
     n_repeats_ : int
         Repeats actually used.
+    splits_ : list of (ndarray, ndarray)
+        The materialised (train, test) index arrays, split ``k`` at position ``k``: pass them
+        as ``GridSearchCV(cv=search.splits_)`` to see what the full grid would have said on
+        the very same splits.
     split_order_ : ndarray of int
         The splits (indices ``k`` of ``split{k}_*``) in the order the race visited them.
     n_fits_ : int
@@ -557,6 +561,7 @@ class RaceSearchCV(BaseSearchCV):
             cv, X, y, groups, int(self.n_repeats), seed_splits
         )
         self.n_splits_ = len(splits)
+        self.splits_ = splits
         self.split_order_ = _visit_order(repeat_of_split, seed_order)
 
         base_estimator = clone(self.estimator)
