@@ -17,7 +17,6 @@ Two ways to drive it:
 from __future__ import annotations
 
 import collections
-import itertools
 import logging
 import math
 import numbers
@@ -894,6 +893,7 @@ class Race:
             instances=list(self._instances),
             scores=raw,
             mean_scores=np.asarray(mean_scores, dtype=np.float64),
+            n_evaluated=self._n_seen.copy(),
             n_evaluations=self._n_evaluations,
             n_instances=n_rows,
             history=tuple(self._history),

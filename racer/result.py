@@ -100,6 +100,8 @@ class RaceResult:
     mean_scores : ndarray of shape (n_candidates,)
         Mean raw score of each candidate over the instances it was evaluated on, failures
         counted at their substitute value under ``on_error="worst"`` and left out otherwise.
+    n_evaluated : ndarray of int, shape (n_candidates,)
+        Evaluations of each candidate (failures included): the instances it saw.
     n_evaluations : int
         Evaluations spent (failures included).
     n_instances : int
@@ -128,6 +130,7 @@ class RaceResult:
     instances: list
     scores: np.ndarray
     mean_scores: np.ndarray
+    n_evaluated: np.ndarray
     n_evaluations: int
     n_instances: int
     history: tuple
@@ -165,9 +168,7 @@ class RaceResult:
             "",
         ]
         records = {rec.candidate_index: rec for rec in self.history}
-        n_seen = np.sum(~np.isnan(self.scores), axis=0)
-        for idx in {f[0] for f in self.failures}:
-            n_seen[idx] += sum(1 for f in self.failures if f[0] == idx)
+        n_seen = self.n_evaluated
         header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'status':<40}  candidate"
         lines.append(header)
         lines.append("-" * len(header))
@@ -210,7 +211,7 @@ class RaceResult:
         n_failed = np.zeros(len(self.candidates), dtype=np.int64)
         for cand, _inst, _msg in self.failures:
             n_failed[cand] += 1
-        n_seen = np.sum(~np.isnan(self.scores), axis=0) + n_failed
+        n_seen = self.n_evaluated
         rows = []
         for idx, cand in enumerate(self.candidates):
             rec = records.get(idx)

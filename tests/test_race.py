@@ -147,6 +147,7 @@ def test_eliminated_candidates_are_not_evaluated_again_and_survivors_share_rows(
         col = evaluated[:, rec.candidate_index]
         assert col[: rec.n_instances].all() and not col[rec.n_instances :].any()
     assert evaluated[:, res.best_index].all()
+    np.testing.assert_array_equal(res.n_evaluated, evaluated.sum(axis=0))
 
 
 # ---------------------------------------------------------------------------- budget
@@ -285,6 +286,7 @@ def test_on_error_worst_substitutes_below_every_success():
     np.testing.assert_array_equal(scores[:, 2], [2.0, 3.0, -1.0])
     assert np.isnan(res.scores[0, 0]) and np.isnan(res.scores[1, 1]) and np.isnan(res.scores[2, 2])
     assert len(res.failures) == 3 and res.n_evaluations == 12
+    np.testing.assert_array_equal(res.n_evaluated, [3, 3, 3, 3])  # failures count as seen
     assert "boom" in res.failures[1][2] and "non-number" in res.failures[0][2]
     assert res.mean_scores[0] == pytest.approx((-1 + 1 + 2) / 3)  # substitutes count in means
 
