@@ -176,7 +176,8 @@ class Race:
     test and opens the next block. ``ask()`` returns ``[]`` when everything of the current
     block is out but not all told (tell the rest first) or when the race is over
     (``race.finished``). :meth:`pending` lists the block's evaluations not yet told, e.g. to
-    hand them out again after a worker crash. Instances come from ``instances=``,
+    hand them out again after a worker crash. ``tell()`` is not thread-safe: call it from one
+    thread (the one collecting results). Instances come from ``instances=``,
     :meth:`add_instances` or :meth:`run`; when they run out the race stops with
     ``stop_reason == "instances_exhausted"``, and adding instances reopens it.
 
@@ -832,10 +833,9 @@ class Race:
                 if not batch:
                     if self._stop_reason is not None:
                         break
-                    raise RuntimeError(
-                        "the race has evaluations handed out by ask() that were never told; "
-                        "finish them with tell() before calling run()"
-                    )
+                    # Handed out earlier but never told (an interrupted run(), a crashed
+                    # ask/tell worker): evaluate them now.
+                    batch = self.pending()
                 run_block(self, evaluate, batch, pool, raise_errors=self._on_error == "raise")
         finally:
             if bar is not None:

@@ -238,6 +238,26 @@ def test_same_seed_same_race_and_arrival_order_does_not_matter():
     assert different.history != results[0].history
 
 
+def test_generator_random_state_and_an_interrupted_run_continues():
+    kwargs = dict(test=RandomDrop(), first_test=3)
+    a = Race(list(range(6)), random_state=np.random.default_rng(5), **kwargs).run(
+        linear_evaluate, range(30), progress=False)
+    r = Race(list(range(6)), random_state=np.random.default_rng(5), **kwargs)
+    calls = []
+
+    def interrupting(c, i):
+        calls.append((c, i))
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return linear_evaluate(c, i)
+
+    with pytest.raises(KeyboardInterrupt):
+        r.run(interrupting, range(30), progress=False)
+    b = r.run(linear_evaluate, progress=False)  # the untold evaluations are run again
+    assert b.history == a.history and b.n_evaluations == a.n_evaluations
+    np.testing.assert_array_equal(b.scores, a.scores)
+
+
 def test_thread_pool_executor_gives_the_serial_result():
     kwargs = dict(test=RandomDrop(), first_test=3, random_state=11)
     serial = Race(list(range(6)), **kwargs).run(linear_evaluate, range(50), progress=False)
@@ -403,6 +423,26 @@ def test_logging_and_progress(caplog, capsys):
     assert "[racer]" in capsys.readouterr().err
     Race([0, 1, 2], test=DropWorstMean(), first_test=2).run(linear_evaluate, range(20), progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_progress_line_redraws_in_place_on_a_terminal():
+    import io
+
+    from racer.progress import ProgressLine
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    r = Race([0, 1, 2], test=KeepAll(), first_test=2, budget=12, instances=range(50))
+    line = ProgressLine(r, stream=stream)
+    drive(r, linear_evaluate)
+    line.update()
+    line.close()
+    text = stream.getvalue()
+    assert text.startswith("\r[racer] ") and text.endswith("\n")
+    assert "12/12 evaluations (100%) | instance 4 | 3/3 survivors" in text
 
 
 # ---------------------------------------------------------------------------- validation
