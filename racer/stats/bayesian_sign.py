@@ -169,7 +169,7 @@ def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=
     :func:`prob_greater_from_counts`, here ``s`` and the ties *do* matter: they are the
     third Dirichlet cell ``c = s + n_ties`` that pulls theta towards 1/2. Computed by the
     quantile Gauss-Legendre formula of notes/kernels-performance.md section 1(c) with 48
-    nodes (absolute error about 4e-6), once per distinct ``(min(n_g, n_l), max(n_g, n_l),
+    nodes (absolute error below 2e-5, typically a few 1e-6), once per distinct ``(min(n_g, n_l), max(n_g, n_l),
     n_ties)`` present -- the band is symmetric in wins and losses.
 
     Parameters
