@@ -542,7 +542,10 @@ class BayesianSignResult(StatsResult):
     prior_strength: float
     rope: float
     eps: float
-    posterior_samples: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    # Left out of == (an array has no single truth value) and of the repr.
+    posterior_samples: np.ndarray | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
 
 
 def _prob_each_largest(alpha):
