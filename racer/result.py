@@ -184,7 +184,7 @@ class RaceResult:
             mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
             lines.append(
                 f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {status:<40}  "
-                f"#{idx} {_short_repr(self.candidates[idx], 60)}"
+                f"#{idx} {_short_repr(self.candidates[idx], 100)}"
             )
         if n_cand > max_rows:
             lines.append(f"... {n_cand - max_rows} more")
