@@ -33,7 +33,8 @@ from threadpoolctl import threadpool_limits
 from racer.stats.bayesian_signed_rank import signed_rank_prob
 
 LOSSES = (1, 2, 4, 9, 19)
-PAPER_TABLE1 = {"DP(s=0)": (.025, .034, .044, .053, .061), "Wilcoxon": (.048, .049, .050, .054, .061)}
+PAPER_TABLE1 = {"DP(s=0)": (.025, .034, .044, .053, .061),
+                "Wilcoxon": (.048, .049, .050, .054, .061)}
 PAPER_TABLE2 = {"IDP": (.023, .031, .040, .049, .057), "DP(s=0)": (.023, .031, .040, .049, .057),
                 "Wilcoxon": (.047, .047, .048, .051, .057)}
 PAPER_TABLE3 = {"DP(s=0)": ("45/45", "43/48", "43/50", "43/54", "42/55"),
@@ -81,7 +82,8 @@ def main(argv=None):
     area_factor = deltas.size * step  # mean over the grid -> area under the loss curve
 
     def average_loss(decide_h1, l1, mask=None):
-        loss = np.where(decide_h1 & ~truth_h1, l1, 0.0) + np.where(~decide_h1 & truth_h1, 1.0, 0.0)
+        loss = (np.where(decide_h1 & ~truth_h1, l1, 0.0)
+                + np.where(~decide_h1 & truth_h1, 1.0, 0.0))
         return area_factor * (loss.mean() if mask is None else loss[mask].mean())
 
     print(f"Seed 000 section 4: n = 30, sigma = 0.12, rho = 0, Delta in [-0.07, 0.07] step "
@@ -136,7 +138,8 @@ def main(argv=None):
             wrong_h0 = 100 * decide[h0_cases].mean() if h0_cases.any() else float("nan")
             wrong_h1 = 100 * (~decide[h1_cases]).mean() if h1_cases.any() else float("nan")
             share_h1 = 100 * decide[ind].mean() if ind.any() else float("nan")
-            cells.append(f"{wrong_h0:.0f}/{wrong_h1:.0f} [{share_h1:.0f}] ({PAPER_TABLE3[name][k]})")
+            paper = PAPER_TABLE3[name][k]
+            cells.append(f"{wrong_h0:.0f}/{wrong_h1:.0f} [{share_h1:.0f}] ({paper})")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
     print("\nIDP indeterminacy rate (%) by Delta (paper, Fig. 2 right: about 16% at Delta = "

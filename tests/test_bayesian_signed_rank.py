@@ -113,7 +113,8 @@ def test_theta_from_weights_matches_baycomp_samples_exactly():
         weights = np.random.RandomState(seed).dirichlet([0.5] + [1.0] * C45.size, n_samples)
         order = np.argsort(z, kind="stable")
         z_sorted, w_sorted = z[order], weights[:, order]
-        above = _kernels.walsh_mass_from_weights(w_sorted, *_kernels.walsh_cut_indices(z_sorted, 2 * rope))
+        above = _kernels.walsh_mass_from_weights(
+            w_sorted, *_kernels.walsh_cut_indices(z_sorted, 2 * rope))
         np.testing.assert_allclose(above, samples[:, 2], rtol=0, atol=1e-14)
         if rope > 0:
             not_below = _kernels.walsh_mass_from_weights(

@@ -43,12 +43,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 
 import numpy as np
 
 from .._validation import (
-    as_1d,
     as_paired,
     check_int,
     check_nonnegative,
