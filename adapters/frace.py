@@ -29,6 +29,7 @@ import numpy as np
 from scipy import special, stats
 
 from racer._validation import check_bool, check_option, check_probability
+from racer.bayesian_test import _PairCache, _row_ranks
 from racer.elimination import Elimination, RacingTest
 
 __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
@@ -36,7 +37,7 @@ __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
 
 def _ranks_best_first(scores):
     """Within-row ranks, 1 = largest score, ties averaged (irace ranks costs, 1 = lowest)."""
-    return stats.rankdata(-scores, axis=1)
+    return _row_ranks(scores)
 
 
 def _tie_term(scores):
@@ -71,11 +72,8 @@ def friedman_chi2(scores):
     n, k = scores.shape
     ranks = _ranks_best_first(scores)
     rank_sums = ranks.sum(axis=0)
-    denom = n * k * (k + 1) - _tie_term(scores) / (k - 1)
-    if denom <= 0:
-        return float("nan"), float("nan"), rank_sums
-    stat = 12.0 * float(np.sum((rank_sums - n * (k + 1) / 2.0) ** 2)) / denom
-    return stat, float(stats.chi2.sf(stat, k - 1)), rank_sums
+    stat, pvalue = _friedman_from_sums(rank_sums, _tie_term(scores), n, k)
+    return stat, pvalue, rank_sums
 
 
 def conover_threshold(ranks, alpha):
@@ -92,29 +90,95 @@ def conover_threshold(ranks, alpha):
     return float(stats.t.ppf(1.0 - alpha / 2.0, dof) * np.sqrt(max(spread, 0.0)))
 
 
+class _RankSumCache:
+    """Friedman sums carried between test steps: rank sums, sum of squared ranks, tie term.
+
+    All three are sums over instances of per-instance terms, so while the survivors stay the
+    same a step only ranks its new rows; when the survivors change every row is re-ranked
+    (ranks are among the survivors). The cache is checked against the last cached row, so
+    unrelated data fall back to a full recomputation.
+    """
+
+    def __init__(self):
+        self.ids = None
+
+    def sums(self, scores, ids):
+        n = scores.shape[0]
+        same = (
+            self.ids is not None
+            and np.array_equal(self.ids, ids)
+            and n >= self.n_rows
+            and np.array_equal(scores[self.n_rows - 1], self.last_row)
+        )
+        new = scores[self.n_rows :] if same else scores
+        ranks = _ranks_best_first(new)
+        rank_sums, sum_sq, ties = ranks.sum(axis=0), float(np.sum(ranks**2)), _tie_term(new)
+        if same:
+            rank_sums, sum_sq, ties = self.rank_sums + rank_sums, self.sum_sq + sum_sq, self.ties + ties
+        self.ids, self.n_rows, self.last_row = ids.copy(), n, scores[-1].copy()
+        self.rank_sums, self.sum_sq, self.ties = rank_sums, sum_sq, ties
+        return rank_sums, sum_sq, ties
+
+
+def _friedman_from_sums(rank_sums, ties, n, k):
+    denom = n * k * (k + 1) - ties / (k - 1)
+    if denom <= 1e-9 * n * k * (k + 1):
+        return float("nan"), float("nan")
+    stat = 12.0 * float(np.sum((rank_sums - n * (k + 1) / 2.0) ** 2)) / denom
+    return stat, float(special.chdtrc(k - 1, stat))
+
+
 def _hodges_lehmann(d):
     """Median of the Walsh averages ``(d_i + d_j)/2, i <= j``."""
     i, j = np.triu_indices(len(d))
     return float(np.median((d[i] + d[j]) / 2.0))
 
 
-def _wilcoxon_r(x, y):
-    """Paired Wilcoxon p-value as R's ``wilcox.test(x, y, paired=TRUE)`` computes it.
+_SIGNRANK_CDF = {}
 
-    Exact when n < 50 and there are no ties among ``|d|`` and no zeros; otherwise the normal
-    approximation with tie and continuity corrections (zeros dropped).
+
+def _signrank_cdf(n):
+    """Exact null CDF of the Wilcoxon signed-rank statistic W+ for n untied nonzero pairs."""
+    if n not in _SIGNRANK_CDF:
+        counts = np.zeros(n * (n + 1) // 2 + 1)
+        counts[0] = 1.0
+        for k in range(1, n + 1):  # generating function prod_k (1 + x^k), O(n^3) once per n
+            counts[k:] = counts[k:] + counts[:-k].copy()
+        _SIGNRANK_CDF[n] = np.cumsum(counts) / 2.0**n
+    return _SIGNRANK_CDF[n]
+
+
+def _wilcoxon_r(x, y):
+    """Two-sided paired Wilcoxon p-value as R's ``wilcox.test(x, y, paired=TRUE)``.
+
+    Zeros are dropped. Exact (``psignrank``) when fewer than 50 pairs remain and there are no
+    ties among ``|d|`` and no zeros; otherwise the normal approximation with the tie
+    correction of the variance and R's continuity correction.
     """
     d = x - y
-    nonzero = d[d != 0]
-    if len(nonzero) == 0:
+    zeros = d == 0
+    d = d[~zeros]
+    n = len(d)
+    if n == 0:
         return 1.0
-    has_ties = len(np.unique(np.abs(nonzero))) < len(nonzero)
-    exact = len(d) < 50 and not has_ties and len(nonzero) == len(d)
-    if exact:
-        return float(stats.wilcoxon(x, y, method="exact").pvalue)
-    return float(
-        stats.wilcoxon(x, y, zero_method="wilcox", correction=True, method="asymptotic").pvalue
-    )
+    magnitude = np.abs(d)
+    ranks = _row_ranks(-magnitude[None, :])[0]  # 1 = smallest |d|, ties averaged
+    w_plus = float(ranks[d > 0].sum())
+    srt = np.sort(magnitude)
+    tied = bool(np.any(srt[1:] == srt[:-1]))
+    if n < 50 and not tied and not zeros.any():
+        cdf = _signrank_cdf(n)
+        w = int(round(w_plus))
+        if w > n * (n + 1) / 4:
+            p = 1.0 - cdf[w - 1]
+        else:
+            p = cdf[w]
+        return float(min(2.0 * p, 1.0))
+    _, counts = np.unique(srt, return_counts=True)
+    sigma = np.sqrt(n * (n + 1) * (2 * n + 1) / 24.0 - np.sum(counts**3 - counts) / 48.0)
+    z = w_plus - n * (n + 1) / 4.0
+    z = (z - 0.5 * np.sign(z)) / sigma
+    return float(2.0 * min(special.ndtr(z), special.ndtr(-z)))
 
 
 @dataclasses.dataclass(eq=False)
@@ -153,6 +217,12 @@ class FRaceTest(RacingTest):
     alpha: float = 0.05
     post_hoc: str = "conover"
     gate: bool = True
+    _sums: _RankSumCache = dataclasses.field(
+        default_factory=_RankSumCache, init=False, repr=False, compare=False
+    )
+    _pairs: _PairCache = dataclasses.field(
+        default_factory=_PairCache, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self):
         self.alpha = check_probability(self.alpha, "alpha")
@@ -164,28 +234,26 @@ class FRaceTest(RacingTest):
         scores = np.asarray(scores, dtype=np.float64)
         if scores.ndim != 2:
             raise ValueError(f"`scores` must be 2-D; got shape {scores.shape}")
+        ids = np.asarray(ids, dtype=np.int64)
         n, m = scores.shape
         if m < 2 or n < 2:
             return []
-        if self.post_hoc == "conover":
-            if m == 2:
-                return self._irace_two(scores)
-            return self._conover(scores)
-        gate_p = None
-        if self.gate:
-            _, gate_p, _ = friedman_chi2(scores)
-            if not gate_p < self.alpha:
-                return []
-        if self.post_hoc == "sign":
-            return self._sign(scores)
-        return self._mean_ranks(scores)
-
-    def _conover(self, scores):
-        stat, pvalue, rank_sums = friedman_chi2(scores)
+        if self.post_hoc == "conover" and m == 2:
+            return self._irace_two(scores)
+        rank_sums, sum_sq, ties = self._sums.sums(scores, ids)
+        _, pvalue = _friedman_from_sums(rank_sums, ties, n, m)
         if self.gate and not pvalue < self.alpha:
             return []
-        ranks = _ranks_best_first(scores)
-        threshold = conover_threshold(ranks, self.alpha)
+        if self.post_hoc == "conover":
+            return self._conover(rank_sums, sum_sq, n, m, pvalue)
+        if self.post_hoc == "sign":
+            return self._sign(self._pairs.greater(scores, ids))
+        return self._mean_ranks(rank_sums / n, n, m)
+
+    def _conover(self, rank_sums, sum_sq, n, m, pvalue):
+        dof = (n - 1) * (m - 1)
+        spread = 2.0 * (n * sum_sq - float(np.sum(rank_sums**2))) / dof
+        threshold = float(special.stdtrit(dof, 1.0 - self.alpha / 2.0) * np.sqrt(max(spread, 0.0)))
         best = int(np.argmin(rank_sums))  # first of equal rank sums, as R's order()
         worse = np.flatnonzero(rank_sums - rank_sums[best] > threshold)
         p = float(pvalue) if np.isfinite(pvalue) else float("nan")
@@ -207,12 +275,10 @@ class FRaceTest(RacingTest):
             return [Elimination(0, "dominated", 1, p)]
         return []
 
-    def _sign(self, scores):
-        m = scores.shape[1]
+    def _sign(self, greater):
+        m = greater.shape[0]
         i, j = np.triu_indices(m, k=1)
-        diff = scores[:, i] - scores[:, j]
-        wins_i = (diff > 0).sum(axis=0)
-        wins_j = (diff < 0).sum(axis=0)
+        wins_i, wins_j = greater[i, j], greater[j, i]
         big = np.maximum(wins_i, wins_j)
         total = wins_i + wins_j
         # Directional one-sided p-value: P(Bin(N, 1/2) >= max wins) = I_{1/2}(k, N - k + 1).
@@ -231,11 +297,9 @@ class FRaceTest(RacingTest):
             Elimination(int(loser[k]), "dominated", int(winner[k]), float(p[k])) for k in pick
         ]
 
-    def _mean_ranks(self, scores):
-        n, m = scores.shape
-        mean_ranks = _ranks_best_first(scores).mean(axis=0)
+    def _mean_ranks(self, mean_ranks, n, m):
         best = int(np.argmin(mean_ranks))
         z = (mean_ranks - mean_ranks[best]) / np.sqrt(m * (m + 1) / (6.0 * n))
-        p = stats.norm.sf(z)
+        p = special.ndtr(-z)
         worse = np.flatnonzero(p < self.alpha)
         return [Elimination(int(i), "dominated", best, float(p[i])) for i in worse if i != best]
