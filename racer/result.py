@@ -118,6 +118,22 @@ class RaceResult:
         The evaluation budget given.
     seed : int
         The race seed (the test at step ``k`` received ``numpy.random.default_rng([seed, k])``).
+
+    Examples
+    --------
+    >>> from racer import Elimination, Race, RacingTest
+    >>> class DropWorst(RacingTest):
+    ...     def decide(self, scores, ids, rng):
+    ...         means = scores.mean(axis=0)
+    ...         return [Elimination(int(means.argmin()), "dominated", int(means.argmax()), 1.0)]
+    ...     def get_params(self):
+    ...         return {}
+    >>> res = Race([{"lr": 0.1}, {"lr": 0.2}, {"lr": 0.3}], test=DropWorst(), first_test=2,
+    ...            random_state=0).run(lambda c, i: c["lr"] + 0.01 * i, range(10), progress=False)
+    >>> res.best, res.n_evaluations, [h.n_instances for h in res.history]
+    ({'lr': 0.3}, 8, [2, 3])
+    >>> res.history[0]
+    EliminationRecord(candidate={'lr': 0.1}, n_instances=2, reason='dominated', by={'lr': 0.3}, probability=1)
     """
 
     best: Any
