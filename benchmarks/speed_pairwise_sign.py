@@ -4,8 +4,9 @@ For m candidates and n blocks of scores (continuous scores rounded to 2 decimals
 are ties), times the median of:
 
 * racer, from scratch: ``SignCounts`` over all n blocks + ``prob_greater()`` for all pairs;
-* racer, one more block: ``add_blocks`` of one row + ``prob_greater()`` (the per-block cost
-  in a race, where old blocks are never recounted);
+* racer, one more block: ``add_blocks`` of one row + ``prob_greater()``, both with
+  ``active=`` the survivors (the per-block cost in a race, where old blocks are never
+  recounted);
 * plain NumPy: broadcast comparison of all pairs over all blocks + ``scipy.special.betainc``;
 * racer band: ``prob_indistinguishable()`` for all pairs (quantile Gauss-Legendre, Q = 48);
 * NumPy Monte Carlo band: 50,000 draws of the aggregated Dirichlet (wins, losses, ties + s)
@@ -67,11 +68,13 @@ def bench(m, n, repeats, baycomp_pairs, rng):
 
     counts = SignCounts(m)
     counts.add_blocks(history)
-    counts.prob_greater()
+    survivors = np.arange(m)  # as a race calls it: the survivors' ids every block
 
     def one_more_block():
-        counts.add_blocks(extra)
-        return counts.prob_greater()
+        counts.add_blocks(extra, active=survivors)
+        return counts.prob_greater(active=survivors)
+
+    one_more_block()
 
     t_update = median_ms(one_more_block, 4 * repeats)
     counts_only = SignCounts(m)

@@ -285,7 +285,8 @@ def _as_index_array(active, n_candidates, name="active"):
     if arr.size and (arr.min() < 0 or arr.max() >= n_candidates):
         bad = arr[(arr < 0) | (arr >= n_candidates)][0]
         raise ValueError(f"`{name}` indices must lie in [0, {n_candidates}); got {bad}")
-    if np.unique(arr).size != arr.size:
+    # O(k) rather than a sort: this runs on every block of a race.
+    if arr.size and np.bincount(arr, minlength=n_candidates).max() > 1:
         raise ValueError(f"`{name}` must not repeat a candidate; got {_describe(active)}")
     return arr
 
@@ -371,6 +372,7 @@ class SignCounts:
         self._ties = np.zeros((self._n_candidates,) * 2, dtype=np.int64)
         self._n_blocks = 0
         self._all = np.arange(self._n_candidates, dtype=np.int64)
+        self._last_active = None
 
     @classmethod
     def from_scores(cls, scores, *, maximize=True):
@@ -412,7 +414,14 @@ class SignCounts:
     def _index(self, active):
         if active is None:
             return self._all
-        return _as_index_array(active, self._n_candidates)
+        # A race passes the same survivors block after block (to add_blocks, then to
+        # prob_greater): reuse the last validated copy when the indices are unchanged.
+        last = self._last_active
+        if last is not None and np.shape(active) == last.shape and np.array_equal(active, last):
+            return last
+        idx = _as_index_array(active, self._n_candidates)
+        self._last_active = idx.copy()
+        return self._last_active
 
     def add_blocks(self, rows, active=None):
         """Count new blocks (rows of scores, larger is better) into the running totals.
