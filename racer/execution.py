@@ -65,8 +65,14 @@ def run_block(race, evaluate: Callable, batch: list, executor: cf.Executor | Non
             race.tell(ev, value)
         return
     futures = {executor.submit(evaluate, ev.candidate, ev.instance): ev for ev in batch}
+    if all(isinstance(fut, cf.Future) for fut in futures):
+        arrivals = cf.as_completed(futures)
+    else:
+        # Future-like objects of other frameworks: wait in submission order (decisions do not
+        # depend on the order results are told).
+        arrivals = iter(futures)
     try:
-        for fut in cf.as_completed(futures):
+        for fut in arrivals:
             ev = futures[fut]
             try:
                 value = fut.result()

@@ -269,11 +269,43 @@ def test_thread_pool_executor_gives_the_serial_result():
 
 
 def test_process_pool_n_jobs_gives_the_serial_result():
-    kwargs = dict(test=DropWorstMean(), first_test=2, random_state=11)
-    serial = Race(list(range(4)), **kwargs).run(linear_evaluate, range(50), progress=False)
-    pooled = Race(list(range(4)), **kwargs).run(linear_evaluate, range(50), n_jobs=2, progress=False)
-    assert pooled.history == serial.history
+    # flaky raises, returns NaN and a string: failures must cross the process boundary too.
+    kwargs = dict(test=DropWorstMean(), first_test=3, random_state=11)
+    serial = Race(list(range(4)), **kwargs).run(flaky, range(50), progress=False)
+    pooled = Race(list(range(4)), **kwargs).run(flaky, range(50), n_jobs=2, progress=False)
+    assert pooled.history == serial.history and pooled.failures == serial.failures
+    assert len(serial.failures) == 3
     np.testing.assert_array_equal(pooled.scores, serial.scores)
+
+
+class EagerExecutor(cf.Executor):
+    """An Executor whose futures are not concurrent.futures.Future (like some frameworks')."""
+
+    class Done:
+        def __init__(self, fn, args):
+            try:
+                self._value, self._exc = fn(*args), None
+            except Exception as exc:
+                self._value, self._exc = None, exc
+
+        def result(self):
+            if self._exc is not None:
+                raise self._exc
+            return self._value
+
+        def cancel(self):
+            return False
+
+    def submit(self, fn, /, *args, **kwargs):
+        return self.Done(fn, args)
+
+
+def test_executor_with_foreign_futures_and_failures():
+    kwargs = dict(test=RandomDrop(), first_test=3, random_state=3)
+    serial = Race(list(range(5)), **kwargs).run(flaky, range(20), progress=False)
+    other = Race(list(range(5)), **kwargs).run(flaky, range(20), executor=EagerExecutor(), progress=False)
+    assert other.history == serial.history and other.failures == serial.failures
+    assert len(serial.failures) == 3
 
 
 def test_executor_and_n_jobs_together_is_refused():
