@@ -9,6 +9,8 @@ from racer.stats import _kernels
 from racer.stats.bayesian_sign import prob_greater_from_counts
 from racer.stats.joint import (
     _first_fail_histogram,
+    _gemm_chunk,
+    _kernel_chunk,
     _first_fail_histogram_numpy,
     _prefix_from_histogram,
     joint_comparisons,
@@ -101,20 +103,44 @@ def test_kernel_matches_numpy_reference_bit_for_bit(n_samples):
     assert hist.sum() == n_samples
 
 
-def test_first_fail_histogram_matches_reference_through_driver():
-    # The driver's chunking and tile layout reproduce the reference on the same stream.
-    signs = random_signs(np.random.default_rng(6), 9, 30, np.full(9, 0.75)).astype(np.float32)
+@pytest.mark.parametrize("backend_chunk", [_kernel_chunk, _gemm_chunk])
+def test_backends_match_reference_on_exact_integer_weights(backend_chunk):
+    # Integer-valued float32 weights make every sum exact whatever the summation order, so
+    # both back-ends (ordered Numba sums; BLAS GEMM + scan with row compaction) must give
+    # the reference histogram exactly. 300 statements: three GEMM blocks, and failures
+    # spread over them so the compaction path runs.
+    rng = np.random.default_rng(6)
+    n_blocks, n_statements, n = 40, 300, 777
+    signs = random_signs(rng, n_statements, n_blocks, np.linspace(0.78, 0.55, n_statements))
+    signs = signs.astype(np.float32)
+    weights = rng.integers(1, 50, size=(n, n_blocks)).astype(np.float32)
+    hist = np.zeros(n_statements + 1, dtype=np.int64)
+    backend_chunk(weights, signs, hist)
+    np.testing.assert_array_equal(hist, _first_fail_histogram_numpy(weights, signs))
+    assert hist[:128].sum() > 0 and hist[128:256].sum() > 0 and hist[256:].sum() > 0
+
+
+def test_backends_agree_on_exponential_weights():
+    # Real Exp(1) weights: the back-ends round differently, so they may disagree only on a
+    # sum within float32 rounding of zero (probability ~1e-6 per evaluated statement here).
+    rng = np.random.default_rng(7)
+    signs = random_signs(rng, 60, 50, np.linspace(0.9, 0.6, 60)).astype(np.float32)
+    a = _first_fail_histogram(signs, 3000, np.random.default_rng(8), backend="kernel")
+    b = _first_fail_histogram(signs, 3000, np.random.default_rng(8), backend="gemm")
+    assert np.abs(a - b).sum() <= 2
+    assert a.sum() == b.sum() == 3000
+
+
+def test_driver_uses_weights_in_draw_order():
+    # The driver's chunking reproduces the reference on the same stream.
+    signs = random_signs(np.random.default_rng(9), 9, 30, np.full(9, 0.75)).astype(np.float32)
     n = 1000
-    hist = _first_fail_histogram(signs, n, np.random.default_rng(7))
-    tile = _kernels.JOINT_TILE
-    weights = np.random.default_rng(7).standard_exponential(
-        (-(-n // tile), 30, tile), dtype=np.float32
-    )
-    flat = weights.transpose(0, 2, 1).reshape(-1, 30)[:n]
-    np.testing.assert_array_equal(hist, _first_fail_histogram_numpy(flat, signs))
+    hist = _first_fail_histogram(signs, n, np.random.default_rng(7), backend="kernel")
+    weights = np.random.default_rng(7).standard_exponential((n, 30), dtype=np.float32)
+    np.testing.assert_array_equal(hist, _first_fail_histogram_numpy(weights, signs))
     np.testing.assert_allclose(
         _prefix_from_histogram(hist),
-        [np.mean(np.all((flat @ signs[: k + 1].T) > 0, axis=1)) for k in range(9)],
+        [np.mean(np.all((weights @ signs[: k + 1].T) > 0, axis=1)) for k in range(9)],
         atol=2 / n,  # float32 GEMM vs ordered sums may differ on a near-zero sum
     )
 

@@ -434,3 +434,19 @@ def joint_first_fail_histogram(weights, signs, n_valid, hist):
                 break
         for j in range(valid):
             hist[first[j]] += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def joint_first_nonpositive(values, out):
+    """out[r] = first column c with values[r, c] <= 0, or -1 (values float32 (A, B)).
+
+    The scan behind the GEMM back-end of the joint prefixes: a block of statement sums per
+    sample comes from BLAS, this finds each sample's first failure in the block.
+    """
+    n_rows, n_cols = values.shape
+    for r in range(n_rows):
+        out[r] = -1
+        for c in range(n_cols):
+            if values[r, c] <= 0.0:
+                out[r] = c
+                break

@@ -24,6 +24,7 @@ chance that this moves even one sample is below 1e-7 per statement).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -46,7 +47,12 @@ __all__ = ["JointComparisonsResult", "joint_comparisons", "joint_prefix_probabil
 # Statements whose closed-form failure probability is below this are not simulated.
 _SURE_FAILURE_PROB = 1e-12
 # Exp(1) draws generated per chunk (float32): bounds memory at 4 bytes each.
-_CHUNK_ELEMENTS = 1 << 21
+_CHUNK_ELEMENTS = 1 << 20
+_MAX_CHUNK_SAMPLES = 4096
+# Back-end switch (see _first_fail_histogram): BLAS from this many blocks and statements.
+_GEMM_MIN_BLOCKS = 32
+_GEMM_MIN_STATEMENTS = 16
+_GEMM_STATEMENT_BLOCK = 128
 
 
 def _as_signs(signs):
@@ -71,29 +77,105 @@ def _as_signs(signs):
     return out
 
 
-def _first_fail_histogram(signs, n_samples, rng):
-    """Histogram (L + 1,) of each sample's first failing statement, via the Numba kernel.
+_BLAS_CONTROLLER = None
 
-    Weights are drawn tile-major, ``(n_tiles, n, TILE)`` float32 Exp(1), in chunks whose
-    shape depends only on ``n_samples`` and ``n``: the same generator state gives the same
-    histogram, whatever the machine's thread count.
+
+def _blas_one_thread():
+    """Pin BLAS to one thread, reusing one ThreadpoolController: ``threadpool_limits`` scans
+    the loaded libraries on every call (0.4-2 ms, as much as a whole small Monte Carlo)."""
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def _chunk_samples(n_blocks):
+    """Samples per chunk: a multiple of the kernel tile, about _CHUNK_ELEMENTS weights."""
+    tile = _kernels.JOINT_TILE
+    return max(tile, min(_MAX_CHUNK_SAMPLES, _CHUNK_ELEMENTS // n_blocks) // tile * tile)
+
+
+def _choose_backend(n_statements, n_blocks):
+    if n_blocks >= _GEMM_MIN_BLOCKS and n_statements >= _GEMM_MIN_STATEMENTS:
+        return "gemm"
+    return "kernel"
+
+
+def _kernel_chunk(weights, signs, hist):
+    """Numba back-end: re-tile the (size, n) chunk as (tiles, n, TILE) and run the kernel."""
+    size, n_blocks = weights.shape
+    tile = _kernels.JOINT_TILE
+    n_tiles = -(-size // tile)
+    padded = np.empty((n_tiles * tile, n_blocks), dtype=np.float32)
+    padded[:size] = weights
+    padded[size:] = 1.0  # lanes past ``size`` are computed but never counted
+    tiles = np.ascontiguousarray(padded.reshape(n_tiles, tile, n_blocks).transpose(0, 2, 1))
+    _kernels.joint_first_fail_histogram(tiles, signs, size, hist)
+
+
+def _gemm_chunk(weights, signs, hist):
+    """BLAS back-end: statement sums for a block of statements by one SGEMM, then a scan.
+
+    Samples that have failed are dropped from the weight matrix (a row gather) once they
+    are a fifth of it, so the GEMMs shrink as the prefix probability falls.
+    """
+    size = weights.shape[0]
+    n_statements = signs.shape[0]
+    first = np.full(size, n_statements, dtype=np.int64)
+    active = weights
+    active_ids = np.arange(size)
+    alive = np.ones(size, dtype=bool)
+    n_alive = size
+    scan = np.empty(size, dtype=np.int64)
+    for k0 in range(0, n_statements, _GEMM_STATEMENT_BLOCK):
+        block = signs[k0 : k0 + _GEMM_STATEMENT_BLOCK]
+        values = active @ block.T
+        out = scan[: values.shape[0]]
+        _kernels.joint_first_nonpositive(values, out)
+        newly = alive & (out >= 0)
+        if newly.any():
+            first[active_ids[newly]] = k0 + out[newly]
+            alive &= ~newly
+            n_alive = int(np.count_nonzero(alive))
+            if n_alive == 0:
+                break
+            if n_alive < 0.8 * active.shape[0]:
+                active_ids = active_ids[alive]
+                active = weights[active_ids]
+                alive = np.ones(n_alive, dtype=bool)
+    hist += np.bincount(first, minlength=n_statements + 1)
+
+
+def _first_fail_histogram(signs, n_samples, rng, backend="auto"):
+    """Histogram (L + 1,) of each sample's first failing statement (trusted float32 signs).
+
+    The weights are drawn as float32 Exp(1) in chunks of shape ``(chunk, n)``, where
+    ``chunk`` depends only on ``n``, so the same generator state gives the same weights
+    whichever back-end runs. Back-ends (same sums, different rounding order): ``"gemm"``,
+    one BLAS SGEMM per block of 128 statements plus a Numba scan, used when
+    ``n >= 32`` and ``L >= 16`` (it runs at the machine's multiply-add rate); ``"kernel"``,
+    the Numba kernel with per-tile early exit, used for small problems where BLAS is
+    inefficient. BLAS is pinned to one thread around the loop: it runs back to back with
+    Numba, and OpenBLAS workers spinning on 2 cores cost more than they gain.
     """
     n_statements, n_blocks = signs.shape
-    tile = _kernels.JOINT_TILE
     hist = np.zeros(n_statements + 1, dtype=np.int64)
     if n_statements == 0:
         hist[0] = n_samples
         return hist
-    tiles_per_chunk = max(1, _CHUNK_ELEMENTS // (n_blocks * tile))
-    n_tiles_total = -(-n_samples // tile)
-    done_tiles = 0
-    with _kernels.blas_single_thread():
-        while done_tiles < n_tiles_total:
-            chunk_tiles = min(tiles_per_chunk, n_tiles_total - done_tiles)
-            weights = rng.standard_exponential((chunk_tiles, n_blocks, tile), dtype=np.float32)
-            n_valid = min(chunk_tiles * tile, n_samples - done_tiles * tile)
-            _kernels.joint_first_fail_histogram(weights, signs, n_valid, hist)
-            done_tiles += chunk_tiles
+    if backend == "auto":
+        backend = _choose_backend(n_statements, n_blocks)
+    chunk = _chunk_samples(n_blocks)
+    run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
+    done = 0
+    with _blas_one_thread() if backend == "gemm" else contextlib.nullcontext():
+        while done < n_samples:
+            size = min(chunk, n_samples - done)
+            weights = rng.standard_exponential((size, n_blocks), dtype=np.float32)
+            run_chunk(weights, signs, hist)
+            done += size
     return hist
 
 
