@@ -49,4 +49,8 @@ from .joint import (  # noqa: E402
     JointComparisonsResult, joint_comparisons, joint_prefix_probabilities,
 )
 
-__all__: list[str] = []
+# Everything imported above is public; the private helpers live in underscored modules.
+__all__ = sorted(name for name in dir() if not name.startswith("_") and name not in {
+    "frequentist", "classifier_tests", "bayesian_sign", "bayesian_signed_rank",
+    "bayesian_ttest", "bayesian_friedman", "joint",
+})
