@@ -924,7 +924,8 @@ class Race:
             n_evaluations=self._n_evaluations,
             n_instances=n_rows,
             history=tuple(self._history),
-            failures=tuple(self._failures),
+            # Sorted (instance, candidate) so the result does not depend on arrival order.
+            failures=tuple(sorted(self._failures, key=lambda f: (f[1], f[0]))),
             stop_reason=self._stop_reason or "running",
             maximize=self._maximize,
             budget=self._budget,

@@ -109,7 +109,7 @@ class RaceResult:
     history : tuple of EliminationRecord
         One record per eliminated candidate, in order of elimination.
     failures : tuple of (candidate_index, instance_index, message)
-        Every failed evaluation.
+        Every failed evaluation, by instance then candidate.
     stop_reason : str
         ``"min_survivors"``, ``"budget"``, ``"max_instances"`` or ``"instances_exhausted"``.
     maximize : bool
