@@ -593,3 +593,16 @@ def test_engine_reproduces_irace_loop_with_the_frace_test(seed, each_test, max_e
     assert {h.candidate: h.n_instances for h in res.history} == want_elim
     assert res.n_evaluations == want_used
     assert sorted(res.survivors) == want_alive
+
+
+def test_default_test_is_the_bayesian_test_and_races_end_to_end():
+    pytest.importorskip("racer.bayesian_test")
+    rng = np.random.default_rng(0)
+    means = np.array([0.0, 0.2, 0.4, 1.5])
+    table = rng.normal(means, 0.3, size=(60, 4))
+    r = Race(list(range(4)), random_state=0)  # test=None -> BayesianTest()
+    assert type(r._test).__name__ == "BayesianTest"
+    res = r.run(lambda c, i: table[i, c], range(60), progress=False)
+    assert res.best == 3 and len(res.history) >= 1
+    assert all(h.reason in ("dominated", "indistinguishable") for h in res.history)
+    assert res.n_evaluations < 4 * 60  # the race saved evaluations
