@@ -28,7 +28,16 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import stats as _st
 
-from .._validation import _describe, as_1d, as_paired, as_score_matrix, check_bool, check_option
+from .._validation import (
+    _describe,
+    as_1d,
+    as_paired,
+    as_score_matrix,
+    check_bool,
+    check_int,
+    check_option,
+    check_probability,
+)
 from ._ranks import block_ranks, tie_group_sizes_term
 from ._result import StatsResult
 
@@ -144,8 +153,6 @@ class ConoverResult(PairwiseResult):
         ``t_{1 - alpha/2, df} * standard_error``: irace's ``t*``; its F-race eliminates every
         candidate whose rank sum exceeds the best one's by more than this.
         """
-        from .._validation import check_probability
-
         alpha = check_probability(alpha, "alpha")
         return float(_st.t.isf(alpha / 2.0, self.df) * self.standard_error)
 
@@ -392,8 +399,6 @@ def friedman(scores, *, maximize: bool = True, tie_correction: bool = True) -> F
 
 def nemenyi_critical_difference(n_candidates: int, n_blocks: int, alpha: float = 0.05) -> float:
     """Demšar's critical difference of mean ranks for the Nemenyi test at level ``alpha``."""
-    from .._validation import check_int, check_probability
-
     k = check_int(n_candidates, "n_candidates", minimum=2)
     n = check_int(n_blocks, "n_blocks", minimum=1)
     alpha = check_probability(alpha, "alpha")
@@ -784,9 +789,9 @@ def _signed_rank_exact_pvalue(doubled_ranks: np.ndarray, doubled_obs: float, alt
         shifted[w:] = dist[: total + 1 - w]
         dist = 0.5 * (dist + shifted)
     obs = int(round(doubled_obs))
-    cdf = np.cumsum(dist)
-    p_less = float(min(1.0, cdf[obs]))
-    p_greater = float(min(1.0, 1.0 - (cdf[obs - 1] if obs > 0 else 0.0)))
+    # Both tails summed directly (no 1 - cdf), so tiny p-values keep their precision.
+    p_less = float(min(1.0, dist[: obs + 1].sum()))
+    p_greater = float(min(1.0, dist[obs:].sum()))
     if alternative == "greater":
         return p_greater
     if alternative == "less":
@@ -851,7 +856,8 @@ def wilcoxon(
         zeros = zeros[~zeros]
     n = int(d.shape[0])
     if n == 0 or np.all(zeros):
-        half = n * (n + 1) / 4.0
+        # No non-zero difference: no evidence either way. zsplit shares the zeros' ranks.
+        half = n * (n + 1) / 4.0 if zero_method == "zsplit" else 0.0
         return WilcoxonResult(half, 1.0, half, half, n, zero_method, alternative,
                               "exact" if method == "auto" else method, np.nan)
     ranks = _st.rankdata(np.abs(d))
