@@ -169,11 +169,15 @@ def _first_fail_histogram(signs, n_samples, rng, backend="auto"):
         backend = _choose_backend(n_statements, n_blocks)
     chunk = _chunk_samples(n_blocks)
     run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
+    # One buffer refilled in place: fresh multi-megabyte arrays would page-fault on every
+    # chunk, which costs about as much as drawing the numbers.
+    buffer = np.empty((min(chunk, n_samples), n_blocks), dtype=np.float32)
     done = 0
     with _blas_one_thread() if backend == "gemm" else contextlib.nullcontext():
         while done < n_samples:
             size = min(chunk, n_samples - done)
-            weights = rng.standard_exponential((size, n_blocks), dtype=np.float32)
+            weights = buffer[:size]
+            rng.standard_exponential(out=weights, dtype=np.float32)
             run_chunk(weights, signs, hist)
             done += size
     return hist
