@@ -154,10 +154,10 @@ def calibration(n_datasets, n_samples):
           f"{np.sqrt(0.05 * 0.95 / n_datasets):.3f} at 0.05.\n")
     print("| m | n | Monte Carlo ball | ellipsoid (Hotelling F) | auto uses |")
     print("|---|---|---|---|---|")
-    from racer.stats.bayesian_friedman import _auto_method
+    from racer.stats.bayesian_friedman import _auto_method, auto_min_blocks
 
     for m in (3, 5, 10, 20, 40):
-        for n in sorted({3, m // 2 if m >= 6 else 4, m, m + 5, m + 10, 2 * m}):
+        for n in sorted({3, max(4, m // 2), m, m + 2, auto_min_blocks(m), m + 10, 2 * m}):
             rng = np.random.default_rng(1000 * m + n)
             mc = ell = 0
             for r in range(n_datasets):

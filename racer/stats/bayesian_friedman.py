@@ -27,15 +27,16 @@ The test asks whether ``R0`` lies in the ``credibility`` credible region of ``mu
   ellipsoid under the null, the geometry of the classical Friedman statistic
   ``12 n / (m (m+1)) * sum_j (Rbar_j - R0_j)^2``; it needs no matrix inverse, so it is defined
   for every ``n >= 1`` (the posterior covariance has rank ``<= n``).
-* ``"auto"`` -- the ellipsoid when ``n >= m + AUTO_EXTRA_BLOCKS`` (10), Monte Carlo
-  otherwise. Where the switch sits is a measured decision (calibration table in
+* ``"auto"`` -- the ellipsoid when ``n >= m + max(4, m // 2)``, Monte Carlo otherwise.
+  Where the switch sits is a measured decision (calibration table in
   docs/stats-bayesian-friedman-joint.md): with few denominator degrees of freedom
   ``n - m + 1`` the Hotelling threshold is huge and the ellipsoid almost never rejects
-  (0 of 300 null data sets at ``n = m + 2``), while from ``n ~ m + 10`` on its rejection rate
-  under the null is within sampling error of ``1 - credibility``; the Monte Carlo ball is
-  the only region defined below ``n = m``. Its calibration is honest but not uniform: liberal
-  for very few blocks and few candidates (``m <= 5``, ``n <= 5``), conservative for many
-  candidates and few blocks (``m >= 20``, ``n <= m``), close to nominal in between. A
+  (0 of 600 null data sets at ``n = m + 2`` for m = 5, 10, 20; 0.7% at ``n = m + 4``, m = 10),
+  while past the switch its null rejection rate is 0.04-0.07. The Monte Carlo ball is the
+  only region defined below ``n = m``. Its calibration is honest but not uniform: liberal
+  with few candidates (``m <= 5``: 0.10-0.15 for ``n <= 11``), conservative with many
+  candidates and few blocks (``m >= 20``, ``n <= m``: 0.01-0.03), close to nominal in between
+  (``m = 10``, ``n = 10-20``: 0.04-0.07). A
   posterior supported on ``n + 1`` points cannot know the shape of an ``(m-1)``-dimensional
   spread when ``n < m - 1``; no region built from it alone is calibrated there.
 
@@ -62,11 +63,10 @@ from .._validation import (
 from ._ranks import block_ranks
 from ._result import StatsResult
 
-__all__ = ["AUTO_EXTRA_BLOCKS", "BayesianFriedmanResult", "FriedmanAccumulator", "bayesian_friedman"]
+__all__ = ["BayesianFriedmanResult", "FriedmanAccumulator", "auto_min_blocks", "bayesian_friedman"]
 
 _METHODS = ("auto", "ellipsoid", "montecarlo")
-# "auto" uses the ellipsoid from n_blocks >= n_candidates + AUTO_EXTRA_BLOCKS (module docstring).
-AUTO_EXTRA_BLOCKS = 10
+
 # Draws per Monte Carlo chunk: bounds memory at chunk * (n + 1) doubles for the weights.
 _MC_CHUNK = 4096
 
@@ -173,8 +173,13 @@ def _montecarlo(ranks, mean, prior_strength, credibility, n_samples, rng):
     return statistic, threshold, level
 
 
+def auto_min_blocks(n_candidates):
+    """Fewest blocks at which ``method="auto"`` uses the ellipsoid: ``m + max(4, m // 2)``."""
+    return n_candidates + max(4, n_candidates // 2)
+
+
 def _auto_method(n_blocks, n_candidates):
-    return "ellipsoid" if n_blocks >= n_candidates + AUTO_EXTRA_BLOCKS else "montecarlo"
+    return "ellipsoid" if n_blocks >= auto_min_blocks(n_candidates) else "montecarlo"
 
 
 def _decide(ranks, rank_sum, rank_outer, n_blocks, prior_strength, credibility, method,
@@ -237,7 +242,7 @@ def bayesian_friedman(
     credible region: by the ellipsoid of eq. (19) with the Hotelling threshold
     ``F^{-1}(credibility; m-1, n-m+1)(n-1)(m-1)/(n-m+1)`` (needs ``n > m - 1``), or by a
     Monte Carlo ball around the posterior mean holding ``credibility`` of the posterior
-    draws (any ``n``). ``method="auto"`` uses the ellipsoid when ``n >= m + 10``. See the module
+    draws (any ``n``). ``method="auto"`` uses the ellipsoid when ``n >= m + max(4, m // 2)``. See the module
     docstring and docs/stats-bayesian-friedman-joint.md for why.
 
     Parameters
@@ -266,7 +271,7 @@ def bayesian_friedman(
     >>> res = bayesian_friedman(scores, random_state=0)
     >>> res.method, bool(res.reject)
     ('ellipsoid', True)
-    >>> bayesian_friedman(scores[:8], random_state=0).method   # n < m + 10
+    >>> bayesian_friedman(scores[:7], random_state=0).method   # n < m + 4
     'montecarlo'
     """
     arr, names = as_score_matrix(scores, "scores", min_blocks=1)
