@@ -118,6 +118,16 @@ def test_demsar_control_test_holm_matches_posthoc_demsar():
     assert list(res.pvalue[1:] < 0.05) == [True, False, True]
 
 
+def test_demsar_conover():
+    res = conover(DEMSAR)
+    ref = sp.posthoc_conover_friedman(DEMSAR).to_numpy()
+    np.testing.assert_allclose(res.pvalue, ref, rtol=1e-9)
+    # Seed 001 prints 0.0187 here from an older scikit-posthocs; 0.17.1 gives 0.0086.
+    assert res.pvalue[0, 1] == pytest.approx(0.0086, abs=5e-5)
+    np.testing.assert_array_equal(res.rank_sums, [44, 28, 41, 27])
+    assert res.df == 39
+
+
 def test_demsar_wilcoxon_two_classifiers():
     a, b = DEMSAR[:, 0], DEMSAR[:, 1]
     res = wilcoxon(a, b)  # zsplit, as Demšar
