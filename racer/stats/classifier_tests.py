@@ -113,7 +113,9 @@ def _pvalue_from_t(t: float, df: float, alternative: str) -> float:
     return float(min(1.0, 2.0 * _st.t.sf(abs(t), df)))
 
 
-def correlated_ttest(diffs, test_fraction, *, alternative: str = "two-sided") -> CorrelatedTTestResult:
+def correlated_ttest(
+    diffs, test_fraction, *, alternative: str = "two-sided"
+) -> CorrelatedTTestResult:
     """Nadeau–Bengio corrected resampled t-test (seed 001, equation (1)).
 
     With n differences ``x_i = a_i - b_i`` (one per train/test split, e.g. per fold of
@@ -175,7 +177,9 @@ def _labels(y_true, pred_a, pred_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return arrays[0], arrays[1], arrays[2]
 
 
-def mcnemar(y_true, pred_a, pred_b, *, exact: bool | None = None, correction: bool = True) -> McNemarResult:
+def mcnemar(
+    y_true, pred_a, pred_b, *, exact: bool | None = None, correction: bool = True
+) -> McNemarResult:
     """McNemar's test on the examples the two classifiers disagree about (seed 003, eq. (4)).
 
     ``n01`` counts examples misclassified by ``a`` but not by ``b``, ``n10`` the reverse. The
@@ -220,7 +224,9 @@ def mcnemar(y_true, pred_a, pred_b, *, exact: bool | None = None, correction: bo
     return McNemarResult(statistic, pvalue, n01, n10, bool(use_exact), correction)
 
 
-def proportion_test(y_true, pred_a, pred_b, *, alternative: str = "two-sided") -> ProportionTestResult:
+def proportion_test(
+    y_true, pred_a, pred_b, *, alternative: str = "two-sided"
+) -> ProportionTestResult:
     """Proportion test of the difference of error rates (seed 003, equations (1) and (3)).
 
     With ``N_a``, ``N_b`` errors on the same N examples::
@@ -288,7 +294,8 @@ def _cell_metric(name: str, cells: np.ndarray, counts: np.ndarray, labels: np.nd
             out.append(acc if name == "accuracy" else 1.0 - acc)
             continue
         if name == "f1":
-            classes = [int(np.flatnonzero(labels == pos_label)[0])] if np.any(labels == pos_label) else []
+            # The caller has checked that pos_label occurs among the labels.
+            classes = [int(np.flatnonzero(labels == pos_label)[0])]
         else:
             classes = list(range(labels.shape[0]))
         scores = []
@@ -301,10 +308,7 @@ def _cell_metric(name: str, cells: np.ndarray, counts: np.ndarray, labels: np.nd
             # sklearn's zero_division=0 convention: no positives anywhere gives F1 = 0.
             with np.errstate(invalid="ignore", divide="ignore"):
                 scores.append(np.where(denom > 0, 2.0 * tp / np.where(denom > 0, denom, 1.0), 0.0))
-        if not scores:
-            out.append(np.zeros_like(total))
-        else:
-            out.append(np.mean(scores, axis=0))
+        out.append(np.mean(scores, axis=0))
     return out[0], out[1]
 
 
@@ -413,7 +417,9 @@ def bootstrap_test(
         for s in range(n_samples):
             replicates[s] = diff_on(rng.integers(0, n, size=n))
     if not np.all(np.isfinite(replicates)) or not np.isfinite(observed):
-        raise ValueError(f"`metric` returned a non-finite value on a bootstrap sample of {metric_name}")
+        raise ValueError(
+            f"`metric` returned a non-finite value on a bootstrap sample ({metric_name})"
+        )
     tail = (1.0 - confidence_level) / 2.0
     low, high = np.quantile(replicates, [tail, 1.0 - tail])
     replicates.setflags(write=False)

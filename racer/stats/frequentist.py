@@ -508,7 +508,9 @@ def conover(
     n, k = ranks.shape
     rank_sums, se, df = _conover_scale(ranks)
     t = _antisymmetric_ratio(rank_sums[None, :] - rank_sums[:, None], se)
-    pvals = _pairwise_pvalue_matrix(t, lambda v: _t_pvalues(v, df, alternative), alternative, method)
+    pvals = _pairwise_pvalue_matrix(
+        t, lambda v: _t_pvalues(v, df, alternative), alternative, method
+    )
     np.fill_diagonal(t, 0.0)
     return ConoverResult(
         statistic=_frozen(t),
@@ -556,7 +558,9 @@ def mean_ranks_test(
     n, k = ranks.shape
     mean_ranks = ranks.mean(axis=0)
     z, se = _mean_rank_z(mean_ranks, n)
-    pvals = _pairwise_pvalue_matrix(z, lambda v: _normal_pvalues(v, alternative), alternative, method)
+    pvals = _pairwise_pvalue_matrix(
+        z, lambda v: _normal_pvalues(v, alternative), alternative, method
+    )
     return MeanRanksResult(
         statistic=_frozen(z),
         pvalue=_frozen(pvals),
@@ -579,7 +583,9 @@ def _resolve_control(control, k: int, names) -> int:
     if names is not None and not isinstance(control, (numbers.Integral, np.integer)):
         if control in names:
             return names.index(control)
-        raise ValueError(f"`control` must be a column of `scores` or an index; got {_describe(control)}")
+        raise ValueError(
+            f"`control` must be a column of `scores` or an index; got {_describe(control)}"
+        )
     if isinstance(control, bool) or not isinstance(control, (numbers.Integral, np.integer)):
         raise TypeError(f"`control` must be an integer column index; got {_describe(control)}")
     control = int(control)
@@ -718,10 +724,11 @@ def sign_test_from_counts(
     arrays = []
     for name, value in (("n_wins", n_wins), ("n_losses", n_losses), ("n_ties", n_ties)):
         arr = np.asarray(value)
+        message = f"`{name}` must hold non-negative integer counts; got {_describe(value)}"
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-            raise TypeError(f"`{name}` must hold non-negative integer counts; got {_describe(value)}")
+            raise TypeError(message)
         if np.any(arr < 0) or np.any(arr != np.floor(arr)):
-            raise ValueError(f"`{name}` must hold non-negative integer counts; got {_describe(value)}")
+            raise ValueError(message)
         arrays.append(arr.astype(np.int64))
     wins, losses, ties_ = np.broadcast_arrays(*arrays)
     return _sign_counts_pvalue(wins, losses, ties_, alternative, ties_mode)
