@@ -47,6 +47,9 @@ def make_methods(extra: dict | None = None) -> dict:
         "bayes_chi2": dict(small_n="chi2"),
         "bayes_nogate_ind": dict(gate_indistinguishable=False),
         "bayes_c95_g2": dict(credibility=0.95, gate_two=True),  # variant C of the notes
+        "bayes_pl": dict(statements="per_loser"),
+        "bayes_pl_c98": dict(statements="per_loser", credibility=0.98),
+        "bayes_pl_c99": dict(statements="per_loser", credibility=0.99),
     }
     for name, kw in variants.items():
         methods[name] = (lambda kw=kw: BayesianTest(**kw))

@@ -182,6 +182,48 @@ def summarize(rows, bayes="bayes"):
     return "\n".join(out)
 
 
+def speed(configs, repeats=5):
+    """Per-step cost of BayesianTest.decide, cold (first call) and warm (after n - 5 rows).
+
+    Data: the paper's generator, (q, rho) = (m, 0.1) -- many clearly ordered pairs, the
+    expensive case for the joint Monte Carlo -- and (m, 1.0). A warm step is what a race
+    pays: the counts of the first n - 5 rows are cached, 5 new rows arrive.
+    """
+    from racer.bayesian_test import BayesianTest
+    from _racing_sim import make_data
+
+    lines = [
+        "| m | n | S | rho | gate open | eliminated | cold ms | warm ms (median of "
+        f"{repeats}) | warm ms (max) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m, n, n_samples in configs:
+        for rho in (0.1, 1.0):
+            _, data = make_data(m, rho, 0)
+            reps = int(np.ceil((n + 5 * repeats) / data.shape[0]))
+            data = np.vstack([data] * reps)
+            ids = np.arange(m)
+            cold, warm, n_out, gate = [], [], 0, False
+            for r in range(repeats):
+                test = BayesianTest(n_samples=n_samples)
+                rows = n + 5 * r
+                t0 = time.perf_counter()
+                test.decide(data[: rows - 5], ids, np.random.default_rng([r, 0]))
+                t1 = time.perf_counter()
+                out = test.decide(data[:rows], ids, np.random.default_rng([r, 1]))
+                t2 = time.perf_counter()
+                cold.append(t1 - t0)
+                warm.append(t2 - t1)
+                n_out = len(out)
+                gate = test._gate(data[:rows], ids) if m >= 3 else True
+            lines.append(
+                f"| {m} | {n} | {n_samples} | {rho:g} | {gate} | {n_out} | "
+                f"{1e3 * np.median(cold):.1f} | {1e3 * np.median(warm):.1f} | {1e3 * max(warm):.1f} |"
+            )
+            print(lines[-1], file=sys.stderr)
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="10 repetitions per setting")
@@ -197,7 +239,19 @@ def main(argv=None):
     ap.add_argument("--csv", default=None, help="append one row per race here")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these CSVs")
     ap.add_argument("--md", default=None, help="write the markdown summary here")
+    ap.add_argument("--speed", action="store_true", help="time BayesianTest steps instead")
     args = ap.parse_args(argv)
+
+    if args.speed:
+        configs = [(200, 200, 10_000), (200, 1000, 50_000), (30, 1500, 10_000), (2, 1500, 10_000)]
+        if args.quick:
+            configs = [(50, 100, 10_000), (200, 200, 10_000)]
+        text = speed(configs, repeats=3 if args.quick else 5)
+        print(text)
+        if args.md:
+            with open(args.md, "w") as fh:
+                fh.write(text)
+        return
 
     if args.summarize:
         text = summarize(load(args.summarize))
