@@ -138,6 +138,7 @@ def test_demsar_wilcoxon_two_classifiers():
     ref = stats.wilcoxon(a, b, zero_method="zsplit")
     assert res.pvalue == pytest.approx(ref.pvalue, rel=RTOL)
     assert wilcoxon(b, a).r_plus == 93.0
+    assert wilcoxon(a - b).pvalue == res.pvalue  # one sample of differences
     assert wilcoxon(a, b, zero_method="wilcox").statistic == 6.5
     assert wilcoxon(a, b, zero_method="pratt").statistic == 10.5
 
@@ -313,6 +314,12 @@ def test_dataframe_names_and_control_by_label():
     assert res.control == 0 and res.names == ("c45", "c45m", "c45cf", "c45mcf")
     np.testing.assert_allclose(res.pvalue, control_test(DEMSAR, 0).pvalue, rtol=RTOL)
     assert friedman(df).names == ("c45", "c45m", "c45cf", "c45mcf")
+    frame = conover(df).to_frame()
+    assert list(frame.columns) == list(df.columns) and list(frame.index) == list(df.columns)
+    pd.testing.assert_frame_equal(
+        frame, sp.posthoc_conover_friedman(df), check_exact=False, rtol=1e-9
+    )
+    assert list(nemenyi(DEMSAR).to_frame("statistic").columns) == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="control"):
         control_test(df, "nope")
 

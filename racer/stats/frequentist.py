@@ -125,6 +125,18 @@ class PairwiseResult(StatsResult):
 
     _unpack: ClassVar[tuple[str, ...]] = ("statistic", "pvalue")
 
+    def to_frame(self, field: str = "pvalue"):
+        """The k x k ``field`` ("pvalue" or "statistic") as a pandas DataFrame.
+
+        Rows and columns are the candidate names (column labels of the input DataFrame) or
+        0..k-1. pandas is imported here only, so it stays an optional dependency.
+        """
+        import pandas as pd
+
+        field = check_option(field, "field", ("pvalue", "statistic"))
+        labels = list(self.names) if self.names is not None else list(range(self.n_candidates))
+        return pd.DataFrame(np.array(getattr(self, field)), index=labels, columns=labels)
+
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class NemenyiResult(PairwiseResult):
