@@ -247,3 +247,28 @@ def test_bare_benchmark_loop_races_like_the_engine():
         assert [(h.candidate_index, h.by_index, h.reason) for h in a.history] == [
             (h.candidate_index, h.by_index, h.reason) for h in b.history
         ]
+
+
+def test_sign_pattern_gamma_weights_match_the_literal_posterior():
+    # Few statements over many instances: instances sharing a sign pattern get one Gamma(k)
+    # weight. Compared with the literal Dirichlet posterior, as above (SE of the difference
+    # <= 0.0035 at 40k samples each; tolerance 0.015).
+    rng = np.random.default_rng(12)
+    n, S = 400, 40_000
+    signs = np.sign(rng.normal([[0.05], [0.08], [0.1]], 1.0, size=(3, n)))
+    signs[1, :30] = 0.0
+    counts = _joint_prefix_counts(signs, S, np.random.default_rng(1), stop_at=-1.0)
+    w = rng.dirichlet(np.r_[1.0, np.ones(n)], size=S)
+    heaviside = (signs > 0) + 0.5 * (signs == 0)
+    theta = w[:, 1:] @ heaviside.T + w[:, :1] / 2
+    literal = np.logical_and.accumulate(theta > 0.5, axis=1).mean(axis=0)
+    np.testing.assert_allclose(counts / S, literal, atol=0.015)
+
+
+def test_per_loser_statements_eliminate_at_least_as_many():
+    rng = np.random.default_rng(13)
+    scores = rng.normal(np.linspace(0.0, 1.0, 15), 1.0, size=(60, 15))
+    every = _decide(BayesianTest(statements="all"), scores)
+    per_loser = _decide(BayesianTest(statements="per_loser"), scores)
+    assert {e.index for e in every} <= {e.index for e in per_loser}
+    assert all(e.probability > 0.975 and e.reason == "dominated" for e in per_loser)
