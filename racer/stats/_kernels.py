@@ -409,14 +409,15 @@ def joint_first_fail_histogram(weights, signs, n_valid, hist):
     n_statements = signs.shape[0]
     group = JOINT_STATEMENT_GROUP
     acc = np.zeros((group, tile), dtype=np.float32)
-    first = np.empty(tile, dtype=np.int64)
+    # int32 lanes: the branch-free min below vectorises twice as wide as with int64.
+    first = np.empty(tile, dtype=np.int32)
+    none = np.int32(n_statements)
     for t in range(n_tiles):
         valid = min(tile, n_valid - t * tile)
         if valid <= 0:
             break
         for j in range(tile):
-            first[j] = n_statements
-        alive = valid
+            first[j] = none
         for k0 in range(0, n_statements, group):
             kk = min(group, n_statements - k0)
             acc[:, :] = 0.0
@@ -425,11 +426,16 @@ def joint_first_fail_histogram(weights, signs, n_valid, hist):
                     s = signs[k0 + q, l]
                     for j in range(tile):
                         acc[q, j] += s * weights[t, l, j]
+            # Branch-free: with few blocks per statement this check costs as much as the
+            # sums, and statements are visited in order, so the first failure is the min.
             for q in range(kk):
-                for j in range(valid):
-                    if first[j] == n_statements and acc[q, j] <= 0.0:
-                        first[j] = k0 + q
-                        alive -= 1
+                kq = np.int32(k0 + q)
+                for j in range(tile):
+                    if acc[q, j] <= 0.0:
+                        first[j] = min(first[j], kq)
+            alive = 0
+            for j in range(valid):
+                alive += first[j] == none
             if alive == 0:
                 break
         for j in range(valid):
