@@ -7,7 +7,9 @@ import pytest
 
 from racer.stats import _kernels
 from racer.stats.bayesian_sign import prob_greater_from_counts
+from racer.stats import joint as joint_module
 from racer.stats.joint import (
+    _statements_to_simulate,
     _first_fail_histogram,
     _gemm_chunk,
     _kernel_chunk,
@@ -155,6 +157,15 @@ def test_sure_statements_are_skipped_exactly():
     hist = _first_fail_histogram(signs.astype(np.float32), 3000, np.random.default_rng(9))
     np.testing.assert_array_equal(a, _prefix_from_histogram(hist))
     assert a[2] == a[1]
+
+
+def test_union_bound_skip_stays_within_budget():
+    # Failure probabilities 0 (no losses), ~1e-18, ~1e-8, 5e-7, 6e-7, 0.03: the skip takes
+    # the smallest while their sum stays <= 1e-6, so 0, 1e-18, 1e-8 and 5e-7 go, 6e-7 stays.
+    failure = np.array([0.03, 6e-7, 0.0, 1e-8, 5e-7, 1e-18])
+    kept = _statements_to_simulate(failure)
+    np.testing.assert_array_equal(kept, [0, 1])
+    assert failure[np.setdiff1d(np.arange(6), kept)].sum() <= joint_module._SKIP_BUDGET
 
 
 def test_never_holding_statement_zeroes_the_rest():
