@@ -224,6 +224,85 @@ def run_one(name, seed, tests, rope):
     return rows
 
 
+def _ablation_tests(rho):
+    """Racing-test variants replayed on full-grid score matrices (``--ablation``)."""
+    from racer.adapters.frace import FRaceTest
+    from racer.adapters.sklearn import CorrelatedTTestRacing
+    from racer.bayesian_test import BayesianTest
+
+    return {
+        "bayes small_n=hold": (BayesianTest(small_n="hold"), 5),
+        "bayes small_n=chi2": (BayesianTest(small_n="chi2"), 5),
+        "bayes small_n=reject": (BayesianTest(small_n="reject"), 5),
+        "bayes small_n=reject, idp": (BayesianTest(small_n="reject", prior="idp"), 5),
+        "bayes small_n=reject, first_test=3": (BayesianTest(small_n="reject"), 3),
+        "frace": (FRaceTest(), 5),
+        "correlated-t rope=0.01": (CorrelatedTTestRacing(rho=rho, rope=0.01), 5),
+        "correlated-t rho=0 rope=0.01": (CorrelatedTTestRacing(rho=0.0, rope=0.01), 5),
+    }
+
+
+def _replay(scores, order, test, first_test):
+    """Race on a precomputed (split x candidate) matrix: the fits RaceSearchCV would run."""
+    from racer.race import Race
+
+    race = Race(
+        list(range(scores.shape[1])), test=test, first_test=first_test,
+        instances=order.tolist(), random_state=0,
+    )
+    while not race.finished:
+        for ev in race.ask():
+            value = scores[ev.instance, ev.candidate_index]
+            if np.isnan(value):
+                race.tell(ev, error="failed fit")
+            else:
+                race.tell(ev, value)
+    result = race.result()
+    return result.best_index, result.n_evaluations
+
+
+def ablation(problems, seeds):
+    """Replay test variants on the full grid of each (problem, seed): same splits, no refits."""
+    from scipy.stats import rankdata
+
+    per_variant: dict[str, list] = {}
+    for name in problems:
+        for seed in seeds:
+            X, y, est, grid, classifier = problem(name, seed)
+            X_tr, _, y_tr, _ = train_test_split(
+                X, y, test_size=0.25, random_state=seed, stratify=y if classifier else None
+            )
+            base_cv = StratifiedKFold(N_FOLDS) if classifier else KFold(N_FOLDS)
+            # A race with max_fits of one block only lists the splits and its visit order.
+            n_cand = len(ParameterGrid(grid))
+            probe = RaceSearchCV(
+                est, grid, cv=base_cv, n_repeats=N_REPEATS, random_state=seed,
+                max_fits=n_cand * 5, refit=False,
+            ).fit(X_tr, y_tr)
+            ref = GridSearchCV(est, grid, cv=probe.splits_).fit(X_tr, y_tr)
+            scores = np.column_stack(
+                [ref.cv_results_[f"split{k}_test_score"] for k in range(probe.n_splits_)]
+            ).T
+            rank = ref.cv_results_["rank_test_score"]
+            rho = float(np.mean([len(te) / (len(tr) + len(te)) for tr, te in probe.splits_]))
+            for variant, (test, first_test) in _ablation_tests(rho).items():
+                best, n_fits = _replay(scores, probe.split_order_, test, first_test)
+                per_variant.setdefault(variant, []).append((int(rank[best]), n_fits / scores.size))
+            print(f"# ablation {name} seed {seed} done", flush=True)
+    lines = [
+        "| test variant | reference rank (median / mean / max) | fits % of reference (median / max) |",
+        "|---|---|---|",
+    ]
+    for variant, rows in per_variant.items():
+        ranks = np.array([r for r, _ in rows])
+        fits = 100 * np.array([f for _, f in rows])
+        lines.append(
+            f"| {variant} | {np.median(ranks):g} / {ranks.mean():.2f} / {ranks.max()} | "
+            f"{np.median(fits):.0f} / {fits.max():.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def _median(values):
     return float(np.median(values)) if len(values) else float("nan")
 
@@ -274,6 +353,10 @@ def main(argv=None):
     parser.add_argument("--rope", type=float, default=0.005)
     parser.add_argument("--out", default=None, help="append one JSON line per run here")
     parser.add_argument("--table-from", default=None, help="only print the table of a --out file")
+    parser.add_argument(
+        "--ablation", action="store_true",
+        help="replay racing-test variants on full grids (pilot seeds: use --seed0 100)",
+    )
     args = parser.parse_args(argv)
     tests = args.tests.split(",")
     methods = [f"race-{t}" for t in tests] + ["grid-same-splits", "grid-5fold", "halving-5fold"]
@@ -287,6 +370,12 @@ def main(argv=None):
     if args.quick:
         problems = ["wine-knn", "breast_cancer-svc"]
         seeds = range(args.seed0, args.seed0 + 2)
+    if args.ablation:
+        warnings.filterwarnings("ignore")
+        names = args.problems.split(",") if not args.quick else ["wine-knn"]
+        seeds = range(args.seed0, args.seed0 + (1 if args.quick else args.seeds))
+        print(ablation(names, seeds))
+        return
     # Halving's small first rungs make large-k k-NN fail (n_neighbors > n_samples), and saga
     # does not always converge at large C: both are part of what is measured, not news.
     warnings.filterwarnings("ignore", category=ConvergenceWarning)
