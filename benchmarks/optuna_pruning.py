@@ -45,10 +45,12 @@ import numpy as np
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import optuna  # noqa: E402
+import warnings  # noqa: E402
 
 from racer.adapters.optuna import RacingPruner, instance_objective  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 CACHE = Path(os.environ.get("RACER_BENCH_CACHE", "/tmp/racer_bench_cache"))
 
 
@@ -279,6 +281,73 @@ PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP}
 # ---------------------------------------------------------------------------- conditions
 
 
+class _FastExactWilcoxon:
+    """Stand-in for ``scipy.stats`` inside WilcoxonPruner: same p-values, without the wait.
+
+    With ties or zero differences and n <= 13, SciPy 1.17's ``wilcoxon`` runs an exact
+    permutation test through ``permutation_test``, about 2 s per call on this machine; CV
+    accuracies tie all the time, so one WilcoxonPruner study would take hours. The sign-flip
+    distribution of the (zsplit, midrank) statistic is a subset-sum over doubled midranks,
+    which a small dynamic programme enumerates exactly. Every other case goes to SciPy.
+    ``check()`` compares both on random tied inputs at start-up.
+    """
+
+    class _Result:
+        def __init__(self, pvalue):
+            self.pvalue = pvalue
+
+    def __getattr__(self, name):
+        import scipy.stats
+
+        return getattr(scipy.stats, name)
+
+    @staticmethod
+    def _exact(d, alternative):
+        from scipy.stats import rankdata
+
+        r2 = np.rint(2 * rankdata(np.abs(d))).astype(np.int64)
+        t_obs = int(r2[d > 0].sum())  # zeros add the same constant to every sign flip
+        vals = r2[d != 0]
+        total = int(vals.sum())
+        dist = np.zeros(total + 1)
+        dist[0] = 1.0
+        for v in vals.tolist():
+            dist[v:] = dist[v:] + dist[: total + 1 - v].copy()
+        dist /= dist.sum()
+        return float(dist[t_obs:].sum() if alternative == "greater" else dist[: t_obs + 1].sum())
+
+    def wilcoxon(self, d, alternative="two-sided", zero_method="zsplit", **kwargs):
+        import scipy.stats
+
+        d = np.asarray(d, dtype=float)
+        ties = np.unique(np.abs(d)).size < d.size or np.any(d == 0)
+        if (zero_method == "zsplit" and alternative in ("greater", "less") and ties
+                and d.size <= 13 and not kwargs):
+            return self._Result(self._exact(d, alternative))
+        return scipy.stats.wilcoxon(d, alternative=alternative, zero_method=zero_method,
+                                    **kwargs)
+
+    def check(self, n_cases=60):
+        import scipy.stats
+
+        rng = np.random.default_rng(0)
+        for case in range(n_cases):
+            d = rng.choice([-2, -1, 0, 1, 2, 3], size=int(rng.integers(3, 14))) / 57
+            alt = ("greater", "less")[case % 2]
+            ref = scipy.stats.wilcoxon(d, alternative=alt, zero_method="zsplit").pvalue
+            got = self.wilcoxon(d, alternative=alt, zero_method="zsplit").pvalue
+            if not np.isclose(got, ref, rtol=1e-9, atol=1e-12):
+                raise AssertionError(f"exact Wilcoxon stand-in disagrees with SciPy on {d}")
+
+
+def _patch_wilcoxon_pruner():
+    import optuna.pruners._wilcoxon as wilcoxon_module
+
+    fast = _FastExactWilcoxon()
+    fast.check()
+    wilcoxon_module.ss = fast
+
+
 def make_pruner(name, seed):
     if name == "none":
         return optuna.pruners.NopPruner()
@@ -357,7 +426,9 @@ def summarize_study(problem, study, n_evals, wall):
         k = tuple(k) if isinstance(k, list) else k
         if sign * problem.true(k) < sign * true_ret - 1e-12:
             wrong += 1
+    distinct = {json.dumps(_key_of(t)) for t in study.trials if _key_of(t) is not None}
     return {"regret": regret, "evals": n_evals, "trials": len(study.trials),
+            "configs": len(distinct),
             "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall}
 
 
@@ -421,6 +492,7 @@ def main(argv=None):
     parser.add_argument("--views", default="A,B")
     parser.add_argument("--jsonl", default=None, help="append raw rows here")
     args = parser.parse_args(argv)
+    _patch_wilcoxon_pruner()
     n_seeds = args.seeds or (3 if args.quick else 10)
     n_trials = args.n_trials or (40 if args.quick else 100)
     eval_factor = args.eval_factor or (25 if args.quick else 50)
