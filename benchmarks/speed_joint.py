@@ -11,9 +11,10 @@ number of statements a sample evaluates before its first failure. Both ingredien
 measured in the same run as the kernel, so the ratio is meaningful on a shared machine.
 
 Rows: racer's ``joint_prefix_probabilities`` (RNG + back-end, what a race calls; for n >= 32
-the BLAS back-end), the Numba kernel alone on pre-drawn weights, and a plain NumPy implementation (chunked float32 GEMM of
-weights x statements, then the first failing column per row) for comparison. An end-to-end
-``joint_comparisons`` row (all m(m-1)/2 pair statements) is added for the largest case.
+the BLAS back-end), the Numba kernel alone on pre-drawn weights, and a plain NumPy
+implementation (chunked float32 GEMM of weights x statements, then the first failing column
+per row) for comparison. An end-to-end ``joint_comparisons`` line (all m(m-1)/2 pair
+statements) is added for the largest case.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/speed_joint.py            # full, ~1-2 min
     OPENBLAS_NUM_THREADS=1 python benchmarks/speed_joint.py --quick    # ~15 s

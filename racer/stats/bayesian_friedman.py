@@ -243,7 +243,8 @@ def bayesian_friedman(
     credible region: by the ellipsoid of eq. (19) with the Hotelling threshold
     ``F^{-1}(credibility; m-1, n-m+1)(n-1)(m-1)/(n-m+1)`` (needs ``n > m - 1``), or by a
     Monte Carlo ball around the posterior mean holding ``credibility`` of the posterior
-    draws (any ``n``). ``method="auto"`` uses the ellipsoid when ``n >= m + max(4, m // 2)``. See the module
+    draws (any ``n``). ``method="auto"`` uses the ellipsoid when
+    ``n >= m + max(4, m // 2)``. See the module
     docstring and docs/stats-bayesian-friedman-joint.md for why.
 
     Parameters

@@ -64,7 +64,9 @@ def _as_signs(signs):
     except (TypeError, ValueError) as exc:  # pragma: no cover - numpy accepts nearly anything
         raise TypeError(f"`signs` must be a 2-D array of -1/0/1; got {signs!r}") from exc
     if arr.ndim != 2:
-        raise ValueError(f"`signs` must be 2-D with shape (n_statements, n_blocks); got shape {arr.shape}")
+        raise ValueError(
+            f"`signs` must be 2-D with shape (n_statements, n_blocks); got shape {arr.shape}"
+        )
     if arr.shape[1] < 1:
         raise ValueError("`signs` needs at least one block (column); got 0")
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
@@ -224,19 +226,19 @@ def _statements_to_simulate(failure_prob):
     return np.flatnonzero(keep)
 
 
-def _prefix_probabilities(signs, n_samples, rng, failure_prob=None):
-    """Prefix probabilities with sure statements skipped (trusted float32 signs)."""
-    n_statements = signs.shape[0]
-    if failure_prob is None:
-        failure_prob = _failure_prob(signs)
-    simulated = _statements_to_simulate(failure_prob)
-    hist_sim = _first_fail_histogram(
-        np.ascontiguousarray(signs[simulated]), n_samples, rng
-    ) if simulated.size else np.array([n_samples], dtype=np.int64)
-    # Map "first failure among the simulated statements" back to the full statement index.
+def _prefix_from_simulated(signs_simulated, simulated, n_statements, n_samples, rng):
+    """All L prefix probabilities from a Monte Carlo over the simulated statements only.
+
+    ``simulated``: ascending indices of the rows of ``signs_simulated`` in the full list;
+    the other statements hold in every draw, so a draw's first failure among the simulated
+    statements is its first failure overall.
+    """
+    if simulated.size:
+        hist_sim = _first_fail_histogram(signs_simulated, n_samples, rng)
+    else:
+        hist_sim = np.array([n_samples], dtype=np.int64)
     hist = np.zeros(n_statements + 1, dtype=np.int64)
-    positions = np.append(simulated, n_statements)
-    np.add.at(hist, positions, hist_sim)
+    np.add.at(hist, np.append(simulated, n_statements), hist_sim)
     return _prefix_from_histogram(hist)
 
 
@@ -277,7 +279,10 @@ def joint_prefix_probabilities(signs, n_samples, rng):
     arr = _as_signs(signs)
     n_samples = check_int(n_samples, "n_samples", minimum=1)
     rng = check_random_state(rng, "rng")
-    return _prefix_probabilities(arr, n_samples, rng)
+    simulated = _statements_to_simulate(_failure_prob(arr))
+    return _prefix_from_simulated(
+        np.ascontiguousarray(arr[simulated]), simulated, arr.shape[0], n_samples, rng
+    )
 
 
 def _pairwise_wins(scores):
@@ -443,17 +448,13 @@ def joint_comparisons(
 
     # Only statements that can fail are simulated; their signs are built on demand so that
     # the (L, n) matrix of many-candidate races is never materialised for sure statements.
-    failure_prob = 1.0 - marginal
-    joint = np.empty(marginal.shape[0])
-    simulated = _statements_to_simulate(failure_prob)
-    if simulated.size:
-        signs = np.sign(x[:, winner[simulated]] - x[:, loser[simulated]]).T.astype(np.float32)
-        hist_sim = _first_fail_histogram(np.ascontiguousarray(signs), n_samples, rng)
-    else:
-        hist_sim = np.array([n_samples], dtype=np.int64)
-    hist = np.zeros(marginal.shape[0] + 1, dtype=np.int64)
-    np.add.at(hist, np.append(simulated, marginal.shape[0]), hist_sim)
-    joint[:] = _prefix_from_histogram(hist)
+    # Only statements that can fail are simulated; their signs are built on demand so that
+    # the (L, n) matrix of many-candidate races is never materialised for sure statements.
+    simulated = _statements_to_simulate(1.0 - marginal)
+    signs = np.sign(x[:, winner[simulated]] - x[:, loser[simulated]]).T
+    joint = _prefix_from_simulated(
+        np.ascontiguousarray(signs, dtype=np.float32), simulated, marginal.shape[0], n_samples, rng
+    )
     n_accepted = int(np.count_nonzero(joint > credibility))
     return JointComparisonsResult(
         winner=winner.astype(np.int64),
