@@ -81,6 +81,21 @@ def test_ellipsoid_statistic_and_threshold_direct():
     assert res.method == "ellipsoid" and res.n_samples == 0
 
 
+def test_degenerate_rankings():
+    # Every block ranks the candidates the same way: the posterior lies on the segment from
+    # R0 to r, and d^T cov^+ d = n (a0 + 1) / s in closed form (two-point Dirichlet).
+    n, s = 20, 1.0
+    x = np.tile([4.0, 3.0, 2.0, 1.0], (n, 1))
+    res = bayesian_friedman(x, prior_strength=s, method="ellipsoid")
+    assert res.statistic == pytest.approx(n * (s + n + 1) / s, rel=1e-6)
+    assert res.reject
+    # All candidates identical in every block: the posterior is the all-tied point itself.
+    same = bayesian_friedman(np.ones((n, 4)), method="ellipsoid")
+    assert same.statistic == 0.0 and not same.reject
+    mc = bayesian_friedman(np.ones((3, 4)), method="montecarlo", random_state=0)
+    assert not mc.reject
+
+
 def test_bayesian_bootstrap_limit_gives_friedman_mean_ranks():
     # Eq. (21): s -> 0 gives the classical mean ranks.
     x = np.random.default_rng(3).normal(size=(9, 4))

@@ -48,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.special import fdtr, fdtri
 
 from .._validation import (
@@ -129,20 +130,38 @@ def _posterior_moments(rank_sum, rank_outer, n_blocks, prior_strength):
     return mean, cov
 
 
+def _quadratic_form_psd(matrix, vector):
+    """``v^T M^{-1} v`` for a symmetric positive semi-definite ``M``.
+
+    Cholesky when ``M`` is safely positive definite (the usual case: s > 0 regularises it,
+    seed 002 §7). Otherwise -- e.g. every block ranks the candidates the same way, so the
+    posterior lies on a segment -- the pseudo-inverse on the eigen-directions with positive
+    spread; a component of ``v`` outside them means the all-tied point is off the posterior's
+    support, and the form is infinite.
+    """
+    try:
+        chol = np.linalg.cholesky(matrix)
+        if np.min(np.diag(chol)) > 1e-7 * np.sqrt(np.max(np.diag(matrix))):
+            y = solve_triangular(chol, vector, lower=True)
+            return float(y @ y)
+    except np.linalg.LinAlgError:
+        pass
+    eigval, eigvec = np.linalg.eigh(matrix)
+    scale = max(float(np.max(np.abs(eigval))), 1e-300)
+    positive = eigval > 1e-10 * scale
+    coords = eigvec.T @ vector
+    outside = np.abs(coords[~positive])
+    if outside.size and np.max(outside) > 1e-8 * max(1.0, float(np.max(np.abs(vector)))):
+        return np.inf
+    return float(np.sum(coords[positive] ** 2 / eigval[positive]))
+
+
 def _ellipsoid(mean, cov, n_blocks, credibility):
     """Eq. (19): statistic, Hotelling threshold and the F-CDF level of the all-tied point."""
     m = mean.shape[0]
     tied = (m + 1) / 2.0
     d = mean[:-1] - tied
-    sub = cov[:-1, :-1]
-    try:
-        statistic = float(d @ np.linalg.solve(sub, d))
-    except np.linalg.LinAlgError:
-        # A rank-deficient covariance (every block ranks the candidates identically and s is
-        # tiny): the mean sits off the tied point along a direction of zero posterior spread.
-        statistic = float(d @ np.linalg.pinv(sub) @ d)
-        if not np.isfinite(statistic) or np.allclose(d, 0.0):
-            statistic = 0.0 if np.allclose(d, 0.0) else np.inf
+    statistic = _quadratic_form_psd(cov[:-1, :-1], d)
     dfn, dfd = m - 1, n_blocks - m + 1
     scale = (n_blocks - 1) * (m - 1) / dfd
     # scipy.special rather than scipy.stats: same functions, without the 0.3-2 s import.
