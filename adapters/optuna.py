@@ -176,7 +176,9 @@ class RacingPruner(BasePruner):
         The paired Bayesian test. The sign test has a closed form for dominance and looks only
         at who wins each instance; the signed-rank test also weighs how much (Monte Carlo).
     prob_threshold : float in (0, 1)
-        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002).
+        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
+        0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
+        see ``docs/optuna.md``).
     rope : float >= 0
         Region of practical equivalence on the score scale: paired differences no larger than
         this count as ties. ``0`` (default) counts only exact ties.
@@ -234,7 +236,7 @@ class RacingPruner(BasePruner):
         self,
         *,
         test: str = "sign",
-        prob_threshold: float = 0.9,
+        prob_threshold: float = 0.95,
         rope: float = 0.0,
         eps: float = 0.05,
         top_k: int = 1,

@@ -88,7 +88,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     _patch_wilcoxon_pruner()
     n_seeds = args.seeds or (3 if args.quick else 10)
-    eval_factor = args.eval_factor or (25 if args.quick else 50)
+    eval_factor = args.eval_factor or (10 if args.quick else 20)
     sink = open(args.jsonl, "a") if args.jsonl else None
     rows = []
     for pname in args.problems.split(","):

@@ -468,7 +468,6 @@ FULL_CONDITIONS = [
     ("wilcoxon-0.1", "return"),
     ("wilcoxon-0.05", "return"),
     ("wilcoxon-0.1", "raise"),
-    ("wilcoxon-0.05", "raise"),
     ("racing", "return"),
     ("racing", "raise"),
     ("racing-sr", "raise"),
@@ -495,7 +494,7 @@ def main(argv=None):
     _patch_wilcoxon_pruner()
     n_seeds = args.seeds or (3 if args.quick else 10)
     n_trials = args.n_trials or (40 if args.quick else 100)
-    eval_factor = args.eval_factor or (25 if args.quick else 50)
+    eval_factor = args.eval_factor or 10
     if args.conditions:
         conditions = [tuple(c.split(":")) for c in args.conditions.split(",")]
     else:
