@@ -472,3 +472,36 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitFailedWarning)
         check(estimator)
+
+
+def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
+    """BayesianTest's default holds while n <= m - 1; the adapter opens it (docs/sklearn.md)."""
+    from racer.bayesian_test import BayesianTest
+
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
+    test = search._racing_test(rho=0.2)
+    assert isinstance(test, BayesianTest) and test.small_n == "reject"
+    # 6 splits, 10 candidates: one clearly worse candidate is dropped.
+    rng = np.random.default_rng(0)
+    scores = rng.normal(0.9, 0.01, size=(6, 10))
+    scores[:, 3] -= 0.3
+    out = test.decide(scores, np.arange(10), np.random.default_rng(1))
+    assert 3 in {e.index for e in out}
+    held = BayesianTest().decide(scores, np.arange(10), np.random.default_rng(1))
+    assert held == []
+
+
+def test_score_resolution_turns_small_differences_into_ties():
+    from racer.adapters.sklearn import _ScoreResolution
+
+    seen = {}
+
+    class Spy(CorrelatedTTestRacing):
+        def decide(self, scores, ids, rng):
+            seen["scores"] = scores
+            return []
+
+    wrapped = _ScoreResolution(Spy(), 0.01)
+    wrapped.decide(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3), None)
+    np.testing.assert_allclose(seen["scores"], [[0.90, 0.90, 0.93], [0.80, 0.80, 0.70]])
+    assert wrapped.get_params()["rope"] == 0.01
