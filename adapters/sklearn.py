@@ -325,16 +325,19 @@ class RaceSearchCV(BaseSearchCV):
         The base splitter (``None``: 5-fold, stratified for classifiers).
     n_repeats : int, default=3
         How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
-    test : {"bayes", "frace"} or RacingTest, default="bayes"
+    test : {"bayes", "frace", "correlated-t"} or RacingTest, default="bayes"
         ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
-        seed 002 sections 5-7). ``"frace"``: the F-race baseline
-        (:class:`racer.adapters.frace.FRaceTest`). A :class:`racer.elimination.RacingTest`
-        instance is used as given.
+        seed 002 sections 5-7) with ``small_n="reject"``, so that it can decide while there
+        are fewer splits than candidates. ``"frace"``: the F-race baseline
+        (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
+        :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
+        with the Nadeau-Bengio correction. A :class:`racer.elimination.RacingTest` instance
+        is used as given (``rope`` then does not apply).
     rope : float, default=0.005
-        Region of practical equivalence, in units of the ``refit`` score: on a split, two
-        candidates whose scores differ by at most ``rope`` count as tied. Ties are what lets
-        the race drop near-equal candidates despite the correlation between splits
-        (see ``docs/sklearn.md``). ``0`` disables it.
+        Practical equivalence in units of the ``refit`` score. For ``"correlated-t"`` the
+        ROPE of the mean difference; for the rank tests a score resolution: scores are
+        rounded to multiples of ``rope`` before the test sees them, so smaller differences
+        count as ties (see ``docs/sklearn.md``). ``0`` disables it.
     first_test : int, default=5
         Splits every candidate is evaluated on before the first test.
     max_fits : int, optional
