@@ -37,7 +37,7 @@ from racer._validation import (
     check_positive,
     check_probability,
 )
-from racer.stats.bayesian_sign import prob_greater_from_counts
+from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
 
 __all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
 
@@ -55,7 +55,7 @@ STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumab
 # --------------------------------------------------------------------------------------------
 
 
-def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps, n_samples, rng):
+def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
     """P(trial worse) and P(practically equivalent) for the DP sign test, one per reference.
 
     Seed 002, Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
@@ -65,24 +65,20 @@ def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps, n_samples, 
 
     * ``P(theta < 1/2) = P(W_worse > W_better)`` has the closed form of Theorem 2
       (``prob_greater_from_counts(n_worse, n_better)``); it does not depend on ``s``.
-    * ``P(|theta - 1/2| < eps) = P(|W_better - W_worse| < 2 eps)`` has none; it is estimated
-      from ``n_samples`` draws of the three aggregated weights (three Gamma variates per draw,
-      whatever n is), so the cost does not grow with the number of instances.
+    * ``P(|theta - 1/2| < eps)`` (section 7.1's band) comes from
+      :func:`racer.stats.bayesian_sign.prob_indistinguishable`, a deterministic quadrature,
+      so the sign-test pruner uses no Monte Carlo at all.
 
-    All arguments are arrays of shape (n_refs,); returns two arrays of that shape.
+    All arguments are integer arrays of shape (n_refs,); returns two float arrays.
     """
-    prob_worse = np.asarray(prob_greater_from_counts(n_worse, n_better), dtype=np.float64)
+    prob_worse = np.atleast_1d(np.asarray(prob_greater_from_counts(n_worse, n_better),
+                                          dtype=np.float64))
     if eps <= 0:
         return prob_worse, np.zeros_like(prob_worse)
-    shape = (n_samples, n_better.shape[0])
-    # Gamma with shape 0 returns 0, which is exactly the Dirichlet with an empty category.
-    g_better = rng.standard_gamma(np.broadcast_to(n_better.astype(np.float64), shape))
-    g_worse = rng.standard_gamma(np.broadcast_to(n_worse.astype(np.float64), shape))
-    g_tie = rng.standard_gamma(np.broadcast_to(n_tied + float(prior_strength), shape))
-    total = g_better + g_worse + g_tie
-    half_gap = np.abs(g_better - g_worse) / total  # = 2 |theta - 1/2|
-    prob_equiv = np.mean(half_gap < 2.0 * eps, axis=0)
-    return prob_worse, prob_equiv
+    prob_equiv = prob_indistinguishable(
+        n_better, n_worse, n_better + n_worse + n_tied, prior_strength=prior_strength, eps=eps
+    )
+    return prob_worse, np.atleast_1d(np.asarray(prob_equiv, dtype=np.float64))
 
 
 def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng):
@@ -194,7 +190,8 @@ class RacingPruner(BasePruner):
     prior_strength : float > 0
         ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
     n_samples : int >= 100
-        Monte Carlo draws per check (the equivalence band, and everything for signed-rank).
+        Monte Carlo draws per check of the signed-rank test (the sign test needs none: its
+        dominance probability is closed-form and its band a deterministic quadrature).
         The standard error of a probability near the threshold ``p`` is
         ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
     random_state : int or None
@@ -301,7 +298,7 @@ class RacingPruner(BasePruner):
             n_worse = ((diffs < 0) & present).sum(axis=1)
             n_tied = n_common - n_better - n_worse
             prob_worse, prob_equiv = _sign_posteriors(
-                n_better, n_worse, n_tied, self._prior_strength, self._eps, self._n_samples, rng
+                n_better, n_worse, n_tied, self._prior_strength, self._eps
             )
         else:
             prob_worse, prob_equiv = _signed_rank_posteriors(
