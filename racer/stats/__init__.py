@@ -42,7 +42,7 @@ from .bayesian_ttest import (  # noqa: E402
 )
 # bayesian_friedman.py
 from .bayesian_friedman import (  # noqa: E402
-    BayesianFriedmanResult, FriedmanAccumulator, bayesian_friedman,
+    BayesianFriedmanResult, FriedmanAccumulator, auto_min_blocks, bayesian_friedman,
 )
 # joint.py
 from .joint import (  # noqa: E402
