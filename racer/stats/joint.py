@@ -223,6 +223,11 @@ def _statements_to_simulate(failure_prob):
     n_skip = int(np.searchsorted(np.cumsum(failure_prob[order]), _SKIP_BUDGET, side="right"))
     keep = np.ones(failure_prob.shape[0], dtype=bool)
     keep[order[:n_skip]] = False
+    # A statement that fails in every draw (no wins) ends every prefix: later statements
+    # need neither signs nor sums.
+    certain_failure = np.flatnonzero(failure_prob >= 1.0)
+    if certain_failure.size:
+        keep[certain_failure[0] + 1 :] = False
     return np.flatnonzero(keep)
 
 
