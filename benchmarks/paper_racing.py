@@ -224,6 +224,96 @@ def speed(configs, repeats=5):
     return "\n".join(lines)
 
 
+_IRACE_SCRIPT = r"""
+suppressMessages(library(irace))
+args <- commandArgs(trailingOnly = TRUE)
+costs <- as.matrix(read.csv(args[1], header = FALSE))
+n <- nrow(costs); q <- ncol(costs)
+# irace 3.5 with one parameter trips on is.na() of a one-column data.frame: add a fixed pad.
+parameters <- readParameters(text = sprintf('id "" i (1, %d)\npad "" c ("x")\n', q))
+confs <- data.frame(id = 1:q, pad = "x", stringsAsFactors = FALSE)
+runner <- function(experiment, scenario) {
+  list(cost = costs[as.integer(experiment$instance),
+                    as.integer(experiment$configuration[["id"]])], call = "")
+}
+scenario <- list(
+  targetRunner = runner, instances = as.character(1:n), maxExperiments = q * n,
+  nbIterations = 1, nbConfigurations = q, deterministic = 1, sampleInstances = 0,
+  firstTest = 5, eachTest = 1, elitist = 0, minNbSurvival = 1, testType = "F-test",
+  initConfigurations = confs, logFile = args[2], debugLevel = 0, seed = 1, quiet = TRUE
+)
+scenario <- checkScenario(defaultScenario(scenario))
+elites <- irace(scenario = scenario, parameters = parameters)
+load(args[2])
+ex <- iraceResults$experiments
+conf <- iraceResults$allConfigurations
+ids <- conf$id[match(as.integer(colnames(ex)), conf$.ID.)]
+cnt <- colSums(!is.na(ex))[order(ids)]
+cat("COUNTS", cnt, "\n")
+"""
+
+
+def irace_crosscheck(n_rows=300, reps=2, ties=False):
+    """Race the same cost matrices with irace 3.5 (R) and with racer + FRaceTest("conover").
+
+    irace is run as a single non-elitist race of the given configurations (first test at 5,
+    a test at every instance, down to one survivor), as notes/irace-frace.md describes; the
+    comparison is every candidate's number of instances raced, i.e. each elimination point.
+    Needs ``Rscript`` with the irace package (Debian: r-cran-irace).
+    """
+    import subprocess
+    import tempfile
+
+    from _racing_sim import make_data
+    from racer.adapters.frace import FRaceTest
+    from racer.race import Race
+
+    lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | irace ms | racer ms |",
+             "|---|---|---|---|---|---|---|"]
+    tmp = tempfile.mkdtemp()
+    script = os.path.join(tmp, "race.R")
+    with open(script, "w") as fh:
+        fh.write(_IRACE_SCRIPT)
+    n_agree = n_total = 0
+    for q, rho in SETTINGS:
+        for rep in range(reps):
+            _, scores = make_data(q, rho, 20000 + rep)
+            scores = scores[:n_rows]
+            if ties:
+                scores = np.round(scores, 1)
+            path = os.path.join(tmp, f"costs_{q}_{rep}.csv")
+            np.savetxt(path, -scores, delimiter=",", fmt="%.17g")  # irace minimises costs
+            t0 = time.perf_counter()
+            out = subprocess.run(
+                ["Rscript", script, path, os.path.join(tmp, "log.Rdata")],
+                capture_output=True, text=True, check=True,
+            ).stdout
+            t1 = time.perf_counter()
+            irace_counts = [int(v) for v in out.split("COUNTS")[1].split()]
+            race = Race(range(q), test=FRaceTest(post_hoc="conover"), first_test=5, each_test=1,
+                        max_instances=n_rows, instances=range(n_rows), random_state=0)
+            while not race.finished:
+                for ev in race.ask():
+                    race.tell(ev, float(scores[ev.instance, ev.candidate]))
+            t2 = time.perf_counter()
+            res = race.result()
+            ours = [res.n_instances] * q
+            for h in res.history:
+                ours[h.candidate_index] = h.n_instances
+            agree = ours == irace_counts
+            n_agree += agree
+            n_total += 1
+            lines.append(
+                f"| {q},{rho:g} | {20000 + rep} | {ties} | {q} | {agree} "
+                f"({sum(irace_counts)} evaluations) | {1e3 * (t1 - t0):.0f} | {1e3 * (t2 - t1):.0f} |"
+            )
+            print(lines[-1], file=sys.stderr)
+            if not agree:
+                print("irace:", irace_counts, "\nracer:", ours, file=sys.stderr)
+    lines.append(f"\n{n_agree}/{n_total} races identical in every elimination point.")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="10 repetitions per setting")
@@ -240,7 +330,18 @@ def main(argv=None):
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these CSVs")
     ap.add_argument("--md", default=None, help="write the markdown summary here")
     ap.add_argument("--speed", action="store_true", help="time BayesianTest steps instead")
+    ap.add_argument("--irace", action="store_true", help="cross-check FRaceTest against irace (R)")
+    ap.add_argument("--ties", action="store_true", help="with --irace: round scores (ties)")
     args = ap.parse_args(argv)
+
+    if args.irace:
+        text = irace_crosscheck(n_rows=100 if args.quick else 300, reps=1 if args.quick else 2,
+                                ties=args.ties)
+        print(text)
+        if args.md:
+            with open(args.md, "w") as fh:
+                fh.write(text)
+        return
 
     if args.speed:
         configs = [(200, 200, 10_000), (200, 1000, 50_000), (30, 1500, 10_000), (2, 1500, 10_000)]
