@@ -579,6 +579,10 @@ class IteratedRace:
         ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``.
     first_test, each_test : int
         Passed to :class:`racer.Race`.
+    executor : concurrent.futures.Executor, optional
+        Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
+        ``client.get_executor()``...); results are recorded in block order, so the run is
+        the same as a serial one. ``evaluate`` must then be picklable for process pools.
     random_state : int or None
         Seeds the instance order, the default sampler and every race.
 
@@ -613,6 +617,7 @@ class IteratedRace:
         n_elites: int | None = None,
         first_test: int = 5,
         each_test: int = 1,
+        executor: Any = None,
         random_state: int | None = None,
     ) -> None:
         from racer.elimination import RacingTest
@@ -658,6 +663,11 @@ class IteratedRace:
         if random_state is None:
             random_state = int(np.random.SeedSequence().generate_state(1)[0])
         self._seed = check_int(random_state, "random_state", minimum=0)
+        if executor is not None and not hasattr(executor, "submit"):
+            raise TypeError(
+                f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
+            )
+        self._executor = executor
         self._evaluate = evaluate
         self._space = search_space
         if study is not None:
@@ -695,6 +705,30 @@ class IteratedRace:
         trial = self._study.ask()
         params = self._space(trial)
         return trial, dict(trial.params if params is None else params)
+
+    def _evaluate_all(self, evaluations, params_of) -> dict:
+        """Run a block's new evaluations (in parallel on ``executor``); failures are kept."""
+        out = {}
+        if self._executor is None or len(evaluations) <= 1:
+            for ev in evaluations:
+                try:
+                    out[ev.candidate, ev.instance] = (
+                        float(self._evaluate(params_of[ev.candidate],
+                                             self._instances[ev.instance])), None)
+                except Exception as exc:  # recorded as a failure, raced as worst
+                    out[ev.candidate, ev.instance] = (math.nan, exc)
+            return out
+        futures = {
+            (ev.candidate, ev.instance): self._executor.submit(
+                self._evaluate, params_of[ev.candidate], self._instances[ev.instance])
+            for ev in evaluations
+        }
+        for key, future in futures.items():
+            try:
+                out[key] = (float(future.result()), None)
+            except Exception as exc:
+                out[key] = (math.nan, exc)
+        return out
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -797,30 +831,26 @@ class IteratedRace:
                 if used + n_real > self._budget:
                     out_of_budget = True
                     break
+                fresh = [ev for ev in batch if ev.instance not in cache[ev.candidate]]
+                outcomes = self._evaluate_all(fresh, params_of)
                 for ev in batch:
-                    known = cache[ev.candidate].get(ev.instance)
-                    if known is None:
-                        try:
-                            known = float(self._evaluate(params_of[ev.candidate],
-                                                         self._instances[ev.instance]))
-                        except Exception as exc:  # recorded as a failure, raced as worst
-                            known = math.nan
-                            race_error: Any = exc
-                        else:
-                            race_error = None
-                        cache[ev.candidate][ev.instance] = known
-                        used += 1
-                        record = {str(k): v for k, v in cache[ev.candidate].items()}
-                        if ev.candidate in trial_objects:
-                            trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
-                        else:
-                            # A finished trial cannot change: an elite's later evaluations
-                            # go to the study, under its trial number.
-                            study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
-                        if race_error is not None:
-                            race.tell(ev, error=race_error)
-                            continue
-                    race.tell(ev, known)
+                    if ev.instance in cache[ev.candidate]:
+                        race.tell(ev, cache[ev.candidate][ev.instance])
+                        continue
+                    known, race_error = outcomes[ev.candidate, ev.instance]
+                    cache[ev.candidate][ev.instance] = known
+                    used += 1
+                    record = {str(k): v for k, v in cache[ev.candidate].items()}
+                    if ev.candidate in trial_objects:
+                        trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                    else:
+                        # A finished trial cannot change: an elite's later evaluations go
+                        # to the study, under its trial number.
+                        study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+                    if race_error is not None:
+                        race.tell(ev, error=race_error)
+                    else:
+                        race.tell(ev, known)
             result = race.result()
             races.append(result)
             alive = set(result.survivor_indices.tolist())

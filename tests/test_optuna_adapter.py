@@ -459,3 +459,33 @@ def test_iterated_race_arguments_are_checked():
     with pytest.raises(ValueError, match="single-objective"):
         IteratedRace(lambda p, i: 0.0, space, [1, 2], budget=10,
                      study=optuna.create_study(directions=["minimize", "minimize"]))
+
+
+def test_iterated_race_on_an_executor_matches_the_serial_run():
+    from concurrent.futures import ThreadPoolExecutor
+
+    serial_eval, instances, _ = _race_problem()
+    pooled_eval, _, _ = _race_problem()
+    space = {"x": FloatDistribution(-1, 1)}
+    serial = IteratedRace(serial_eval, space, instances, budget=200, random_state=4).run()
+    with ThreadPoolExecutor(2) as pool:
+        pooled = IteratedRace(pooled_eval, space, instances, budget=200, executor=pool,
+                              random_state=4).run()
+    assert pooled.best_params == serial.best_params
+    assert pooled.n_evaluations == serial.n_evaluations
+
+
+def test_failed_evaluations_are_raced_as_worst_and_recorded():
+    evaluate, instances, _ = _race_problem()
+
+    def flaky(params, instance):
+        if params["x"] > 0.8:
+            raise RuntimeError("diverged")
+        return evaluate(params, instance)
+
+    res = IteratedRace(flaky, {"x": FloatDistribution(-1, 1)}, instances, budget=300,
+                       random_state=0).run()
+    assert res.best_params["x"] <= 0.8
+    assert all(t.state != TrialState.RUNNING for t in res.study.trials)
+    recorded = [v for t in res.study.trials for v in t.user_attrs["racer_scores"].values()]
+    assert any(np.isnan(v) for v in recorded)  # the failures really happened and were kept
