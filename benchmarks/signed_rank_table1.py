@@ -110,7 +110,7 @@ def main(argv=None):
             decide = p_dp > threshold if name == "DP(s=0)" else wilcoxon_h1
             loss = average_loss(decide, l1)
             se = loss_standard_error(decide, l1)
-            cells.append(f"{loss:.3f} ± {se:.3f} / {PAPER_TABLE1[name][k]:.3f}")
+            cells.append(f"{loss:.4f} ± {se:.4f} / {PAPER_TABLE1[name][k]:.3f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
     print("\nTable 2, average loss where IDP is determinate (same scaling): ours / paper\n")
