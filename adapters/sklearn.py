@@ -217,11 +217,14 @@ class CorrelatedTTestRacing(RacingTest):
     """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
 
     Every survivor ``j`` is compared with the survivor of best mean score, ``b``, through the
-    differences ``d_k = x_kb - x_kj`` over the ``n`` splits seen. Under the Bayesian correlated
-    t-test (Corani & Benavoli 2015; the Nadeau-Bengio correction), the posterior of the mean
-    difference is Student t with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
-    ``sqrt((1/n + rho/(1 - rho)) var(d))``, where ``rho`` is the correlation between two
-    splits' scores, estimated as ``n_test / n_total``. The ``rho/(1 - rho)`` term does not
+    differences ``d_k = x_kb - x_kj`` over the ``n`` splits seen. The correlated t-test
+    statistic ``mean(d) / sqrt(var(d) (1/n + rho/(1 - rho)))`` with ``rho = n_test / n``
+    (Nadeau-Bengio; seed 001_0238dbec7fc2dab4.txt, eq. 1) becomes, in its Bayesian form
+    (Corani & Benavoli 2015, as in baycomp's ``CorrelatedTTest``), a Student t posterior of
+    the mean difference with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
+    ``sqrt((1/n + rho/(1 - rho)) var(d))``. The ROPE reading follows seed
+    004_8eac922c148f9c66.txt (section 3: equivalence when the posterior mass inside the rope
+    is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
     shrink as splits are added: correlated splits never add up to certainty, which is why a
     ``rope`` is needed to let near-equal candidates go.
 
