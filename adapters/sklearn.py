@@ -223,7 +223,7 @@ class CorrelatedTTestRacing(RacingTest):
     (Corani & Benavoli 2015, as in baycomp's ``CorrelatedTTest``), a Student t posterior of
     the mean difference with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
     ``sqrt((1/n + rho/(1 - rho)) var(d))``. The ROPE reading follows seed
-    004_8eac922c148f9c66.txt (section 3: equivalence when the posterior mass inside the rope
+    004_8eac922c148f9c66.txt (section 3.1: equivalence when the posterior mass inside the rope
     is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
     shrink as splits are added: correlated splits never add up to certainty, which is why a
     ``rope`` is needed to let near-equal candidates go.
