@@ -241,3 +241,36 @@ def test_dataframe_names():
     pd = pytest.importorskip("pandas")
     df = pd.DataFrame(np.random.default_rng(20).normal(size=(5, 3)), columns=["a", "b", "c"])
     assert bayesian_friedman(df, random_state=0).names == ["a", "b", "c"]
+
+
+def test_accumulator_random_race_matches_batch():
+    # A random race: blocks arrive in bursts, random survivors leave; after every update
+    # the accumulator's moments equal a from-scratch computation on the survivors.
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @hypothesis.settings(max_examples=25, deadline=None)
+    @hypothesis.given(
+        seed=st.integers(0, 2**32 - 1),
+        bursts=st.lists(st.integers(1, 4), min_size=1, max_size=6),
+        drops=st.lists(st.booleans(), min_size=6, max_size=6),
+    )
+    def check(seed, bursts, drops):
+        rng = np.random.default_rng(seed)
+        m = 6
+        x = np.round(rng.normal(size=(sum(bursts), m)), 1)  # ties happen
+        ids = np.arange(m)
+        acc = FriedmanAccumulator(prior_strength=0.5)
+        seen = 0
+        for burst, drop in zip(bursts, drops):
+            seen += burst
+            if drop and ids.size > 2:
+                ids = np.delete(ids, rng.integers(ids.size))
+            acc.update(x[:seen][:, ids], ids)
+            batch = bayesian_friedman(x[:seen][:, ids], prior_strength=0.5, method="montecarlo",
+                                      n_samples=100, random_state=0)
+            got = acc.result(method="montecarlo", n_samples=100, random_state=0)
+            np.testing.assert_allclose(got.mean_ranks, batch.mean_ranks, rtol=1e-12)
+            np.testing.assert_allclose(got.covariance, batch.covariance, atol=1e-12)
+
+    check()
