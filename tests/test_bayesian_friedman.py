@@ -103,6 +103,18 @@ def test_bayesian_bootstrap_limit_gives_friedman_mean_ranks():
     np.testing.assert_allclose(res.mean_ranks, ranks_best_first(x).mean(axis=0), atol=1e-8)
 
 
+def test_montecarlo_statistic_is_scaled_friedman_chi_square_in_the_limit():
+    # With s -> 0 the posterior mean is the mean-rank vector, so the all-tied point's squared
+    # distance is SciPy's Friedman statistic times m(m+1)/(12n) (no ties in the data).
+    from scipy.stats import friedmanchisquare
+
+    x = np.random.default_rng(21).normal(size=(11, 5))
+    res = bayesian_friedman(x, prior_strength=1e-12, method="montecarlo", random_state=0)
+    chi2 = friedmanchisquare(*x.T).statistic
+    n, m = x.shape
+    assert res.statistic == pytest.approx(chi2 * m * (m + 1) / (12 * n), rel=1e-9)
+
+
 def test_rank_orientation_and_maximize():
     x = np.tile([1.0, 2.0, 3.0], (6, 1))
     up = bayesian_friedman(x, random_state=0)

@@ -70,6 +70,23 @@ def test_single_statement_equals_closed_form_marginal():
     assert abs(p - exact) <= 4 * np.sqrt(exact * (1 - exact) / n)
 
 
+def test_single_statement_matches_baycomp_dirichlet_sampler():
+    # baycomp's sign test samples (left, rope, right) ~ Dir(n_left, n_ties + s, n_right) (its
+    # prior on the rope, i.e. on the tie, plus a 1e-4 stabiliser); P(right > left) is the
+    # same posterior probability as our statement "y beats x". Two MC estimates: 4 SE.
+    baycomp = pytest.importorskip("baycomp")
+    rng = np.random.default_rng(12)
+    x = np.round(rng.normal(size=40), 1)
+    y = np.round(x + rng.normal(0.3, 1.0, size=40), 1)
+    n = 100_000
+    draws = baycomp.SignTest.sample(x, y, rope=0, prior=1.0, nsamples=n, random_state=3)
+    p_baycomp = np.mean(draws[:, 2] > draws[:, 0])
+    signs = np.sign(y - x)[None, :].astype(np.int8)
+    p_racer = joint_prefix_probabilities(signs, n, np.random.default_rng(4))[0]
+    se = np.sqrt(2 * p_racer * (1 - p_racer) / n)
+    assert abs(p_racer - p_baycomp) <= 4 * se
+
+
 def test_independent_statements_multiply():
     # Statements on disjoint blocks share no weights, hence are independent: the joint
     # prefix probability is the product of the closed-form marginals.
