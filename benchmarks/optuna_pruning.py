@@ -470,11 +470,44 @@ FULL_CONDITIONS = [
     ("wilcoxon-0.1", "raise"),
     ("racing", "return"),
     ("racing", "raise"),
-    ("racing-sr", "raise"),
     ("racing-top3", "raise"),
+    ("racing-sr", "return"),
 ]
 QUICK_CONDITIONS = [("none", "return"), ("wilcoxon-0.1", "return"), ("wilcoxon-0.1", "raise"),
                     ("racing", "return"), ("racing", "raise")]
+
+
+def overhead(n_complete=100, n_instances=50, n_steps=25, repeats=200):
+    """Time one ``prune`` call against a study of ``n_complete`` full trials (in memory)."""
+    rng = np.random.default_rng(0)
+    dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    study = optuna.create_study()
+    for _ in range(n_complete):
+        vals = rng.gamma(2, 2, n_instances) + rng.random()
+        study.add_trial(optuna.trial.create_trial(
+            params={"x": 0.5}, distributions=dist, value=float(vals.mean()),
+            intermediate_values={i: float(v) for i, v in enumerate(vals)}))
+    trial = study.ask()
+    for i in range(n_steps):
+        trial.report(float(rng.gamma(2, 2) + 0.5), i)
+    frozen = study._storage.get_trial(trial._trial_id)
+    rows = ["| pruner | microseconds per prune() call |", "| --- | --- |"]
+    for name, pruner in [
+        ("WilcoxonPruner(p=0.1)", optuna.pruners.WilcoxonPruner(p_threshold=0.1)),
+        ("RacingPruner(sign)", RacingPruner(random_state=0)),
+        ("RacingPruner(sign, top_k=3)", RacingPruner(top_k=3, random_state=0)),
+        ("RacingPruner(signed-rank)", RacingPruner(test="signed-rank", random_state=0)),
+        ("RacingPruner(signed-rank, top_k=3)",
+         RacingPruner(test="signed-rank", top_k=3, random_state=0)),
+    ]:
+        pruner.prune(study, frozen)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            pruner.prune(study, frozen)
+        rows.append(f"| {name} | {1e6 * (time.perf_counter() - t0) / repeats:.0f} |")
+    print(f"\n### prune() overhead ({n_complete} complete trials x {n_instances} instances, "
+          f"trial at step {n_steps}, in-memory storage)\n")
+    print("\n".join(rows))
 
 
 def main(argv=None):
@@ -490,8 +523,12 @@ def main(argv=None):
                         help="view B budget = eval-factor x n_instances evaluations")
     parser.add_argument("--views", default="A,B")
     parser.add_argument("--jsonl", default=None, help="append raw rows here")
+    parser.add_argument("--overhead", action="store_true", help="only time prune() calls")
     args = parser.parse_args(argv)
     _patch_wilcoxon_pruner()
+    if args.overhead:
+        overhead()
+        return
     n_seeds = args.seeds or (3 if args.quick else 10)
     n_trials = args.n_trials or (40 if args.quick else 100)
     eval_factor = args.eval_factor or 10
