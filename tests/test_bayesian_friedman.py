@@ -145,8 +145,10 @@ def test_ellipsoid_calibrated_under_null_where_auto_uses_it():
     # Past the auto switch the Hotelling ellipsoid is close to nominal but slightly liberal
     # (0.057-0.066 over 2000 data sets at m = 3..20, see the docs: a normal approximation of
     # discrete rank vectors). 1000 data sets: SE = 0.0069; allow that 0.015 bias + 3 SE.
-    m = 5
-    n = auto_min_blocks(m) + 6
+    # m = 10, n = 20 (the switch is at 15); at m = 5, n = 15 this seed gives 0.079, also
+    # inside the band, which is why the band allows for the bias.
+    m = 10
+    n = auto_min_blocks(m) + 5
     rate = null_rejection_rate(m, n, 1000, "ellipsoid", seed=11)
     assert abs(rate - 0.05) <= 0.015 + 3 * np.sqrt(0.05 * 0.95 / 1000), rate
 
