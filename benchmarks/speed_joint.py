@@ -20,7 +20,7 @@ statements) is added for the largest case.
     OPENBLAS_NUM_THREADS=1 python benchmarks/speed_joint.py --quick    # ~15 s
 
 ``--calibration`` instead prints the null rejection rates of the Bayesian Friedman test's
-two regions (the table in docs/stats-bayesian-friedman-joint.md).
+two regions (the table in docs/stats-bayesian-friedman-joint.md) and their power.
 """
 
 from __future__ import annotations
@@ -193,6 +193,29 @@ def calibration(n_datasets, n_samples):
                   flush=True)
 
 
+def power(n_datasets, n_samples):
+    from racer.stats.bayesian_friedman import _auto_method, bayesian_friedman
+
+    print(f"\nPower at credibility 0.95: scores N(mu_j, 1) with mu evenly spaced on [0, 1] "
+          f"(the racing study's rho = 1 setting), {n_datasets} data sets per cell.\n")
+    print("| m | n | Monte Carlo ball | ellipsoid (Hotelling F) | auto uses |")
+    print("|---|---|---|---|---|")
+    for m in (5, 10, 20):
+        for n in sorted({5, m, 2 * m, 4 * m}):
+            rng = np.random.default_rng(7000 * m + n)
+            mu = np.linspace(0.0, 1.0, m)
+            mc = ell = 0
+            for r in range(n_datasets):
+                x = mu + rng.standard_normal((n, m))
+                mc += bayesian_friedman(x, method="montecarlo", n_samples=n_samples,
+                                        random_state=r).reject
+                if n > m - 1:
+                    ell += bayesian_friedman(x, method="ellipsoid").reject
+            ell_txt = f"{ell / n_datasets:.3f}" if n > m - 1 else "undefined"
+            print(f"| {m} | {n} | {mc / n_datasets:.3f} | {ell_txt} | {_auto_method(n, m)} |",
+                  flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples and repeats")
@@ -201,6 +224,7 @@ def main():
     args = parser.parse_args()
     if args.calibration:
         calibration(100 if args.quick else 400, 1000)
+        power(50 if args.quick else 200, 1000)
         return
     repeats = 3 if args.quick else 9
     big_s = 10_000 if args.quick else 50_000
