@@ -194,7 +194,14 @@ def _montecarlo(ranks, mean, prior_strength, credibility, n_samples, rng):
 
 
 def auto_min_blocks(n_candidates):
-    """Fewest blocks at which ``method="auto"`` uses the ellipsoid: ``m + max(4, m // 2)``."""
+    """Fewest blocks at which ``method="auto"`` uses the ellipsoid: ``m + max(4, m // 2)``.
+
+    Measured switch (module docstring): below it the Hotelling threshold of eq. (19) has too
+    few denominator degrees of freedom and the ellipsoid almost never rejects.
+
+    >>> auto_min_blocks(10), auto_min_blocks(200)
+    (15, 300)
+    """
     return n_candidates + max(4, n_candidates // 2)
 
 
