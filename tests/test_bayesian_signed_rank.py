@@ -299,3 +299,14 @@ def test_bad_data():
     with pytest.raises(ValueError, match="`y`"):
         bayesian_signed_rank([1, 2], [[1, 2]])
     assert bayesian_signed_rank([0.2], [0.0], prior="dp", n_samples=10).lower == 1.0
+
+
+def test_invariant_to_positive_rescaling_of_the_scores():
+    # theta depends on z only through the signs of z_i + z_j (and of z_i + z_j -+ 2 rope), so
+    # rescaling scores and rope by a power of two (exact in binary) changes nothing at all.
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(0.02, 0.1, 60), rng.normal(0.0, 0.1, 60)
+    base = bayesian_signed_rank(x, y, rope=0.01, n_samples=3000, random_state=4)
+    scaled = bayesian_signed_rank(8 * x, 8 * y, rope=0.08, n_samples=3000, random_state=4)
+    for field in ("lower", "upper", "prob_x_better", "prob_equivalent", "prob_y_better"):
+        assert getattr(base, field) == getattr(scaled, field)
