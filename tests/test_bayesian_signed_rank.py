@@ -307,6 +307,6 @@ def test_invariant_to_positive_rescaling_of_the_scores():
     rng = np.random.default_rng(8)
     x, y = rng.normal(0.02, 0.1, 60), rng.normal(0.0, 0.1, 60)
     base = bayesian_signed_rank(x, y, rope=0.01, n_samples=3000, random_state=4)
-    scaled = bayesian_signed_rank(8 * x, 8 * y, rope=0.08, n_samples=3000, random_state=4)
+    scaled = bayesian_signed_rank(8 * x, 8 * y, rope=8 * 0.01, n_samples=3000, random_state=4)
     for field in ("lower", "upper", "prob_x_better", "prob_equivalent", "prob_y_better"):
         assert getattr(base, field) == getattr(scaled, field)
