@@ -85,7 +85,15 @@ def main(argv=None):
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     parser.add_argument("--eval-factor", type=int, default=None)
     parser.add_argument("--jsonl", default=None)
+    parser.add_argument("--from-jsonl", nargs="+", default=None,
+                        help="only print the table of rows saved by earlier --jsonl runs")
     args = parser.parse_args(argv)
+    if args.from_jsonl:
+        rows = [json.loads(line) for f in args.from_jsonl for line in open(f)]
+        for r in rows:
+            r["regret"] = 0.0 if abs(r["regret"]) < 1e-12 else r["regret"]
+        print_table(rows, "from " + ", ".join(args.from_jsonl))
+        return
     _patch_wilcoxon_pruner()
     n_seeds = args.seeds or (3 if args.quick else 10)
     eval_factor = args.eval_factor or (10 if args.quick else 20)
@@ -103,8 +111,12 @@ def main(argv=None):
                     sink.write(json.dumps(r) + "\n")
                     sink.flush()
             print(f"done {pname} {cond}", file=sys.stderr, flush=True)
-    print(f"# Iterated race vs Optuna at equal evaluation budgets ({n_seeds} seeds from "
-          f"{args.seed_offset}; budget {eval_factor} x n_instances)\n")
+    print_table(rows, f"{n_seeds} seeds from {args.seed_offset}; budget {eval_factor} x "
+                      "n_instances")
+
+
+def print_table(rows, title):
+    print(f"# Iterated race vs Optuna at equal evaluation budgets ({title})\n")
     print("| problem | method | median true regret [IQR] | mean regret | evals (median) | "
           "distinct configs | trials | wall s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
