@@ -154,6 +154,7 @@ from numba.extending import intrinsic as _nb_intrinsic  # noqa: E402
 
 _SR_LANES = 8
 _SR_N_STATS = 10
+_SR_CHUNKS = 64
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _BLOCK_GAMMA = np.uint64(0xD1B54A32D192ED03)
 _TWO52 = 4503599627370496.0
@@ -319,60 +320,67 @@ def signed_rank_mc(gt0, ge0, gt_x, ge_x, gt_y, ge_y, prior_gamma, key, n_samples
     n = gt0.shape[0]
     n_blocks = (n_samples + _SR_LANES - 1) // _SR_LANES
     per_block = np.zeros((n_blocks, _SR_N_STATS))
-    for block in nb.prange(n_blocks):
+    # Scratch is allocated once per chunk of blocks, not per block: at small n the
+    # allocations would otherwise cost more than the arithmetic. A block's result depends
+    # only on (key, block), so the chunking does not change any number.
+    n_chunks = min(n_blocks, _SR_CHUNKS)
+    for chunk in nb.prange(n_chunks):
         e = np.empty(n * _SR_LANES)
         suffix = np.empty((n + 1) * _SR_LANES)
         mass0 = np.empty(_SR_LANES)
         mass_x = np.empty(_SR_LANES)
         mass_y = np.empty(_SR_LANES)
-        _fill_exponentials(_block_key(key, block), e)
-        for lane in range(_SR_LANES):
-            suffix[n * _SR_LANES + lane] = 0.0
-        for k in range(n - 1, -1, -1):
-            row = k * _SR_LANES
+        stats = np.empty(_SR_N_STATS)  # per-thread, copied out once: no false sharing
+        for block in range(chunk, n_blocks, n_chunks):
+            stats[:] = 0.0
+            _fill_exponentials(_block_key(key, block), e)
             for lane in range(_SR_LANES):
-                suffix[row + lane] = suffix[row + _SR_LANES + lane] + e[row + lane]
-        _lane_walsh_mass(e, suffix, gt0, ge0, mass0)
-        if with_rope:
-            _lane_walsh_mass(e, suffix, gt_x, ge_x, mass_x)
-            _lane_walsh_mass(e, suffix, gt_y, ge_y, mass_y)
-        stats = per_block[block]
-        for lane in range(_SR_LANES):
-            sample = block * _SR_LANES + lane
-            if sample >= n_samples:
-                break
-            data_total = suffix[lane]
-            e0 = prior_gamma[sample]
-            total = data_total + e0
-            total_sq = total * total
-            prior_mass = e0 * (2.0 * total - e0)
-            a = mass0[lane]
-            if a > 0.5 * total_sq:
-                stats[0] += 1.0
-            if a + prior_mass > 0.5 * total_sq:
-                stats[1] += 1.0
-            stats[2] += a / total_sq
-            stats[3] += (a + prior_mass) / total_sq
+                suffix[n * _SR_LANES + lane] = 0.0
+            for k in range(n - 1, -1, -1):
+                row = k * _SR_LANES
+                for lane in range(_SR_LANES):
+                    suffix[row + lane] = suffix[row + _SR_LANES + lane] + e[row + lane]
+            _lane_walsh_mass(e, suffix, gt0, ge0, mass0)
             if with_rope:
-                data_sq = data_total * data_total
-                b_x = mass_x[lane]
-                b_y = data_sq - mass_y[lane]
-                b_r = data_sq - b_x - b_y
-                top_not_x = max(b_r, b_y)
-                top_not_r = max(b_x, b_y)
-                top_not_y = max(b_x, b_r)
-                if b_x > top_not_x + prior_mass:
-                    stats[4] += 1.0
-                if b_x + prior_mass > top_not_x:
-                    stats[5] += 1.0
-                if b_r > top_not_r + prior_mass:
-                    stats[6] += 1.0
-                if b_r + prior_mass > top_not_r:
-                    stats[7] += 1.0
-                if b_y > top_not_y + prior_mass:
-                    stats[8] += 1.0
-                if b_y + prior_mass > top_not_y:
-                    stats[9] += 1.0
+                _lane_walsh_mass(e, suffix, gt_x, ge_x, mass_x)
+                _lane_walsh_mass(e, suffix, gt_y, ge_y, mass_y)
+            for lane in range(_SR_LANES):
+                sample = block * _SR_LANES + lane
+                if sample >= n_samples:
+                    break
+                data_total = suffix[lane]
+                e0 = prior_gamma[sample]
+                total = data_total + e0
+                total_sq = total * total
+                prior_mass = e0 * (2.0 * total - e0)
+                a = mass0[lane]
+                if a > 0.5 * total_sq:
+                    stats[0] += 1.0
+                if a + prior_mass > 0.5 * total_sq:
+                    stats[1] += 1.0
+                stats[2] += a / total_sq
+                stats[3] += (a + prior_mass) / total_sq
+                if with_rope:
+                    data_sq = data_total * data_total
+                    b_x = mass_x[lane]
+                    b_y = data_sq - mass_y[lane]
+                    b_r = data_sq - b_x - b_y
+                    top_not_x = max(b_r, b_y)
+                    top_not_r = max(b_x, b_y)
+                    top_not_y = max(b_x, b_r)
+                    if b_x > top_not_x + prior_mass:
+                        stats[4] += 1.0
+                    if b_x + prior_mass > top_not_x:
+                        stats[5] += 1.0
+                    if b_r > top_not_r + prior_mass:
+                        stats[6] += 1.0
+                    if b_r + prior_mass > top_not_r:
+                        stats[7] += 1.0
+                    if b_y > top_not_y + prior_mass:
+                        stats[8] += 1.0
+                    if b_y + prior_mass > top_not_y:
+                        stats[9] += 1.0
+            per_block[block, :] = stats
     out = np.zeros(_SR_N_STATS)
     for block in range(n_blocks):
         for k in range(_SR_N_STATS):
