@@ -184,7 +184,7 @@ def _mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(inline="always", cache=True, error_model="numpy")
+@nb.njit(inline="always", cache=True, error_model="numpy", fastmath={"contract"})
 def _exp1_from_bits(bits):
     """-log(u) for u = (top 52 bits + 1/2) / 2^52 in (0, 1); absolute error below 1e-13."""
     # int -> float through the 2^52 exponent trick: exact, and vectorisable on AVX2, which
@@ -224,13 +224,17 @@ def _block_key(key, block):
     return _mix64(key ^ (np.uint64(block) * _BLOCK_GAMMA))
 
 
-@nb.njit(inline="always", cache=True, error_model="numpy")
+@nb.njit(inline="always", cache=True, error_model="numpy", fastmath={"contract"})
 def _fill_exponentials(block_key, out):
+    # An additive counter (not j * gamma): AVX2 has no 64-bit multiply, and the emulated
+    # one cost a fifth of this loop. FMA contraction saves another eighth.
+    counter = block_key
     for j in range(out.shape[0]):
-        out[j] = _exp1_from_bits(_mix64(block_key + np.uint64(j + 1) * _GOLDEN_GAMMA))
+        counter += _GOLDEN_GAMMA
+        out[j] = _exp1_from_bits(_mix64(counter))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", fastmath={"contract"})
 def exponential_block(key, block, n):
     """The (n, _SR_LANES) Exp(1) weights sample block ``block`` of ``signed_rank_mc`` uses.
 
@@ -299,7 +303,7 @@ def _lane_walsh_mass(e, suffix, gt, ge, acc):
         acc[lane] *= 0.5
 
 
-@nb.njit(parallel=True, cache=True, error_model="numpy")
+@nb.njit(parallel=True, cache=True, error_model="numpy", fastmath={"contract"})
 def signed_rank_mc(gt0, ge0, gt_x, ge_x, gt_y, ge_y, prior_gamma, key, n_samples, with_rope):
     """Monte Carlo of the DP/IDP signed-rank posterior; returns a (_SR_N_STATS,) float64 vector.
 
