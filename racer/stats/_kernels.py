@@ -21,14 +21,23 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb  # noqa: E402
 import numpy as np  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
 __all__ = ["blas_single_thread"]
+
+_BLAS_CONTROLLER = None
 
 
 def blas_single_thread():
-    """Context manager pinning BLAS to one thread (OpenBLAS workers fight Numba on 2 cores)."""
-    return threadpool_limits(limits=1, user_api="blas")
+    """Context manager pinning BLAS to one thread (OpenBLAS workers fight Numba on 2 cores).
+
+    One ``ThreadpoolController`` is built on first use and kept: ``threadpool_limits`` scans
+    the loaded libraries on every call (~2 ms), too much for a per-block hot path.
+    """
+    global _BLAS_CONTROLLER
+    if _BLAS_CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS_CONTROLLER = ThreadpoolController()
+    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 # ---------------------------------------------------------------------------------------------

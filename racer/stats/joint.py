@@ -81,18 +81,6 @@ def _as_signs(signs):
     return out
 
 
-_BLAS_CONTROLLER = None
-
-
-def _blas_one_thread():
-    """Pin BLAS to one thread, reusing one ThreadpoolController: ``threadpool_limits`` scans
-    the loaded libraries on every call (0.4-2 ms, as much as a whole small Monte Carlo)."""
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _chunk_samples(n_blocks):
@@ -177,7 +165,7 @@ def _first_fail_histogram(signs, n_samples, rng, backend="auto"):
     # chunk, which costs about as much as drawing the numbers.
     buffer = np.empty((min(chunk, n_samples), n_blocks), dtype=np.float32)
     done = 0
-    with _blas_one_thread() if backend == "gemm" else contextlib.nullcontext():
+    with _kernels.blas_single_thread() if backend == "gemm" else contextlib.nullcontext():
         while done < n_samples:
             size = min(chunk, n_samples - done)
             weights = buffer[:size]
