@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -130,11 +130,12 @@ def _single_direction(study: optuna.Study, who: str) -> StudyDirection:
 
 
 def _steps_and_values(trial: FrozenTrial) -> tuple[np.ndarray, np.ndarray]:
-    items = sorted(trial.intermediate_values.items())
-    if not items:
-        return np.empty(0, dtype=np.int64), np.empty(0)
-    steps, values = zip(*items)
-    return np.asarray(steps, dtype=np.int64), np.asarray(values, dtype=np.float64)
+    reported = trial.intermediate_values
+    n = len(reported)
+    steps = np.fromiter(reported.keys(), dtype=np.int64, count=n)
+    values = np.fromiter(reported.values(), dtype=np.float64, count=n)
+    order = np.argsort(steps, kind="stable")
+    return steps[order], values[order]
 
 
 class RacingPruner(BasePruner):
@@ -279,13 +280,12 @@ class RacingPruner(BasePruner):
         n_refs, n = len(refs), steps.size
         diffs = np.zeros((n_refs, n))
         present = np.zeros((n_refs, n), dtype=bool)
-        for r, ref in enumerate(refs):  # k <= top_k references, a handful of dict lookups
-            ref_values = ref.intermediate_values
-            for j, step in enumerate(steps.tolist()):
-                v = ref_values.get(step)
-                if v is not None:
-                    present[r, j] = True
-                    diffs[r, j] = sign * (values[j] - v)
+        for r, ref in enumerate(refs):  # top_k references: a handful, each vectorised
+            ref_steps, ref_values = _steps_and_values(ref)
+            _, in_trial, in_ref = np.intersect1d(steps, ref_steps, assume_unique=True,
+                                                 return_indices=True)
+            present[r, in_trial] = True
+            diffs[r, in_trial] = sign * (values[in_trial] - ref_values[in_ref])
         diffs[np.abs(diffs) <= self._rope] = 0.0
         diffs[~present] = 0.0
         n_common = present.sum(axis=1)
