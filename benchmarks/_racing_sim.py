@@ -36,7 +36,11 @@ def make_methods(extra: dict | None = None) -> dict:
         "frace_conover": lambda: FRaceTest(post_hoc="conover"),
     }
     variants = {
-        # pilot variants of the Bayesian race (options of BayesianTest)
+        # pilot variants of the Bayesian race (options of BayesianTest); "bayes" is the default
+        "bayes_all": dict(statements="all"),
+        "bayes_all_c95": dict(statements="all", credibility=0.95),
+        "bayes_all_c98": dict(statements="all", credibility=0.98),
+        "bayes_all_idp": dict(statements="all", prior="idp"),
         "bayes_c95": dict(credibility=0.95),
         "bayes_c99": dict(credibility=0.99),
         "bayes_c98": dict(credibility=0.98),

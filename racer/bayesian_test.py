@@ -26,7 +26,9 @@ from the reported ones; ``docs/racing-tests.md`` has the numbers):
   alternatives);
 * ``gate_two=False`` -- with two survivors the global null *is* the pairwise null (closed
   testing), so the pairwise tests decide alone;
-* ``credibility=0.975`` for dominance and indistinguishability, ``gate_credibility=0.95``.
+* ``credibility=0.975`` for dominance and indistinguishability, ``gate_credibility=0.95``;
+* ``statements="per_loser"`` -- the joint prefix is formed from each loser's most probable
+  statement only (the statements that eliminate someone), not from every pair.
 """
 
 from __future__ import annotations
@@ -382,13 +384,14 @@ class BayesianTest(RacingTest):
         ``"idp"`` uses the lower probability of the imprecise DP for dominance: the prior
         pseudo-observation is put against each statement (seed 002 §7; seed 000), which stops
         a 5-0 record from being certain. Indistinguishability always uses the DP.
-    statements : {"all", "per_loser"}, default "all"
+    statements : {"per_loser", "all"}, default "per_loser"
         Which sorted statements form the joint prefix. ``"all"`` is seed 002 §5.3 to the
         letter: every pair's statement counts, including a loser losing again.
         ``"per_loser"`` keeps only each loser's most probable statement, the ones that
         eliminate someone: the accepted set still has joint posterior probability above
         ``credibility`` that every eliminated candidate is worse than the one named, with at
-        most m - 1 statements to simulate instead of up to m(m-1)/2.
+        most m - 1 statements to simulate instead of up to m(m-1)/2. Chosen on pilot seeds:
+        same ITER and MAE within noise (slightly better), 5-10x cheaper steps at m = 200.
 
     Notes
     -----
@@ -418,7 +421,7 @@ class BayesianTest(RacingTest):
     small_n: str = "hold"
     gate_two: bool = False
     prior: str = "dp"
-    statements: str = "all"
+    statements: str = "per_loser"
     _pairs: _PairCache = dataclasses.field(
         default_factory=_PairCache, init=False, repr=False, compare=False
     )

@@ -220,7 +220,7 @@ def test_get_params_and_validation():
     assert params == dict(
         credibility=0.975, eps=0.05, prior_strength=1.0, n_samples=10_000,
         gate_credibility=0.95, gate_indistinguishable=True, small_n="hold", gate_two=False,
-        prior="dp", statements="all",
+        prior="dp", statements="per_loser",
     )
     with pytest.raises(ValueError, match="credibility"):
         BayesianTest(credibility=1.5)
