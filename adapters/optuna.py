@@ -335,12 +335,19 @@ class RacingPruner(BasePruner):
             and not t.user_attrs.get(PRUNED_ATTR, False)
             and t.value is not None
             and math.isfinite(t.value)
-            and all(math.isfinite(v) for v in t.intermediate_values.values())
         ]
         reverse = direction == StudyDirection.MAXIMIZE
         usable.sort(key=lambda t: (t.value, -t.number) if reverse else (t.value, t.number),
                     reverse=reverse)
-        return usable[: self._top_k]
+        # Scanning every trial's intermediate values would cost O(trials x instances) per
+        # check; only the best few are scanned, until top_k finite ones are found.
+        refs = []
+        for t in usable:
+            if np.isfinite(_steps_and_values(t)[1]).all():
+                refs.append(t)
+                if len(refs) == self._top_k:
+                    break
+        return refs
 
 
 # --------------------------------------------------------------------------------------------
