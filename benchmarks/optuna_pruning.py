@@ -562,7 +562,9 @@ def main(argv=None):
                     else:
                         r = run_study(problem, cond, onp, s,
                                       max_evals=eval_factor * problem.n_instances)
-                    r.update(problem=pname, condition=cond, on_prune=onp, seed=s, view=view)
+                    # View B rows carry their budget, so runs at several budgets can merge.
+                    tag = view if view == "A" or eval_factor == 10 else f"B x{eval_factor}"
+                    r.update(problem=pname, condition=cond, on_prune=onp, seed=s, view=tag)
                     rows.append(r)
                     if sink:
                         sink.write(json.dumps(r) + "\n")
@@ -571,7 +573,7 @@ def main(argv=None):
     print(f"# RacingPruner vs WilcoxonPruner vs no pruning ({n_seeds} seeds from "
           f"{args.seed_offset}; A: {n_trials} trials; B: {eval_factor} x n_instances "
           "evaluations; TPE)")
-    for view in args.views.split(","):
+    for view in sorted({r["view"] for r in rows}):
         print(table(rows, view))
 
 
