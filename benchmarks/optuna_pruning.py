@@ -464,6 +464,37 @@ def table(rows, view):
     return "\n".join(out)
 
 
+def paired(rows):
+    """Per-seed comparison of RacingPruner with WilcoxonPruner under each equal-evaluation view."""
+    reg = {(r["problem"], r["view"], r["condition"], r["on_prune"], r["seed"]): r["regret"]
+           for r in rows}
+    out = ["\n### Paired per seed, equal evaluations: RacingPruner vs WilcoxonPruner\n",
+           "| problem | view | racing | against | racing lower | racing higher | tied |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    keys = sorted({(k[0], k[1]) for k in reg if k[1] != "A"})
+    for prob, view in keys:
+        for mine in [("racing", "return"), ("racing", "raise")]:
+            for theirs in [("wilcoxon-0.1", "return"), ("wilcoxon-0.05", "return"),
+                           ("wilcoxon-0.1", "raise")]:
+                lower = higher = tied = 0
+                for (p_, v_, c_, o_, seed), value in reg.items():
+                    if (p_, v_, c_, o_) != (prob, view) + mine:
+                        continue
+                    other = reg.get((prob, view) + theirs + (seed,))
+                    if other is None:
+                        continue
+                    if abs(value - other) < 1e-12:
+                        tied += 1
+                    elif value < other:
+                        lower += 1
+                    else:
+                        higher += 1
+                if lower + higher + tied:
+                    out.append(f"| {prob} | {view} | {mine[0]} ({mine[1]}) | {theirs[0]} "
+                               f"({theirs[1]}) | {lower} | {higher} | {tied} |")
+    return "\n".join(out)
+
+
 FULL_CONDITIONS = [
     ("none", "return"),
     ("wilcoxon-0.1", "return"),
@@ -536,6 +567,7 @@ def main(argv=None):
         print(f"# RacingPruner vs WilcoxonPruner vs no pruning ({len(seeds)} seeds)")
         for view in sorted({r["view"] for r in rows}):
             print(table(rows, view))
+        print(paired(rows))
         return
     _patch_wilcoxon_pruner()
     if args.overhead:
