@@ -29,6 +29,7 @@ import numpy as np
 from ._validation import check_bool, check_int, check_option
 from .elimination import Elimination, RacingTest
 from .result import EliminationRecord, RaceResult
+from .stats._ranks import block_ranks
 
 __all__ = ["Evaluation", "EvaluationError", "Race", "race"]
 
@@ -97,33 +98,6 @@ def _check_value(value: Any) -> str | None:
     if not math.isfinite(value):
         return f"returned {float(value)}"
     return None
-
-
-def _mean_ranks(block: np.ndarray) -> np.ndarray:
-    """Mean over rows of within-row ranks (1 = largest, ties averaged), without SciPy.
-
-    One lexsort of (row, -value) puts each row's values best first; a tie group spans
-    positions first..last of its row, and every member gets rank (first + last) / 2 + 1.
-    """
-    n, m = block.shape
-    values = block.ravel()
-    rows = np.repeat(np.arange(n), m)
-    order = np.lexsort((-values, rows))
-    v_sorted, r_sorted = values[order], rows[order]
-    starts = np.ones(n * m, dtype=bool)
-    starts[1:] = (r_sorted[1:] != r_sorted[:-1]) | (v_sorted[1:] != v_sorted[:-1])
-    group = np.cumsum(starts) - 1
-    pos_in_row = np.arange(n * m) - r_sorted * m
-    first = pos_in_row[starts]
-    last = np.append(first[1:] - 1, m - 1)
-    # A group's last position is one before the next group's start within the same row; at a
-    # row boundary the next start is 0, so fix those with the row's last position.
-    next_is_new_row = np.append(r_sorted[starts][1:] != r_sorted[starts][:-1], True)
-    last = np.where(next_is_new_row, m - 1, last)
-    rank_sorted = (first[group] + last[group]) / 2.0 + 1.0
-    ranks = np.empty(n * m)
-    ranks[order] = rank_sorted
-    return ranks.reshape(n, m).mean(axis=0)
 
 
 class Race:
@@ -935,7 +909,7 @@ class Race:
     def _order_survivors(self, survivors: np.ndarray, oriented_mean: np.ndarray) -> np.ndarray:
         rows = self._complete_rows()
         if self._winner == "mean_rank" and rows > 0 and len(survivors) > 1:
-            key = _mean_ranks(self._oriented[:rows, survivors])
+            key = block_ranks(self._oriented[:rows, survivors]).mean(axis=0)
             return np.lexsort((np.arange(len(survivors)), key))
         key = oriented_mean[survivors]
         key = np.where(np.isnan(key), -np.inf, key)

@@ -424,17 +424,6 @@ def test_winner_mean_versus_mean_rank():
     assert by_mean.ranking == [1, 0] and by_rank.ranking == [0, 1]
 
 
-def test_mean_ranks_match_scipy_rankdata_with_ties():
-    from scipy.stats import rankdata
-
-    from racer.race import _mean_ranks
-
-    rng = np.random.default_rng(0)
-    for _ in range(100):
-        block = rng.integers(0, 3, size=(rng.integers(1, 8), rng.integers(1, 7))).astype(float)
-        np.testing.assert_allclose(_mean_ranks(block), rankdata(-block, axis=1).mean(axis=0))
-
-
 def test_ranking_orders_eliminated_by_instances_seen_then_mean():
     res = Race(list(range(5)), test=DropWorstMean(), first_test=2, random_state=0).run(
         linear_evaluate, range(20), progress=False
