@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import optuna
+from scipy.special import betainc
 from optuna.pruners import BasePruner
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
@@ -53,6 +54,21 @@ STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumab
 # --------------------------------------------------------------------------------------------
 # Posterior probabilities of the paired tests (oriented: positive difference = trial better)
 # --------------------------------------------------------------------------------------------
+
+
+def _sign_prob_worse_idp(n_better, n_worse, prior_strength):
+    """Lower probability that the trial is worse, under the imprecise DP (seed 000 / 002 §7).
+
+    The prior pseudo-observation is put where it argues *against* the statement "the trial is
+    worse", i.e. counted as a win of the trial: ``(W_better, W_worse) ~ Dir(n_better + s,
+    n_worse)`` and ``P(W_worse > W_better) = I_{1/2}(n_better + s, n_worse)``. A 3-0 record
+    is then 0.875, not certain (with s = 1); five straight losses give 0.97.
+    """
+    n_better = np.asarray(n_better, dtype=np.float64)
+    n_worse = np.asarray(n_worse, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        out = betainc(n_better + prior_strength, np.maximum(n_worse, 1e-300), 0.5)
+    return np.atleast_1d(np.where(n_worse == 0, 0.0, out))
 
 
 def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
@@ -195,6 +211,12 @@ class RacingPruner(BasePruner):
         dominance probability is closed-form and its band a deterministic quadrature).
         The standard error of a probability near the threshold ``p`` is
         ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
+    prior : {"dp", "idp"}
+        ``"dp"``: the prior pseudo-observation sits on the tie (seed 002), so the dominance
+        probability ignores ``s`` and a trial with losses and no wins is certainly worse.
+        ``"idp"`` (sign test only): the lower probability of the imprecise DP, with the
+        pseudo-observation counted as a win of the trial, so a short losing streak is not
+        certainty. The equivalence band always uses the DP.
     random_state : int or None
         Seed. Draws for a check come from ``default_rng([random_state, trial.number,
         n_steps])``, so a decision depends only on what is in storage: the pruner keeps no
@@ -241,9 +263,13 @@ class RacingPruner(BasePruner):
         n_startup_steps: int = 3,
         prior_strength: float = 1.0,
         n_samples: int = 2000,
+        prior: str = "dp",
         random_state: int | None = None,
     ) -> None:
         self._test = check_option(test, "test", ("sign", "signed-rank"))
+        self._prior = check_option(prior, "prior", ("dp", "idp"))
+        if self._prior == "idp" and self._test != "sign":
+            raise ValueError("`prior='idp'` is implemented for test='sign' only")
         self._prob_threshold = check_probability(prob_threshold, "prob_threshold")
         self._rope = check_nonnegative(rope, "rope")
         self._eps = check_nonnegative(eps, "eps")
@@ -300,6 +326,8 @@ class RacingPruner(BasePruner):
             prob_worse, prob_equiv = _sign_posteriors(
                 n_better, n_worse, n_tied, self._prior_strength, self._eps
             )
+            if self._prior == "idp":
+                prob_worse = _sign_prob_worse_idp(n_better, n_worse, self._prior_strength)
         else:
             prob_worse, prob_equiv = _signed_rank_posteriors(
                 diffs, present, self._prior_strength, self._eps, self._n_samples, rng

@@ -357,7 +357,9 @@ def make_pruner(name, seed):
     # racing[-signed-rank][-top3][-p0.95]...
     kwargs = {"random_state": seed}
     for part in name.split("-")[1:]:
-        if part == "sr":
+        if part == "idp":
+            kwargs["prior"] = "idp"
+        elif part == "sr":
             kwargs["test"] = "signed-rank"
         elif part.startswith("top"):
             kwargs["top_k"] = int(part[3:])

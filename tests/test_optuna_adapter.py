@@ -65,6 +65,30 @@ def test_sign_posteriors_match_baycomp_sign_test(diff_counts):
     assert equiv[0] == pytest.approx(ref_equiv, abs=0.01)
 
 
+@pytest.mark.parametrize("diff_counts", [(0, 3, 2), (2, 9, 0), (5, 5, 4)])
+def test_idp_dominance_matches_baycomp_with_the_prior_on_the_trial_side(diff_counts):
+    # prior="idp" counts the pseudo-observation as a win of the trial: baycomp's SignTest with
+    # prior=(1, RIGHT) samples that posterior (y = trial, RIGHT = trial better). Same
+    # tolerance argument as above (exact vs 50,000 draws).
+    n_better, n_worse, n_tied = diff_counts
+    y = np.r_[np.ones(n_better), -np.ones(n_worse), np.zeros(n_tied)]
+    samples = baycomp.SignTest.sample(np.zeros_like(y), y, rope=0.5, prior=(1.0, 2),
+                                      nsamples=50000, random_state=3)
+    ref = np.mean(samples[:, 0] > samples[:, 2])
+    got = racer_optuna._sign_prob_worse_idp(np.array([n_better]), np.array([n_worse]), 1.0)
+    assert got[0] == pytest.approx(ref, abs=0.01)
+
+
+def test_idp_prior_needs_a_longer_losing_streak():
+    study = optuna.create_study()
+    _add_complete(study, np.zeros(10))
+    three = _running(study, [1.0, 1.0, 1.0])
+    assert RacingPruner(random_state=0).prune(study, three)
+    assert not RacingPruner(prior="idp", random_state=0).prune(study, three)
+    five = _running(study, [1.0] * 5)
+    assert RacingPruner(prior="idp", random_state=0).prune(study, five)
+
+
 def test_signed_rank_posteriors_match_baycomp_signed_rank_test():
     # baycomp's SignedRankTest without a rope samples theta = sum_ij w_i w_j H(z_i + z_j) with
     # the prior pseudo-observation at 0: our posterior. Same Monte Carlo tolerance argument as
@@ -214,6 +238,8 @@ def test_multi_objective_study_is_refused_clearly():
         ({"prior_strength": 0.0}, "`prior_strength`"),
         ({"n_samples": 10}, "`n_samples`"),
         ({"random_state": -1}, "`random_state`"),
+        ({"prior": "flat"}, "`prior` must be one of"),
+        ({"prior": "idp", "test": "signed-rank"}, "test='sign' only"),
     ],
 )
 def test_pruner_arguments_are_checked(kwargs, match):
