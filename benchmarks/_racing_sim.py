@@ -49,6 +49,7 @@ def make_methods(extra: dict | None = None) -> dict:
         "bayes_gate2": dict(gate_two=True),
         "bayes_reject": dict(small_n="reject"),
         "bayes_chi2": dict(small_n="chi2"),
+        "bayes_mc": dict(small_n="montecarlo"),
         "bayes_nogate_ind": dict(gate_indistinguishable=False),
         "bayes_c95_g2": dict(credibility=0.95, gate_two=True),  # variant C of the notes
         "bayes_pl": dict(statements="per_loser"),

@@ -375,9 +375,12 @@ class BayesianTest(RacingTest):
         Level of the Bayesian Friedman ellipsoid test (eq. 19).
     gate_indistinguishable : bool, default True
         Whether a closed gate also blocks indistinguishability eliminations.
-    small_n : {"hold", "reject", "chi2"}, default "hold"
-        Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, or pseudo-inverse
-        of the covariance against the chi-square(m - 1) quantile.
+    small_n : {"hold", "reject", "chi2", "montecarlo"}, default "hold"
+        Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, pseudo-inverse of
+        the covariance against the chi-square(m - 1) quantile, or the Monte Carlo credible
+        region of the DP posterior the seed suggests for small n
+        (:func:`racer.stats.bayesian_friedman.bayesian_friedman`, ``method="montecarlo"``,
+        ``n_samples`` draws from the step's stream).
     gate_two : bool, default False
         Whether the gate is applied when exactly two candidates survive.
     prior : {"dp", "idp"}, default "dp"
@@ -440,7 +443,9 @@ class BayesianTest(RacingTest):
         self.gate_indistinguishable = check_bool(
             self.gate_indistinguishable, "gate_indistinguishable"
         )
-        self.small_n = check_option(self.small_n, "small_n", ("hold", "reject", "chi2"))
+        self.small_n = check_option(
+            self.small_n, "small_n", ("hold", "reject", "chi2", "montecarlo")
+        )
         self.gate_two = check_bool(self.gate_two, "gate_two")
         self.prior = check_option(self.prior, "prior", ("dp", "idp"))
         self.statements = check_option(self.statements, "statements", ("all", "per_loser"))
@@ -464,7 +469,7 @@ class BayesianTest(RacingTest):
         greater = self._pairs.greater(scores, ids)
         gate_open = True
         if m >= 3 or self.gate_two:
-            gate_open = self._gate(scores, ids)
+            gate_open = self._gate(scores, ids, rng)
         if not gate_open:
             if self.gate_indistinguishable:
                 return []
@@ -513,8 +518,16 @@ class BayesianTest(RacingTest):
             rho = math.nan
         return stat, rho
 
-    def _gate(self, scores, ids):
+    def _gate(self, scores, ids, rng=None):
         n, m = scores.shape
+        if n <= m - 1 and self.small_n == "montecarlo":
+            from racer.stats.bayesian_friedman import bayesian_friedman
+
+            res = bayesian_friedman(
+                scores, prior_strength=self.prior_strength, credibility=self.gate_credibility,
+                method="montecarlo", n_samples=self.n_samples, random_state=rng,
+            )
+            return bool(res.reject)
         if n <= m - 1 and self.small_n == "hold":
             return False
         if n <= m - 1 and self.small_n == "reject":
