@@ -263,8 +263,6 @@ def _replay(scores, order, test, first_test):
 
 def ablation(problems, seeds):
     """Replay test variants on the full grid of each (problem, seed): same splits, no refits."""
-    from scipy.stats import rankdata
-
     per_variant: dict[str, list] = {}
     for name in problems:
         for seed in seeds:

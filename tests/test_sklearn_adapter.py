@@ -14,13 +14,11 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import load_iris, make_classification
-from sklearn.dummy import DummyClassifier
 from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import (
     GridSearchCV,
     GroupKFold,
-    KFold,
     LeaveOneGroupOut,
     StratifiedKFold,
 )
