@@ -272,3 +272,16 @@ def test_per_loser_statements_eliminate_at_least_as_many():
     per_loser = _decide(BayesianTest(statements="per_loser"), scores)
     assert {e.index for e in every} <= {e.index for e in per_loser}
     assert all(e.probability > 0.975 and e.reason == "dominated" for e in per_loser)
+
+
+def test_small_n_montecarlo_uses_the_dp_credible_region():
+    # n = 5 <= m - 1 = 5: eq. 19 is undefined; the Monte Carlo region of bayesian_friedman
+    # rejects the all-tied point for a perfectly ordered field and keeps it for pure noise.
+    rng = np.random.default_rng(0)
+    ordered = rng.normal(np.arange(6) * 3.0, 0.1, size=(5, 6))
+    out = _decide(BayesianTest(small_n="montecarlo"), ordered)
+    assert {e.index for e in out} == {0, 1, 2, 3, 4}
+    ref = bayesian_friedman(ordered, method="montecarlo", credibility=0.95, random_state=0)
+    assert ref.reject
+    noise = rng.normal(size=(5, 6))
+    assert _decide(BayesianTest(small_n="montecarlo"), noise) == []
