@@ -336,8 +336,10 @@ def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
                 e, e0 = weights(i)
                 values = e @ signs32[start:stop].T
                 holds = values > (e0[:, None] if e0 is not None else 0.0)
-                # Index of each sample's first failing statement in the block (width if none).
-                first_fail = np.where(holds.all(axis=1), width, holds.argmin(axis=1))
+                # Index of each sample's first failing statement in the block (width if none):
+                # argmin finds the first False; a row without one returns 0 and a True there.
+                first_fail = holds.argmin(axis=1)
+                first_fail[holds[np.arange(len(first_fail)), first_fail]] = width
                 first_fail = first_fail[alive[i]]
                 n_alive += len(first_fail)
                 failed_at += np.bincount(first_fail, minlength=width + 1)
