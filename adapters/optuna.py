@@ -383,6 +383,24 @@ class RacingPruner(BasePruner):
 # --------------------------------------------------------------------------------------------
 
 
+def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> float:
+    """``mean(R) + mean over common steps of (T - R)``, R the best fully evaluated trial."""
+    maximize = _single_direction(study, "instance_objective") == StudyDirection.MAXIMIZE
+    best = None
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if (len(t.intermediate_values) != n_instances or t.user_attrs.get(PRUNED_ATTR, False)
+                or t.value is None or not math.isfinite(t.value)):
+            continue
+        if best is None or (t.value > best.value if maximize else t.value < best.value):
+            best = t
+    if best is None:
+        return fallback
+    ref = best.intermediate_values
+    gaps = [v - ref[i] for i, v in seen.items() if i in ref]
+    estimate = float(np.mean(list(ref.values())) + np.mean(gaps)) if gaps else fallback
+    return estimate if math.isfinite(estimate) else fallback
+
+
 def instance_objective(
     evaluate: Callable[[optuna.Trial, Any], float],
     instances: Sequence[Any],
@@ -406,12 +424,17 @@ def instance_objective(
     evaluate : callable ``(trial, instance) -> float``
     instances : sequence
         The instances, in a fixed order: their positions are the steps.
-    on_prune : {"return", "raise"}
+    on_prune : {"return", "estimate", "raise"}
         What a pruned trial tells Optuna. ``"return"`` ends the trial COMPLETE with the mean
         of the instances seen so far (Optuna's advice for WilcoxonPruner: the sampler then
-        learns a value for it, though an optimistic or pessimistic one depending on which
-        instances came first). ``"raise"`` raises :class:`optuna.TrialPruned`, so the trial
-        is PRUNED and TPE ranks it below every complete trial (by its last step and value).
+        learns a value for it, though an optimistic or pessimistic one depending on how hard
+        the instances that came first were). ``"estimate"`` ends it COMPLETE with a paired
+        estimate of its mean over *all* instances, ``mean(R) + mean_common(T - R)``, where
+        ``R`` is the best trial evaluated on every instance (the raw partial mean if there is
+        none): instance hardness cancels in the paired differences, so TPE learns a value on
+        the same scale as the complete trials. ``"raise"`` raises
+        :class:`optuna.TrialPruned`, so the trial is PRUNED and TPE ranks it below every
+        complete trial (by its last step and value).
         Either way the trial gets the user attributes ``racer_pruned`` (True) and
         ``racer_n_instances``, so that :class:`RacingPruner` never takes a partial mean as a
         reference. The choice changes what TPE learns: ``benchmarks/optuna_pruning.py``
@@ -443,7 +466,7 @@ def instance_objective(
     instances = list(instances)
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
-    on_prune = check_option(on_prune, "on_prune", ("return", "raise"))
+    on_prune = check_option(on_prune, "on_prune", ("return", "estimate", "raise"))
     shuffle = check_bool(shuffle, "shuffle")
     if random_state is None:
         random_state = int(np.random.SeedSequence().generate_state(1)[0])
@@ -458,15 +481,19 @@ def instance_objective(
             else np.arange(n_instances)
         )
         total = 0.0
+        seen = {}
         for count, i in enumerate(order.tolist(), start=1):
             value = float(evaluate(trial, instances[i]))
             total += value
+            seen[i] = value
             trial.report(value, step=i)
             if count < n_instances and trial.should_prune():
                 trial.set_user_attr(PRUNED_ATTR, True)
                 trial.set_user_attr(N_INSTANCES_ATTR, count)
                 if on_prune == "raise":
                     raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
+                if on_prune == "estimate":
+                    return _paired_estimate(trial.study, seen, n_instances, total / count)
                 return total / count
         trial.set_user_attr(N_INSTANCES_ATTR, n_instances)
         return total / n_instances

@@ -273,6 +273,7 @@ def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0, n_
 
 
 @pytest.mark.parametrize("on_prune, state", [("return", TrialState.COMPLETE),
+                                             ("estimate", TrialState.COMPLETE),
                                              ("raise", TrialState.PRUNED)])
 def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
     study = _run_study(RacingPruner(random_state=0), on_prune)
@@ -287,6 +288,29 @@ def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
         assert len(t.intermediate_values) == t.user_attrs["racer_n_instances"] < 20
         if on_prune == "return":
             assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
+        if on_prune == "estimate":
+            assert np.isfinite(t.value)
+
+
+def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
+    # Instance hardness differs wildly; the pruned trial is the best one shifted by +1 on the
+    # instances it saw. Its partial mean depends on which instances came first, the paired
+    # estimate is exactly mean(best) + 1.
+    hardness = np.linspace(0.0, 50.0, 12)
+    shift = {"best": 0.0, "worse": 1.0}
+
+    def evaluate(trial, i):
+        kind = trial.suggest_categorical("kind", ["best", "worse"])
+        return hardness[i] + shift[kind]
+
+    study = optuna.create_study(pruner=RacingPruner(random_state=0))
+    study.enqueue_trial({"kind": "best"})
+    study.enqueue_trial({"kind": "worse"})
+    study.optimize(instance_objective(evaluate, list(range(12)), on_prune="estimate",
+                                      random_state=0), n_trials=2)
+    pruned = study.trials[1]
+    assert pruned.user_attrs["racer_pruned"]
+    assert pruned.value == pytest.approx(hardness.mean() + 1.0)
 
 
 def test_same_seeds_give_the_same_study():
