@@ -475,9 +475,9 @@ def paired(rows):
            "| --- | --- | --- | --- | --- | --- | --- |"]
     keys = sorted({(k[0], k[1]) for k in reg if k[1] != "A"})
     for prob, view in keys:
-        for mine in [("racing", "return"), ("racing", "raise")]:
+        for mine in [("racing", "return"), ("racing", "raise"), ("racing", "estimate")]:
             for theirs in [("wilcoxon-0.1", "return"), ("wilcoxon-0.05", "return"),
-                           ("wilcoxon-0.1", "raise")]:
+                           ("wilcoxon-0.1", "raise"), ("wilcoxon-0.1", "estimate")]:
                 lower = higher = tied = 0
                 for (p_, v_, c_, o_, seed), value in reg.items():
                     if (p_, v_, c_, o_) != (prob, view) + mine:
