@@ -47,7 +47,6 @@ from racer._validation import (
     check_probability,
 )
 from racer.elimination import Elimination, RacingTest
-from racer.stats import _kernels  # noqa: F401  (sets the OpenMP wait policy before numba)
 
 __all__ = ["BayesianTest"]
 
