@@ -22,8 +22,8 @@ from the reported ones; ``docs/racing-tests.md`` has the numbers):
 * ``gate_indistinguishable=True`` -- the gate also gates step 3 (without it the race removes
   close pairs as soon as n ~ 380 and ends early with a worse winner);
 * ``small_n="hold"`` -- eq. 19 is undefined while ``n <= m - 1``; "hold" makes no decision
-  then (the seed leaves the exact small-n region as future work; "reject" and "chi2" are the
-  alternatives);
+  then (the seed leaves the exact small-n region as future work; "montecarlo", "chi2" and
+  "reject" are the alternatives; "montecarlo" spends far fewer evaluations, see the docs);
 * ``gate_two=False`` -- with two survivors the global null *is* the pairwise null (closed
   testing), so the pairwise tests decide alone;
 * ``credibility=0.975`` for dominance and indistinguishability, ``gate_credibility=0.95``;
@@ -57,6 +57,7 @@ _FOLD = 0.01
 _BAND_NODES, _BAND_WEIGHTS = np.polynomial.legendre.leggauss(48)
 # Samples per chunk of the joint Monte Carlo (bounds memory at n_samples x n_instances).
 _CHUNK = 4096
+# Statements per GEMM block; the pass stops after the block where the joint crosses.
 _STATEMENT_BLOCK = 64
 # Up to this many statements, instances are grouped by sign pattern (see _joint_prefix_counts).
 _PATTERN_MAX_STATEMENTS = 12
@@ -114,7 +115,7 @@ def _count_greater(rows: np.ndarray) -> np.ndarray:
 
 
 class _PairCache:
-    """Sign counts (and Friedman rank moments) carried from one test step to the next.
+    """Pairwise win counts carried from one test step to the next.
 
     Counts between two candidates only grow as rows are appended, and they do not depend on
     who else survives, so a step costs O(m^2) per new row instead of O(n m^2). The cache is
