@@ -14,8 +14,9 @@ Problems (each with a known oracle, so the *true* regret of what a study returns
   tutorial, scaled down): initial temperature x cooling x move type (72 configurations), tour
   length minimised, also tabulated.
 
-For each problem, seed and condition the script runs a TPE study (seeded) with
-:func:`racer.adapters.optuna.instance_objective` and records, under two budget views,
+For each problem, seed and condition (pruner x ``on_prune`` in return / estimate / raise) the
+script runs a TPE study (seeded) with :func:`racer.adapters.optuna.instance_objective` and
+records, under two budget views,
 
 * (A) equal trials: ``--n-trials`` trials;
 * (B) equal evaluations: trials until ``--eval-factor x n_instances`` instance evaluations,
@@ -502,13 +503,15 @@ FULL_CONDITIONS = [
     ("wilcoxon-0.1", "return"),
     ("wilcoxon-0.05", "return"),
     ("wilcoxon-0.1", "raise"),
+    ("wilcoxon-0.1", "estimate"),
+    ("racing", "estimate"),
     ("racing", "return"),
     ("racing", "raise"),
     ("racing-top3", "raise"),
     ("racing-sr", "return"),
 ]
 QUICK_CONDITIONS = [("none", "return"), ("wilcoxon-0.1", "return"), ("wilcoxon-0.1", "raise"),
-                    ("racing", "return"), ("racing", "raise")]
+                    ("racing", "estimate"), ("racing", "return"), ("racing", "raise")]
 
 
 def overhead(n_complete=100, n_instances=50, n_steps=25, repeats=200):
