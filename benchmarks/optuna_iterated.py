@@ -8,7 +8,10 @@ categorical move type), each seed runs, with the same budget of instance evaluat
 
 * ``tpe``: TPE, no pruning;
 * ``tpe+wilcoxon``: TPE + WilcoxonPruner(p=0.1), returning the partial mean (Optuna's advice);
+* ``tpe+wilcoxon-estimate``: the same, returning the paired estimate (``on_prune="estimate"``);
 * ``tpe+racing``: TPE + RacingPruner (defaults), raising TrialPruned;
+* ``tpe+racing-estimate``: TPE + RacingPruner with ``on_prune="estimate"`` (the helper's
+  default);
 * ``random+racing``: RandomSampler + RacingPruner, to separate pruning from TPE's feedback;
 * ``iterated-race``: :class:`racer.adapters.optuna.IteratedRace` with TPE (defaults).
 
@@ -59,7 +62,8 @@ def run_iterated(problem, seed, budget, **options):
             "iterations": res.n_iterations, "wall": wall}
 
 
-CONDITIONS = ["tpe", "tpe+wilcoxon", "tpe+racing", "random+racing", "iterated-race"]
+CONDITIONS = ["tpe", "tpe+wilcoxon", "tpe+wilcoxon-estimate", "tpe+racing",
+              "tpe+racing-estimate", "random+racing", "iterated-race"]
 
 
 def run_condition(problem, cond, seed, budget):
@@ -71,6 +75,10 @@ def run_condition(problem, cond, seed, budget):
         return run_study(problem, "wilcoxon-0.1", "return", seed, max_evals=budget)
     if cond == "tpe+racing":
         return run_study(problem, "racing", "raise", seed, max_evals=budget)
+    if cond == "tpe+racing-estimate":
+        return run_study(problem, "racing", "estimate", seed, max_evals=budget)
+    if cond == "tpe+wilcoxon-estimate":
+        return run_study(problem, "wilcoxon-0.1", "estimate", seed, max_evals=budget)
     if cond == "random+racing":
         return run_study(problem, "racing", "raise", seed, max_evals=budget, sampler="random")
     raise ValueError(cond)
