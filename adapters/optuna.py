@@ -873,9 +873,10 @@ class IteratedRace:
                 params_of[trial.number] = params
                 cache.setdefault(trial.number, {})
             candidates = elites + [t.number for t, _ in pending]
+            # The race counts cached answers as evaluations, hence the elites' credit; the
+            # real budget is enforced block by block below.
             race_budget = max(
-                iteration_budget + len(elites) * n_seen,
-                len(candidates) * min(self._first_test, n_total),
+                iteration_budget + len(elites) * n_seen, len(candidates) * self._first_test
             )
             race = Race(
                 candidates,
@@ -933,8 +934,10 @@ class IteratedRace:
                     trial.report(mean, step=len(cache[number]))
                     study.tell(trial, state=TrialState.PRUNED)
             elites = [int(n) for n in result.survivors[:n_elites]]
+            # Rows of an abandoned block are registered but not evaluated: count only the
+            # instances every elite has a result on.
             n_seen = max(n_seen, len(result.instances) if not out_of_budget
-                         else race._complete_rows())
+                         else min(len(cache[e]) for e in elites))
             iteration = j
             study.set_user_attr(STATE_ATTR, {
                 "order": order, "elites": elites, "iteration": iteration, "n_seen": n_seen,

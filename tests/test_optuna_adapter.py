@@ -539,3 +539,11 @@ def test_failed_evaluations_are_raced_as_worst_and_recorded():
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
     recorded = [v for t in res.study.trials for v in t.user_attrs["racer_scores"].values()]
     assert any(np.isnan(v) for v in recorded)  # the failures really happened and were kept
+
+
+def test_iterated_race_with_fewer_instances_than_first_test():
+    evaluate, _, calls = _race_problem(n_instances=3)
+    res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, [0, 1, 2], budget=60,
+                       random_state=0).run()
+    assert res.n_evaluations == len(calls) <= 60
+    assert len(set(calls)) == len(calls)
