@@ -6,12 +6,14 @@ scikit-learn, Optuna and the F-race baseline in :mod:`racer.adapters`.
 
 __version__ = "0.1.0"
 
+from .bayesian_test import BayesianTest
 from .elimination import Elimination, RacingTest
 from .race import Evaluation, EvaluationError, Race, race
 from .result import EliminationRecord, RaceResult
 
 __all__ = [
     "__version__",
+    "BayesianTest",
     "Elimination",
     "EliminationRecord",
     "Evaluation",

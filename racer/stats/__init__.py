@@ -13,44 +13,70 @@ Conventions (contract):
   same answer.
 """
 
-# Each block below is owned by one module; keep them in this order.
+import importlib
 
-# frequentist.py
-from .frequentist import (  # noqa: E402
-    ConoverResult, ControlResult, FriedmanResult, MeanRanksResult, NemenyiResult,
-    P_ADJUST_METHODS, PairwiseResult, SignTestResult, WilcoxonResult, conover, control_test,
-    friedman, mean_ranks_test, nemenyi, p_adjust, sign_test, sign_test_from_counts, wilcoxon,
-)
-# classifier_tests.py
-from .classifier_tests import (  # noqa: E402
-    BootstrapTestResult, CorrelatedTTestResult, McNemarResult, ProportionTestResult,
-    bootstrap_test, correlated_ttest, mcnemar, proportion_test,
-)
-# bayesian_sign.py
-from .bayesian_sign import (  # noqa: E402
-    BayesianSignResult, SignCounts, bayesian_sign_test, prob_greater_from_counts,
-    prob_greater_matrix, prob_indistinguishable,
-)
-# bayesian_signed_rank.py
-from .bayesian_signed_rank import (  # noqa: E402
-    IDP_PRIOR_STRENGTH, BayesianSignedRankResult, bayesian_signed_rank, signed_rank_prob,
-    signed_rank_posterior_mean,
-)
-# bayesian_ttest.py
-from .bayesian_ttest import (  # noqa: E402
-    BayesianCorrelatedTTestResult, bayesian_correlated_ttest,
-)
-# bayesian_friedman.py
-from .bayesian_friedman import (  # noqa: E402
-    BayesianFriedmanResult, FriedmanAccumulator, auto_min_blocks, bayesian_friedman,
-)
-# joint.py
-from .joint import (  # noqa: E402
-    JointComparisonsResult, joint_comparisons, joint_prefix_probabilities,
-)
+# Public name -> module that defines it. Modules load on first attribute access (PEP 562):
+# ``import racer`` then pays neither for scipy.stats nor for kernels the race never calls.
+_EXPORTS = {
+    "ConoverResult": "frequentist",
+    "ControlResult": "frequentist",
+    "FriedmanResult": "frequentist",
+    "MeanRanksResult": "frequentist",
+    "NemenyiResult": "frequentist",
+    "P_ADJUST_METHODS": "frequentist",
+    "PairwiseResult": "frequentist",
+    "SignTestResult": "frequentist",
+    "WilcoxonResult": "frequentist",
+    "conover": "frequentist",
+    "control_test": "frequentist",
+    "friedman": "frequentist",
+    "mean_ranks_test": "frequentist",
+    "nemenyi": "frequentist",
+    "p_adjust": "frequentist",
+    "sign_test": "frequentist",
+    "sign_test_from_counts": "frequentist",
+    "wilcoxon": "frequentist",
+    "BootstrapTestResult": "classifier_tests",
+    "CorrelatedTTestResult": "classifier_tests",
+    "McNemarResult": "classifier_tests",
+    "ProportionTestResult": "classifier_tests",
+    "bootstrap_test": "classifier_tests",
+    "correlated_ttest": "classifier_tests",
+    "mcnemar": "classifier_tests",
+    "proportion_test": "classifier_tests",
+    "BayesianSignResult": "bayesian_sign",
+    "SignCounts": "bayesian_sign",
+    "bayesian_sign_test": "bayesian_sign",
+    "prob_greater_from_counts": "bayesian_sign",
+    "prob_greater_matrix": "bayesian_sign",
+    "prob_indistinguishable": "bayesian_sign",
+    "IDP_PRIOR_STRENGTH": "bayesian_signed_rank",
+    "BayesianSignedRankResult": "bayesian_signed_rank",
+    "bayesian_signed_rank": "bayesian_signed_rank",
+    "signed_rank_prob": "bayesian_signed_rank",
+    "signed_rank_posterior_mean": "bayesian_signed_rank",
+    "BayesianCorrelatedTTestResult": "bayesian_ttest",
+    "bayesian_correlated_ttest": "bayesian_ttest",
+    "BayesianFriedmanResult": "bayesian_friedman",
+    "FriedmanAccumulator": "bayesian_friedman",
+    "auto_min_blocks": "bayesian_friedman",
+    "bayesian_friedman": "bayesian_friedman",
+    "JointComparisonsResult": "joint",
+    "joint_comparisons": "joint",
+    "joint_prefix_probabilities": "joint",
+}
 
-# Everything imported above is public; the private helpers live in underscored modules.
-__all__ = sorted(name for name in dir() if not name.startswith("_") and name not in {
-    "frequentist", "classifier_tests", "bayesian_sign", "bayesian_signed_rank",
-    "bayesian_ttest", "bayesian_friedman", "joint",
-})
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'racer.stats' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
