@@ -29,15 +29,16 @@ import numpy as np
 from scipy import special, stats
 
 from racer._validation import check_bool, check_option, check_probability
-from racer.bayesian_test import _PairCache, _row_ranks
+from racer.bayesian_test import _PairCache
 from racer.elimination import Elimination, RacingTest
+from racer.stats._ranks import block_ranks
 
 __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
 
 
 def _ranks_best_first(scores):
     """Within-row ranks, 1 = largest score, ties averaged (irace ranks costs, 1 = lowest)."""
-    return _row_ranks(scores)
+    return block_ranks(scores)
 
 
 def _tie_term(scores):
@@ -162,7 +163,7 @@ def _wilcoxon_r(x, y):
     if n == 0:
         return 1.0
     magnitude = np.abs(d)
-    ranks = _row_ranks(-magnitude[None, :])[0]  # 1 = smallest |d|, ties averaged
+    ranks = block_ranks(magnitude[None, :], maximize=False)[0]  # 1 = smallest |d|, ties averaged
     w_plus = float(ranks[d > 0].sum())
     srt = np.sort(magnitude)
     tied = bool(np.any(srt[1:] == srt[:-1]))

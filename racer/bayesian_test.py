@@ -47,6 +47,7 @@ from racer._validation import (
     check_probability,
 )
 from racer.elimination import Elimination, RacingTest
+from racer.stats._ranks import block_ranks
 
 __all__ = ["BayesianTest"]
 
@@ -61,21 +62,14 @@ _CHUNK = 4096
 _STATEMENT_BLOCK = 64
 # Up to this many statements, instances are grouped by sign pattern (see _joint_prefix_counts).
 _PATTERN_MAX_STATEMENTS = 12
-_BLAS_CONTROLLER = None
 
 
 def _blas_single_thread():
-    """Pin BLAS to one thread around the Monte Carlo GEMMs (notes/kernels-performance.md §3).
+    """:func:`racer.stats._kernels.blas_single_thread`, imported on first use (``_kernels``
+    loads Numba); the name stays because ``benchmarks/paper_racing.py`` imports it."""
+    from racer.stats._kernels import blas_single_thread
 
-    The controller is built once: ``threadpool_limits`` rescans the loaded libraries on every
-    call, which costs ~8 ms, more than the GEMMs it protects.
-    """
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_CONTROLLER = ThreadpoolController()
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+    return blas_single_thread()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,45 +77,14 @@ def _blas_single_thread():
 # ---------------------------------------------------------------------------------------------
 
 
-def _row_ranks(scores: np.ndarray) -> np.ndarray:
-    """Within-row ranks, 1 = largest, ties averaged (``rankdata(-x, axis=1)`` without its
-    per-call overhead, which dominates when a test step ranks only its 5 new rows)."""
-    n, m = scores.shape
-    order = np.argsort(-scores, axis=1, kind="stable")
-    ordered = np.take_along_axis(scores, order, axis=1)
-    ranked = np.broadcast_to(np.arange(1.0, m + 1.0), (n, m)).copy()
-    starts = np.ones((n, m), dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    if not starts.all():
-        # Tie groups numbered across the whole matrix (each row opens a new group).
-        group = np.cumsum(starts.ravel()) - 1
-        mean_rank = np.bincount(group, weights=ranked.ravel()) / np.bincount(group)
-        ranked = mean_rank[group].reshape(n, m)
-    out = np.empty((n, m))
-    np.put_along_axis(out, order, ranked, axis=1)
-    return out
-
-
-def _count_greater(rows: np.ndarray) -> np.ndarray:
-    """``G[i, j]`` = number of rows where column i scores strictly more than column j."""
-    n, m = rows.shape
-    out = np.zeros((m, m), dtype=np.int64)
-    # Chunk rows so the boolean cube stays near 4 MB whatever m.
-    step = max(1, (1 << 22) // max(1, m * m))
-    for start in range(0, n, step):
-        block = rows[start : start + step]
-        out += (block[:, :, None] > block[:, None, :]).sum(axis=0)
-    return out
-
-
 class _PairCache:
-    """Pairwise win counts carried from one test step to the next.
+    """Pairwise win counts of the survivors, carried from one test step to the next.
 
-    Counts between two candidates only grow as rows are appended, and they do not depend on
-    who else survives, so a step costs O(m^2) per new row instead of O(n m^2). The cache is
-    keyed by candidate ids and checked against the passed matrix (first and last cached rows),
-    so a call with unrelated data falls back to a full recount and decisions depend only on
-    the arguments.
+    The counting itself is :class:`racer.stats.bayesian_sign.SignCounts` (Numba kernel, new
+    rows only); this class adds what a :class:`RacingTest` needs on top: the cache is keyed by
+    candidate ids, and checked against the passed matrix (first and last counted rows), so a
+    call with unrelated data -- or with an id that was dropped earlier -- starts a fresh
+    count, and decisions depend only on the arguments.
     """
 
     def __init__(self):
@@ -130,34 +93,41 @@ class _PairCache:
     def _matches(self, scores, ids):
         if self.ids is None or scores.shape[0] < self.n_rows:
             return None
-        pos = np.searchsorted(self.ids, ids)
-        pos = np.clip(pos, 0, len(self.ids) - 1)
+        pos = np.clip(np.searchsorted(self.ids, ids), 0, len(self.ids) - 1)
         if not np.array_equal(self.ids[pos], ids):
             return None
+        slot = self.slots[pos]
         if not (
-            np.array_equal(scores[0], self.first_row[pos])
-            and np.array_equal(scores[self.n_rows - 1], self.last_row[pos])
+            np.array_equal(scores[0], self.first_row[slot])
+            and np.array_equal(scores[self.n_rows - 1], self.last_row[slot])
         ):
             return None
-        return pos
+        return slot
 
     def greater(self, scores, ids):
-        order = np.argsort(ids, kind="stable")
-        sorted_ids = ids[order]
-        pos = self._matches(scores, ids)
-        if pos is None:
-            counts = _count_greater(scores)
+        """``G[i, j]`` = rows of ``scores`` where column i scores strictly more than column j."""
+        # Lazy: SignCounts brings Numba, which ``import racer`` should not pay for.
+        from racer.stats.bayesian_sign import SignCounts
+
+        slot = self._matches(scores, ids)
+        if slot is None:
+            # Fresh count; candidate ``ids[c]`` lives in slot c of the SignCounts.
+            self.counts = SignCounts(len(ids))
+            slot = np.arange(len(ids), dtype=np.int64)
+            self.first_row = scores[0].copy()
+            self.last_row = np.empty(len(ids))
+            new_rows = scores
         else:
-            counts = self.counts[np.ix_(pos, pos)]
-            if scores.shape[0] > self.n_rows:
-                counts = counts + _count_greater(scores[self.n_rows :])
-        # Store in sorted-id order so the next step can look ids up by binary search.
-        self.ids = sorted_ids
-        self.counts = counts[np.ix_(order, order)]
+            new_rows = scores[self.n_rows :]
+        if new_rows.shape[0]:
+            self.counts.add_blocks(new_rows, active=slot)
+            self.last_row[slot] = scores[-1]
+        # Only the current survivors stay valid (sorted, for the next step's binary search).
+        order = np.argsort(ids, kind="stable")
+        self.ids = ids[order]
+        self.slots = slot[order]
         self.n_rows = scores.shape[0]
-        self.first_row = scores[0, order].copy()
-        self.last_row = scores[-1, order].copy()
-        return counts
+        return self.counts.wins[np.ix_(slot, slot)]
 
 
 class _RankMomentCache:
@@ -179,11 +149,11 @@ class _RankMomentCache:
             and np.array_equal(scores[self.n_rows - 1], self.last_row)
         )
         if same:
-            new = _row_ranks(scores[self.n_rows :])
+            new = block_ranks(scores[self.n_rows :])
             self.sum1 = self.sum1 + new.sum(axis=0)
             self.sum2 = self.sum2 + new.T @ new
         else:
-            ranks = _row_ranks(scores)
+            ranks = block_ranks(scores)
             self.sum1 = ranks.sum(axis=0)
             self.sum2 = ranks.T @ ranks
         self.ids = ids.copy()
@@ -198,16 +168,19 @@ class _RankMomentCache:
 
 
 def _prob_greater(n_greater, n_less, pseudo_against=0.0):
-    """``Pr[theta > 1/2]`` from win/loss counts (seed 002 Theorem 2).
+    """``Pr[theta > 1/2]`` from win/loss counts (seed 002 Theorem 2), vectorised.
 
+    The DP case is :func:`racer.stats.bayesian_sign.prob_greater_from_counts`.
     ``pseudo_against`` > 0 puts the prior pseudo-observation against the statement: the lower
-    probability of the imprecise DP (seed 002 §7, seed 000), ``P(Beta(n_g, n_l + s) > 1/2)``.
+    probability of the imprecise DP (seed 002 §7, seed 000), ``P(Beta(n_g, n_l + s) > 1/2)``,
+    i.e. the same closed form with ``s`` added to the losses (the shared function has no IDP
+    option, so it is added here).
     """
-    n_greater = np.asarray(n_greater, dtype=np.float64)
-    n_less = np.asarray(n_less, dtype=np.float64) + pseudo_against
-    with np.errstate(invalid="ignore"):
-        out = special.betainc(n_less, n_greater, 0.5)
-    return np.where(n_greater == 0, 0.0, np.where(n_less == 0, 1.0, out))
+    from racer.stats.bayesian_sign import prob_greater_from_counts
+
+    if pseudo_against:
+        n_less = np.asarray(n_less, dtype=np.float64) + pseudo_against
+    return prob_greater_from_counts(n_greater, n_less)
 
 
 def _band_probability(n_greater, n_less, n_ties, prior_strength, eps):
@@ -322,9 +295,11 @@ def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
             cached[i] = (e, e0)
         return e, e0
 
+    from racer.stats._kernels import blas_single_thread
+
     alive = [np.ones(size, dtype=bool) for size in chunk_sizes]
     counts = []
-    with _blas_single_thread():
+    with blas_single_thread():
         # Fixed blocks of statements: the pass usually stops within a few hundred statements,
         # and a doubling schedule would overshoot the stopping point by up to 2x.
         for start in range(0, n_statements, _STATEMENT_BLOCK):
