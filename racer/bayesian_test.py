@@ -130,36 +130,32 @@ class _PairCache:
         return self.counts.wins[np.ix_(slot, slot)]
 
 
-class _RankMomentCache:
-    """Sums of within-row rank vectors and their outer products, for the Friedman gate.
+class _FriedmanCache:
+    """The Bayesian Friedman posterior of the survivors, carried from one step to the next.
 
-    Ranks are among the survivors, so the sums are rebuilt when the set of survivors changes
-    and only extended (new rows ranked) while it stays the same.
+    The ranks and their sums are :class:`racer.stats.bayesian_friedman.FriedmanAccumulator`
+    (extended while the survivors stay the same, rebuilt when they change); this class only
+    adds the check that the rows it has already ranked are the rows passed (last ranked row
+    compared), so a call with unrelated data starts afresh.
     """
 
     def __init__(self):
-        self.ids = None
+        self.accumulator = None
 
-    def moments(self, scores, ids):
-        n = scores.shape[0]
-        same = (
-            self.ids is not None
-            and np.array_equal(self.ids, ids)
-            and n >= self.n_rows
-            and np.array_equal(scores[self.n_rows - 1], self.last_row)
-        )
-        if same:
-            new = block_ranks(scores[self.n_rows :])
-            self.sum1 = self.sum1 + new.sum(axis=0)
-            self.sum2 = self.sum2 + new.T @ new
-        else:
-            ranks = block_ranks(scores)
-            self.sum1 = ranks.sum(axis=0)
-            self.sum2 = ranks.T @ ranks
-        self.ids = ids.copy()
-        self.n_rows = n
+    def update(self, scores, ids, prior_strength):
+        from racer.stats.bayesian_friedman import FriedmanAccumulator
+
+        n_seen = 0 if self.accumulator is None else self.accumulator.n_blocks
+        if (
+            n_seen == 0
+            or scores.shape[0] < n_seen
+            or self.last_row.shape != scores[n_seen - 1].shape
+            or not np.array_equal(scores[n_seen - 1], self.last_row)
+        ):
+            self.accumulator = FriedmanAccumulator(prior_strength=prior_strength)
+        self.accumulator.update(scores, ids)
         self.last_row = scores[-1].copy()
-        return self.sum1, self.sum2
+        return self.accumulator
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,8 +409,8 @@ class BayesianTest(RacingTest):
     _pairs: _PairCache = dataclasses.field(
         default_factory=_PairCache, init=False, repr=False, compare=False
     )
-    _ranks: _RankMomentCache = dataclasses.field(
-        default_factory=_RankMomentCache, init=False, repr=False, compare=False
+    _friedman: _FriedmanCache = dataclasses.field(
+        default_factory=_FriedmanCache, init=False, repr=False, compare=False
     )
 
     def __post_init__(self):
@@ -471,37 +467,31 @@ class BayesianTest(RacingTest):
         """Bayesian Friedman statistic and threshold ``(stat, rho)`` (eq. 16-19).
 
         ``rho`` is NaN while ``n <= m - 1`` (the F threshold is undefined); ``stat`` then
-        uses the pseudo-inverse of the rank-deficient covariance.
+        uses the pseudo-inverse of the rank-deficient covariance. Otherwise both come from
+        :class:`racer.stats.bayesian_friedman.FriedmanAccumulator` (``method="ellipsoid"``),
+        whose sums are extended step by step while the survivors stay the same.
         """
         scores = np.asarray(scores, dtype=np.float64)
         n, m = scores.shape
         ids = np.arange(m) if ids is None else np.asarray(ids, dtype=np.int64)
-        sum1, sum2 = self._ranks.moments(scores, ids)
+        if n > m - 1:
+            res = self._friedman.update(scores, ids, self.prior_strength).result(
+                credibility=self.gate_credibility, method="ellipsoid"
+            )
+            return float(res.statistic), float(res.threshold)
+        # Eq. 19 is undefined here and the shared ellipsoid refuses it; small_n="chi2" needs the
+        # form with the pseudo-inverse of the (rank-deficient) covariance, so it stays local.
+        # At most m - 1 rows: ranking them afresh is cheap.
+        ranks = block_ranks(scores)
         s = self.prior_strength
         r0 = np.full(m, (m + 1) / 2.0)
         total = s + n
-        mean = (s * r0 + sum1) / total
-        second = (s * np.outer(r0, r0) + sum2) / total
+        mean = (s * r0 + ranks.sum(axis=0)) / total
+        second = (s * np.outer(r0, r0) + ranks.T @ ranks) / total
         cov = (second - np.outer(mean, mean)) / (total + 1.0)
         d = (mean - r0)[: m - 1]
-        sub = cov[: m - 1, : m - 1]
-        try:
-            if n <= m - 1:
-                raise np.linalg.LinAlgError
-            solved = np.linalg.solve(sub, d)
-            stat = float(d @ solved)
-            if not np.isfinite(stat) or stat < 0:
-                raise np.linalg.LinAlgError
-        except np.linalg.LinAlgError:
-            stat = float(d @ np.linalg.pinv(sub, hermitian=True) @ d)
-        if n > m - 1:
-            rho = float(
-                special.fdtri(m - 1, n - m + 1, self.gate_credibility)
-                * (n - 1) * (m - 1) / (n - m + 1)
-            )
-        else:
-            rho = math.nan
-        return stat, rho
+        stat = float(d @ np.linalg.pinv(cov[: m - 1, : m - 1], hermitian=True) @ d)
+        return stat, math.nan
 
     def _gate(self, scores, ids, rng=None):
         n, m = scores.shape
