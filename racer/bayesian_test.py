@@ -206,6 +206,12 @@ def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
 
     Returns ``counts`` with ``counts[k]`` = samples in which statements ``0..k`` all hold,
     for the processed statements (the array may be shorter than L).
+
+    Why not :func:`racer.stats.joint.joint_prefix_probabilities`, the same sign-trick
+    estimator: that one returns every prefix (no early stop, which is what makes a step at
+    m = 200 cheap here), has no IDP pseudo-weight against the statements, and draws its
+    weights from its own stream, so switching would change which samples a seed gives and
+    with it some race decisions. Both exist on purpose; keep them on the same estimator.
     """
     n_statements, n_instances = signs.shape
     shapes = None
