@@ -11,6 +11,7 @@ from scipy import stats
 
 from racer.bayesian_test import (
     BayesianTest,
+    _band_probability,
     _joint_prefix_counts,
     _prob_greater,
 )
@@ -43,21 +44,14 @@ def test_idp_lower_probability_puts_the_pseudo_observation_against():
     assert _prob_greater(12, 3, 1.0) < _prob_greater(12, 3)
 
 
-def test_indistinguishable_probability_is_the_shared_band_probability():
-    # BayesianTest now calls prob_indistinguishable itself; check the probability an
-    # indistinguishable elimination carries is that function of the pair's counts.
-    x = np.random.default_rng(4).normal(size=3000)
-    # 1490 wins, 1500 losses, 10 ties: no dominance, a band probability near 1 (not 1).
-    step = np.tile([0.001, -0.001], 1500)
-    step[:10] = 0.0
-    step[10:20] = 0.001
-    scores = np.column_stack([x, x + step])
-    (e,) = _decide(BayesianTest(), scores)
-    assert e.reason == "indistinguishable"
-    g = int(np.sum(scores[:, 0] > scores[:, 1]))
-    l_ = int(np.sum(scores[:, 0] < scores[:, 1]))
-    expected = prob_indistinguishable(g, l_, 3000, prior_strength=1.0, eps=0.05)
-    np.testing.assert_allclose(e.probability, expected, atol=2e-5)
+def test_band_probability_matches_the_shared_implementation():
+    g = np.array([190, 200, 10, 0, 400, 0])
+    l_ = np.array([200, 180, 12, 7, 420, 0])
+    t = np.array([10, 0, 3, 3, 0, 5])
+    for s, eps in [(1.0, 0.05), (3.0, 0.1)]:
+        ours = _band_probability(g, l_, t, s, eps)
+        theirs = prob_indistinguishable(g, l_, g + l_ + t, prior_strength=s, eps=eps)
+        np.testing.assert_allclose(ours, theirs, atol=2e-5)
 
 
 def test_band_probability_matches_dirichlet_monte_carlo():
@@ -68,7 +62,7 @@ def test_band_probability_matches_dirichlet_monte_carlo():
         w = rng.dirichlet([1.0, g, t, l_], size=400_000)
         theta = w[:, 1] + (w[:, 2] + w[:, 0]) / 2
         mc = np.mean(np.abs(theta - 0.5) < 0.05)
-        assert prob_indistinguishable(g, l_, g + l_ + t) == pytest.approx(mc, abs=4e-3)
+        assert _band_probability([g], [l_], [t], 1.0, 0.05)[0] == pytest.approx(mc, abs=4e-3)
 
 
 # --------------------------------------------------------------------- joint Monte Carlo
