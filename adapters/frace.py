@@ -31,7 +31,7 @@ from scipy import special, stats
 from racer._validation import check_bool, check_option, check_probability
 from racer.bayesian_test import _PairCache
 from racer.elimination import Elimination, RacingTest
-from racer.stats._ranks import block_ranks
+from racer.stats._ranks import block_ranks, tie_group_sizes_term
 
 __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
 
@@ -39,22 +39,6 @@ __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
 def _ranks_best_first(scores):
     """Within-row ranks, 1 = largest score, ties averaged (irace ranks costs, 1 = lowest)."""
     return block_ranks(scores)
-
-
-def _tie_term(scores):
-    """Sum over rows and tie groups of ``u^3 - u`` (the Friedman tie correction)."""
-    srt = np.sort(scores, axis=1)
-    n, k = srt.shape
-    starts = np.ones((n, k), dtype=bool)
-    starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
-    if starts.all():
-        return 0.0
-    flat = starts.ravel()
-    # Run lengths of the flattened rows; a new row always starts a new run.
-    flat[::k] = True
-    edges = np.flatnonzero(np.append(flat, True))
-    runs = np.diff(edges).astype(np.float64)
-    return float(np.sum(runs**3 - runs))
 
 
 def friedman_chi2(scores):
@@ -73,7 +57,7 @@ def friedman_chi2(scores):
     n, k = scores.shape
     ranks = _ranks_best_first(scores)
     rank_sums = ranks.sum(axis=0)
-    stat, pvalue = _friedman_from_sums(rank_sums, _tie_term(scores), n, k)
+    stat, pvalue = _friedman_from_sums(rank_sums, tie_group_sizes_term(scores), n, k)
     return stat, pvalue, rank_sums
 
 
@@ -113,7 +97,7 @@ class _RankSumCache:
         )
         new = scores[self.n_rows :] if same else scores
         ranks = _ranks_best_first(new)
-        rank_sums, sum_sq, ties = ranks.sum(axis=0), float(np.sum(ranks**2)), _tie_term(new)
+        rank_sums, sum_sq, ties = ranks.sum(axis=0), float(np.sum(ranks**2)), tie_group_sizes_term(new)
         if same:
             rank_sums, sum_sq, ties = self.rank_sums + rank_sums, self.sum_sq + sum_sq, self.ties + ties
         self.ids, self.n_rows, self.last_row = ids.copy(), n, scores[-1].copy()
