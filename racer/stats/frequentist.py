@@ -266,7 +266,8 @@ def _antisymmetric_ratio(better_by: np.ndarray, scale: float) -> np.ndarray:
     """
     if scale > 0:
         return better_by / scale
-    return np.where(better_by == 0, 0.0, np.sign(better_by) * np.inf)
+    with np.errstate(invalid="ignore"):  # 0 * inf in the branch np.where discards
+        return np.where(better_by == 0, 0.0, np.sign(better_by) * np.inf)
 
 
 def _check_p_adjust(method, name: str = "p_adjust", allow_none: bool = True) -> str | None:
