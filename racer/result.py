@@ -169,7 +169,7 @@ class RaceResult:
         full_cost = n_cand * self.n_instances
         saved = "" if full_cost == 0 else (
             f" ({100.0 * self.n_evaluations / full_cost:.0f}% of running every candidate on "
-            f"every instance)"
+            f"the {self.n_instances} instances raced)"
         )
         direction = "maximized" if self.maximize else "minimized"
         budget = "none" if self.budget is None else str(self.budget)
