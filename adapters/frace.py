@@ -29,7 +29,7 @@ import numpy as np
 from scipy import special, stats
 
 from racer._validation import check_bool, check_option, check_probability
-from racer.bayesian_test import _PairCache
+from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
 from racer.stats._ranks import block_ranks, tie_group_sizes_term
 
@@ -205,8 +205,8 @@ class FRaceTest(RacingTest):
     _sums: _RankSumCache = dataclasses.field(
         default_factory=_RankSumCache, init=False, repr=False, compare=False
     )
-    _pairs: _PairCache = dataclasses.field(
-        default_factory=_PairCache, init=False, repr=False, compare=False
+    _pairs: PairCountCache = dataclasses.field(
+        default_factory=PairCountCache, init=False, repr=False, compare=False
     )
 
     def __post_init__(self):

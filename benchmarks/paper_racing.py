@@ -189,10 +189,11 @@ def speed(configs, repeats=5):
     expensive case for the joint Monte Carlo -- and (m, 1.0). A warm step is what a race
     pays: the counts of the first n - 5 rows are cached, 5 new rows arrive.
     """
-    from racer.bayesian_test import BayesianTest, _blas_single_thread
+    from racer.bayesian_test import BayesianTest
+    from racer.stats._kernels import blas_single_thread
     from _racing_sim import make_data
 
-    with _blas_single_thread():  # one-time library scan (~0.1 s), not a per-step cost
+    with blas_single_thread():  # one-time library scan (~0.1 s), not a per-step cost
         pass
 
     lines = [

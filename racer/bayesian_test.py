@@ -46,6 +46,7 @@ from racer._validation import (
     check_positive,
     check_probability,
 )
+from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
 from racer.stats._ranks import block_ranks
 
@@ -64,70 +65,9 @@ _STATEMENT_BLOCK = 64
 _PATTERN_MAX_STATEMENTS = 12
 
 
-def _blas_single_thread():
-    """:func:`racer.stats._kernels.blas_single_thread`, imported on first use (``_kernels``
-    loads Numba); the name stays because ``benchmarks/paper_racing.py`` imports it."""
-    from racer.stats._kernels import blas_single_thread
-
-    return blas_single_thread()
-
-
 # ---------------------------------------------------------------------------------------------
 # Incremental pairwise counts and rank moments
 # ---------------------------------------------------------------------------------------------
-
-
-class _PairCache:
-    """Pairwise win counts of the survivors, carried from one test step to the next.
-
-    The counting itself is :class:`racer.stats.bayesian_sign.SignCounts` (Numba kernel, new
-    rows only); this class adds what a :class:`RacingTest` needs on top: the cache is keyed by
-    candidate ids, and checked against the passed matrix (first and last counted rows), so a
-    call with unrelated data -- or with an id that was dropped earlier -- starts a fresh
-    count, and decisions depend only on the arguments.
-    """
-
-    def __init__(self):
-        self.ids = None
-
-    def _matches(self, scores, ids):
-        if self.ids is None or scores.shape[0] < self.n_rows:
-            return None
-        pos = np.clip(np.searchsorted(self.ids, ids), 0, len(self.ids) - 1)
-        if not np.array_equal(self.ids[pos], ids):
-            return None
-        slot = self.slots[pos]
-        if not (
-            np.array_equal(scores[0], self.first_row[slot])
-            and np.array_equal(scores[self.n_rows - 1], self.last_row[slot])
-        ):
-            return None
-        return slot
-
-    def greater(self, scores, ids):
-        """``G[i, j]`` = rows of ``scores`` where column i scores strictly more than column j."""
-        # Lazy: SignCounts brings Numba, which ``import racer`` should not pay for.
-        from racer.stats.bayesian_sign import SignCounts
-
-        slot = self._matches(scores, ids)
-        if slot is None:
-            # Fresh count; candidate ``ids[c]`` lives in slot c of the SignCounts.
-            self.counts = SignCounts(len(ids))
-            slot = np.arange(len(ids), dtype=np.int64)
-            self.first_row = scores[0].copy()
-            self.last_row = np.empty(len(ids))
-            new_rows = scores
-        else:
-            new_rows = scores[self.n_rows :]
-        if new_rows.shape[0]:
-            self.counts.add_blocks(new_rows, active=slot)
-            self.last_row[slot] = scores[-1]
-        # Only the current survivors stay valid (sorted, for the next step's binary search).
-        order = np.argsort(ids, kind="stable")
-        self.ids = ids[order]
-        self.slots = slot[order]
-        self.n_rows = scores.shape[0]
-        return self.counts.wins[np.ix_(slot, slot)]
 
 
 class _FriedmanCache:
@@ -422,8 +362,8 @@ class BayesianTest(RacingTest):
     gate_two: bool = False
     prior: str = "dp"
     statements: str = "per_loser"
-    _pairs: _PairCache = dataclasses.field(
-        default_factory=_PairCache, init=False, repr=False, compare=False
+    _pairs: PairCountCache = dataclasses.field(
+        default_factory=PairCountCache, init=False, repr=False, compare=False
     )
     _friedman: _FriedmanCache = dataclasses.field(
         default_factory=_FriedmanCache, init=False, repr=False, compare=False
