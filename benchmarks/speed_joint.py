@@ -168,52 +168,45 @@ def print_table(rows, columns):
         print("| " + " | ".join(cells) + " |")
 
 
+def _rejection_row(m, n, n_datasets, n_samples, seed, mu=0.0):
+    """One table row: how often the Monte Carlo ball and the ellipsoid reject, over
+    ``n_datasets`` data sets of N(mu_j, 1) scores (n blocks, m candidates)."""
+    from racer.stats.bayesian_friedman import _auto_method, bayesian_friedman
+
+    rng = np.random.default_rng(seed)
+    mc = ell = 0
+    for r in range(n_datasets):
+        x = mu + rng.standard_normal((n, m))
+        mc += bayesian_friedman(x, method="montecarlo", n_samples=n_samples,
+                                random_state=r).reject
+        if n > m - 1:
+            ell += bayesian_friedman(x, method="ellipsoid").reject
+    ell_txt = f"{ell / n_datasets:.3f}" if n > m - 1 else "undefined"
+    print(f"| {m} | {n} | {mc / n_datasets:.3f} | {ell_txt} | {_auto_method(n, m)} |", flush=True)
+
+
 def calibration(n_datasets, n_samples):
-    from racer.stats.bayesian_friedman import bayesian_friedman
+    from racer.stats.bayesian_friedman import auto_min_blocks
 
     print(f"Null rejection rate at credibility 0.95, {n_datasets} data sets of i.i.d. N(0,1) "
           f"scores per cell, Monte Carlo region with {n_samples} draws; binomial SE "
           f"{np.sqrt(0.05 * 0.95 / n_datasets):.3f} at 0.05.\n")
     print("| m | n | Monte Carlo ball | ellipsoid (Hotelling F) | auto uses |")
     print("|---|---|---|---|---|")
-    from racer.stats.bayesian_friedman import _auto_method, auto_min_blocks
-
     for m in (3, 5, 10, 20, 40):
         for n in sorted({3, max(4, m // 2), m, m + 2, auto_min_blocks(m), m + 10, 2 * m}):
-            rng = np.random.default_rng(1000 * m + n)
-            mc = ell = 0
-            for r in range(n_datasets):
-                x = rng.standard_normal((n, m))
-                mc += bayesian_friedman(x, method="montecarlo", n_samples=n_samples,
-                                        random_state=r).reject
-                if n > m - 1:
-                    ell += bayesian_friedman(x, method="ellipsoid").reject
-            ell_txt = f"{ell / n_datasets:.3f}" if n > m - 1 else "undefined"
-            print(f"| {m} | {n} | {mc / n_datasets:.3f} | {ell_txt} | {_auto_method(n, m)} |",
-                  flush=True)
+            _rejection_row(m, n, n_datasets, n_samples, seed=1000 * m + n)
 
 
 def power(n_datasets, n_samples):
-    from racer.stats.bayesian_friedman import _auto_method, bayesian_friedman
-
     print(f"\nPower at credibility 0.95: scores N(mu_j, 1) with mu evenly spaced on [0, 1] "
           f"(the racing study's rho = 1 setting), {n_datasets} data sets per cell.\n")
     print("| m | n | Monte Carlo ball | ellipsoid (Hotelling F) | auto uses |")
     print("|---|---|---|---|---|")
     for m in (5, 10, 20):
         for n in sorted({5, m, 2 * m, 4 * m}):
-            rng = np.random.default_rng(7000 * m + n)
-            mu = np.linspace(0.0, 1.0, m)
-            mc = ell = 0
-            for r in range(n_datasets):
-                x = mu + rng.standard_normal((n, m))
-                mc += bayesian_friedman(x, method="montecarlo", n_samples=n_samples,
-                                        random_state=r).reject
-                if n > m - 1:
-                    ell += bayesian_friedman(x, method="ellipsoid").reject
-            ell_txt = f"{ell / n_datasets:.3f}" if n > m - 1 else "undefined"
-            print(f"| {m} | {n} | {mc / n_datasets:.3f} | {ell_txt} | {_auto_method(n, m)} |",
-                  flush=True)
+            _rejection_row(m, n, n_datasets, n_samples, seed=7000 * m + n,
+                           mu=np.linspace(0.0, 1.0, m))
 
 
 def main():
