@@ -192,9 +192,10 @@ class FRaceTest(RacingTest):
     --------
     >>> import numpy as np
     >>> from racer.adapters.frace import FRaceTest
+    >>> from racer.elimination import RaceView
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.normal([0.0, 0.0, 2.0], 1.0, size=(15, 3))
-    >>> out = FRaceTest().decide(scores, np.arange(3), rng)
+    >>> out = FRaceTest().decide(RaceView.from_scores(scores, np.arange(3)), rng)
     >>> sorted(e.index for e in out)
     [0, 1]
     """
@@ -214,7 +215,8 @@ class FRaceTest(RacingTest):
         self.post_hoc = check_option(self.post_hoc, "post_hoc", ("conover", "sign", "mean_ranks"))
         self.gate = check_bool(self.gate, "gate")
 
-    def decide(self, scores, ids, rng) -> list[Elimination]:
+    def decide(self, view, rng) -> list[Elimination]:
+        scores, ids = view.scores, view.ids
         """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
         scores = np.asarray(scores, dtype=np.float64)
         if scores.ndim != 2:

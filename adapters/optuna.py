@@ -570,8 +570,9 @@ def _protect_elites_test(inner, n_elites: int, n_old: int):
     from racer.elimination import RacingTest
 
     class _ProtectElites(RacingTest):
-        def decide(self, scores, ids, rng):
-            out = inner.decide(scores, ids, rng)
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
+            out = inner.decide(view, rng)
             if scores.shape[0] >= n_old or n_elites == 0:
                 return out
             return [e for e in out if int(ids[e.index]) >= n_elites]

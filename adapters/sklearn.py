@@ -39,7 +39,7 @@ from sklearn.utils import indexable
 from sklearn.utils.parallel import Parallel, delayed
 
 from racer._validation import check_int, check_random_state
-from racer.elimination import Elimination, RacingTest
+from racer.elimination import Elimination, RaceView, RacingTest
 
 __all__ = ["RaceSearchCV", "CorrelatedTTestRacing"]
 
@@ -203,9 +203,9 @@ class _ScoreResolution(RacingTest):
         self.inner = inner
         self.rope = rope
 
-    def decide(self, scores, ids, rng):
-        snapped = np.round(scores / self.rope) * self.rope
-        return self.inner.decide(snapped, ids, rng)
+    def decide(self, view, rng):
+        snapped = np.round(view.scores / self.rope) * self.rope
+        return self.inner.decide(view.with_scores(snapped), rng)
 
     def get_params(self) -> dict[str, Any]:
         inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
@@ -237,8 +237,10 @@ class CorrelatedTTestRacing(RacingTest):
     >>> import numpy as np
     >>> scores = np.array([[0.90, 0.80, 0.905], [0.92, 0.81, 0.91], [0.91, 0.79, 0.915],
     ...                    [0.93, 0.80, 0.925], [0.90, 0.82, 0.905]])
+    >>> from racer.elimination import RaceView
     >>> test = CorrelatedTTestRacing(rho=0.2, rope=0.02)
-    >>> [(e.index, e.reason, e.by) for e in test.decide(scores, np.arange(3), None)]
+    >>> view = RaceView.from_scores(scores)
+    >>> [(e.index, e.reason, e.by) for e in test.decide(view, None)]
     [(1, 'dominated', 0), (2, 'indistinguishable', 0)]
     """
 
@@ -254,7 +256,8 @@ class CorrelatedTTestRacing(RacingTest):
         if not (0.5 < self.credibility < 1.0):
             raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
+        scores, ids = view.scores, view.ids
         n, m = scores.shape
         if n < 2 or m < 2:
             return []

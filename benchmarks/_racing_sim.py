@@ -14,6 +14,7 @@ import numpy as np
 
 from racer.adapters.frace import FRaceTest
 from racer.bayesian_test import BayesianTest
+from racer.elimination import RaceView
 from racer.race import Race
 
 SETTINGS = [(30, 1.0), (50, 1.0), (100, 1.0), (100, 0.5), (100, 0.1), (200, 0.1)]
@@ -175,7 +176,7 @@ def run_loop(test, scores, seed):
         evaluations += BLOCK * len(alive)
         rows += BLOCK
         step += 1
-        decisions = test.decide(scores[:rows, alive], alive, np.random.default_rng([seed, step]))
+        decisions = test.decide(RaceView.from_scores(scores[:rows, alive], alive), np.random.default_rng([seed, step]))
         if decisions:
             gone = np.zeros(len(alive), dtype=bool)
             for e in decisions:

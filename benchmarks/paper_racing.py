@@ -190,6 +190,7 @@ def speed(configs, repeats=5):
     pays: the counts of the first n - 5 rows are cached, 5 new rows arrive.
     """
     from racer.bayesian_test import BayesianTest
+    from racer.elimination import RaceView
     from racer.stats._kernels import blas_single_thread
     from _racing_sim import make_data
 
@@ -218,9 +219,9 @@ def speed(configs, repeats=5):
                 test = BayesianTest(n_samples=n_samples, statements=statements)
                 rows = n + 5 * r
                 t0 = time.perf_counter()
-                test.decide(data[: rows - 5], ids, np.random.default_rng([r, 0]))
+                test.decide(RaceView.from_scores(data[: rows - 5], ids), np.random.default_rng([r, 0]))
                 t1, c1 = time.perf_counter(), time.process_time()
-                out = test.decide(data[:rows], ids, np.random.default_rng([r, 1]))
+                out = test.decide(RaceView.from_scores(data[:rows], ids), np.random.default_rng([r, 1]))
                 t2, c2 = time.perf_counter(), time.process_time()
                 warm_cpu.append(c2 - c1)
                 cold.append(t1 - t0)

@@ -30,7 +30,7 @@ from racer import Race, RacingTest
 class NeverEliminates(RacingTest):
     """A test that costs nothing and removes no one: what is left is the engine's own work."""
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):
@@ -45,9 +45,9 @@ class Timed(RacingTest):
         self.seconds = 0.0
         self.calls = 0
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         start = time.perf_counter()
-        out = self.inner.decide(scores, ids, rng)
+        out = self.inner.decide(view, rng)
         self.seconds += time.perf_counter() - start
         self.calls += 1
         return out

@@ -7,7 +7,7 @@ scikit-learn, Optuna and the F-race baseline in :mod:`racer.adapters`.
 __version__ = "0.1.0"
 
 from .bayesian_test import BayesianTest
-from .elimination import Elimination, RacingTest
+from .elimination import Elimination, RaceView, RacingTest
 from .race import Evaluation, EvaluationError, Race, race
 from .result import EliminationRecord, RaceResult
 
@@ -20,6 +20,7 @@ __all__ = [
     "EvaluationError",
     "Race",
     "RaceResult",
+    "RaceView",
     "RacingTest",
     "race",
 ]

@@ -345,9 +345,10 @@ class BayesianTest(RacingTest):
     --------
     >>> import numpy as np
     >>> from racer.bayesian_test import BayesianTest
+    >>> from racer.elimination import RaceView
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.normal([0.0, 0.0, 1.0], 0.5, size=(20, 3))
-    >>> out = BayesianTest().decide(scores, np.arange(3), np.random.default_rng(1))
+    >>> out = BayesianTest().decide(RaceView.from_scores(scores, np.arange(3)), np.random.default_rng(1))
     >>> sorted((e.index, e.reason, e.by) for e in out)
     [(0, 'dominated', 2), (1, 'dominated', 2)]
     """
@@ -389,7 +390,8 @@ class BayesianTest(RacingTest):
 
     # -- public ------------------------------------------------------------------------------
 
-    def decide(self, scores, ids, rng) -> list[Elimination]:
+    def decide(self, view, rng) -> list[Elimination]:
+        scores, ids = view.scores, view.ids
         """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
         scores = np.asarray(scores, dtype=np.float64)
         if scores.ndim != 2:

@@ -1,9 +1,11 @@
 """The interface between the race engine and the statistical test that eliminates candidates.
 
-The engine (:mod:`racer.race`) owns the loop, the budget and the bookkeeping; a racing test
-only reads the survivors' score matrix and says who goes. Keeping that boundary narrow is what
-lets the Bayesian test (:mod:`racer.bayesian_test`) and the F-race baseline
-(:mod:`racer.adapters.frace`) run on the very same loop.
+The engine (:mod:`racer.race`) owns the loop, the budget, the bookkeeping and the per-race
+incremental statistics (it alone knows when rows arrive and survivors change); a racing test
+is a configuration plus a decision rule: it reads a :class:`RaceView` of the survivors and says
+who goes. Keeping that boundary narrow is what lets the Bayesian test
+(:mod:`racer.bayesian_test`) and the F-race baseline (:mod:`racer.adapters.frace`) run on the
+very same loop, and what lets one test object serve many races.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Elimination", "RacingTest"]
+__all__ = ["Elimination", "RaceView", "RacingTest"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,32 +44,181 @@ class Elimination:
     probability: float
 
 
+class RaceView:
+    """What a racing test sees at one step: the survivors' scores and what the race can still pay.
+
+    The engine builds one per test step; tests never keep it. Statistics that the engine can
+    maintain incrementally (``greater``, ``ranks``) are taken from ``stats`` when the engine
+    provides it and computed afresh otherwise, so a view built with :meth:`from_scores` (tests,
+    benchmarks, direct use) gives the same numbers as one built by a race.
+
+    Attributes
+    ----------
+    scores : ndarray of shape (n_instances, n_survivors), float64
+        Every instance seen so far (rows, in race order) for every survivor (columns), finite
+        and oriented so that larger is better (the engine negates minimised scores).
+    ids : ndarray of shape (n_survivors,), int64
+        Stable identifiers of the survivors (their index in the race's candidate list).
+    budget_left : int or None
+        Evaluations the race may still spend after this step (None: no budget).
+    instances_left : int or None
+        Instances still available after the ones in ``scores`` (None: unknown or endless).
+    each_test : int
+        Instances per block after this step.
+    n_candidates : int
+        Candidates the race started with.
+    step : int
+        Test step number, from 1.
+    """
+
+    __slots__ = ("scores", "ids", "budget_left", "instances_left", "each_test", "n_candidates",
+                 "step", "_stats", "_greater", "_ranks")
+
+    def __init__(self, scores, ids, *, budget_left=None, instances_left=None, each_test=1,
+                 n_candidates=None, step=1, stats=None):
+        self.scores = scores
+        self.ids = ids
+        self.budget_left = budget_left
+        self.instances_left = instances_left
+        self.each_test = each_test
+        self.n_candidates = scores.shape[1] if n_candidates is None else n_candidates
+        self.step = step
+        self._stats = stats
+        self._greater = None
+        self._ranks = None
+
+    @classmethod
+    def from_scores(cls, scores, ids=None, *, budget_left=None, instances_left=None,
+                    each_test=1, n_candidates=None, step=1):
+        """A view of a plain score matrix (larger is better), outside any race.
+
+        >>> import numpy as np
+        >>> view = RaceView.from_scores([[1.0, 2.0, 2.0], [3.0, 1.0, 2.0]])
+        >>> view.greater.tolist()
+        [[0, 1, 1], [1, 0, 0], [1, 1, 0]]
+        >>> view.ranks.tolist()
+        [[3.0, 1.5, 1.5], [1.0, 3.0, 2.0]]
+        """
+        from ._validation import as_score_matrix, check_int
+
+        scores, _ = as_score_matrix(scores, "scores", min_blocks=1, min_candidates=1)
+        m = scores.shape[1]
+        if ids is None:
+            ids = np.arange(m, dtype=np.int64)
+        else:
+            ids = np.asarray(ids)
+            if ids.shape != (m,) or not np.issubdtype(ids.dtype, np.integer):
+                raise ValueError(
+                    f"`ids` must hold one integer per column of `scores` ({m}); got {ids!r}"
+                )
+            ids = ids.astype(np.int64)
+        for name, value in (("budget_left", budget_left), ("instances_left", instances_left)):
+            check_int(value, name, minimum=0, allow_none=True)
+        check_int(each_test, "each_test", minimum=1)
+        check_int(step, "step", minimum=1)
+        check_int(n_candidates, "n_candidates", minimum=m, allow_none=True)
+        return cls(scores, ids, budget_left=budget_left, instances_left=instances_left,
+                   each_test=each_test, n_candidates=n_candidates, step=step)
+
+    def with_scores(self, scores) -> "RaceView":
+        """The same step with other scores of the same shape (e.g. rounded to a resolution);
+        statistics are then recomputed from them, not taken from the engine."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != self.scores.shape:
+            raise ValueError(
+                f"`scores` must keep the shape {self.scores.shape}; got {scores.shape}"
+            )
+        return RaceView(scores, self.ids, budget_left=self.budget_left,
+                        instances_left=self.instances_left, each_test=self.each_test,
+                        n_candidates=self.n_candidates, step=self.step)
+
+    @property
+    def n_instances(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def n_survivors(self) -> int:
+        return self.scores.shape[1]
+
+    @property
+    def greater(self) -> np.ndarray:
+        """``greater[i, j]``: instances on which survivor i scores strictly more than j (int64)."""
+        if self._greater is None:
+            if self._stats is not None:
+                self._greater = self._stats.greater(self.scores, self.ids)
+            else:
+                from racer.stats.bayesian_sign import SignCounts
+
+                self._greater = np.array(SignCounts.from_scores(self.scores).wins)
+        return self._greater
+
+    @property
+    def ranks(self) -> np.ndarray:
+        """Within-instance ranks among the survivors, 1 = best, ties averaged (n, m) (Demšar's
+        convention, as :func:`racer.stats.friedman`)."""
+        if self._ranks is None:
+            if self._stats is not None:
+                self._ranks = self._stats.ranks(self.scores, self.ids)
+            else:
+                from racer.stats._ranks import block_ranks
+
+                self._ranks = block_ranks(self.scores)
+        return self._ranks
+
+    def blocks_affordable(self) -> int | None:
+        """Further blocks of ``each_test`` instances the race can pay for with the current
+        survivors (None when neither a budget nor the instances bound it)."""
+        bounds = []
+        if self.budget_left is not None:
+            bounds.append(self.budget_left // (self.n_survivors * self.each_test))
+        if self.instances_left is not None:
+            bounds.append(self.instances_left // self.each_test)
+        return min(bounds) if bounds else None
+
+    def __repr__(self) -> str:
+        return (
+            f"RaceView({self.n_instances} instances x {self.n_survivors} survivors, step "
+            f"{self.step}, budget_left={self.budget_left}, instances_left={self.instances_left})"
+        )
+
+
 class RacingTest(abc.ABC):
     """Decides, after a block, which survivors leave the race.
 
-    Subclasses implement :meth:`decide`. They may keep caches between calls to avoid
-    recounting blocks already seen (``ids`` identifies candidates across calls), but their
-    decisions must depend only on the arguments: that is what makes a resumed race end exactly
+    Subclasses implement :meth:`decide`. A test is a configuration plus a decision rule: it
+    keeps no state between calls (incremental statistics belong to the engine and reach the
+    test through the :class:`RaceView`), so one test object can serve many races, and its
+    decisions depend only on the arguments -- which is what makes a resumed race end exactly
     like an uninterrupted one.
+
+    A test may also set the class attribute ``winner`` (``"mean"``, ``"mean_rank"`` or
+    ``"rank_sum"``) to say how the winner is picked among several survivors when the race's
+    own ``winner`` option is left unset.
     """
 
+    #: How this test prefers the winner to be picked (None: the engine's default, "mean").
+    winner = None
+
     @abc.abstractmethod
-    def decide(
-        self, scores: np.ndarray, ids: np.ndarray, rng: np.random.Generator
-    ) -> list[Elimination]:
-        """Return the eliminations warranted by ``scores``.
+    def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
+        """Return the eliminations warranted at this step.
 
         Parameters
         ----------
-        scores : ndarray of shape (n_instances, n_survivors), float64
-            Every instance seen so far (rows, in race order) for every survivor (columns).
-            Finite, and oriented so that larger is better: the engine negates minimised
-            scores before calling.
-        ids : ndarray of shape (n_survivors,), int64
-            Stable identifiers of the survivors (their index in the race's candidate list).
+        view : RaceView
+            The survivors' scores so far (``view.scores``, shape (n_instances, n_survivors),
+            finite, larger is better), their ids, what the race can still spend
+            (``budget_left``, ``instances_left``, ``blocks_affordable()``) and the statistics
+            the engine keeps incrementally (``greater``, ``ranks``).
         rng : numpy.random.Generator
             Random stream for this test step, derived by the engine from the race seed and
             the step number, never shared with other steps.
+
+        Returns
+        -------
+        list of Elimination
+            Columns of ``view.scores`` to eliminate, each with its reason, the column that
+            beat or matched it and the probability behind the decision.
         """
 
     def get_params(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from ._validation import check_bool, check_int, check_option
-from .elimination import Elimination, RacingTest
+from .elimination import Elimination, RaceView, RacingTest
 from .result import EliminationRecord, RaceResult
 from .stats._ranks import block_ranks
 
@@ -185,8 +185,8 @@ class Race:
     >>> import numpy as np
     >>> from racer.elimination import Elimination, RacingTest
     >>> class DropWorstMean(RacingTest):
-    ...     def decide(self, scores, ids, rng):
-    ...         means = scores.mean(axis=0)
+    ...     def decide(self, view, rng):
+    ...         means = view.scores.mean(axis=0)
     ...         worst, best = int(np.argmin(means)), int(np.argmax(means))
     ...         return [Elimination(worst, "dominated", best, 1.0)] if worst != best else []
     ...     def get_params(self):
@@ -372,9 +372,12 @@ class Race:
             order = rng.permutation(len(items))
             source = iter([items[i] for i in order])
         else:
+            items = instances
             source = iter(instances)
+        # How many instances this source still holds, when it says (for RaceView.instances_left).
+        size = len(items) if hasattr(items, "__len__") else None
         self._n_sources_added += 1
-        self._sources.append(source)
+        self._sources.append([source, size])
         if self._stop_reason == "instances_exhausted":
             self._stop_reason = None
 
@@ -386,11 +389,25 @@ class Race:
                 continue
             if not self._sources:
                 break
+            head = self._sources[0]
             try:
-                drawn.append(next(self._sources[0]))
+                drawn.append(next(head[0]))
             except StopIteration:
                 self._sources.popleft()
+                continue
+            if head[1] is not None:
+                head[1] -= 1
         return drawn
+
+    def _instances_left(self) -> int | None:
+        """Instances the race can still draw (None: unknown, e.g. an endless generator)."""
+        left = None
+        if all(size is not None for _, size in self._sources):
+            left = len(self._lookahead) + sum(max(size, 0) for _, size in self._sources)
+        if self._max_instances is not None:
+            cap = max(self._max_instances - len(self._instances), 0)
+            left = cap if left is None else min(left, cap)
+        return left
 
     def _has_more_instances(self) -> bool:
         got = self._draw_instances(1)
@@ -650,7 +667,16 @@ class Race:
         survivors = self._survivor_idx
         scores = self._oriented[:n, survivors]
         rng = np.random.default_rng([self._seed, step])
-        decisions = self._test.decide(scores, survivors.copy(), rng)
+        view = RaceView(
+            scores,
+            survivors.copy(),
+            budget_left=None if self._budget is None else self._budget - self._n_evaluations,
+            instances_left=self._instances_left(),
+            each_test=self._each_test,
+            n_candidates=len(self._candidates),
+            step=step,
+        )
+        decisions = self._test.decide(view, rng)
         chosen = self._check_decisions(decisions, len(survivors))
         applied = []
         for col, reason, by_col, prob in chosen:
@@ -942,7 +968,7 @@ def race(
 
     >>> from racer.elimination import Elimination, RacingTest
     >>> class KeepAll(RacingTest):
-    ...     def decide(self, scores, ids, rng):
+    ...     def decide(self, view, rng):
     ...         return []
     ...     def get_params(self):
     ...         return {}

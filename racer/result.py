@@ -123,8 +123,8 @@ class RaceResult:
     --------
     >>> from racer import Elimination, Race, RacingTest
     >>> class DropWorst(RacingTest):
-    ...     def decide(self, scores, ids, rng):
-    ...         means = scores.mean(axis=0)
+    ...     def decide(self, view, rng):
+    ...         means = view.scores.mean(axis=0)
     ...         return [Elimination(int(means.argmin()), "dominated", int(means.argmax()), 1.0)]
     ...     def get_params(self):
     ...         return {}

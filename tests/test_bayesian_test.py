@@ -6,6 +6,8 @@ import os
 import sys
 
 import numpy as np
+
+from racer.elimination import RaceView
 import pytest
 from scipy import stats
 
@@ -22,7 +24,7 @@ from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistingui
 
 def _decide(test, scores, seed=0):
     scores = np.asarray(scores, dtype=np.float64)
-    return test.decide(scores, np.arange(scores.shape[1]), np.random.default_rng(seed))
+    return test.decide(RaceView.from_scores(scores), np.random.default_rng(seed))
 
 
 # --------------------------------------------------------------------- closed forms
@@ -199,10 +201,8 @@ def test_same_seed_same_decisions_and_cache_equals_fresh():
     alive = np.arange(q)
     for n in range(20, rows + 1, 20):
         step_rng = np.random.default_rng([1, n])
-        got = cached.decide(scores[:n, alive], alive, step_rng)
-        fresh = BayesianTest(credibility=0.95).decide(
-            scores[:n, alive], alive, np.random.default_rng([1, n])
-        )
+        got = cached.decide(RaceView.from_scores(scores[:n, alive], alive), step_rng)
+        fresh = BayesianTest(credibility=0.95).decide(RaceView.from_scores(scores[:n, alive], alive), np.random.default_rng([1, n]))
         assert got == fresh
         if got:
             keep = np.ones(len(alive), dtype=bool)
@@ -210,8 +210,8 @@ def test_same_seed_same_decisions_and_cache_equals_fresh():
             alive = alive[keep]
     # Unrelated data under the same ids: the cache notices and recounts.
     other = rng.normal(size=(rows, len(alive)))
-    a = cached.decide(other, alive, np.random.default_rng(0))
-    b = BayesianTest(credibility=0.95).decide(other, alive, np.random.default_rng(0))
+    a = cached.decide(RaceView.from_scores(other, alive), np.random.default_rng(0))
+    b = BayesianTest(credibility=0.95).decide(RaceView.from_scores(other, alive), np.random.default_rng(0))
     assert a == b
 
 
@@ -231,7 +231,7 @@ def test_get_params_and_validation():
     with pytest.raises(ValueError, match="eps"):
         BayesianTest(eps=0.7)
     with pytest.raises(ValueError, match="ids"):
-        BayesianTest().decide(np.zeros((5, 3)), np.arange(2), np.random.default_rng(0))
+        BayesianTest().decide(RaceView.from_scores(np.zeros((5, 3)), np.arange(2)), np.random.default_rng(0))
 
 
 def test_bare_benchmark_loop_races_like_the_engine():

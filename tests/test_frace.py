@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+
+from racer.elimination import RaceView
 import pytest
 from scipy import stats
 
@@ -18,7 +20,7 @@ from racer.stats import conover, friedman, mean_ranks_test, sign_test_from_count
 
 def _decide(test, scores):
     scores = np.asarray(scores, dtype=np.float64)
-    return test.decide(scores, np.arange(scores.shape[1]), np.random.default_rng(0))
+    return test.decide(RaceView.from_scores(scores), np.random.default_rng(0))
 
 
 def _matrix(seed, n, shifts, ties=False):
@@ -174,8 +176,8 @@ def test_cache_gives_the_same_decisions_as_a_fresh_test():
     for post_hoc in ("conover", "sign", "mean_ranks"):
         cached, alive = FRaceTest(post_hoc=post_hoc), np.arange(10)
         for n in range(10, 301, 10):
-            got = cached.decide(x[:n, alive], alive, None)
-            assert got == FRaceTest(post_hoc=post_hoc).decide(x[:n, alive], alive, None)
+            got = cached.decide(RaceView.from_scores(x[:n, alive], alive), None)
+            assert got == FRaceTest(post_hoc=post_hoc).decide(RaceView.from_scores(x[:n, alive], alive), None)
             if got:
                 keep = np.ones(len(alive), dtype=bool)
                 keep[[e.index for e in got]] = False

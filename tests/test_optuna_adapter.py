@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+
+from racer.elimination import RaceView
 import pytest
 
 optuna = pytest.importorskip("optuna")
@@ -447,7 +449,8 @@ def test_iterated_race_with_a_conditional_define_by_run_space():
 
 def test_elites_are_protected_on_old_instances():
     class AlwaysDropFirst(RacingTest):
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
             return [Elimination(0, "dominated", 1, 1.0)]
 
         def get_params(self):
@@ -455,10 +458,10 @@ def test_elites_are_protected_on_old_instances():
 
     wrapped = racer_optuna._protect_elites_test(AlwaysDropFirst(), n_elites=1, n_old=6)
     ids = np.array([0, 1, 2])
-    assert wrapped.decide(np.zeros((5, 3)), ids, None) == []
-    assert len(wrapped.decide(np.zeros((6, 3)), ids, None)) == 1
+    assert wrapped.decide(RaceView.from_scores(np.zeros((5, 3)), ids), None) == []
+    assert len(wrapped.decide(RaceView.from_scores(np.zeros((6, 3)), ids), None)) == 1
     # Column 0 here is not an elite (id 3): no protection.
-    assert len(wrapped.decide(np.zeros((5, 3)), np.array([3, 1, 2]), None)) == 1
+    assert len(wrapped.decide(RaceView.from_scores(np.zeros((5, 3)), np.array([3, 1, 2])), None)) == 1
 
 
 def test_iterated_race_resumes_after_a_crash(tmp_path):

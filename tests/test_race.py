@@ -14,6 +14,8 @@ import logging
 import math
 
 import numpy as np
+
+from racer.elimination import RaceView
 import pytest
 
 from racer import Elimination, Evaluation, EvaluationError, Race, RaceResult, RacingTest, race
@@ -25,7 +27,8 @@ class DropWorstMean(RacingTest):
     def __init__(self, after: int = 1):
         self.after = after
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
+        scores, ids = view.scores, view.ids
         if scores.shape[0] < self.after:
             return []
         means = scores.mean(axis=0)
@@ -44,7 +47,8 @@ class KeepAll(RacingTest):
     def __init__(self):
         self.calls = []
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
+        scores, ids = view.scores, view.ids
         self.calls.append((scores.copy(), ids.copy(), rng.random()))
         return []
 
@@ -55,7 +59,8 @@ class KeepAll(RacingTest):
 class RandomDrop(RacingTest):
     """Drops one survivor chosen with the step's rng: decisions depend on the rng stream."""
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
+        scores, ids = view.scores, view.ids
         m = scores.shape[1]
         loser = int(rng.integers(m))
         winner = (loser + 1) % m
@@ -515,7 +520,8 @@ def test_bad_candidates_and_test_decisions():
         Race([], test=KeepAll())
 
     class KillsAll(RacingTest):
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
             return [Elimination(0, "dominated", 1, 1.0), Elimination(1, "dominated", 0, 1.0)]
 
         def get_params(self):
@@ -525,7 +531,8 @@ def test_bad_candidates_and_test_decisions():
         Race([0, 1], test=KillsAll(), first_test=1).run(linear_evaluate, range(5), progress=False)
 
     class BadReason(RacingTest):
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
             return [Elimination(0, "slow", 1, 1.0)]
 
         def get_params(self):
@@ -556,7 +563,7 @@ def irace_loop(costs, test, first_test, each_test, min_survival, max_exp):
         if n >= first_test and n % each_test == 0 and len(alive) > 1:
             step += 1
             scores = -costs[:n][:, alive]
-            decisions = test.decide(scores, np.array(alive), np.random.default_rng([0, step]))
+            decisions = test.decide(RaceView.from_scores(scores, np.array(alive)), np.random.default_rng([0, step]))
             gone = {alive[d.index] for d in decisions}
             for cand in gone:
                 eliminated[cand] = n

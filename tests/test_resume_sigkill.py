@@ -26,7 +26,8 @@ SCRIPT = textwrap.dedent(
 
     class CoinDrop(RacingTest):
         """Worst mean leaves when the step's rng agrees: decisions use the rng stream."""
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
             means = scores.mean(axis=0)
             worst, best = int(np.argmin(means)), int(np.argmax(means))
             u = float(rng.random())

@@ -10,6 +10,8 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from racer.elimination import RaceView
 import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -411,7 +413,7 @@ def test_correlated_ttest_matches_baycomp():
     scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size), base + 0.005])
     rope = 0.01
     test = CorrelatedTTestRacing(rho=1 / n_folds, rope=rope, credibility=0.5000001)
-    decisions = {e.index: e for e in test.decide(scores, np.arange(3), None)}
+    decisions = {e.index: e for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
     # baycomp: probs(x, y) = (P(y - x < -rope), P(|.| < rope), P(y - x > rope)), rho = 1/folds.
     for j in (1, 2):
         left, within, right = baycomp.CorrelatedTTest.probs(
@@ -427,9 +429,9 @@ def test_correlated_ttest_matches_baycomp():
 def test_correlated_ttest_leader_is_never_eliminated_and_zero_variance():
     scores = np.tile([0.9, 0.9, 0.5], (6, 1))
     test = CorrelatedTTestRacing(rho=0.2, rope=0.01)
-    out = {e.index: e.reason for e in test.decide(scores, np.arange(3), None)}
+    out = {e.index: e.reason for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
     assert out == {1: "indistinguishable", 2: "dominated"}
-    assert CorrelatedTTestRacing(rho=0.2, rope=0.0).decide(scores[:, :2], np.arange(2), None) == []
+    assert CorrelatedTTestRacing(rho=0.2, rope=0.0).decide(RaceView.from_scores(scores[:, :2], np.arange(2)), None) == []
     with pytest.raises(ValueError, match="rho"):
         CorrelatedTTestRacing(rho=1.0)
 
@@ -483,9 +485,9 @@ def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
     rng = np.random.default_rng(0)
     scores = rng.normal(0.9, 0.01, size=(6, 10))
     scores[:, 3] -= 0.3
-    out = test.decide(scores, np.arange(10), np.random.default_rng(1))
+    out = test.decide(RaceView.from_scores(scores, np.arange(10)), np.random.default_rng(1))
     assert 3 in {e.index for e in out}
-    held = BayesianTest().decide(scores, np.arange(10), np.random.default_rng(1))
+    held = BayesianTest().decide(RaceView.from_scores(scores, np.arange(10)), np.random.default_rng(1))
     assert held == []
 
 
@@ -495,11 +497,12 @@ def test_score_resolution_turns_small_differences_into_ties():
     seen = {}
 
     class Spy(CorrelatedTTestRacing):
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
+            scores, ids = view.scores, view.ids
             seen["scores"] = scores
             return []
 
     wrapped = _ScoreResolution(Spy(), 0.01)
-    wrapped.decide(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3), None)
+    wrapped.decide(RaceView.from_scores(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3)), None)
     np.testing.assert_allclose(seen["scores"], [[0.90, 0.90, 0.93], [0.80, 0.80, 0.70]])
     assert wrapped.get_params()["rope"] == 0.01

@@ -19,7 +19,8 @@ class CoinDrop(RacingTest):
     def __init__(self, p: float = 0.6):
         self.p = p
 
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
+        scores, ids = view.scores, view.ids
         means = scores.mean(axis=0)
         worst, best = int(np.argmin(means)), int(np.argmax(means))
         u = float(rng.random())
