@@ -595,7 +595,7 @@ def read_journal(path: Any) -> dict:
     >>> from racer import Race
     >>> from racer.elimination import RacingTest
     >>> class KeepAll(RacingTest):
-    ...     def decide(self, scores, ids, rng):
+    ...     def decide(self, view, rng):
     ...         return []
     ...     def get_params(self):
     ...         return {}

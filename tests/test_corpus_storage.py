@@ -19,7 +19,7 @@ from racer.storage import APPLICATION_ID, JournalInUseError, read_journal
 
 
 class KeepAll(RacingTest):
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):
