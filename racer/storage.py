@@ -358,6 +358,7 @@ class Journal:
 
     def __init__(self, path: Any, arg: str = "storage") -> None:
         self._conn = None
+        self._pid = os.getpid()
         self._lock_fd: int | None = None
         self._lock_path: str | None = None
         text = _as_path(path, arg)
@@ -540,7 +541,8 @@ class Journal:
         """Close the database, then release the writer lock (in that order: nothing is written
         once another writer can get in)."""
         conn, self._conn = self._conn, None
-        if conn is not None:
+        # A forked child's copy of the connection only drops it: the parent still writes.
+        if conn is not None and os.getpid() == self._pid:
             try:
                 # Leave a closed journal as one self-contained file in rollback mode, so that
                 # copying it takes everything and a read-only reader (read_journal) does not
@@ -550,6 +552,7 @@ class Journal:
                 conn.execute("PRAGMA journal_mode = DELETE")
             except sqlite3.Error:
                 pass
+        if conn is not None:
             try:
                 conn.close()
             except sqlite3.Error:  # pragma: no cover
