@@ -161,7 +161,16 @@ class Race:
         it happens; constructing the same race on the same file resumes it: recorded
         evaluations are replayed instead of being evaluated again. A journal written by a
         different race (other candidates, options, test parameters, seed or ``metadata``) is
-        refused.
+        refused. A resume cannot check ``evaluate`` itself (it is given to ``run()``, and no
+        fingerprint of a function is reliable): after changing it, or the data it reads, bump
+        ``metadata={"evaluate_version": ...}`` so the old journal is refused, or use a new
+        file. A file that is not a racer journal (not SQLite, another application's database)
+        is refused before anything is written; path problems raise ``FileNotFoundError``,
+        ``IsADirectoryError`` or ``PermissionError`` naming the path. The race holds the
+        journal's writer lock until :meth:`close` (or garbage collection, or the death of the
+        process): a second race on the same file, in any process, raises
+        :class:`racer.storage.JournalInUseError`; :func:`racer.storage.read_journal` can read
+        it meanwhile.
     metadata : dict, optional
         Anything else that changes the scores (a version of ``evaluate``, a data set name,
         its settings), stored in the journal's fingerprint so a resume under different
@@ -798,7 +807,8 @@ class Race:
         self._journal = journal
 
     def close(self) -> None:
-        """Close the storage journal, if any (garbage collection also does it).
+        """Close the storage journal, if any, and release its writer lock (garbage collection
+        and the end of the process also do it), so another race can resume the journal.
 
         A race with a closed journal refuses further tell(): its results could not be saved."""
         if self._journal is not None:

@@ -14,67 +14,463 @@ from ``(seed, step)``, so the replayed race takes exactly the decisions it took 
 continues where it stopped.
 
 A journal belongs to one race. Its first writer stores a fingerprint (candidates' reprs, test
-class and ``get_params()``, every decision-changing option, the seed); a race whose fingerprint
-differs is refused with a message naming what differs, and so is a run whose instances differ
-from the journaled ones.
+class and ``get_params()``, every decision-changing option, the seed, ``metadata``); a race
+whose fingerprint differs is refused with a message naming what differs, and so is a run whose
+instances differ from the journaled ones.
+
+**What a resume cannot check: ``evaluate``.** It is passed to ``run()``, after the journal is
+claimed, and no fingerprint of a Python function is reliable (its code, closures, the files
+and library versions it reads all change its scores). A resumed race takes the journaled
+values as they are, so after changing ``evaluate`` it would mix old and new scores without a
+word. Pass ``metadata={"evaluate_version": "2"}`` (bump it whenever ``evaluate`` or its data
+change) and such a resume is refused; or start a new file.
+
+**Only racer journals are opened, and only journals are written.** A journal carries a marker:
+the SQLite header's ``application_id`` is ``0x5243524A`` ("RCRJ") and ``meta`` holds
+``schema = 1``. Before anything is written, a path that exists is inspected read-only
+(``mode=ro``): a file that is not an SQLite database, an SQLite database of another
+application (another ``application_id``, or tables that are not racer's) and a journal of a
+newer schema are refused with a ``ValueError`` naming the path; nothing is written into them.
+A missing or empty file (0 bytes, or an SQLite database without any table) becomes a new
+journal. A journal written by racer before the marker existed (no ``application_id``, exactly
+racer's tables and columns, ``meta`` keys among ``schema``, ``fingerprint``, ``seed``) is
+accepted and stamped with the marker: its layout is the current one, so nothing else changes.
+
+**Path errors name the argument and the path**, with the operating system's exception type:
+a missing parent folder (``FileNotFoundError``; racer creates no folders), a folder
+(``IsADirectoryError``), no permission (``PermissionError``), a read-only file system
+(``OSError`` with ``errno.EROFS``). A non-path (``None``, a number) is a ``TypeError``; ``""``
+and ``":memory:"`` are a ``ValueError`` (a journal is a file; leave ``storage=None`` to race
+without one). ``bytes`` paths are accepted (decoded with :func:`os.fsdecode`).
+
+**One live writer per journal.** The writer holds an exclusive ``flock`` on a sidecar file,
+``<journal>.lock`` (next to the real path, symlinks resolved), for the race's lifetime: it is
+released by ``Race.close()``, by garbage collection of the race, and by the kernel when the
+process dies, SIGKILL included, so a killed race never leaves a stale lock. A second writer,
+in another process or another ``Race`` object of the same process, gets a
+:class:`JournalInUseError` naming the journal and the holder (pid, host, since when, as written
+in the lock file). Why a sidecar and not SQLite's own locking: ``locking_mode=EXCLUSIVE`` would
+also lock out readers, and :func:`read_journal` (and any report tool or SQLite client) must be
+able to read a journal while its race writes it; and a second descriptor on the database file
+itself is forbidden, because closing it would drop the POSIX locks SQLite holds on that file in
+the same process. The lock file stays after the race (deleting it could let two writers lock
+two different files); it is empty of meaning when no process holds it. Limits: hard links to
+one journal get different lock files, an older racer (without the lock) is not kept out, and a
+network file system must support ``flock`` (Linux NFS emulates it with byte-range locks).
+Processes forked from the writer (e.g. a ``fork`` process pool) close their copy of the lock
+descriptor, so a leftover worker never holds a dead race's lock.
 
 Tables: ``meta(key, value)``, ``instances(idx, repr)``, ``evaluations(candidate, instance,
 value, error)`` (value NULL when the evaluation failed, ``error`` says why) and
 ``decisions(step, n_instances, candidate, reason, by, probability)`` (step 0 = eliminated for
-failing). They are plain SQL, so a race can be inspected with any SQLite client.
+failing). They are plain SQL, so a race can be inspected with any SQLite client, or with
+:func:`read_journal`, which opens the file read-only and never takes the lock.
 """
 
 from __future__ import annotations
 
+import errno
+import gc
 import json
 import math
 import os
+import pathlib
+import socket
 import sqlite3
+import time
+import weakref
 from typing import Any
 
-__all__ = ["Journal", "read_journal"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+    import msvcrt
 
-_SCHEMA_VERSION = "1"
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS instances (idx INTEGER PRIMARY KEY, repr TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS evaluations (
-    candidate INTEGER NOT NULL,
-    instance INTEGER NOT NULL,
-    value REAL,
-    error TEXT,
-    PRIMARY KEY (candidate, instance)
-);
-CREATE TABLE IF NOT EXISTS decisions (
-    step INTEGER NOT NULL,
-    n_instances INTEGER NOT NULL,
-    candidate INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    by INTEGER,
-    probability REAL,
-    PRIMARY KEY (step, candidate)
-);
-"""
+__all__ = ["Journal", "JournalInUseError", "read_journal"]
+
+# The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
+# magic.txt and not used by any format we know of.
+APPLICATION_ID = 0x5243524A
+_SCHEMA_VERSION = 1
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_TABLES = {
+    "meta": ("key", "value"),
+    "instances": ("idx", "repr"),
+    "evaluations": ("candidate", "instance", "value", "error"),
+    "decisions": ("step", "n_instances", "candidate", "reason", "by", "probability"),
+}
+_META_KEYS = {"schema", "fingerprint", "seed"}
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS instances (idx INTEGER PRIMARY KEY, repr TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS evaluations (
+        candidate INTEGER NOT NULL,
+        instance INTEGER NOT NULL,
+        value REAL,
+        error TEXT,
+        PRIMARY KEY (candidate, instance)
+    )""",
+    """CREATE TABLE IF NOT EXISTS decisions (
+        step INTEGER NOT NULL,
+        n_instances INTEGER NOT NULL,
+        candidate INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        by INTEGER,
+        probability REAL,
+        PRIMARY KEY (step, candidate)
+    )""",
+]
+
+
+class JournalInUseError(RuntimeError):
+    """Another live race (in this process or another) holds the journal's lock."""
+
+
+# Journals whose lock this process holds, by lock-file path: lets a conflict inside one process
+# be told apart from one with another process, and lets forked children drop their copies. No
+# mutex: an entry is removed before its descriptor is closed, so no other journal of the same
+# path can be registered in between (it cannot get the flock earlier), and __del__ may run
+# from any allocation, where a non-reentrant lock could deadlock.
+_HELD: dict[str, weakref.ref] = {}
+
+
+def _forget_locks_in_child() -> None:
+    # A forked child shares the parent's open file description, hence its flock; closing the
+    # child's descriptor leaves the parent's lock intact (flock is released only when the last
+    # descriptor closes), so a child that outlives its parent cannot keep the journal locked.
+    for ref in list(_HELD.values()):
+        journal = ref()
+        if journal is not None and journal._lock_fd is not None:
+            try:
+                os.close(journal._lock_fd)
+            except OSError:  # pragma: no cover
+                pass
+            journal._lock_fd = None
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_locks_in_child)
+
+
+def _as_path(path: Any, arg: str) -> str:
+    """Validate ``path`` as a file path and return it as ``str``."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"`{arg}` must be a file path (str or os.PathLike); got {path!r}") from None
+    if isinstance(text, bytes):
+        try:
+            text = os.fsdecode(text)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"`{arg}`={path!r} cannot be decoded as a file name: {exc}") from None
+    if not text.strip():
+        raise ValueError(f"`{arg}`={path!r} is an empty path; a journal is a file")
+    if text == ":memory:":
+        raise ValueError(
+            f"`{arg}`=':memory:' is not a file: a journal must be a file to be resumed; "
+            "leave storage=None to race without a journal"
+        )
+    if "\x00" in text:
+        raise ValueError(f"`{arg}`={path!r} contains a NUL character")
+    return text
+
+
+def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
+    """Return the absolute path after checking that it can be a journal file."""
+    absolute = os.path.abspath(text)
+    if os.path.isdir(absolute):
+        raise IsADirectoryError(
+            errno.EISDIR,
+            f"`{arg}`={text!r} is a folder, not a journal file; pass a file path such as "
+            f"{os.path.join(text, 'race.sqlite')!r}",
+            text,
+        )
+    if os.path.exists(absolute):
+        if not os.path.isfile(absolute):
+            raise ValueError(f"`{arg}`={text!r} is not a regular file (a device, a socket or a pipe)")
+        return absolute
+    parent = os.path.dirname(absolute)
+    if must_exist:
+        raise FileNotFoundError(errno.ENOENT, f"`{arg}`={text!r}: no such journal file", text)
+    if not os.path.exists(parent):
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"`{arg}`={text!r}: its folder {parent!r} does not exist (racer does not create "
+            "folders; create it first)",
+            text,
+        )
+    if not os.path.isdir(parent):
+        raise NotADirectoryError(errno.ENOTDIR, f"`{arg}`={text!r}: {parent!r} is not a folder", text)
+    return absolute
+
+
+def _os_error(exc: OSError, arg: str, text: str, doing: str, target: str) -> OSError:
+    """The same kind of OSError, with a message naming the argument, the path and the cause."""
+    code = exc.errno
+    hint = ""
+    if code in (errno.EACCES, errno.EPERM):
+        hint = " (no permission)"
+    elif code == errno.EROFS:
+        hint = " (read-only file system)"
+    message = f"`{arg}`={text!r}: cannot {doing} {target!r}{hint}: {exc.strerror or exc}"
+    new = type(exc)(code, message, target) if code is not None else OSError(message)
+    return new
+
+
+def _check_header(absolute: str, arg: str, text: str) -> int | None:
+    """Refuse a file that is not SQLite or belongs to another application, from its header alone.
+
+    Returns the header's application_id (None for an empty file, whose content is decided by
+    SQLite itself: a 0-byte database may still have a write-ahead log)."""
+    try:
+        with open(absolute, "rb") as fh:
+            head = fh.read(100)
+    except OSError as exc:
+        raise _os_error(exc, arg, text, "read", absolute) from exc
+    if not head:
+        return None
+    if not head.startswith(_SQLITE_MAGIC):
+        raise ValueError(
+            f"`{arg}`={text!r} is not a racer journal: it is not an SQLite database (it starts "
+            f"with {head[:16]!r}); racer never writes into such a file; pass a new path"
+        )
+    if len(head) < 72:
+        raise ValueError(f"`{arg}`={text!r} is not a racer journal: a truncated SQLite header")
+    app_id = int.from_bytes(head[68:72], "big", signed=True)
+    if app_id not in (0, APPLICATION_ID):
+        raise ValueError(
+            f"`{arg}`={text!r} is not a racer journal: it is the SQLite database of another "
+            f"application (application_id {app_id:#x}); racer never writes into it; pass a new path"
+        )
+    return app_id
+
+
+def _classify(conn: sqlite3.Connection, arg: str, text: str) -> str:
+    """``"journal"``, ``"legacy"`` (a racer journal from before the marker) or ``"empty"``;
+    anything else is refused. Only reads."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    objects = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+    if app_id not in (0, APPLICATION_ID):
+        raise ValueError(
+            f"`{arg}`={text!r} is not a racer journal: it is the SQLite database of another "
+            f"application (application_id {app_id:#x}); racer never writes into it; pass a new path"
+        )
+    names = {name for kind, name, _ in objects if kind == "table"}
+    if app_id == 0 and not objects:
+        return "empty"
+    foreign = sorted(
+        f"{kind} {name}"
+        for kind, name, table in objects
+        if not (kind == "table" and name in _TABLES)
+        and not (kind == "index" and name.startswith("sqlite_autoindex_") and table in _TABLES)
+    )
+    if app_id == 0:
+        mismatched = [
+            name for name in sorted(names & set(_TABLES))
+            if tuple(row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')) != _TABLES[name]
+        ]
+        meta_keys = set()
+        if "meta" in names and "meta" not in mismatched:
+            meta_keys = {row[0] for row in conn.execute("SELECT key FROM meta")}
+        if foreign or mismatched or "meta" not in names or not meta_keys <= _META_KEYS:
+            what = ", ".join(foreign + [f"table {n} (other columns)" for n in mismatched]) or (
+                f"tables {sorted(names)}"
+            )
+            raise ValueError(
+                f"`{arg}`={text!r} is not a racer journal: an SQLite database without racer's "
+                f"marker that holds {what}; it belongs to another application and racer never "
+                "writes into it; pass a new path"
+            )
+    if "meta" in names:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None:
+            try:
+                version = int(row[0])
+            except ValueError:
+                version = None
+            if version is None or version > _SCHEMA_VERSION:
+                raise ValueError(
+                    f"`{arg}`={text!r} is a racer journal of schema {row[0]!r}, which this "
+                    f"version of racer (schema {_SCHEMA_VERSION}) cannot read; upgrade racer"
+                )
+    return "journal" if app_id == APPLICATION_ID else "legacy"
+
+
+def _read_only(absolute: str) -> sqlite3.Connection:
+    uri = pathlib.Path(absolute).as_uri() + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+
+
+def _inspect_read_only(absolute: str, arg: str, text: str) -> str:
+    """Classify an existing file without writing to it."""
+    _check_header(absolute, arg, text)
+    try:
+        conn = _read_only(absolute)
+    except sqlite3.Error as exc:
+        raise _sqlite_open_error(exc, arg, text, absolute) from exc
+    try:
+        return _classify(conn, arg, text)
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"`{arg}`={text!r} is not a racer journal: SQLite cannot read it ({exc})") from exc
+    finally:
+        conn.close()
+
+
+def _sqlite_open_error(exc: sqlite3.Error, arg: str, text: str, absolute: str) -> OSError:
+    if not os.access(os.path.dirname(absolute), os.W_OK) or (
+        os.path.exists(absolute) and not os.access(absolute, os.R_OK)
+    ):
+        return PermissionError(errno.EACCES, f"`{arg}`={text!r}: SQLite cannot open it (no permission): {exc}", text)
+    return OSError(f"`{arg}`={text!r}: SQLite cannot open it: {exc}")
+
+
+def _holder(fd: int) -> str:
+    try:
+        info = os.pread(fd, 300, 0).decode("utf-8", "replace").strip()
+    except OSError:  # pragma: no cover - e.g. a Windows byte-range lock hides the content
+        info = ""
+    return info or "holder unknown"
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:  # pragma: no cover - Windows, untested: a mandatory lock on byte 0
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except BlockingIOError:
+        return False
+    except PermissionError:  # pragma: no cover - how msvcrt reports a held lock
+        if fcntl is None:
+            return False
+        raise
+    return True
 
 
 class Journal:
-    """One race's journal file. Used by :class:`racer.Race`; not needed by users."""
+    """One race's journal file. Used by :class:`racer.Race`; not needed by users.
 
-    def __init__(self, path: Any) -> None:
+    Opening it validates the path, refuses anything that is not a racer journal, takes the
+    journal's writer lock and creates the tables of a new journal (see the module docstring).
+    """
+
+    def __init__(self, path: Any, arg: str = "storage") -> None:
+        self._conn = None
+        self._pid = os.getpid()
+        self._lock_fd: int | None = None
+        self._lock_path: str | None = None
+        text = _as_path(path, arg)
+        self.path = text
+        absolute = _check_location(text, arg, must_exist=False)
+        # Read-only first: a foreign file is refused before the lock file is even created.
+        if os.path.exists(absolute):
+            _inspect_read_only(absolute, arg, text)
+        self._lock(absolute, arg, text)
         try:
-            self.path = os.fspath(path)
-        except TypeError:
-            raise TypeError(f"`storage` must be a file path; got {path!r}") from None
-        # isolation_level=None: every statement commits on its own, so each evaluation is
-        # durable the moment tell() returns.
-        self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._open(absolute, arg, text)
+        except BaseException:
+            self.close()
+            raise
+
+    # -------------------------------------------------------------- lock
+
+    def _lock(self, absolute: str, arg: str, text: str) -> None:
+        lock_path = os.path.realpath(absolute) + ".lock"
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except PermissionError as exc:
+            try:  # an existing lock file we may not write can still be locked
+                fd = os.open(lock_path, os.O_RDONLY)
+            except OSError:
+                raise _os_error(exc, arg, text, "create its lock file", lock_path) from exc
+        except OSError as exc:
+            raise _os_error(exc, arg, text, "create its lock file", lock_path) from exc
+        try:
+            locked = _try_lock(fd)
+            if not locked and lock_path in _HELD:
+                # A Race of this process may be unreachable but not yet collected (a reference
+                # cycle): collect it, which closes its journal, and try once more.
+                gc.collect()
+                locked = _try_lock(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise _os_error(exc, arg, text, "lock", lock_path) from exc
+        if not locked:
+            holder = _holder(fd)
+            os.close(fd)
+            here = lock_path in _HELD
+            where = "another Race object in this process" if here else "another race"
+            advice = (
+                "close() that race first (or let it be garbage collected)"
+                if here
+                else "wait until that race ends, or stop it"
+            )
+            raise JournalInUseError(
+                f"`{arg}`={text!r} is in use: {where} holds its lock {lock_path!r} ({holder}). "
+                f"A journal has one live writer; {advice}. A running race's journal can still "
+                "be read with racer.storage.read_journal()."
+            )
+        try:
+            info = f"pid {os.getpid()} on {socket.gethostname()}, since " + time.strftime(
+                "%Y-%m-%d %H:%M:%S UTC", time.gmtime()
+            )
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info.encode() + b"\n", 0)
+        except OSError:
+            pass  # informational only (a read-only lock file): the flock is what protects
+        self._lock_fd = fd
+        self._lock_path = lock_path
+        _HELD[lock_path] = weakref.ref(self)
+
+    # -------------------------------------------------------------- open
+
+    def _open(self, absolute: str, arg: str, text: str) -> None:
+        try:
+            self._conn = sqlite3.connect(
+                pathlib.Path(absolute).as_uri() + "?mode=rwc", uri=True, isolation_level=None,
+                timeout=30.0,
+            )
+        except sqlite3.Error as exc:
+            raise _sqlite_open_error(exc, arg, text, absolute) from exc
+        conn = self._conn
+        try:
+            # isolation_level=None: every statement commits on its own, so each evaluation is
+            # durable the moment tell() returns. The file is classified again inside the write
+            # transaction (we hold the lock now, and a 0-byte file's log is only seen by SQLite),
+            # so nothing is written unless it is empty or a racer journal.
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                kind = _classify(conn, arg, text)
+                if kind != "journal":
+                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(_SCHEMA_VERSION),)
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            # After the marker is committed (in the main file, not in a log), switch to WAL.
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.OperationalError as exc:
+            message = str(exc)
+            if "readonly" in message or "read-only" in message:
+                raise PermissionError(
+                    errno.EACCES,
+                    f"`{arg}`={text!r}: the journal cannot be written (read-only file or file "
+                    f"system): {message}",
+                    text,
+                ) from exc
+            raise OSError(f"`{arg}`={text!r}: SQLite failed to open the journal: {message}") from exc
         except sqlite3.DatabaseError as exc:
-            self._conn.close()
-            raise ValueError(f"`storage`={self.path!r} is not a racer journal: {exc}") from exc
+            raise ValueError(f"`{arg}`={text!r} is not a racer journal: SQLite cannot read it ({exc})") from exc
+
+    # -------------------------------------------------------------- race data
 
     def _meta(self, key: str) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -91,8 +487,8 @@ class Journal:
             with self._conn:  # one transaction: a journal never holds half a claim
                 self._conn.execute("BEGIN")
                 self._conn.execute(
-                    "INSERT INTO meta VALUES ('schema', ?), ('fingerprint', ?), ('seed', ?)",
-                    (_SCHEMA_VERSION, json.dumps(fingerprint, sort_keys=True), str(seed)),
+                    "INSERT INTO meta VALUES ('fingerprint', ?), ('seed', ?)",
+                    (json.dumps(fingerprint, sort_keys=True), str(seed)),
                 )
             return
         old = json.loads(stored)
@@ -139,19 +535,45 @@ class Journal:
                 ],
             )
 
-    def close(self) -> None:
-        try:
-            self._conn.close()
-        except sqlite3.Error:  # pragma: no cover
-            pass
+    # -------------------------------------------------------------- close
 
-    def __del__(self) -> None:
-        conn = getattr(self, "_conn", None)
+    def close(self) -> None:
+        """Close the database, then release the writer lock (in that order: nothing is written
+        once another writer can get in)."""
+        conn, self._conn = self._conn, None
+        # A forked child's copy of the connection only drops it: the parent still writes.
+        if conn is not None and os.getpid() == self._pid:
+            try:
+                # Leave a closed journal as one self-contained file in rollback mode, so that
+                # copying it takes everything and a read-only reader (read_journal) does not
+                # have to create -wal/-shm files next to it. Skipped, without waiting, while
+                # another connection reads it: the journal then simply stays in WAL mode.
+                conn.execute("PRAGMA busy_timeout = 0")
+                conn.execute("PRAGMA journal_mode = DELETE")
+            except sqlite3.Error:
+                pass
         if conn is not None:
             try:
                 conn.close()
-            except Exception:  # pragma: no cover
+            except sqlite3.Error:  # pragma: no cover
                 pass
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            ref = _HELD.get(self._lock_path)
+            if ref is not None and ref() in (self, None):  # None: called from __del__
+                _HELD.pop(self._lock_path, None)
+            # Closing (never LOCK_UN) releases the lock: LOCK_UN would also release it for a
+            # forked child's shared description, closing affects only this descriptor.
+            try:
+                os.close(fd)
+            except OSError:  # pragma: no cover
+                pass
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
 
 
 def _clip(value: Any) -> str:
@@ -160,25 +582,67 @@ def _clip(value: Any) -> str:
 
 
 def read_journal(path: Any) -> dict:
-    """Read a journal's tables as plain Python lists (for inspection and tests).
+    """Read a journal's tables as plain Python lists (for inspection, reports and tests).
+
+    The file is opened read-only and without the writer lock, so a journal can be read while
+    its race writes it; all tables are read in one transaction (one consistent snapshot).
+    A missing file is a ``FileNotFoundError``; a file that is not a racer journal (not SQLite,
+    another application's database, an empty file) is a ``ValueError`` naming ``path``.
 
     Returns ``{"fingerprint": dict, "seed": int, "instances": [repr, ...],
     "evaluations": [(candidate, instance, value, error), ...], "decisions": [(step,
-    n_instances, candidate, reason, by, probability), ...]}``.
+    n_instances, candidate, reason, by, probability), ...]}`` (``fingerprint`` and ``seed``
+    are None before the race claimed the journal).
+
+    >>> import os, tempfile
+    >>> from racer import Race
+    >>> from racer.elimination import RacingTest
+    >>> class KeepAll(RacingTest):
+    ...     def decide(self, view, rng):
+    ...         return []
+    ...     def get_params(self):
+    ...         return {}
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> race = Race([1, 2], test=KeepAll(), first_test=2, max_instances=2, storage=path,
+    ...             random_state=0)
+    >>> result = race.run(lambda c, i: c * i, [1, 2], progress=False)
+    >>> read_journal(path)["evaluations"]
+    [(0, 0, 1.0, None), (1, 0, 2.0, None), (0, 1, 2.0, None), (1, 1, 4.0, None)]
+    >>> race.close()
     """
-    conn = sqlite3.connect(os.fspath(path))
+    text = _as_path(path, "path")
+    absolute = _check_location(text, "path", must_exist=True)
+    _check_header(absolute, "path", text)
     try:
-        meta = dict(conn.execute("SELECT key, value FROM meta"))
-        return {
+        conn = _read_only(absolute)
+    except sqlite3.Error as exc:
+        raise _sqlite_open_error(exc, "path", text, absolute) from exc
+    try:
+        conn.execute("BEGIN")
+        try:
+            kind = _classify(conn, "path", text)
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"`path`={text!r} is not a racer journal: SQLite cannot read it ({exc})") from exc
+        if kind == "empty":
+            raise ValueError(f"`path`={text!r} is not a racer journal: it is empty (no race has written it)")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+        def rows(sql: str, table: str) -> list:
+            # A journal of an older racer killed while creating its tables may lack some.
+            return conn.execute(sql).fetchall() if table in tables else []
+
+        meta = dict(rows("SELECT key, value FROM meta", "meta"))
+        result = {
             "fingerprint": json.loads(meta["fingerprint"]) if "fingerprint" in meta else None,
             "seed": int(meta["seed"]) if "seed" in meta else None,
-            "instances": [r[0] for r in conn.execute("SELECT repr FROM instances ORDER BY idx")],
-            "evaluations": conn.execute(
-                "SELECT candidate, instance, value, error FROM evaluations ORDER BY instance, candidate"
-            ).fetchall(),
-            "decisions": conn.execute(
-                "SELECT * FROM decisions ORDER BY step, candidate"
-            ).fetchall(),
+            "instances": [r[0] for r in rows("SELECT repr FROM instances ORDER BY idx", "instances")],
+            "evaluations": rows(
+                "SELECT candidate, instance, value, error FROM evaluations ORDER BY instance, candidate",
+                "evaluations",
+            ),
+            "decisions": rows("SELECT * FROM decisions ORDER BY step, candidate", "decisions"),
         }
+        conn.execute("COMMIT")
+        return result
     finally:
         conn.close()

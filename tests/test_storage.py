@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import os
 import sqlite3
 
 import numpy as np
 import pytest
 
 from racer import Elimination, Race, RacingTest
-from racer.storage import read_journal
+from racer.storage import APPLICATION_ID, JournalInUseError, read_journal
 
 
 class CoinDrop(RacingTest):
@@ -170,3 +172,191 @@ def test_journal_is_wal_and_readable_while_open(tmp_path):
     finally:
         conn.close()
         r.close()
+
+
+# ---------------------------------------------------------------- marker, foreign files, legacy
+
+
+def test_a_new_journal_carries_the_marker_and_is_one_file_once_closed(tmp_path):
+    path = tmp_path / "race.sqlite"
+    r = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    r.run(score, range(100), progress=False)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "1"
+    finally:
+        conn.close()
+    r.close()
+    # Closed: back in rollback mode, so the .sqlite file alone holds everything.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["race.sqlite", "race.sqlite.lock"]
+    assert len(read_journal(path)["evaluations"]) == reference().n_evaluations
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["race.sqlite", "race.sqlite.lock"]
+
+
+def _foreign_db(path, journal_mode="delete", application_id=0):
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {application_id}")
+    conn.execute(f"PRAGMA journal_mode = {journal_mode}")
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.close()
+
+
+@pytest.mark.parametrize("journal_mode", ["delete", "wal"])
+def test_another_applications_database_is_refused_and_left_untouched(tmp_path, journal_mode):
+    path = tmp_path / "app.db"
+    _foreign_db(path, journal_mode)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=r"app\.db'.*not a racer journal.*holds table users"):
+        Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    assert path.read_bytes() == before
+    assert not (tmp_path / "app.db.lock").exists()  # refused before the lock file is created
+    conn = sqlite3.connect(path)
+    try:
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["users"]
+    finally:
+        conn.close()
+
+
+def _strip_marker(path):
+    """Make a journal look like one of racer before the marker existed."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA application_id = 0")
+    conn.close()
+
+
+def test_a_journal_of_the_previous_version_resumes_exactly_and_gets_the_marker(tmp_path):
+    path = tmp_path / "race.sqlite"
+    r = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    r.add_instances(range(100))
+    for ev in r.ask()[:10]:
+        r.tell(ev, score(ev.candidate, ev.instance))
+    r.close()
+    _strip_marker(path)
+    assert read_journal(path)["seed"] == 5  # read as a journal, not refused
+    counter = Counter()
+    resumed = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS).run(
+        counter, range(100), progress=False
+    )
+    ref = reference()
+    assert resumed.history == ref.history
+    np.testing.assert_array_equal(resumed.scores, ref.scores)
+    assert len(counter.calls) == ref.n_evaluations - 10
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    finally:
+        conn.close()
+
+
+def test_a_lookalike_without_the_marker_is_refused(tmp_path):
+    # racer's table names but other columns (or an extra table) is not a racer journal
+    path = tmp_path / "lookalike.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE meta (k TEXT, v TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match=r"not a racer journal.*table meta \(other columns\)"):
+        Race([0, 1], test=CoinDrop(), storage=path)
+    path2 = tmp_path / "extra.db"
+    r = Race([0, 1], test=CoinDrop(), storage=path2)
+    r.close()
+    _strip_marker(path2)
+    conn = sqlite3.connect(path2)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match=r"holds table notes"):
+        Race([0, 1], test=CoinDrop(), storage=path2)
+
+
+def test_a_journal_of_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "race.sqlite"
+    Race([0, 1], test=CoinDrop(), storage=path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match=r"racer journal of schema '2'.*upgrade racer"):
+        Race([0, 1], test=CoinDrop(), storage=path)
+    with pytest.raises(ValueError, match=r"schema '2'"):
+        read_journal(path)
+
+
+# ---------------------------------------------------------------- one live writer
+
+
+def test_a_second_race_in_the_same_process_is_refused_until_the_first_closes(tmp_path):
+    path = tmp_path / "race.sqlite"
+    first = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    with pytest.raises(JournalInUseError, match=r"race\.sqlite' is in use: another Race object in "
+                                                r"this process holds its lock.*close\(\)"):
+        Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    # the refused race did not disturb the holder
+    first.add_instances(range(100))
+    for ev in first.ask():
+        first.tell(ev, score(ev.candidate, ev.instance))
+    assert len(read_journal(path)["evaluations"]) == 18
+    first.close()
+    second = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    second.close()
+
+
+def test_garbage_collection_releases_the_lock_even_in_a_reference_cycle(tmp_path):
+    path = tmp_path / "race.sqlite"
+    Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)  # dropped at once
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cyclic = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+        cyclic.myself = cyclic  # only the cycle collector can free it
+        del cyclic
+        # The new race finds the lock held by an unreachable race of this process, collects it
+        # and takes the lock: a script that drops a race and resumes it never sees a conflict.
+        again = Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS)
+    finally:
+        if enabled:
+            gc.enable()
+    again.close()
+
+
+def test_a_journal_is_readable_while_its_race_holds_the_lock(tmp_path):
+    path = tmp_path / "race.sqlite"
+    r = Race(list(range(6)), test=CoinDrop(), storage=path, instances=range(100), **OPTIONS)
+    evs = r.ask()
+    for ev in evs[:7]:
+        r.tell(ev, 2.0)
+    got = read_journal(path)
+    assert len(got["evaluations"]) == 7 and got["seed"] == 5
+    assert got["instances"] == [repr(i) for i in range(3)]
+    r.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_keep_the_lock(tmp_path):
+    path = tmp_path / "race.sqlite"
+    r = Race([0, 1], test=CoinDrop(), storage=path)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: wait until the parent says so, then leave without cleanup
+        os.close(write_end)
+        os.read(read_end, 1)
+        os._exit(0)
+    os.close(read_end)
+    try:
+        r.close()
+        # The child is alive and was forked while the lock was held; the lock is free anyway.
+        Race([0, 1], test=CoinDrop(), storage=path).close()
+    finally:
+        os.close(write_end)
+        os.waitpid(pid, 0)
+
+
+def test_storage_docstring_examples_run():
+    import doctest
+
+    import racer.storage
+
+    outcome = doctest.testmod(racer.storage)
+    assert outcome.attempted > 0 and outcome.failed == 0
