@@ -22,22 +22,28 @@ each worker one task at a time over its own pipe, so the parent always knows whi
 a worker runs: on a deadline it kills that worker, on a death it reads the exit code, and in
 both cases it starts a replacement and goes on.
 
-Start method: ``forkserver`` where the platform has it (Linux, macOS), else ``spawn``. Not
-``fork``: the race process runs Numba ``prange`` kernels between blocks, and a process forked
-after GNU OpenMP has started its threads cannot use OpenMP again (Numba aborts such a child
-with "fork() called from a process already using GNU OpenMP"); replacement workers are forked
-mid-race, exactly then. The fork server is a clean single-threaded process, so workers fork
-from it in milliseconds without inheriting threads. The price: ``evaluate`` is pickled by
-reference and must be importable in a worker (a function of a module, or of a script under
-``if __name__ == "__main__":``); a function defined in a notebook is reported as such.
+Start method: ``spawn``, everywhere. Not ``fork``: the race process runs Numba ``prange``
+kernels between blocks, and a process forked after GNU OpenMP has started its threads cannot
+use OpenMP again (Numba aborts such a child: "fork() called from a process already using GNU
+OpenMP"); replacement workers are forked mid-race, exactly then, and forking any threaded
+process (BLAS pools, a user's threads) risks deadlocks. Not ``forkserver`` either: its
+workers are children of the fork server, which only exits once all its children have, so the
+kernel cannot tie a worker's life to the race process (checked: a SIGKILLed race left both
+the server and its workers behind). The price of ``spawn`` is a fresh interpreter per worker
+(imports included, paid at pool start and when a worker is replaced, never charged to an
+evaluation's time limit; see ``benchmarks/speed_pool.py``), and ``evaluate`` is pickled by
+reference: it must be importable in a worker (a function of a module, or of a script under
+``if __name__ == "__main__":``); a function typed into a notebook is reported as such.
 
 Workers never outlive the race: the pool is closed in ``Race.run``'s ``finally`` (normal end,
-exception, KeyboardInterrupt) and by a finalizer; if the race process is killed outright, each
-worker notices through (a) a watchdog thread blocked on a pipe whose only writer is the race
-process (EOF when it dies; portable, but needs the GIL), and (b) on Linux,
-``prctl(PR_SET_PDEATHSIG, SIGKILL)``: the kernel kills the worker when its parent, the fork
-server, exits, which the fork server does as soon as the race process is gone; this works even
-while ``evaluate`` holds the GIL in C code.
+exception, KeyboardInterrupt) and by a finalizer; if the race process is killed outright,
+(a) on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` makes the kernel kill each worker when its
+parent, the race process, dies, even while ``evaluate`` holds the GIL in C code; (b) on every
+platform, a watchdog thread in each worker blocks on a pipe whose only writer is the race
+process and exits the worker at EOF (it needs the GIL, so it acts between bytecodes). Each was
+checked alone against ``tests/test_execution.py::test_sigkilled_race_leaves_no_worker_behind``.
+PR_SET_PDEATHSIG fires when the *thread* that started the worker ends; pools are created and
+used inside one ``Race.run`` call, so that thread outlives them.
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ __all__ = [
     "run_block",
 ]
 
-_START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+_START_METHOD = "spawn"
 
 
 def effective_n_jobs(n_jobs: int | None) -> int:
@@ -214,7 +220,7 @@ def _death_cause(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-def _arm_parent_death(alive) -> None:
+def _arm_parent_death(alive, parent_pid: int) -> None:
     """Make this worker die with the race process (see the module docstring)."""
     if sys.platform.startswith("linux"):
         try:
@@ -225,6 +231,8 @@ def _arm_parent_death(alive) -> None:
             libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         except (OSError, AttributeError):  # pragma: no cover - no libc prctl: the watchdog remains
             pass
+    if os.getppid() != parent_pid:  # the race died before prctl took effect
+        os._exit(70)
 
     def watchdog() -> None:
         try:
@@ -236,11 +244,11 @@ def _arm_parent_death(alive) -> None:
     threading.Thread(target=watchdog, name="racer-watchdog", daemon=True).start()
 
 
-def _worker_main(conn, alive, payload: bytes) -> None:
+def _worker_main(conn, alive, payload: bytes, parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; the race process handles it and closes the pool,
     # so workers should not print tracebacks of their own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _arm_parent_death(alive)
+    _arm_parent_death(alive, parent_pid)
     try:
         fn = pickle.loads(payload)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
@@ -272,8 +280,10 @@ class _Worker:
     def __init__(self, ctx, payload: bytes) -> None:
         self.conn, child_conn = ctx.Pipe(duplex=True)
         alive_child, self.alive = ctx.Pipe(duplex=False)
+        # Not daemonic: an evaluate may start processes of its own (a daemon may not); the
+        # pool's close(), its finalizer and the parent-death guards end the workers instead.
         self.process = ctx.Process(
-            target=_worker_main, args=(child_conn, alive_child, payload), daemon=True,
+            target=_worker_main, args=(child_conn, alive_child, payload, os.getpid()),
             name="racer-worker",
         )
         self.process.start()
@@ -452,7 +462,9 @@ class WorkerPool:
                         cause = _death_cause(w.process.exitcode)
                         if not w.ready:
                             raise RuntimeError(
-                                f"a worker process died while loading `{self._name}` ({cause})"
+                                f"a worker process died while loading `{self._name}` ({cause}); "
+                                "a script that runs a race with worker processes must start it "
+                                "under `if __name__ == '__main__':`"
                             )
                         task = w.task
                         self._replace(i)
