@@ -288,3 +288,73 @@ def test_sigkilled_race_leaves_no_worker_behind(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ---------------------------------------------------------------------------- adapters
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+except ImportError:  # pragma: no cover - the sklearn extra is not installed
+    BaseEstimator = ClassifierMixin = object
+
+
+class SleepyMajority(ClassifierMixin, BaseEstimator):
+    """Predicts the majority class; ``fit`` sleeps ``sleep`` seconds first."""
+
+    def __init__(self, sleep=0.0, shift=0):
+        self.sleep = sleep
+        self.shift = shift
+
+    def fit(self, X, y):
+        if self.sleep:
+            time.sleep(self.sleep)
+        values, counts = np.unique(y, return_counts=True)
+        self.classes_ = values
+        self.label_ = values[(np.argmax(counts) + self.shift) % len(values)]
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.label_)
+
+
+def test_race_search_cv_timeout_stops_a_hanging_fit_and_records_it():
+    pytest.importorskip("sklearn")
+    from racer.adapters.sklearn import RaceSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (np.arange(60) % 3 == 0).astype(int)
+    search = RaceSearchCV(
+        SleepyMajority(), {"sleep": [0.0, 3600.0], "shift": [0]}, cv=3, n_repeats=2,
+        first_test=2, timeout=1.0, n_jobs=2, refit=False, random_state=0,
+    )
+    start = time.monotonic()
+    with pytest.warns(Warning, match="timed out after 1.0 s"):
+        search.fit(X, y)
+    assert time.monotonic() - start < 60
+    failed = search.cv_results_["n_fits_failed"]
+    assert failed[0] == 0 and failed[1] >= 1
+    assert all("timed out after 1.0 s" in m and ci == 1 for ci, _, m in search.race_.failures)
+    assert search.best_params_["sleep"] == 0.0
+
+
+def hang_when_large(params, instance):
+    if params["x"] > 0.7 and instance == 3:
+        time.sleep(3600)
+    return (params["x"] - 0.3) ** 2 + 0.01 * instance
+
+
+def test_iterated_race_timeout_records_the_hanging_evaluations_and_finishes():
+    optuna = pytest.importorskip("optuna")
+    from optuna.distributions import FloatDistribution
+
+    from racer.adapters.optuna import IteratedRace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    start = time.monotonic()
+    res = IteratedRace(hang_when_large, {"x": FloatDistribution(0, 1)}, list(range(8)),
+                       budget=80, n_jobs=2, timeout=0.3, random_state=3).run()
+    assert time.monotonic() - start < 60
+    messages = [m for r in res.races for _, _, m in r.failures]
+    assert messages and all(m == "timed out after 0.3 s" for m in messages)
+    assert res.n_evaluations <= 80 and res.best_params["x"] <= 0.7
