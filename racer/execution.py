@@ -270,8 +270,12 @@ def _worker_main(conn, alive, payload: bytes, parent_pid: int) -> None:
         try:
             conn.send(out)
         except Exception as exc:  # noqa: BLE001 - an unpicklable value or exception
-            what = "value" if out[0] == "ok" else f"exception {_describe_failure(out[2])}"
-            conn.send(("err", task_id, f"returned an unpicklable {what} ({type(exc).__name__}: {exc})"))
+            why = f"{type(exc).__name__}: {exc}"
+            if out[0] == "ok":
+                text = f"returned an unpicklable value ({why})"
+            else:
+                text = f"{_describe_failure(out[2])} (an exception that cannot be pickled: {why})"
+            conn.send(("err", task_id, text))
 
 
 class _Worker:
