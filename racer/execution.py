@@ -162,13 +162,17 @@ def run_block(
         return
     if isinstance(executor, WorkerPool):
         tasks = ((ev, (ev.candidate, ev.instance)) for ev in batch)
-        for ev, ok, value in executor.imap_unordered(tasks, timeout=timeout, describe=_evaluation_name):
-            if ok:
-                race.tell(ev, value)
-            elif raise_errors and isinstance(value, BaseException):
-                raise value
-            else:
-                race.tell(ev, error=value)
+        results = executor.imap_unordered(tasks, timeout=timeout, describe=_evaluation_name)
+        try:
+            for ev, ok, value in results:
+                if ok:
+                    race.tell(ev, value)
+                elif raise_errors and isinstance(value, BaseException):
+                    raise value
+                else:
+                    race.tell(ev, error=value)
+        finally:
+            results.close()  # on an error here: stop the block's other evaluations now
         return
     futures = {executor.submit(evaluate, ev.candidate, ev.instance): ev for ev in batch}
     if all(isinstance(fut, cf.Future) for fut in futures):

@@ -264,7 +264,11 @@ def _descendants(root: int) -> set[int]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="walks /proc to find the workers")
-def test_sigkilled_race_leaves_no_worker_behind(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
+def test_sigkilled_race_leaves_no_worker_behind(tmp_path, signum):
+    """SIGKILL: the parent-death guards end the workers. SIGINT (Ctrl-C): KeyboardInterrupt
+    in the race process, whose run() closes the pool on the way out (the guards would catch
+    what it missed). Either way, no worker may remain."""
     script = tmp_path / "sleepy_race.py"
     script.write_text(SIGKILL_SCRIPT)
     log = tmp_path / "pids.txt"
@@ -281,8 +285,8 @@ def test_sigkilled_race_leaves_no_worker_behind(tmp_path):
         assert len(workers) == 2, "the two workers never started evaluating"
         family = _descendants(proc.pid)  # workers, the fork server, the resource tracker
         assert workers <= family
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.kill(proc.pid, signum)
+        assert proc.wait(timeout=20) != 0
         assert _wait_gone(family, bound=20.0) == []
     finally:
         if proc.poll() is None:
