@@ -24,9 +24,11 @@ both cases it starts a replacement and goes on.
 
 Start method: ``spawn``, everywhere. Not ``fork``: the race process runs Numba ``prange``
 kernels between blocks, and a process forked after GNU OpenMP has started its threads cannot
-use OpenMP again (Numba aborts such a child: "fork() called from a process already using GNU
-OpenMP"); replacement workers are forked mid-race, exactly then, and forking any threaded
-process (BLAS pools, a user's threads) risks deadlocks. Not ``forkserver`` either: its
+use OpenMP again (checked here, where Numba's threading layer is ``omp``: after one
+``bayesian_signed_rank`` call, a forked child calling it again is killed with "Terminating:
+fork() called from a process already using GNU OpenMP, this is unsafe."); replacement workers
+would be forked mid-race, exactly then, and forking any threaded process (BLAS pools, a
+user's threads) risks deadlocks. Not ``forkserver`` either: its
 workers are children of the fork server, which only exits once all its children have, so the
 kernel cannot tie a worker's life to the race process (checked: a SIGKILLed race left both
 the server and its workers behind). The price of ``spawn`` is a fresh interpreter per worker
