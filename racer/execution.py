@@ -61,6 +61,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 import weakref
 from collections import deque
 from multiprocessing.connection import wait as _wait
@@ -214,6 +215,11 @@ def _evaluation_name(ev: Any) -> str:
 # ---------------------------------------------------------------------------- the worker pool
 
 
+class _RemoteTraceback(Exception):
+    def __str__(self) -> str:
+        return "traceback in the worker process:\n" + str(self.args[0])
+
+
 def _death_cause(exitcode: int | None) -> str:
     if exitcode is None:
         return "stopped without an exit code"
@@ -272,7 +278,7 @@ def _worker_main(conn, alive, payload: bytes, parent_pid: int) -> None:
         try:
             out = ("ok", task_id, fn(*args))
         except Exception as exc:  # noqa: BLE001 - the race decides what a failure does
-            out = ("err", task_id, exc)
+            out = ("exc", task_id, (exc, traceback.format_exc()))
         try:
             conn.send(out)
         except Exception as exc:  # noqa: BLE001 - an unpicklable value or exception
@@ -280,7 +286,7 @@ def _worker_main(conn, alive, payload: bytes, parent_pid: int) -> None:
             if out[0] == "ok":
                 text = f"returned an unpicklable value ({why})"
             else:
-                text = f"{_describe_failure(out[2])} (an exception that cannot be pickled: {why})"
+                text = f"{_describe_failure(out[2][0])} (an exception that cannot be pickled: {why})"
             conn.send(("err", task_id, text))
 
 
@@ -498,6 +504,10 @@ class WorkerPool:
                         key = w.task[1]
                         w.task = None
                         running -= 1
+                        if kind == "exc":
+                            # As concurrent.futures does: the worker's traceback as the cause.
+                            value, text = value
+                            value.__cause__ = _RemoteTraceback(text)
                         yield key, kind == "ok", value
                 if timeout is not None:
                     now = time.monotonic()

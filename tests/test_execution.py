@@ -362,3 +362,17 @@ def test_iterated_race_timeout_records_the_hanging_evaluations_and_finishes():
     messages = [m for r in res.races for _, _, m in r.failures]
     assert messages and all(m == "timed out after 0.3 s" for m in messages)
     assert res.n_evaluations <= 80 and res.best_params["x"] <= 0.7
+
+
+def raise_on_c1(candidate, instance):
+    if candidate == 1:
+        raise KeyError(f"no setting {candidate}")
+    return float(candidate)
+
+
+def test_on_error_raise_reraises_the_worker_exception_with_its_traceback():
+    with pytest.raises(KeyError, match="no setting 1") as info:
+        race(raise_on_c1, [0, 1], range(2), test=KeepAll(), first_test=2, n_jobs=2,
+             on_error="raise", progress=False, random_state=0)
+    cause = info.value.__cause__
+    assert cause is not None and "in raise_on_c1" in str(cause)
