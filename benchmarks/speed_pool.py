@@ -31,7 +31,7 @@ from racer.execution import WorkerPool, run_block
 
 
 class NeverEliminates(RacingTest):
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):

@@ -19,7 +19,7 @@ from racer.execution import WorkerPool, check_timeout
 
 
 class KeepAll(RacingTest):
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs PO
 
 
 class KeepAll(RacingTest):
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):
@@ -226,7 +226,7 @@ SIGKILL_SCRIPT = textwrap.dedent(
     from racer.elimination import RacingTest
 
     class KeepAll(RacingTest):
-        def decide(self, scores, ids, rng):
+        def decide(self, view, rng):
             return []
         def get_params(self):
             return {}
