@@ -38,6 +38,7 @@ from racer._validation import (
     check_positive,
     check_probability,
 )
+from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
 
 __all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
@@ -649,6 +650,15 @@ class IteratedRace:
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
         ``client.get_executor()``...); results are recorded in block order, so the run is
         the same as a serial one. ``evaluate`` must then be picklable for process pools.
+    n_jobs : int, optional
+        Without ``executor``: the number of racer worker processes to run evaluations on
+        (None or 1: in this process; -1: every CPU), as ``n_jobs`` of :meth:`racer.Race.run`.
+    timeout : float, optional
+        Seconds one evaluation may take (None: no limit). Evaluations then run in racer's
+        worker processes (at least one): one over its limit is stopped (its worker killed
+        and replaced) and, like one whose worker died, recorded as failed (NaN in the trial's
+        scores, raced as worst); ``evaluate`` must be importable by name. Cannot be combined
+        with ``executor``.
     random_state : int or None
         Seeds the instance order, the default sampler and every race.
 
@@ -684,6 +694,8 @@ class IteratedRace:
         first_test: int = 5,
         each_test: int = 1,
         executor: Any = None,
+        n_jobs: int | None = None,
+        timeout: float | None = None,
         random_state: int | None = None,
     ) -> None:
         from racer.elimination import RacingTest
@@ -734,6 +746,15 @@ class IteratedRace:
                 f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
             )
         self._executor = executor
+        self._timeout = check_timeout(timeout)
+        self._n_workers = effective_n_jobs(n_jobs)
+        if executor is not None and (self._n_workers > 1 or self._timeout is not None):
+            raise ValueError(
+                "`executor` cannot be combined with `n_jobs` > 1 or `timeout` (racer can only "
+                f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
+                f"timeout={timeout!r}"
+            )
+        self._pool: WorkerPool | None = None
         self._evaluate = evaluate
         self._space = search_space
         if study is not None:
@@ -775,6 +796,24 @@ class IteratedRace:
     def _evaluate_all(self, evaluations, params_of) -> dict:
         """Run a block's new evaluations (in parallel on ``executor``); failures are kept."""
         out = {}
+        if self._pool is not None:
+            tasks = [
+                ((ev.candidate, ev.instance),
+                 (params_of[ev.candidate], self._instances[ev.instance]))
+                for ev in evaluations
+            ]
+            for key, ok, value in self._pool.imap_unordered(
+                tasks, timeout=self._timeout,
+                describe=lambda k: f"trial #{k[0]} on instance #{k[1]} {self._instances[k[1]]!r}",
+            ):
+                if not ok:  # an exception of evaluate, or a timeout / dead-worker message
+                    out[key] = (math.nan, value)
+                    continue
+                try:
+                    out[key] = (float(value), None)
+                except (TypeError, ValueError) as exc:
+                    out[key] = (math.nan, exc)
+            return out
         if self._executor is None or len(evaluations) <= 1:
             for ev in evaluations:
                 try:
@@ -800,6 +839,16 @@ class IteratedRace:
 
     def run(self) -> IteratedRaceResult:
         """Run (or resume) the iterated race until the budget is spent."""
+        if self._executor is not None or (self._n_workers == 1 and self._timeout is None):
+            return self._run()
+        self._pool = WorkerPool(self._evaluate, self._n_workers)
+        try:
+            return self._run()
+        finally:
+            self._pool.close()
+            self._pool = None
+
+    def _run(self) -> IteratedRaceResult:
         from racer.race import Race
 
         study = self._study

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import inspect
 import numbers
 import time
@@ -40,6 +41,7 @@ from sklearn.utils.parallel import Parallel, delayed
 
 from racer._validation import check_int, check_random_state
 from racer.elimination import Elimination, RaceView, RacingTest
+from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
 __all__ = ["RaceSearchCV", "CorrelatedTTestRacing"]
 
@@ -161,6 +163,26 @@ def _evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params
         "train": train_scores,
         "fit_time": float(out["fit_time"][0]),
         "score_time": float(out["score_time"][0]),
+    }
+
+
+def _evaluate_unit_by_index(estimator, candidates, X, y, splits, scoring, fit_params, return_train,
+                            c, s):
+    """:func:`_evaluate_unit` of candidate ``c`` on split ``s``: what a racer worker runs, so the
+    data travel to each worker once, at its start, and a task sends two integers."""
+    return _evaluate_unit(estimator, candidates[c], X, y, splits[s][0], splits[s][1], scoring,
+                          fit_params, return_train)
+
+
+def _stopped_unit(message: str, timeout: float | None) -> dict:
+    """The outcome of a fit that was stopped (time limit) or whose worker process died."""
+    timed_out = message.startswith("timed out")
+    return {
+        "failed": True,
+        "error": message,
+        "exception": (TimeoutError if timed_out else RuntimeError)(message),
+        "fit_time": float(timeout) if timed_out else float("nan"),
+        "score_time": 0.0,
     }
 
 
@@ -351,6 +373,14 @@ class RaceSearchCV(BaseSearchCV):
     executor : concurrent.futures.Executor, optional
         Runs the fits of a block instead of joblib (``n_jobs`` is then ignored); any object
         with ``submit`` returning futures works (a Dask ``Client``, a process pool).
+    timeout : float, optional
+        Seconds one fit (with its scoring) may take; None: no limit. With a timeout the fits
+        run in racer's worker processes (``n_jobs`` of them, at least one) instead of joblib:
+        a fit over its limit is stopped (its worker killed and replaced) and a worker that
+        dies (a segfault in a solver) is recorded, naming the candidate and split; both count
+        as failed fits (``error_score``, ``n_fits_failed``). The estimator, data and
+        ``fit_params`` must then be picklable and the estimator's class importable. Cannot be
+        combined with ``executor`` (a ValueError).
     random_state : None, int or numpy.random.Generator
         Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.
 
@@ -417,6 +447,7 @@ class RaceSearchCV(BaseSearchCV):
         max_fits=None,
         n_jobs=None,
         executor=None,
+        timeout=None,
         pre_dispatch="2*n_jobs",
         error_score=np.nan,
         return_train_score=False,
@@ -443,6 +474,7 @@ class RaceSearchCV(BaseSearchCV):
         self.first_test = first_test
         self.max_fits = max_fits
         self.executor = executor
+        self.timeout = timeout
         self.random_state = random_state
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
@@ -494,6 +526,14 @@ class RaceSearchCV(BaseSearchCV):
                 "`executor` must have a submit() method (concurrent.futures.Executor); got "
                 f"{_describe(self.executor)}"
             )
+        timeout = check_timeout(self.timeout)
+        if timeout is not None and self.executor is not None:
+            raise ValueError(
+                f"`timeout`={timeout!r} cannot be combined with `executor`: racer can only stop "
+                "fits in its own worker processes; use the executor's own time limits"
+            )
+        if timeout is not None:
+            effective_n_jobs(self.n_jobs)
         if not isinstance(self.random_state, np.random.RandomState):
             check_random_state(self.random_state)
 
@@ -579,6 +619,16 @@ class RaceSearchCV(BaseSearchCV):
         state = {"multimetric": None, "names": None, "refit_metric": None}
 
         parallel = Parallel(n_jobs=self.n_jobs, pre_dispatch=self.pre_dispatch)
+        timeout = check_timeout(self.timeout)
+        pool = None
+        if timeout is not None:
+            # joblib cannot stop a running fit; racer's pool can (see racer.execution).
+            pool = WorkerPool(
+                functools.partial(_evaluate_unit_by_index, base_estimator, candidates, X, y,
+                                  splits, self.scoring, fit_params, return_train),
+                effective_n_jobs(self.n_jobs),
+                name="estimator, data and fit_params",
+            )
 
         def evaluate_units(units: list[tuple[int, int]]) -> list[dict]:
             """Run the (candidate, split) units of one block; return their outcomes in order."""
@@ -601,7 +651,16 @@ class RaceSearchCV(BaseSearchCV):
                 )
                 for c, s in units
             ]
-            if self.executor is not None:
+            if pool is not None:
+                done = dict(
+                    (unit, value if ok else _stopped_unit(str(value), timeout))
+                    for unit, ok, value in pool.imap_unordered(
+                        [(u, u) for u in units], timeout=timeout,
+                        describe=lambda u: f"candidate #{u[0]} {candidates[u[0]]!r} on split #{u[1]}",
+                    )
+                )
+                results = [done[u] for u in units]
+            elif self.executor is not None:
                 futures = [self.executor.submit(_evaluate_unit, *a) for a in args]
                 results = [f.result() for f in futures]
             else:
@@ -625,8 +684,12 @@ class RaceSearchCV(BaseSearchCV):
                 return float(self.error_score)
             return out["test"][state["refit_metric"]]
 
-        with parallel:
-            race = self._race(len(candidates), splits, evaluate_units, race_score, seed_race)
+        try:
+            with parallel:
+                race = self._race(len(candidates), splits, evaluate_units, race_score, seed_race)
+        finally:
+            if pool is not None:
+                pool.close()
 
         if state["multimetric"] is None:  # every single fit failed
             state["names"] = self._metric_names(None)

@@ -831,6 +831,7 @@ class Race:
         *,
         executor: Any = None,
         n_jobs: int | None = None,
+        timeout: float | None = None,
         progress: bool = True,
     ) -> RaceResult:
         """Run the race to the end and return its :class:`RaceResult`.
@@ -838,29 +839,45 @@ class Race:
         Parameters
         ----------
         evaluate : callable
-            ``evaluate(candidate, instance) -> float``. With ``n_jobs > 1`` it runs in other
-            processes and must be picklable (a module-level function, not a lambda or a
-            closure defined in ``__main__`` under the spawn start method).
+            ``evaluate(candidate, instance) -> float``. In worker processes (``n_jobs > 1``
+            or ``timeout``) it must be importable by name: a module-level function of a
+            module, or of a script under ``if __name__ == "__main__":`` (not a lambda, a
+            nested function, or a function typed into a notebook); a TypeError says so
+            before anything is evaluated.
         instances : iterable, optional
             Appended to the race's instances (see :meth:`add_instances`).
         executor : concurrent.futures.Executor, optional
             Where to run evaluations (a Dask ``client.get_executor()``, Ray's, a thread pool...).
             Results are recorded as they arrive; decisions do not depend on arrival order.
+            Cannot be combined with ``timeout`` (racer cannot stop work it handed to someone
+            else's executor; a ValueError says so).
         n_jobs : int, optional
-            Without ``executor``: 1 or None runs in this process; ``n_jobs > 1`` uses a
-            ``ProcessPoolExecutor`` with that many workers; -1 uses every CPU.
+            Without ``executor``: 1 or None runs in this process; ``n_jobs > 1`` runs that
+            many of racer's worker processes (:class:`racer.execution.WorkerPool`, one
+            evaluation at a time each); -1 uses every CPU. A worker that dies (``os._exit``,
+            a segfault) is recorded as a failed evaluation naming the candidate, the
+            instance and the exit code or signal, and is replaced; the race goes on. Workers
+            never outlive the race, even when its process is killed.
+        timeout : float, optional
+            Seconds one evaluation may take (None: no limit). An evaluation over its limit is
+            stopped (its worker process is killed and replaced) and recorded as failed
+            (``"timed out after 2.0 s"``), so ``on_error`` decides what it does. A Python
+            call cannot be interrupted in this process, so with a timeout even ``n_jobs=1``
+            runs in one worker process. Failures from timeouts and dead workers are
+            journaled like any other (``storage``): a resumed race does not run them again.
         progress : bool, default True
             Show a progress line on stderr.
         """
-        from .execution import run_block, resolve_executor
+        from .execution import check_timeout, resolve_executor, run_block
         from .progress import ProgressLine
 
         if not callable(evaluate):
             raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
         check_bool(progress, "progress")
+        timeout = check_timeout(timeout)
         if instances is not None:
             self.add_instances(instances)
-        pool, owned = resolve_executor(executor, n_jobs)
+        pool, owned = resolve_executor(executor, n_jobs, evaluate, timeout)
         bar = ProgressLine(self) if progress else None
         if bar is not None:
             self._listeners.append(bar.update)
@@ -873,7 +890,10 @@ class Race:
                     # Handed out earlier but never told (an interrupted run(), a crashed
                     # ask/tell worker): evaluate them now.
                     batch = self.pending()
-                run_block(self, evaluate, batch, pool, raise_errors=self._on_error == "raise")
+                run_block(
+                    self, evaluate, batch, pool, raise_errors=self._on_error == "raise",
+                    timeout=timeout,
+                )
         finally:
             if bar is not None:
                 self._listeners.remove(bar.update)
@@ -966,13 +986,14 @@ def race(
     *,
     executor: Any = None,
     n_jobs: int | None = None,
+    timeout: float | None = None,
     progress: bool = True,
     **options: Any,
 ) -> RaceResult:
     """Race ``candidates`` over ``instances`` with ``evaluate(candidate, instance) -> float``.
 
     One call for scripts: ``Race(candidates, **options).run(evaluate, instances, executor=...,
-    n_jobs=..., progress=...)``. See :class:`Race` for the options (``test``, ``maximize``,
+    n_jobs=..., timeout=..., progress=...)`` (see :meth:`Race.run` for ``timeout``). See :class:`Race` for the options (``test``, ``maximize``,
     ``budget``, ``max_instances``, ``first_test``, ``each_test``, ``min_survivors``,
     ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``).
 
@@ -987,5 +1008,10 @@ def race(
     >>> res.best, res.n_evaluations
     (3, 24)
     """
+    from .execution import check_timeout
+
+    check_timeout(timeout)  # before Race() opens a journal
     runner = Race(candidates, **options)
-    return runner.run(evaluate, instances, executor=executor, n_jobs=n_jobs, progress=progress)
+    return runner.run(
+        evaluate, instances, executor=executor, n_jobs=n_jobs, timeout=timeout, progress=progress
+    )
