@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import f as f_dist
 from scipy.stats import rankdata
 
-from racer.stats.bayesian_friedman import (
+from racer.stats import (
     FriedmanAccumulator,
     auto_min_blocks,
     bayesian_friedman,

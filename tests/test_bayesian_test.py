@@ -18,7 +18,7 @@ from racer.bayesian_test import (
     _prob_greater,
 )
 from racer.elimination import Elimination
-from racer.stats.bayesian_friedman import bayesian_friedman
+from racer.stats import bayesian_friedman
 from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
 
 
