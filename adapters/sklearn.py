@@ -38,7 +38,12 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
 from sklearn.utils.parallel import Parallel, delayed
 
-from racer._validation import check_int, check_random_state
+from racer._validation import (
+    check_int,
+    check_nonnegative,
+    check_probability,
+    check_random_state,
+)
 from racer.elimination import Elimination, RaceView, RacingTest
 
 __all__ = ["RaceSearchCV", "CorrelatedTTestRacing"]
@@ -249,10 +254,11 @@ class CorrelatedTTestRacing(RacingTest):
     credibility: float = 0.95
 
     def __post_init__(self):
-        if not (0.0 <= self.rho < 1.0):
-            raise ValueError(f"`rho` must be in [0, 1); got {self.rho!r}")
-        if not (np.isfinite(self.rope) and self.rope >= 0):
-            raise ValueError(f"`rope` must be a finite number >= 0; got {self.rope!r}")
+        # The shared checks first: a string or None gets a TypeError naming the argument
+        # rather than a bare comparison error.
+        self.rho = check_probability(self.rho, "rho", open_left=False)
+        self.rope = check_nonnegative(self.rope, "rope")
+        self.credibility = check_probability(self.credibility, "credibility")
         if not (0.5 < self.credibility < 1.0):
             raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
 
