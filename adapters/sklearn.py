@@ -43,6 +43,7 @@ from racer._validation import (
     check_nonnegative,
     check_probability,
     check_random_state,
+    check_view,
 )
 from racer.elimination import Elimination, RaceView, RacingTest
 
@@ -263,6 +264,7 @@ class CorrelatedTTestRacing(RacingTest):
             raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
 
     def decide(self, view, rng):
+        check_view(view)
         scores, ids = view.scores, view.ids
         n, m = scores.shape
         if n < 2 or m < 2:

@@ -45,6 +45,7 @@ from racer._validation import (
     check_option,
     check_positive,
     check_probability,
+    check_view,
 )
 from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
@@ -391,6 +392,7 @@ class BayesianTest(RacingTest):
     # -- public ------------------------------------------------------------------------------
 
     def decide(self, view, rng) -> list[Elimination]:
+        check_view(view)
         scores, ids = view.scores, view.ids
         """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
         scores = np.asarray(scores, dtype=np.float64)
