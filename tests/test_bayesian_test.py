@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
@@ -251,8 +250,10 @@ def test_get_params_and_validation():
         BayesianTest().decide(RaceView.from_scores(np.zeros((5, 3)), np.arange(2)), np.random.default_rng(0))
 
 
-def test_bare_benchmark_loop_races_like_the_engine():
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+def test_bare_benchmark_loop_races_like_the_engine(monkeypatch):
+    # The repository's benchmarks/, found from this file (not the cwd), on sys.path for this
+    # test only.
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
     sim = pytest.importorskip("_racing_sim")
     mu, scores = sim.make_data(30, 1.0, 3)
     scores = scores[:200]
