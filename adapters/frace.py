@@ -28,7 +28,7 @@ import dataclasses
 import numpy as np
 from scipy import special, stats
 
-from racer._validation import check_bool, check_option, check_probability
+from racer._validation import check_bool, check_option, check_probability, check_view
 from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
 from racer.stats._ranks import block_ranks, tie_group_sizes_term
@@ -216,6 +216,7 @@ class FRaceTest(RacingTest):
         self.gate = check_bool(self.gate, "gate")
 
     def decide(self, view, rng) -> list[Elimination]:
+        check_view(view)
         scores, ids = view.scores, view.ids
         """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
         scores = np.asarray(scores, dtype=np.float64)

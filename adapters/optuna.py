@@ -17,6 +17,7 @@ The race core never imports this module or Optuna.
 
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
 import math
@@ -402,6 +403,20 @@ def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> fl
     return estimate if math.isfinite(estimate) else fallback
 
 
+def _check_instances(instances: Any) -> None:
+    # Positions in `instances` are the step ids trials are paired on: a set (or a dict's keys)
+    # has no order that holds across processes (string hashing is salted per process), so
+    # workers sharing a study would pair different instances under one step.
+    if (
+        isinstance(instances, (str, bytes, collections.abc.Set, collections.abc.Mapping))
+        or not hasattr(instances, "__len__")
+    ):
+        raise TypeError(
+            "`instances` must be an ordered sequence (list, tuple, array); got "
+            f"{type(instances).__name__}"
+        )
+
+
 def instance_objective(
     evaluate: Callable[[optuna.Trial, Any], float],
     instances: Sequence[Any],
@@ -465,8 +480,7 @@ def instance_objective(
     """
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
-    if isinstance(instances, (str, bytes)) or not hasattr(instances, "__len__"):
-        raise TypeError(f"`instances` must be a sequence; got {type(instances).__name__}")
+    _check_instances(instances)
     instances = list(instances)
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
@@ -715,8 +729,7 @@ class IteratedRace:
                 "`search_space` must be a dict of optuna distributions or a define-by-run "
                 f"callable; got {search_space!r}"
             )
-        if isinstance(instances, (str, bytes)) or not hasattr(instances, "__len__"):
-            raise TypeError(f"`instances` must be a sequence; got {type(instances).__name__}")
+        _check_instances(instances)
         self._instances = list(instances)
         if not self._instances:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")

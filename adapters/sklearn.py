@@ -39,7 +39,13 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
 from sklearn.utils.parallel import Parallel, delayed
 
-from racer._validation import check_int, check_random_state
+from racer._validation import (
+    check_int,
+    check_nonnegative,
+    check_probability,
+    check_random_state,
+    check_view,
+)
 from racer.elimination import Elimination, RaceView, RacingTest
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
@@ -271,14 +277,16 @@ class CorrelatedTTestRacing(RacingTest):
     credibility: float = 0.95
 
     def __post_init__(self):
-        if not (0.0 <= self.rho < 1.0):
-            raise ValueError(f"`rho` must be in [0, 1); got {self.rho!r}")
-        if not (np.isfinite(self.rope) and self.rope >= 0):
-            raise ValueError(f"`rope` must be a finite number >= 0; got {self.rope!r}")
+        # The shared checks first: a string or None gets a TypeError naming the argument
+        # rather than a bare comparison error.
+        self.rho = check_probability(self.rho, "rho", open_left=False)
+        self.rope = check_nonnegative(self.rope, "rope")
+        self.credibility = check_probability(self.credibility, "credibility")
         if not (0.5 < self.credibility < 1.0):
             raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
 
     def decide(self, view, rng):
+        check_view(view)
         scores, ids = view.scores, view.ids
         n, m = scores.shape
         if n < 2 or m < 2:

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from racer.stats.bayesian_signed_rank import signed_rank_prob
+from racer.stats import signed_rank_prob
 
 LOSSES = (1, 2, 4, 9, 19)
 PAPER_TABLE1 = {"DP(s=0)": (.025, .034, .044, .053, .061),

@@ -171,7 +171,8 @@ def print_table(rows, columns):
 def _rejection_row(m, n, n_datasets, n_samples, seed, mu=0.0):
     """One table row: how often the Monte Carlo ball and the ellipsoid reject, over
     ``n_datasets`` data sets of N(mu_j, 1) scores (n blocks, m candidates)."""
-    from racer.stats.bayesian_friedman import _auto_method, bayesian_friedman
+    from racer.stats import bayesian_friedman
+    from racer.stats._bayesian_friedman import _auto_method
 
     rng = np.random.default_rng(seed)
     mc = ell = 0
@@ -186,7 +187,7 @@ def _rejection_row(m, n, n_datasets, n_samples, seed, mu=0.0):
 
 
 def calibration(n_datasets, n_samples):
-    from racer.stats.bayesian_friedman import auto_min_blocks
+    from racer.stats import auto_min_blocks
 
     print(f"Null rejection rate at credibility 0.95, {n_datasets} data sets of i.i.d. N(0,1) "
           f"scores per cell, Monte Carlo region with {n_samples} draws; binomial SE "

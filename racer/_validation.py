@@ -24,6 +24,7 @@ __all__ = [
     "check_nonnegative",
     "check_int",
     "check_bool",
+    "check_view",
     "orient",
 ]
 
@@ -31,6 +32,39 @@ __all__ = [
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
+    """``value`` as a float64 array, refusing what ``np.asarray(..., float)`` would let through.
+
+    NumPy converts strings of digits ("0.5"), booleans and complex numbers (dropping the
+    imaginary part, with only a warning) to float64 without complaint; each is a mistake in
+    a score, so each is a TypeError here, as are ragged lists.
+    """
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
+    kind = raw.dtype.kind
+    if kind == "O":
+        bad = next(
+            (v for v in raw.flat if isinstance(v, (str, bytes, bool, np.bool_, complex))), None
+        )
+        if bad is not None:
+            raise TypeError(
+                f"`{name}` must be {what}; found {_describe(bad)} ({type(bad).__name__})"
+            )
+    elif kind == "b":
+        raise TypeError(
+            f"`{name}` must be {what}, not booleans; convert with .astype(float) if 0/1 "
+            "scores are meant"
+        )
+    elif kind not in "iuf":
+        raise TypeError(f"`{name}` must be {what}; got dtype {raw.dtype}: {_describe(value)}")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
 
 
 def as_score_matrix(
@@ -50,10 +84,7 @@ def as_score_matrix(
     if hasattr(scores, "columns") and hasattr(scores, "to_numpy"):
         names = list(scores.columns)
         scores = scores.to_numpy()
-    try:
-        arr = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be a 2-D array of numbers; got {_describe(scores)}") from exc
+    arr = _numeric_array(scores, name, "a 2-D array of numbers")
     if arr.ndim != 2:
         raise ValueError(
             f"`{name}` must be 2-D with shape (n_blocks, n_candidates); got shape {arr.shape}"
@@ -76,14 +107,26 @@ def as_score_matrix(
     return arr, names
 
 
+def check_view(view: Any, name: str = "view") -> None:
+    """Check the first argument of ``RacingTest.decide``: a :class:`racer.elimination.RaceView`.
+
+    A bare score matrix (the pre-RaceView calling convention) would otherwise fail deep inside
+    with "'numpy.ndarray' object has no attribute 'scores'".
+    """
+    from .elimination import RaceView
+
+    if not isinstance(view, RaceView):
+        raise TypeError(
+            f"`{name}` must be a racer.elimination.RaceView (build one from a score matrix "
+            f"with RaceView.from_scores(scores, ids)); got {type(view).__name__}"
+        )
+
+
 def as_1d(
     x: Any, name: str, *, min_length: int = 1, allow_nan: bool = False, dtype=np.float64
 ) -> np.ndarray:
     """Return ``x`` as a finite 1-D float64 array with at least ``min_length`` entries."""
-    try:
-        arr = np.asarray(x, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be a 1-D array of numbers; got {_describe(x)}") from exc
+    arr = _numeric_array(x, name, "a 1-D array of numbers").astype(dtype, copy=False)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D; got shape {arr.shape}")
     if arr.shape[0] < min_length:
@@ -117,6 +160,13 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
 
     An existing Generator is returned as is (so the caller's stream advances), as in SciPy.
     """
+    # bool is an Integral, but `random_state=True` is a mistake (a flag passed by position),
+    # not seed 1.
+    if isinstance(random_state, (bool, np.bool_)):
+        raise TypeError(
+            f"`{name}` must be None, an int, a numpy SeedSequence or a numpy Generator; "
+            f"got {_describe(random_state)}"
+        )
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         if isinstance(random_state, numbers.Integral) and random_state < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")

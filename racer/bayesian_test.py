@@ -45,6 +45,7 @@ from racer._validation import (
     check_option,
     check_positive,
     check_probability,
+    check_view,
 )
 from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
@@ -73,7 +74,7 @@ _PATTERN_MAX_STATEMENTS = 12
 class _FriedmanCache:
     """The Bayesian Friedman posterior of the survivors, carried from one step to the next.
 
-    The ranks and their sums are :class:`racer.stats.bayesian_friedman.FriedmanAccumulator`
+    The ranks and their sums are :class:`racer.stats.FriedmanAccumulator`
     (extended while the survivors stay the same, rebuilt when they change); this class only
     adds the check that the rows it has already ranked are the rows passed (last ranked row
     compared), so a call with unrelated data starts afresh.
@@ -83,7 +84,7 @@ class _FriedmanCache:
         self.accumulator = None
 
     def update(self, scores, ids, prior_strength):
-        from racer.stats.bayesian_friedman import FriedmanAccumulator
+        from racer.stats import FriedmanAccumulator
 
         n_seen = 0 if self.accumulator is None else self.accumulator.n_blocks
         if (
@@ -308,7 +309,7 @@ class BayesianTest(RacingTest):
         Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, pseudo-inverse of
         the covariance against the chi-square(m - 1) quantile, or the Monte Carlo credible
         region of the DP posterior the seed suggests for small n
-        (:func:`racer.stats.bayesian_friedman.bayesian_friedman`, ``method="montecarlo"``,
+        (:func:`racer.stats.bayesian_friedman`, ``method="montecarlo"``,
         ``n_samples`` draws from the step's stream).
     gate_two : bool, default False
         Whether the gate is applied when exactly two candidates survive.
@@ -391,6 +392,7 @@ class BayesianTest(RacingTest):
     # -- public ------------------------------------------------------------------------------
 
     def decide(self, view, rng) -> list[Elimination]:
+        check_view(view)
         scores, ids = view.scores, view.ids
         """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
         scores = np.asarray(scores, dtype=np.float64)
@@ -426,7 +428,7 @@ class BayesianTest(RacingTest):
 
         ``rho`` is NaN while ``n <= m - 1`` (the F threshold is undefined); ``stat`` then
         uses the pseudo-inverse of the rank-deficient covariance. Otherwise both come from
-        :class:`racer.stats.bayesian_friedman.FriedmanAccumulator` (``method="ellipsoid"``),
+        :class:`racer.stats.FriedmanAccumulator` (``method="ellipsoid"``),
         whose sums are extended step by step while the survivors stay the same.
         """
         scores = np.asarray(scores, dtype=np.float64)
@@ -454,7 +456,7 @@ class BayesianTest(RacingTest):
     def _gate(self, scores, ids, rng=None):
         n, m = scores.shape
         if n <= m - 1 and self.small_n == "montecarlo":
-            from racer.stats.bayesian_friedman import bayesian_friedman
+            from racer.stats import bayesian_friedman
 
             res = bayesian_friedman(
                 scores, prior_strength=self.prior_strength, credibility=self.gate_credibility,

@@ -112,6 +112,9 @@ class RaceView:
                     f"`ids` must hold one integer per column of `scores` ({m}); got {ids!r}"
                 )
             ids = ids.astype(np.int64)
+            if np.unique(ids).size != m:
+                # Tests cache counts by id: a repeated id would merge two candidates.
+                raise ValueError(f"`ids` must not repeat a candidate; got {ids.tolist()}")
         for name, value in (("budget_left", budget_left), ("instances_left", instances_left)):
             check_int(value, name, minimum=0, allow_none=True)
         check_int(each_test, "each_test", minimum=1)

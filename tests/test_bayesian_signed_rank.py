@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate, stats
 
 from racer.stats import _kernels
-from racer.stats.bayesian_signed_rank import (
+from racer.stats import (
     IDP_PRIOR_STRENGTH,
     bayesian_signed_rank,
     signed_rank_posterior_mean,

@@ -141,7 +141,7 @@ def sign_prob_greater_gather(wins, table, active, out):
 
 
 # ---------------------------------------------------------------------------------------------
-# Signed-rank posterior sampling (owner: bayesian_signed_rank.py)
+# Signed-rank posterior sampling (owner: _bayesian_signed_rank.py)
 # ---------------------------------------------------------------------------------------------
 #
 # Model (seed 000, Theorem 4): posterior weights (w_0, w_1..w_n) ~ Dir(s, 1, ..., 1) are

@@ -79,14 +79,26 @@ def prob_greater_from_counts(n_greater, n_less):
     Edge cases: no wins gives 0; wins and no losses give 1; no wins and no losses (theta is
     exactly 1/2) gives 0, because the statement is strict.
 
-    Vectorised over array inputs of counts (integers >= 0); internal, no validation.
+    Vectorised over array inputs of counts >= 0 (Beta parameters: a non-integer count, such as
+    an IDP pseudo-observation added to the losses, is allowed).
     """
-    n_greater = np.asarray(n_greater, dtype=np.float64)
-    n_less = np.asarray(n_less, dtype=np.float64)
+    n_greater = _as_nonnegative_numbers(n_greater, "n_greater")
+    n_less = _as_nonnegative_numbers(n_less, "n_less")
     with np.errstate(invalid="ignore"):
         out = betainc(n_less, n_greater, 0.5)
     out = np.where(n_greater == 0, 0.0, np.where(n_less == 0, 1.0, out))
     return out if out.ndim else float(out)
+
+
+def _as_nonnegative_numbers(value, name):
+    # O(size) checks: cheap next to the incomplete beta evaluated on every entry.
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"`{name}` must hold counts (numbers >= 0); got {_describe(value)}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"`{name}` must hold finite counts >= 0; got {_describe(value)}")
+    return arr
 
 
 def _band_distinct(a, b, n_ties, s, eps):
@@ -319,6 +331,13 @@ def prob_greater_matrix(wins, n_blocks=None):
         raise ValueError(f"`wins` must be a square (k, k) matrix; got shape {wins_arr.shape}")
     wins_arr = np.ascontiguousarray(wins_arr)
     k = wins_arr.shape[0]
+    if np.any(np.diagonal(wins_arr)):
+        # No candidate beats itself; a non-zero diagonal means the matrix is not a win matrix
+        # (a tie matrix, or a pair-block matrix, passed by mistake).
+        raise ValueError(
+            f"`wins` must have a zero diagonal (no candidate beats itself); got diagonal "
+            f"{_describe(np.diagonal(wins_arr).tolist())}"
+        )
     decided = wins_arr + wins_arr.T
     if n_blocks is not None:
         blocks = _as_count_array(n_blocks, "n_blocks")

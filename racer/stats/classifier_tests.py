@@ -277,6 +277,18 @@ def proportion_test(
 _NAMED_METRICS = ("accuracy", "error_rate", "f1", "f1_macro")
 
 
+def _metric_value(value, metric_name):
+    """A user metric's return value as a float, or a TypeError naming ``metric``."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        if not (isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iuf"):
+            raise TypeError(
+                f"`metric` must return a real number; {metric_name} returned {_describe(value)}"
+            )
+    return float(value)
+
+
 def _cell_metric(name: str, cells: np.ndarray, counts: np.ndarray, labels: np.ndarray, pos_label):
     """Metric of a and of b for each row of ``counts`` over the (y, a, b) cells.
 
@@ -410,7 +422,9 @@ def bootstrap_test(
             yi = y if index is None else y[index]
             ai = a if index is None else a[index]
             bi = b if index is None else b[index]
-            return float(metric(yi, ai)) - float(metric(yi, bi))
+            return _metric_value(metric(yi, ai), metric_name) - _metric_value(
+                metric(yi, bi), metric_name
+            )
 
         observed = diff_on(None)
         replicates = np.empty(n_samples)

@@ -30,6 +30,7 @@ from scipy import stats as _st
 
 from .._validation import (
     _describe,
+    _numeric_array,
     as_1d,
     as_paired,
     as_score_matrix,
@@ -740,10 +741,21 @@ def sign_test_from_counts(
         message = f"`{name}` must hold non-negative integer counts; got {_describe(value)}"
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
             raise TypeError(message)
-        if np.any(arr < 0) or np.any(arr != np.floor(arr)):
+        # Finite and below 2**53 first: inf and 1e30 pass the whole-number test but turn into
+        # garbage (with only a RuntimeWarning) when cast to int64.
+        if (
+            np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr))
+            or np.any(arr > 2**53)
+        ):
             raise ValueError(message)
         arrays.append(arr.astype(np.int64))
-    wins, losses, ties_ = np.broadcast_arrays(*arrays)
+    try:
+        wins, losses, ties_ = np.broadcast_arrays(*arrays)
+    except ValueError as exc:
+        raise ValueError(
+            "`n_wins`, `n_losses` and `n_ties` must have broadcastable shapes; got "
+            f"{arrays[0].shape}, {arrays[1].shape} and {arrays[2].shape}"
+        ) from exc
     return _sign_counts_pvalue(wins, losses, ties_, alternative, ties_mode)
 
 
@@ -990,10 +1002,7 @@ def p_adjust(pvalues, method: str = "holm") -> np.ndarray:
     array([0.04, 0.09, 0.09, 0.2 ])
     """
     method = _check_p_adjust(method, "method", allow_none=False)
-    try:
-        arr = np.asarray(pvalues, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"`pvalues` must be an array of numbers; got {_describe(pvalues)}") from exc
+    arr = _numeric_array(pvalues, "pvalues", "an array of numbers")
     if arr.size == 0:
         raise ValueError("`pvalues` must hold at least one p-value; got an empty array")
     if np.isnan(arr).any():

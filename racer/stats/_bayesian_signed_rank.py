@@ -47,6 +47,7 @@ import math
 import numpy as np
 
 from .._validation import (
+    as_1d,
     as_paired,
     check_int,
     check_nonnegative,
@@ -145,10 +146,10 @@ def _run_kernel(z_sorted, n_samples, rng, s, rope):
 def signed_rank_prob(z, n_samples, rng, *, prior="idp", s=None):
     """Lower and upper posterior probability that ``theta > 1/2`` for differences ``z``.
 
-    Internal helper for the race engine: no validation. ``z`` is a 1-D float64 array of
-    paired differences (positive favours the first candidate), ``rng`` a
-    ``numpy.random.Generator`` (advanced by one integer draw and, for the IDP, ``n_samples``
-    Gamma draws), ``prior`` "idp" or "dp", ``s`` the IDP strength (None for the default).
+    ``z`` is a 1-D array of paired differences (positive favours the first candidate), ``rng``
+    a ``numpy.random.Generator`` (advanced by one integer draw and, for the IDP, ``n_samples``
+    Gamma draws; None or an int seeds a new one), ``prior`` "idp" or "dp", ``s`` the IDP
+    strength (None for the default; None or 0 for the DP).
     Returns ``(lower, upper)``; equal for the DP. Cost O(n log n + n_samples * n).
 
     >>> import numpy as np
@@ -157,8 +158,10 @@ def signed_rank_prob(z, n_samples, rng, *, prior="idp", s=None):
     >>> 0.0 <= lo <= hi <= 1.0
     True
     """
-    strength = 0.0 if prior == "dp" else (IDP_PRIOR_STRENGTH if s is None else float(s))
-    z_sorted = np.sort(np.asarray(z, dtype=np.float64))
+    z_sorted = np.sort(as_1d(z, "z"))
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
+    rng = check_random_state(rng, "rng")
+    strength = _check_strength(check_option(prior, "prior", _PRIORS), s, "s")
     if not np.any(z_sorted):
         # theta is exactly 1/2 for every weight vector under the DP; the pseudo-observation
         # at +inf pushes it above 1/2 whenever w_0 > 0.
@@ -174,12 +177,15 @@ def signed_rank_posterior_mean(z, s=0.0):
     ``E[theta_lower] = (sum_{i,j} H(z_i + z_j) + sum_i H(2 z_i)) / (A (A + 1))`` and
     ``E[theta_upper] = E[theta_lower] + (s^2 + 2 n s + s) / (A (A + 1))`` (seed 000, Theorem 3,
     eqs. (6)-(7) with H for the indicator, section 3.2; s = 0 gives Theorem 2, eq. (4)).
-    Internal: ``z`` is trusted.
 
     >>> signed_rank_posterior_mean(np.array([1.0, 2.0]))
     (1.0, 1.0)
     """
-    z_sorted = np.sort(np.asarray(z, dtype=np.float64))
+    return _posterior_mean(np.sort(as_1d(z, "z")), check_nonnegative(s, "s"))
+
+
+def _posterior_mean(z_sorted, s):
+    """:func:`signed_rank_posterior_mean` on sorted, checked differences."""
     n = z_sorted.shape[0]
     gt, ge = _kernels.walsh_cut_indices(z_sorted, 0.0)
     pair_sum = 0.5 * float(np.sum((n - gt) + (n - ge)))
@@ -188,6 +194,20 @@ def signed_rank_posterior_mean(z, s=0.0):
     denom = a * (a + 1.0)
     lower = (pair_sum + diagonal) / denom
     return lower, lower + (s * s + 2.0 * n * s + s) / denom
+
+
+def _check_strength(prior, prior_strength, name):
+    """The prior strength s for ``prior``: 0 for the DP (s -> 0), > 0 for the IDP."""
+    if prior == "dp":
+        if prior_strength is not None:
+            strength = check_nonnegative(prior_strength, name)
+            if strength != 0.0:
+                raise ValueError(
+                    f"`{name}` must be None or 0 with prior='dp' (the s -> 0 limit); "
+                    f"got {prior_strength!r}; use prior='idp' for s > 0"
+                )
+        return 0.0
+    return IDP_PRIOR_STRENGTH if prior_strength is None else check_positive(prior_strength, name)
 
 
 def _check_loss(loss):
@@ -251,21 +271,7 @@ def bayesian_signed_rank(
     """
     xa, ya = as_paired(x, y)
     prior = check_option(prior, "prior", _PRIORS)
-    if prior == "dp":
-        if prior_strength is not None:
-            strength = check_nonnegative(prior_strength, "prior_strength")
-            if strength != 0.0:
-                raise ValueError(
-                    "`prior_strength` must be None or 0 with prior='dp' (the s -> 0 limit); "
-                    f"got {prior_strength!r}; use prior='idp' for s > 0"
-                )
-        strength = 0.0
-    else:
-        strength = (
-            IDP_PRIOR_STRENGTH
-            if prior_strength is None
-            else check_positive(prior_strength, "prior_strength")
-        )
+    strength = _check_strength(prior, prior_strength, "prior_strength")
     rope = check_nonnegative(rope, "rope")
     l0, l1 = _check_loss(loss)
     n_samples = check_int(n_samples, "n_samples", minimum=1)
@@ -273,7 +279,7 @@ def bayesian_signed_rank(
 
     z_sorted = np.sort(xa - ya)
     threshold = l1 / (l0 + l1)
-    mean_lower, mean_upper = signed_rank_posterior_mean(z_sorted, strength)
+    mean_lower, mean_upper = _posterior_mean(z_sorted, strength)
     rope_probs = None
     if rope > 0.0 or np.any(z_sorted):
         stats = _run_kernel(z_sorted, n_samples, rng, strength, rope)

@@ -202,11 +202,15 @@ def auto_min_blocks(n_candidates):
     >>> auto_min_blocks(10), auto_min_blocks(200)
     (15, 300)
     """
+    return _min_blocks(check_int(n_candidates, "n_candidates", minimum=2))
+
+
+def _min_blocks(n_candidates):
     return n_candidates + max(4, n_candidates // 2)
 
 
 def _auto_method(n_blocks, n_candidates):
-    return "ellipsoid" if n_blocks >= auto_min_blocks(n_candidates) else "montecarlo"
+    return "ellipsoid" if n_blocks >= _min_blocks(n_candidates) else "montecarlo"
 
 
 def _decide(ranks, rank_sum, rank_outer, n_blocks, prior_strength, credibility, method,
@@ -381,6 +385,9 @@ class FriedmanAccumulator:
         ids = np.arange(m) if ids is None else np.asarray(ids)
         if ids.shape != (m,):
             raise ValueError(f"`ids` must have one entry per column ({m}); got shape {ids.shape}")
+        if len(set(ids.tolist())) != m:
+            # Two columns under one id would be ranked apart but cached as one candidate.
+            raise ValueError(f"`ids` must not repeat a candidate; got {ids.tolist()}")
         same = (
             self._ids is not None
             and self._ids.shape == ids.shape
