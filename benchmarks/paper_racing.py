@@ -277,6 +277,7 @@ conf <- iraceResults$allConfigurations
 ids <- conf$id[match(as.integer(colnames(ex)), conf$.ID.)]
 cnt <- colSums(!is.na(ex))[order(ids)]
 cat("COUNTS", cnt, "\n")
+cat("ELITE", elites$id[1], "\n")
 """
 
 
@@ -295,13 +296,14 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
     from racer.adapters.frace import FRaceTest
     from racer.race import Race
 
-    lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | irace ms | racer ms |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | "
+             "elite irace = racer (winner=\"mean\") | irace ms | racer ms |",
+             "|---|---|---|---|---|---|---|---|"]
     tmp = tempfile.mkdtemp()
     script = os.path.join(tmp, "race.R")
     with open(script, "w") as fh:
         fh.write(_IRACE_SCRIPT)
-    n_agree = n_total = 0
+    n_agree = n_total = n_elite = n_elite_mean = 0
     for q, rho in SETTINGS:
         for rep in range(reps):
             _, scores = make_data(q, rho, 20000 + rep)
@@ -316,7 +318,8 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
                 capture_output=True, text=True, check=True,
             ).stdout
             t1 = time.perf_counter()
-            irace_counts = [int(v) for v in out.split("COUNTS")[1].split()]
+            irace_counts = [int(v) for v in out.split("COUNTS")[1].split("ELITE")[0].split()]
+            irace_elite = int(out.split("ELITE")[1].split()[0]) - 1
             race = Race(range(q), test=FRaceTest(post_hoc="conover"), first_test=5, each_test=1,
                         max_instances=n_rows, instances=range(n_rows), random_state=0)
             while not race.finished:
@@ -330,14 +333,26 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
             agree = ours == irace_counts
             n_agree += agree
             n_total += 1
+            # The same race under the engine's mean rule, to show what FRaceTest's stated
+            # winner rule (irace's rank sum) changes.
+            by_mean = res.survivor_indices[
+                np.lexsort((np.arange(len(res.survivor_indices)),
+                            -scores[: res.n_instances, res.survivor_indices].mean(axis=0)))[0]
+            ]
+            elite_agree = res.best_index == irace_elite
+            n_elite += elite_agree
+            n_elite_mean += int(by_mean) == irace_elite
             lines.append(
                 f"| {q},{rho:g} | {20000 + rep} | {ties} | {q} | {agree} "
-                f"({sum(irace_counts)} evaluations) | {1e3 * (t1 - t0):.0f} | {1e3 * (t2 - t1):.0f} |"
+                f"({sum(irace_counts)} evaluations) | {elite_agree} ({int(by_mean) == irace_elite}) "
+                f"| {1e3 * (t1 - t0):.0f} | {1e3 * (t2 - t1):.0f} |"
             )
             print(lines[-1], file=sys.stderr)
             if not agree:
                 print("irace:", irace_counts, "\nracer:", ours, file=sys.stderr)
-    lines.append(f"\n{n_agree}/{n_total} races identical in every elimination point.")
+    lines.append(f"\n{n_agree}/{n_total} races identical in every elimination point; elite "
+                 f"identical in {n_elite}/{n_total} (FRaceTest's rank-sum rule), "
+                 f"{n_elite_mean}/{n_total} under winner=\"mean\".")
     return "\n".join(lines)
 
 
