@@ -29,7 +29,6 @@ import numpy as np
 from scipy import special, stats
 
 from racer._validation import check_bool, check_option, check_probability, check_view
-from racer._pair_counts import PairCountCache
 from racer.elimination import Elimination, RacingTest
 from racer.stats._ranks import block_ranks, tie_group_sizes_term
 
@@ -73,36 +72,6 @@ def conover_threshold(ranks, alpha):
     rank_sums = ranks.sum(axis=0)
     spread = 2.0 * (n * sum_sq - float(np.sum(rank_sums**2))) / dof
     return float(stats.t.ppf(1.0 - alpha / 2.0, dof) * np.sqrt(max(spread, 0.0)))
-
-
-class _RankSumCache:
-    """Friedman sums carried between test steps: rank sums, sum of squared ranks, tie term.
-
-    All three are sums over instances of per-instance terms, so while the survivors stay the
-    same a step only ranks its new rows; when the survivors change every row is re-ranked
-    (ranks are among the survivors). The cache is checked against the last cached row, so
-    unrelated data fall back to a full recomputation.
-    """
-
-    def __init__(self):
-        self.ids = None
-
-    def sums(self, scores, ids):
-        n = scores.shape[0]
-        same = (
-            self.ids is not None
-            and np.array_equal(self.ids, ids)
-            and n >= self.n_rows
-            and np.array_equal(scores[self.n_rows - 1], self.last_row)
-        )
-        new = scores[self.n_rows :] if same else scores
-        ranks = _ranks_best_first(new)
-        rank_sums, sum_sq, ties = ranks.sum(axis=0), float(np.sum(ranks**2)), tie_group_sizes_term(new)
-        if same:
-            rank_sums, sum_sq, ties = self.rank_sums + rank_sums, self.sum_sq + sum_sq, self.ties + ties
-        self.ids, self.n_rows, self.last_row = ids.copy(), n, scores[-1].copy()
-        self.rank_sums, self.sum_sq, self.ties = rank_sums, sum_sq, ties
-        return rank_sums, sum_sq, ties
 
 
 def _friedman_from_sums(rank_sums, ties, n, k):
@@ -200,15 +169,13 @@ class FRaceTest(RacingTest):
     [0, 1]
     """
 
+    #: irace orders its survivors by rank sum (``overall.ranks()``), so the race's winner is
+    #: irace's elite unless the race's own ``winner`` option says otherwise.
+    winner = "rank_sum"
+
     alpha: float = 0.05
     post_hoc: str = "conover"
     gate: bool = True
-    _sums: _RankSumCache = dataclasses.field(
-        default_factory=_RankSumCache, init=False, repr=False, compare=False
-    )
-    _pairs: PairCountCache = dataclasses.field(
-        default_factory=PairCountCache, init=False, repr=False, compare=False
-    )
 
     def __post_init__(self):
         self.alpha = check_probability(self.alpha, "alpha")
@@ -216,26 +183,26 @@ class FRaceTest(RacingTest):
         self.gate = check_bool(self.gate, "gate")
 
     def decide(self, view, rng) -> list[Elimination]:
+        """Eliminations warranted by ``view.scores`` (n_instances, n_survivors), larger better."""
         check_view(view)
-        scores, ids = view.scores, view.ids
-        """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
-        scores = np.asarray(scores, dtype=np.float64)
-        if scores.ndim != 2:
-            raise ValueError(f"`scores` must be 2-D; got shape {scores.shape}")
-        ids = np.asarray(ids, dtype=np.int64)
-        n, m = scores.shape
+        n, m = view.scores.shape
         if m < 2 or n < 2:
             return []
         if self.post_hoc == "conover" and m == 2:
-            return self._irace_two(scores)
-        rank_sums, sum_sq, ties = self._sums.sums(scores, ids)
+            return self._irace_two(view.scores)
+        rank_sums = view.rank_sums
+        sum_sq = float(view.rank_sq_sums.sum())
+        # Per instance, sum_j r_j^2 = m(m+1)(2m+1)/6 - sum_g (t_g^3 - t_g)/12 (averaged ranks
+        # of a tie group of size t lose (t^3 - t)/12 of squared rank): the tie term follows
+        # from the squared ranks, exactly (both sides are multiples of 1/4).
+        ties = 12.0 * (n * m * (m + 1) * (2 * m + 1) / 6.0 - sum_sq)
         _, pvalue = _friedman_from_sums(rank_sums, ties, n, m)
         if self.gate and not pvalue < self.alpha:
             return []
         if self.post_hoc == "conover":
             return self._conover(rank_sums, sum_sq, n, m, pvalue)
         if self.post_hoc == "sign":
-            return self._sign(self._pairs.greater(scores, ids))
+            return self._sign(view.greater)
         return self._mean_ranks(rank_sums / n, n, m)
 
     def _conover(self, rank_sums, sum_sq, n, m, pvalue):

@@ -18,7 +18,6 @@ The race core never imports this module or Optuna.
 from __future__ import annotations
 
 import collections.abc
-import copy
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
@@ -585,6 +584,8 @@ def _protect_elites_test(inner, n_elites: int, n_old: int):
     from racer.elimination import RacingTest
 
     class _ProtectElites(RacingTest):
+        winner = inner.winner  # the inner test's winner rule (FRaceTest: irace's rank sum)
+
         def decide(self, view, rng):
             scores, ids = view.scores, view.ids
             out = inner.decide(view, rng)
@@ -651,8 +652,9 @@ class IteratedRace:
     test : racer.elimination.RacingTest, optional
         The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
         is undefined while a race has fewer instances than candidates, and the test's
-        default (hold) would then never eliminate in races of hundreds of candidates. A
-        fresh copy is used per race (tests may cache per-candidate counts).
+        default (hold) would then never eliminate in races of hundreds of candidates. The
+        same object serves every race (a test keeps no state; the race engine owns the
+        incremental statistics).
     n_iterations : int, optional
         irace's ``nbIterations``; default ``floor(2 + log2(n_params))``.
     n_elites : int, optional
@@ -943,7 +945,7 @@ class IteratedRace:
             )
             race = Race(
                 candidates,
-                test=_protect_elites_test(copy.deepcopy(self._test), len(elites), n_seen),
+                test=_protect_elites_test(self._test, len(elites), n_seen),
                 maximize=maximize,
                 budget=race_budget,
                 first_test=self._first_test,

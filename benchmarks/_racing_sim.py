@@ -14,6 +14,7 @@ import numpy as np
 
 from racer.adapters.frace import FRaceTest
 from racer.bayesian_test import BayesianTest
+from racer._race_stats import RaceStats
 from racer.elimination import RaceView
 from racer.race import Race
 
@@ -84,9 +85,11 @@ def race_seed(q, rho, rep):
 def run_engine(test, scores, seed):
     """Drive racer.Race by ask/tell on a pre-generated matrix; return the RaceResult."""
     n_rows, q = scores.shape
+    # winner="mean": the paper's rule for every method (a test's own rule, e.g. FRaceTest's
+    # irace rank sum, would make the methods' winners incomparable).
     race = Race(
         range(q), test=test, first_test=BLOCK, each_test=BLOCK, max_instances=n_rows,
-        instances=range(n_rows), random_state=seed,
+        instances=range(n_rows), random_state=seed, winner="mean",
     )
     while not race.finished:
         batch = race.ask()
@@ -168,6 +171,7 @@ def run_loop(test, scores, seed):
     """
     n_rows, q = scores.shape
     alive = np.arange(q)
+    stats = RaceStats(q)
     history = []
     evaluations = 0
     rows = 0
@@ -176,8 +180,12 @@ def run_loop(test, scores, seed):
         evaluations += BLOCK * len(alive)
         rows += BLOCK
         step += 1
-        decisions = test.decide(RaceView.from_scores(scores[:rows, alive], alive), np.random.default_rng([seed, step]))
+        # The engine's incremental statistics, as racer.Race lends them.
+        view = RaceView(scores[:rows, alive], alive, instances_left=n_rows - rows,
+                        each_test=BLOCK, n_candidates=q, step=step, stats=stats)
+        decisions = test.decide(view, np.random.default_rng([seed, step]))
         if decisions:
+            stats.survivors_changed()
             gone = np.zeros(len(alive), dtype=bool)
             for e in decisions:
                 gone[e.index] = True

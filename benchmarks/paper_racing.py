@@ -183,12 +183,18 @@ def summarize(rows, bayes="bayes"):
 
 
 def speed(configs, repeats=5):
-    """Per-step cost of BayesianTest.decide, cold (first call) and warm (after n - 5 rows).
+    """Per-step cost of BayesianTest.decide, cold (first call) and warm (after n - 5 rows),
+    with the warm step of irace's Conover F-race (FRaceTest) on the same matrix and the ratio
+    of their CPU times (CPU rather than wall: on a loaded machine wall times of the longer
+    step inflate with preemption).
 
     Data: the paper's generator, (q, rho) = (m, 0.1) -- many clearly ordered pairs, the
     expensive case for the joint Monte Carlo -- and (m, 1.0). A warm step is what a race
-    pays: the counts of the first n - 5 rows are cached, 5 new rows arrive.
+    pays: the engine's incremental statistics (racer._race_stats.RaceStats, lent through the
+    view) have counted the first n - 5 rows, 5 new rows arrive.
     """
+    from racer._race_stats import RaceStats
+    from racer.adapters.frace import FRaceTest
     from racer.bayesian_test import BayesianTest
     from racer.elimination import RaceView
     from racer.stats._kernels import blas_single_thread
@@ -197,10 +203,20 @@ def speed(configs, repeats=5):
     with blas_single_thread():  # one-time library scan (~0.1 s), not a per-step cost
         pass
 
+    def timed(test, data, rows, ids, r):
+        stats = RaceStats(data.shape[1])
+        t0 = time.perf_counter()
+        test.decide(RaceView(data[: rows - 5], ids, stats=stats), np.random.default_rng([r, 0]))
+        t1, c1 = time.perf_counter(), time.process_time()
+        out = test.decide(RaceView(data[:rows], ids, stats=stats), np.random.default_rng([r, 1]))
+        t2, c2 = time.perf_counter(), time.process_time()
+        return t1 - t0, t2 - t1, c2 - c1, out
+
     lines = [
         "| statements | m | n | S | rho | gate open | eliminated | cold ms | warm ms (median of "
-        f"{repeats}) | warm ms (max) | warm CPU ms (median) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"{repeats}) | warm ms (max) | warm CPU ms (median) | Conover warm CPU ms (median) | "
+        "CPU ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     # "all" simulates up to m(m-1)/2 statements: timed on the first configuration only.
     for statements, m, n, n_samples, rho in [
@@ -209,31 +225,29 @@ def speed(configs, repeats=5):
         for c in (configs if st == "per_loser" else configs[:1])
         for rho in (0.1, 1.0)
     ]:
-        if True:
-            _, data = make_data(m, rho, 0)
-            reps = int(np.ceil((n + 5 * repeats) / data.shape[0]))
-            data = np.vstack([data] * reps)
-            ids = np.arange(m)
-            cold, warm, warm_cpu, n_out, gate = [], [], [], 0, False
-            for r in range(repeats):
-                test = BayesianTest(n_samples=n_samples, statements=statements)
-                rows = n + 5 * r
-                t0 = time.perf_counter()
-                test.decide(RaceView.from_scores(data[: rows - 5], ids), np.random.default_rng([r, 0]))
-                t1, c1 = time.perf_counter(), time.process_time()
-                out = test.decide(RaceView.from_scores(data[:rows], ids), np.random.default_rng([r, 1]))
-                t2, c2 = time.perf_counter(), time.process_time()
-                warm_cpu.append(c2 - c1)
-                cold.append(t1 - t0)
-                warm.append(t2 - t1)
-                n_out = len(out)
-                gate = test._gate(data[:rows], ids) if m >= 3 else True
-            lines.append(
-                f"| {statements} | {m} | {n} | {n_samples} | {rho:g} | {gate} | {n_out} | "
-                f"{1e3 * np.median(cold):.1f} | {1e3 * np.median(warm):.1f} | {1e3 * max(warm):.1f} | "
-                f"{1e3 * np.median(warm_cpu):.1f} |"
-            )
-            print(lines[-1], file=sys.stderr)
+        _, data = make_data(m, rho, 0)
+        reps = int(np.ceil((n + 5 * repeats) / data.shape[0]))
+        data = np.vstack([data] * reps)
+        ids = np.arange(m)
+        cold, warm, warm_cpu, conover, n_out, gate = [], [], [], [], 0, False
+        for r in range(repeats):
+            rows = n + 5 * r
+            c, w, wc, out = timed(BayesianTest(n_samples=n_samples, statements=statements),
+                                  data, rows, ids, r)
+            cold.append(c)
+            warm.append(w)
+            warm_cpu.append(wc)
+            conover.append(timed(FRaceTest(), data, rows, ids, r)[2])
+            n_out = len(out)
+            view = RaceView.from_scores(data[:rows], ids)
+            gate = BayesianTest(n_samples=n_samples)._gate(view) if m >= 3 else True
+        lines.append(
+            f"| {statements} | {m} | {n} | {n_samples} | {rho:g} | {gate} | {n_out} | "
+            f"{1e3 * np.median(cold):.1f} | {1e3 * np.median(warm):.1f} | {1e3 * max(warm):.1f} | "
+            f"{1e3 * np.median(warm_cpu):.1f} | {1e3 * np.median(conover):.2f} | "
+            f"{np.median(warm_cpu) / np.median(conover):.1f} |"
+        )
+        print(lines[-1], file=sys.stderr)
     return "\n".join(lines)
 
 
@@ -263,6 +277,7 @@ conf <- iraceResults$allConfigurations
 ids <- conf$id[match(as.integer(colnames(ex)), conf$.ID.)]
 cnt <- colSums(!is.na(ex))[order(ids)]
 cat("COUNTS", cnt, "\n")
+cat("ELITE", elites$id[1], "\n")
 """
 
 
@@ -281,13 +296,14 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
     from racer.adapters.frace import FRaceTest
     from racer.race import Race
 
-    lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | irace ms | racer ms |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | "
+             "elite irace = racer (winner=\"mean\") | irace ms | racer ms |",
+             "|---|---|---|---|---|---|---|---|"]
     tmp = tempfile.mkdtemp()
     script = os.path.join(tmp, "race.R")
     with open(script, "w") as fh:
         fh.write(_IRACE_SCRIPT)
-    n_agree = n_total = 0
+    n_agree = n_total = n_elite = n_elite_mean = 0
     for q, rho in SETTINGS:
         for rep in range(reps):
             _, scores = make_data(q, rho, 20000 + rep)
@@ -302,7 +318,8 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
                 capture_output=True, text=True, check=True,
             ).stdout
             t1 = time.perf_counter()
-            irace_counts = [int(v) for v in out.split("COUNTS")[1].split()]
+            irace_counts = [int(v) for v in out.split("COUNTS")[1].split("ELITE")[0].split()]
+            irace_elite = int(out.split("ELITE")[1].split()[0]) - 1
             race = Race(range(q), test=FRaceTest(post_hoc="conover"), first_test=5, each_test=1,
                         max_instances=n_rows, instances=range(n_rows), random_state=0)
             while not race.finished:
@@ -316,14 +333,26 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
             agree = ours == irace_counts
             n_agree += agree
             n_total += 1
+            # The same race under the engine's mean rule, to show what FRaceTest's stated
+            # winner rule (irace's rank sum) changes.
+            by_mean = res.survivor_indices[
+                np.lexsort((np.arange(len(res.survivor_indices)),
+                            -scores[: res.n_instances, res.survivor_indices].mean(axis=0)))[0]
+            ]
+            elite_agree = res.best_index == irace_elite
+            n_elite += elite_agree
+            n_elite_mean += int(by_mean) == irace_elite
             lines.append(
                 f"| {q},{rho:g} | {20000 + rep} | {ties} | {q} | {agree} "
-                f"({sum(irace_counts)} evaluations) | {1e3 * (t1 - t0):.0f} | {1e3 * (t2 - t1):.0f} |"
+                f"({sum(irace_counts)} evaluations) | {elite_agree} ({int(by_mean) == irace_elite}) "
+                f"| {1e3 * (t1 - t0):.0f} | {1e3 * (t2 - t1):.0f} |"
             )
             print(lines[-1], file=sys.stderr)
             if not agree:
                 print("irace:", irace_counts, "\nracer:", ours, file=sys.stderr)
-    lines.append(f"\n{n_agree}/{n_total} races identical in every elimination point.")
+    lines.append(f"\n{n_agree}/{n_total} races identical in every elimination point; elite "
+                 f"identical in {n_elite}/{n_total} (FRaceTest's rank-sum rule), "
+                 f"{n_elite_mean}/{n_total} under winner=\"mean\".")
     return "\n".join(lines)
 
 
@@ -342,7 +371,7 @@ def main(argv=None):
     ap.add_argument("--csv", default=None, help="append one row per race here")
     ap.add_argument("--summarize", nargs="*", default=None, help="only summarize these CSVs")
     ap.add_argument("--md", default=None, help="write the markdown summary here")
-    ap.add_argument("--speed", action="store_true", help="time BayesianTest steps instead")
+    ap.add_argument("--speed", action="store_true", help="time BayesianTest (and FRaceTest) steps instead")
     ap.add_argument("--irace", action="store_true", help="cross-check FRaceTest against irace (R)")
     ap.add_argument("--ties", action="store_true", help="with --irace: round scores (ties)")
     args = ap.parse_args(argv)

@@ -47,134 +47,13 @@ from racer._validation import (
     check_probability,
     check_view,
 )
-from racer._pair_counts import PairCountCache
-from racer.elimination import Elimination, RacingTest
-from racer.stats._ranks import block_ranks
+from racer.elimination import Elimination, RaceView, RacingTest
 
 __all__ = ["BayesianTest"]
 
 # Share of the allowed error (1 - credibility) that the union bound may spend on the leading,
 # near-certain statements before the Monte Carlo takes over (see _dominance).
 _FOLD = 0.01
-# Gauss-Legendre nodes of the band probability quadrature (error <= 4e-6, notes/kernels).
-_BAND_NODES, _BAND_WEIGHTS = np.polynomial.legendre.leggauss(48)
-# Samples per chunk of the joint Monte Carlo (bounds memory at n_samples x n_instances).
-_CHUNK = 4096
-# Statements per GEMM block; the pass stops after the block where the joint crosses.
-_STATEMENT_BLOCK = 64
-# Up to this many statements, instances are grouped by sign pattern (see _joint_prefix_counts).
-_PATTERN_MAX_STATEMENTS = 12
-
-
-# ---------------------------------------------------------------------------------------------
-# Incremental pairwise counts and rank moments
-# ---------------------------------------------------------------------------------------------
-
-
-class _FriedmanCache:
-    """The Bayesian Friedman posterior of the survivors, carried from one step to the next.
-
-    The ranks and their sums are :class:`racer.stats.FriedmanAccumulator`
-    (extended while the survivors stay the same, rebuilt when they change); this class only
-    adds the check that the rows it has already ranked are the rows passed (last ranked row
-    compared), so a call with unrelated data starts afresh.
-    """
-
-    def __init__(self):
-        self.accumulator = None
-
-    def update(self, scores, ids, prior_strength):
-        from racer.stats import FriedmanAccumulator
-
-        n_seen = 0 if self.accumulator is None else self.accumulator.n_blocks
-        if (
-            n_seen == 0
-            or scores.shape[0] < n_seen
-            or self.last_row.shape != scores[n_seen - 1].shape
-            or not np.array_equal(scores[n_seen - 1], self.last_row)
-        ):
-            self.accumulator = FriedmanAccumulator(prior_strength=prior_strength)
-        self.accumulator.update(scores, ids)
-        self.last_row = scores[-1].copy()
-        return self.accumulator
-
-
-# ---------------------------------------------------------------------------------------------
-# Closed forms
-# ---------------------------------------------------------------------------------------------
-
-
-def _prob_greater(n_greater, n_less, pseudo_against=0.0):
-    """``Pr[theta > 1/2]`` from win/loss counts (seed 002 Theorem 2), vectorised.
-
-    The DP case is :func:`racer.stats.bayesian_sign.prob_greater_from_counts`.
-    ``pseudo_against`` > 0 puts the prior pseudo-observation against the statement: the lower
-    probability of the imprecise DP (seed 002 §7, seed 000), ``P(Beta(n_g, n_l + s) > 1/2)``,
-    i.e. the same closed form with ``s`` added to the losses (the shared function has no IDP
-    option, so it is added here).
-    """
-    from racer.stats.bayesian_sign import prob_greater_from_counts
-
-    if pseudo_against:
-        n_less = np.asarray(n_less, dtype=np.float64) + pseudo_against
-    return prob_greater_from_counts(n_greater, n_less)
-
-
-def _band_probability(n_greater, n_less, n_ties, prior_strength, eps):
-    """Band probability for each pair, computed once per distinct count triple.
-
-    Same formula and 48-node rule as :func:`racer.stats.bayesian_sign.prob_indistinguishable`
-    (both within 2.0e-5 of scipy.integrate.quad at tolerance 1e-12 on 30 triples, same worst
-    case; equal to 8e-16 on 1.8M count triples of a race), kept local on
-    purpose: the shared one is exactly symmetric in (wins, losses), this one differs in the
-    last bit between (a, b) and (b, a) and between batch positions (BLAS GEMV). Pairs with the
-    same band value are taken in that order, so switching changed a race: paper_racing.py
-    (100, 0.5) rep 10008, small_n="montecarlo", step n = 530, three pairs at 0.97723573759459
-    -- one elimination before, three after, a different winner. Decisions must not move.
-    """
-    triples = np.stack(np.broadcast_arrays(n_greater, n_less, n_ties)).reshape(3, -1)
-    distinct, inverse = np.unique(triples, axis=1, return_inverse=True)
-    values = _band_probability_distinct(distinct[0], distinct[1], distinct[2], prior_strength, eps)
-    return values[inverse.ravel()]
-
-
-def _band_probability_distinct(n_greater, n_less, n_ties, prior_strength, eps):
-    """``Pr[|theta - 1/2| < eps]`` for vectors of counts, in closed form up to quadrature.
-
-    With ``(W_g, W_l, rest) ~ Dir(a, b, c)``, ``a = n_g, b = n_l, c = s + n_t``:
-    ``theta - 1/2 = (W_g - W_l)/2 = T (R - 1/2)`` with ``T = W_g + W_l ~ Beta(a+b, c)`` and
-    ``R = W_g/T ~ Beta(a, b)`` independent. Then, with ``d = 2 eps``,
-    ``Pr = I_d(a+b, c) + int_{u0}^1 [I_{(1+d/t)/2}(a, b) - I_{(1-d/t)/2}(a, b)] du``,
-    ``t = F_T^{-1}(u)``, ``u0 = I_d(a+b, c)``: Gauss-Legendre with 48 nodes in ``u``.
-    """
-    a = np.asarray(n_greater, dtype=np.float64)
-    b = np.asarray(n_less, dtype=np.float64)
-    c = np.asarray(n_ties, dtype=np.float64) + prior_strength
-    width = 2.0 * eps
-    out = np.ones(a.shape)
-    informative = (a + b) > 0
-    if not informative.any():
-        return out
-    a, b, c = a[informative], b[informative], c[informative]
-    total = a + b
-    u0 = special.betainc(total, c, width)
-    # T's quantiles depend on (a+b, c) only: few distinct values (one when there are no ties).
-    keys, inverse = np.unique(np.stack([total, c]), axis=1, return_inverse=True)
-    inverse = inverse.ravel()
-    u0_key = special.betainc(keys[0], keys[1], width)
-    u_nodes = u0_key[:, None] + (1.0 - u0_key[:, None]) * (_BAND_NODES[None, :] + 1.0) / 2.0
-    t_nodes = special.betaincinv(keys[0][:, None], keys[1][:, None], u_nodes)[inverse]
-    half_width = np.minimum(width / np.maximum(t_nodes, width), 1.0) / 2.0
-    both = (a > 0) & (b > 0)
-    with np.errstate(invalid="ignore"):
-        inside = special.betainc(a[:, None], b[:, None], 0.5 + half_width) - special.betainc(
-            a[:, None], b[:, None], 0.5 - half_width
-        )
-    # With one count at zero R is 0 or 1, so |theta - 1/2| = T/2 and only T < d counts.
-    inside = np.where(both[:, None], inside, 0.0)
-    integral = (1.0 - u0) / 2.0 * (inside @ _BAND_WEIGHTS)
-    out[informative] = np.clip(u0 + integral, 0.0, 1.0)
-    return out
 
 
 def _band_moments(n_greater, n_less, alpha_total):
@@ -186,97 +65,6 @@ def _band_moments(n_greater, n_less, alpha_total):
         alpha_total**2 * (alpha_total + 1.0)
     )
     return mean, np.sqrt(var_diff) / 2.0
-
-
-# ---------------------------------------------------------------------------------------------
-# Joint posterior of a sorted list of statements
-# ---------------------------------------------------------------------------------------------
-
-
-def _joint_prefix_counts(signs, n_samples, rng, stop_at, prior_against=None):
-    """Monte Carlo counts of samples in which every statement of a prefix holds.
-
-    ``signs`` (L, n) holds ``sgn(X_winner - X_loser)`` per instance, statements in decision
-    order. Statement k holds in a sample when ``sum_l e_l signs[k, l] > 0`` with i.i.d. Exp(1)
-    weights ``e``: the sign of ``theta - 1/2`` does not depend on normalising the Dirichlet
-    weights nor on the prior point at the tie (notes/kernels-performance.md, "sign trick").
-    With ``prior_against`` (the IDP lower probability) a Gamma(s) pseudo-weight counts against
-    every statement. Statements are processed in blocks and the pass stops once the running
-    joint count falls to ``stop_at``: longer prefixes cannot be accepted.
-
-    Returns ``counts`` with ``counts[k]`` = samples in which statements ``0..k`` all hold,
-    for the processed statements (the array may be shorter than L).
-
-    Why not :func:`racer.stats.joint.joint_prefix_probabilities`, the same sign-trick
-    estimator: that one returns every prefix (no early stop, which is what makes a step at
-    m = 200 cheap here), has no IDP pseudo-weight against the statements, and draws its
-    weights from its own stream, so switching would change which samples a seed gives and
-    with it some race decisions. Both exist on purpose; keep them on the same estimator.
-    """
-    n_statements, n_instances = signs.shape
-    shapes = None
-    if n_statements <= _PATTERN_MAX_STATEMENTS:
-        # Instances with the same sign pattern across all statements can share one weight:
-        # a sum of k i.i.d. Exp(1) is Gamma(k). Late in a race (few survivors, many
-        # instances) this replaces n_instances exponentials per sample by a few gammas.
-        patterns, counts = np.unique(signs.T, axis=0, return_counts=True)
-        informative = np.any(patterns != 0, axis=1)
-        patterns, counts = patterns[informative], counts[informative]
-        if 2 * len(counts) <= n_instances:
-            signs, shapes = patterns.T, counts.astype(np.float64)
-            n_instances = len(counts)
-    signs32 = np.ascontiguousarray(signs, dtype=np.float32)
-    chunk_seeds = rng.integers(0, 2**63 - 1, size=(n_samples + _CHUNK - 1) // _CHUNK)
-    chunk_sizes = [min(_CHUNK, n_samples - i * _CHUNK) for i in range(len(chunk_seeds))]
-    keep_weights = n_samples * n_instances <= (1 << 23)
-    cached = [None] * len(chunk_seeds)
-
-    def weights(i):
-        if cached[i] is not None:
-            return cached[i]
-        gen = np.random.default_rng(chunk_seeds[i])
-        if shapes is None:
-            e = gen.standard_exponential((chunk_sizes[i], n_instances), dtype=np.float32)
-        else:
-            e = gen.standard_gamma(shapes, size=(chunk_sizes[i], n_instances)).astype(np.float32)
-        e0 = (
-            gen.gamma(prior_against, size=chunk_sizes[i]).astype(np.float32)
-            if prior_against
-            else None
-        )
-        if keep_weights:
-            cached[i] = (e, e0)
-        return e, e0
-
-    from racer.stats._kernels import blas_single_thread
-
-    alive = [np.ones(size, dtype=bool) for size in chunk_sizes]
-    counts = []
-    with blas_single_thread():
-        # Fixed blocks of statements: the pass usually stops within a few hundred statements,
-        # and a doubling schedule would overshoot the stopping point by up to 2x.
-        for start in range(0, n_statements, _STATEMENT_BLOCK):
-            stop = min(n_statements, start + _STATEMENT_BLOCK)
-            width = stop - start
-            failed_at = np.zeros(width + 1, dtype=np.int64)
-            n_alive = 0
-            for i in range(len(chunk_seeds)):
-                e, e0 = weights(i)
-                values = e @ signs32[start:stop].T
-                holds = values > (e0[:, None] if e0 is not None else 0.0)
-                # Index of each sample's first failing statement in the block (width if none):
-                # argmin finds the first False; a row without one returns 0 and a True there.
-                first_fail = holds.argmin(axis=1)
-                first_fail[holds[np.arange(len(first_fail)), first_fail]] = width
-                first_fail = first_fail[alive[i]]
-                n_alive += len(first_fail)
-                failed_at += np.bincount(first_fail, minlength=width + 1)
-                alive[i][alive[i]] = first_fail == width
-            block_counts = n_alive - np.cumsum(failed_at[:width])
-            counts.append(block_counts)
-            if block_counts[-1] <= stop_at:
-                break
-    return np.concatenate(counts) if counts else np.zeros(0, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,7 +97,7 @@ class BayesianTest(RacingTest):
         Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, pseudo-inverse of
         the covariance against the chi-square(m - 1) quantile, or the Monte Carlo credible
         region of the DP posterior the seed suggests for small n
-        (:func:`racer.stats.bayesian_friedman`, ``method="montecarlo"``,
+        (:func:`racer.stats.bayesian_friedman_from_sums`, ``method="montecarlo"``,
         ``n_samples`` draws from the step's stream).
     gate_two : bool, default False
         Whether the gate is applied when exactly two candidates survive.
@@ -339,8 +127,14 @@ class BayesianTest(RacingTest):
     paper's experiment the true best is eliminated in 10-50% of races, about as often as by
     the F-races). With ``small_n="hold"`` nobody leaves before every survivor has seen as
     many instances as there are survivors, which costs evaluations when there are many
-    candidates. Decisions depend only on ``scores``, ``ids`` and ``rng``; the same stream
-    gives the same decisions, bit for bit.
+    candidates. The test keeps no state: decisions depend only on the view's scores and
+    ``rng`` (the same stream gives the same decisions, bit for bit), so one object can serve
+    any number of races. The formulas are :mod:`racer.stats`'s:
+    :func:`~racer.stats.bayesian_friedman_from_sums` (gate, on the rank sums
+    the race keeps), :func:`~racer.stats.bayesian_sign.prob_greater_from_counts` (marginals;
+    ``pseudo_against`` for the IDP), :func:`~racer.stats.joint.joint_prefix_probabilities`
+    (joint prefix, with its early stop and IDP pseudo-weight) and
+    :func:`~racer.stats.bayesian_sign.prob_indistinguishable` (band).
 
     Examples
     --------
@@ -364,12 +158,6 @@ class BayesianTest(RacingTest):
     gate_two: bool = False
     prior: str = "dp"
     statements: str = "per_loser"
-    _pairs: PairCountCache = dataclasses.field(
-        default_factory=PairCountCache, init=False, repr=False, compare=False
-    )
-    _friedman: _FriedmanCache = dataclasses.field(
-        default_factory=_FriedmanCache, init=False, repr=False, compare=False
-    )
 
     def __post_init__(self):
         self.credibility = check_probability(self.credibility, "credibility")
@@ -392,29 +180,20 @@ class BayesianTest(RacingTest):
     # -- public ------------------------------------------------------------------------------
 
     def decide(self, view, rng) -> list[Elimination]:
+        """Eliminations warranted by ``view.scores`` (n_instances, n_survivors), larger better."""
         check_view(view)
-        scores, ids = view.scores, view.ids
-        """Eliminations warranted by ``scores`` (n_instances, n_survivors), larger better."""
-        scores = np.asarray(scores, dtype=np.float64)
-        if scores.ndim != 2:
-            raise ValueError(f"`scores` must be 2-D; got shape {scores.shape}")
-        ids = np.asarray(ids, dtype=np.int64)
-        if ids.shape != (scores.shape[1],):
-            raise ValueError(
-                f"`ids` must have one entry per column of `scores` ({scores.shape[1]}); "
-                f"got shape {ids.shape}"
-            )
+        scores = view.scores
         n, m = scores.shape
         if m < 2 or n < 1:
             return []
-        greater = self._pairs.greater(scores, ids)
         gate_open = True
         if m >= 3 or self.gate_two:
-            gate_open = self._gate(scores, ids, rng)
+            gate_open = self._gate(view, rng)
         if not gate_open:
             if self.gate_indistinguishable:
                 return []
-            return self._indistinguishable(scores, greater, np.zeros(m, dtype=bool))
+            return self._indistinguishable(scores, view.greater, np.zeros(m, dtype=bool))
+        greater = view.greater
         dominated = self._dominance(scores, greater, rng)
         eliminated = np.zeros(m, dtype=bool)
         for e in dominated:
@@ -423,43 +202,34 @@ class BayesianTest(RacingTest):
 
     # -- steps -------------------------------------------------------------------------------
 
-    def gate_statistic(self, scores, ids=None):
+    def gate_statistic(self, view):
         """Bayesian Friedman statistic and threshold ``(stat, rho)`` (eq. 16-19).
 
-        ``rho`` is NaN while ``n <= m - 1`` (the F threshold is undefined); ``stat`` then
-        uses the pseudo-inverse of the rank-deficient covariance. Otherwise both come from
-        :class:`racer.stats.FriedmanAccumulator` (``method="ellipsoid"``),
-        whose sums are extended step by step while the survivors stay the same.
+        ``view`` is a :class:`~racer.elimination.RaceView` or a score matrix (larger is
+        better). Both come from
+        :func:`racer.stats.bayesian_friedman_from_sums` (``method=
+        "ellipsoid"``) on the view's rank sums; ``rho`` is NaN while ``n <= m - 1`` (the F
+        threshold is undefined) and ``stat`` then is the form on the posterior's support.
         """
-        scores = np.asarray(scores, dtype=np.float64)
-        n, m = scores.shape
-        ids = np.arange(m) if ids is None else np.asarray(ids, dtype=np.int64)
-        if n > m - 1:
-            res = self._friedman.update(scores, ids, self.prior_strength).result(
-                credibility=self.gate_credibility, method="ellipsoid"
-            )
-            return float(res.statistic), float(res.threshold)
-        # Eq. 19 is undefined here and the shared ellipsoid refuses it; small_n="chi2" needs the
-        # form with the pseudo-inverse of the (rank-deficient) covariance, so it stays local.
-        # At most m - 1 rows: ranking them afresh is cheap.
-        ranks = block_ranks(scores)
-        s = self.prior_strength
-        r0 = np.full(m, (m + 1) / 2.0)
-        total = s + n
-        mean = (s * r0 + ranks.sum(axis=0)) / total
-        second = (s * np.outer(r0, r0) + ranks.T @ ranks) / total
-        cov = (second - np.outer(mean, mean)) / (total + 1.0)
-        d = (mean - r0)[: m - 1]
-        stat = float(d @ np.linalg.pinv(cov[: m - 1, : m - 1], hermitian=True) @ d)
-        return stat, math.nan
+        if not isinstance(view, RaceView):
+            view = RaceView.from_scores(view)
+        from racer.stats import bayesian_friedman_from_sums
 
-    def _gate(self, scores, ids, rng=None):
-        n, m = scores.shape
+        res = bayesian_friedman_from_sums(
+            view.rank_sums, view.rank_outer, view.n_instances,
+            prior_strength=self.prior_strength, credibility=self.gate_credibility,
+            method="ellipsoid",
+        )
+        return float(res.statistic), float(res.threshold)
+
+    def _gate(self, view, rng=None):
+        n, m = view.scores.shape
         if n <= m - 1 and self.small_n == "montecarlo":
-            from racer.stats import bayesian_friedman
+            from racer.stats import bayesian_friedman_from_sums
 
-            res = bayesian_friedman(
-                scores, prior_strength=self.prior_strength, credibility=self.gate_credibility,
+            res = bayesian_friedman_from_sums(
+                view.rank_sums, view.rank_outer, n, ranks=view.ranks,
+                prior_strength=self.prior_strength, credibility=self.gate_credibility,
                 method="montecarlo", n_samples=self.n_samples, random_state=rng,
             )
             return bool(res.reject)
@@ -467,12 +237,16 @@ class BayesianTest(RacingTest):
             return False
         if n <= m - 1 and self.small_n == "reject":
             return True
-        stat, rho = self.gate_statistic(scores, ids)
+        stat, rho = self.gate_statistic(view)
         if n <= m - 1:  # "chi2": the large-n normal limit of the ellipsoid test
             rho = float(special.chdtri(m - 1, 1.0 - self.gate_credibility))
         return stat > rho
 
     def _dominance(self, scores, greater, rng):
+        # Lazy: racer.stats brings Numba, which ``import racer`` should not pay for.
+        from racer.stats.bayesian_sign import prob_greater_from_counts
+        from racer.stats.joint import joint_prefix_probabilities
+
         m = greater.shape[0]
         n = scores.shape[0]
         i, j = np.triu_indices(m, k=1)
@@ -482,7 +256,7 @@ class BayesianTest(RacingTest):
         # incomplete beta is evaluated once per distinct pair and gathered.
         codes = np.concatenate([g_ij * (n + 1) + g_ji, g_ji * (n + 1) + g_ij])
         distinct, inverse = np.unique(codes, return_inverse=True)
-        p_distinct = _prob_greater(distinct // (n + 1), distinct % (n + 1), pseudo)
+        p_distinct = prob_greater_from_counts(distinct // (n + 1), distinct % (n + 1), pseudo)
         p_i_better, p_j_better = np.split(p_distinct[inverse.ravel()], 2)
         i_wins = p_i_better > p_j_better
         prob = np.where(i_wins, p_i_better, p_j_better)
@@ -520,14 +294,14 @@ class BayesianTest(RacingTest):
             head = int(np.searchsorted(cum_failure, _FOLD * (1.0 - self.credibility), "right"))
             folded = float(cum_failure[head - 1]) if head else 0.0
             signs = np.sign(scores[:, winner[head:]] - scores[:, loser[head:]]).T
-            stop_at = (self.credibility + folded) * self.n_samples
-            counts = _joint_prefix_counts(
-                signs, self.n_samples, rng, stop_at, pseudo if pseudo else None
+            joint_mc = joint_prefix_probabilities(
+                signs, self.n_samples, rng, stop_below=self.credibility + folded,
+                pseudo_weight=pseudo if pseudo else None,
             )
             mc_joint = np.zeros(len(prob))
             mc_joint[:head] = bound[:head]
             # Statements past the point where the pass stopped cannot be accepted (0).
-            mc_joint[head : head + len(counts)] = counts / self.n_samples - folded
+            mc_joint[head : head + len(joint_mc)] = joint_mc - folded
             mc_accepted = int(np.sum(mc_joint > self.credibility))
             if mc_accepted > n_accepted:
                 n_accepted = mc_accepted
@@ -541,14 +315,15 @@ class BayesianTest(RacingTest):
         ]
 
     def _indistinguishable(self, scores, greater, eliminated):
+        from racer.stats.bayesian_sign import prob_indistinguishable
+
         n = scores.shape[0]
         live = np.flatnonzero(~eliminated)
         if len(live) < 2:
             return []
         i, j = np.triu_indices(len(live), k=1)
         i, j = live[i], live[j]
-        a, b = greater[i, j].astype(np.float64), greater[j, i].astype(np.float64)
-        ties = n - a - b
+        a, b = greater[i, j], greater[j, i]
         mean, sd = _band_moments(a, b, self.prior_strength + n)
         # Cantelli: if the posterior mean sits eps + t outside 1/2, the band has probability
         # at most sd^2/(sd^2 + t^2); pairs that cannot reach `credibility` are skipped.
@@ -556,8 +331,8 @@ class BayesianTest(RacingTest):
         close = np.abs(mean) < reach
         if not close.any():
             return []
-        i, j, a, b, ties = i[close], j[close], a[close], b[close], ties[close]
-        band = _band_probability(a, b, ties, self.prior_strength, self.eps)
+        i, j, a, b = i[close], j[close], a[close], b[close]
+        band = np.asarray(prob_indistinguishable(a, b, n, self.prior_strength, self.eps))
         hit = band > self.credibility
         if not hit.any():
             return []

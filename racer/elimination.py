@@ -47,10 +47,12 @@ class Elimination:
 class RaceView:
     """What a racing test sees at one step: the survivors' scores and what the race can still pay.
 
-    The engine builds one per test step; tests never keep it. Statistics that the engine can
-    maintain incrementally (``greater``, ``ranks``) are taken from ``stats`` when the engine
-    provides it and computed afresh otherwise, so a view built with :meth:`from_scores` (tests,
-    benchmarks, direct use) gives the same numbers as one built by a race.
+    The engine builds one per test step; tests never keep it. Statistics that the engine
+    maintains incrementally (``greater``, ``ranks``, ``rank_sums``, ``rank_sq_sums``,
+    ``rank_outer``; :mod:`racer._race_stats`) are taken from ``stats`` when the engine provides
+    it and computed afresh otherwise, so a view built with :meth:`from_scores` (tests,
+    benchmarks, direct use) gives the same numbers as one built by a race (bit for bit: they
+    are sums of integers and of multiples of 1/4).
 
     Attributes
     ----------
@@ -72,7 +74,8 @@ class RaceView:
     """
 
     __slots__ = ("scores", "ids", "budget_left", "instances_left", "each_test", "n_candidates",
-                 "step", "_stats", "_greater", "_ranks")
+                 "step", "_stats", "_greater", "_ranks", "_rank_sums", "_rank_sq_sums",
+                 "_rank_outer")
 
     def __init__(self, scores, ids, *, budget_left=None, instances_left=None, each_test=1,
                  n_candidates=None, step=1, stats=None):
@@ -86,6 +89,9 @@ class RaceView:
         self._stats = stats
         self._greater = None
         self._ranks = None
+        self._rank_sums = None
+        self._rank_sq_sums = None
+        self._rank_outer = None
 
     @classmethod
     def from_scores(cls, scores, ids=None, *, budget_left=None, instances_left=None,
@@ -168,6 +174,41 @@ class RaceView:
                 self._ranks = block_ranks(self.scores)
         return self._ranks
 
+    @property
+    def rank_sums(self) -> np.ndarray:
+        """Per-survivor sums of :attr:`ranks` over the instances (m,), float64 (Friedman's
+        ``R_j``; the smallest is the best)."""
+        if self._rank_sums is None:
+            if self._stats is not None:
+                self._rank_sums = self._stats.rank_sums(self.scores, self.ids)
+            else:
+                self._rank_sums = self.ranks.sum(axis=0)
+        return self._rank_sums
+
+    @property
+    def rank_sq_sums(self) -> np.ndarray:
+        """Per-survivor sums of squared :attr:`ranks` (m,): Conover's ``A`` is their total,
+        and ``12 (n m (m+1)(2m+1)/6 - A)`` is Friedman's tie term ``sum (t^3 - t)``."""
+        if self._rank_sq_sums is None:
+            if self._stats is not None:
+                self._rank_sq_sums = self._stats.rank_sq_sums(self.scores, self.ids)
+            else:
+                ranks = self.ranks
+                self._rank_sq_sums = np.einsum("ij,ij->j", ranks, ranks)
+        return self._rank_sq_sums
+
+    @property
+    def rank_outer(self) -> np.ndarray:
+        """``sum_l r_l r_l'`` over the instances (m, m): with :attr:`rank_sums`, the
+        sufficient statistics of the Bayesian Friedman posterior (seed 002, eq. 16-17)."""
+        if self._rank_outer is None:
+            if self._stats is not None:
+                self._rank_outer = self._stats.rank_outer(self.scores, self.ids)
+            else:
+                ranks = self.ranks
+                self._rank_outer = ranks.T @ ranks
+        return self._rank_outer
+
     def blocks_affordable(self) -> int | None:
         """Further blocks of ``each_test`` instances the race can pay for with the current
         survivors (None when neither a budget nor the instances bound it)."""
@@ -212,7 +253,7 @@ class RacingTest(abc.ABC):
             The survivors' scores so far (``view.scores``, shape (n_instances, n_survivors),
             finite, larger is better), their ids, what the race can still spend
             (``budget_left``, ``instances_left``, ``blocks_affordable()``) and the statistics
-            the engine keeps incrementally (``greater``, ``ranks``).
+            the engine keeps incrementally (``greater``, ``ranks``, ``rank_sums``, ...).
         rng : numpy.random.Generator
             Random stream for this test step, derived by the engine from the race seed and
             the step number, never shared with other steps.

@@ -26,6 +26,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ._race_stats import RaceStats
 from ._validation import check_bool, check_int, check_option
 from .elimination import Elimination, RaceView, RacingTest
 from .result import EliminationRecord, RaceResult
@@ -36,7 +37,7 @@ __all__ = ["Evaluation", "EvaluationError", "Race", "race"]
 logger = logging.getLogger("racer")
 
 _ON_ERROR = ("worst", "eliminate", "raise")
-_WINNER = ("mean", "mean_rank")
+_WINNER = ("mean", "mean_rank", "rank_sum")
 _TEST_REASONS = ("dominated", "indistinguishable")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
 # default_rng([seed, step]) (steps are small positive integers).
@@ -148,9 +149,14 @@ class Race:
         the block, before the test; it is an error for every survivor to fail in one block.
         ``"raise"``: the error propagates (an :class:`EvaluationError` for bad values) and
         nothing is recorded. In every case the block's other evaluations are kept.
-    winner : {"mean", "mean_rank"}, default "mean"
-        How the winner is chosen among several survivors: best mean score, or best mean
-        within-instance rank among the survivors. Ties go to the earlier candidate.
+    winner : {"mean", "mean_rank", "rank_sum"} or None, default None
+        How the winner is chosen among several survivors: best mean score (``"mean"``),
+        best mean within-instance rank among the survivors (``"mean_rank"``), or best sum of
+        those ranks over the instances raced (``"rank_sum"``, irace's order for its F-race:
+        ``overall.ranks()``). Ties go to the earlier candidate. The two rank rules order
+        alike here, because every survivor has seen the same instances. None uses the
+        rule the test states (its class attribute ``winner``; ``FRaceTest`` states
+        ``"rank_sum"`` so that the F-race baseline returns irace's elite), else ``"mean"``.
     random_state : None, int or numpy.random.Generator
         Seeds the race. The test at step ``k`` receives ``numpy.random.default_rng([seed, k])``,
         never a shared sequential generator, so a resumed race decides exactly as an
@@ -223,7 +229,7 @@ class Race:
         instances: Iterable | None = None,
         shuffle: bool = False,
         on_error: str = "worst",
-        winner: str = "mean",
+        winner: str | None = None,
         random_state: Any = None,
         storage: Any = None,
         metadata: dict | None = None,
@@ -252,6 +258,14 @@ class Race:
         self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
         self._shuffle = check_bool(shuffle, "shuffle")
         self._on_error = check_option(on_error, "on_error", _ON_ERROR)
+        if winner is None:
+            stated = getattr(test, "winner", None)
+            if stated is not None and stated not in _WINNER:
+                raise ValueError(
+                    f"{type(test).__name__}.winner must be one of {_WINNER} or None; got "
+                    f"{stated!r}"
+                )
+            winner = "mean" if stated is None else stated
         self._winner = check_option(winner, "winner", _WINNER)
         n_cand = len(self._candidates)
         first_len = self._first_test
@@ -282,6 +296,8 @@ class Race:
         self._n_seen = np.zeros(n_cand, dtype=np.int64)
         self._alive = np.ones(n_cand, dtype=bool)
         self._survivor_idx = np.arange(n_cand, dtype=np.int64)
+        # Incremental statistics lent to the test at each step (view.greater, view.ranks...).
+        self._stats = RaceStats(n_cand)
 
         self._instances: list[Any] = []
         self._sources: collections.deque = collections.deque()
@@ -684,6 +700,7 @@ class Race:
             each_test=self._each_test,
             n_candidates=len(self._candidates),
             step=step,
+            stats=self._stats,
         )
         decisions = self._test.decide(view, rng)
         chosen = self._check_decisions(decisions, len(survivors))
@@ -726,6 +743,7 @@ class Race:
     ) -> None:
         self._alive[ci] = False
         self._survivor_idx = np.flatnonzero(self._alive)
+        self._stats.survivors_changed()
         record = EliminationRecord(
             candidate=self._candidates[ci],
             candidate_index=ci,
@@ -964,8 +982,9 @@ class Race:
 
     def _order_survivors(self, survivors: np.ndarray, oriented_mean: np.ndarray) -> np.ndarray:
         rows = self._complete_rows()
-        if self._winner == "mean_rank" and rows > 0 and len(survivors) > 1:
-            key = block_ranks(self._oriented[:rows, survivors]).mean(axis=0)
+        if self._winner in ("mean_rank", "rank_sum") and rows > 0 and len(survivors) > 1:
+            # Rank sums over the same rows for every survivor: the mean rank orders alike.
+            key = block_ranks(self._oriented[:rows, survivors]).sum(axis=0)
             return np.lexsort((np.arange(len(survivors)), key))
         key = oriented_mean[survivors]
         key = np.where(np.isnan(key), -np.inf, key)

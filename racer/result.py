@@ -76,9 +76,10 @@ class RaceResult:
     Attributes
     ----------
     best : object
-        The winner: among the survivors, the best by ``winner`` (``"mean"``: best mean score
-        over all instances; ``"mean_rank"``: best mean within-instance rank among the
-        survivors). Ties go to the earlier candidate.
+        The winner: among the survivors, the best by the race's winner rule (``"mean"``:
+        best mean score over all instances; ``"mean_rank"`` / ``"rank_sum"``: best mean /
+        sum of within-instance ranks among the survivors; by default the rule the test
+        states, see :class:`racer.Race`). Ties go to the earlier candidate.
     best_index : int
         Position of ``best`` in ``candidates``.
     survivors : list

@@ -11,6 +11,7 @@ from racer.stats import (
     FriedmanAccumulator,
     auto_min_blocks,
     bayesian_friedman,
+    bayesian_friedman_from_sums,
 )
 
 
@@ -292,3 +293,45 @@ def test_accumulator_random_race_matches_batch():
             np.testing.assert_allclose(got.covariance, batch.covariance, atol=1e-12)
 
     check()
+
+
+@pytest.mark.parametrize("method", ["ellipsoid", "montecarlo"])
+def test_from_sums_equals_the_batch_test(method):
+    x = np.random.default_rng(21).normal(size=(30, 5)) + [0.0, 0.1, 0.2, 0.6, 0.9]
+    r = ranks_best_first(x)
+    got = bayesian_friedman_from_sums(r.sum(axis=0), r.T @ r, 30, ranks=r, method=method,
+                                      credibility=0.9, random_state=3)
+    ref = bayesian_friedman(x, method=method, credibility=0.9, random_state=3)
+    # Same formulas on the same sums (rankdata vs block_ranks give identical ranks).
+    assert got.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert got.threshold == pytest.approx(ref.threshold, rel=1e-12)
+    assert got.reject == ref.reject
+
+
+def test_from_sums_below_m_gives_the_support_form_and_no_threshold():
+    # n = 3 <= m - 1 = 5: eq. 19's threshold is undefined. The statistic is the quadratic form
+    # on the posterior's support, checked against the pseudo-inverse of the covariance
+    # written out from eq. 16-17.
+    x = np.random.default_rng(22).normal(size=(3, 6)) + np.arange(6)
+    r = ranks_best_first(x)
+    s, m, n = 1.0, 6, 3
+    res = bayesian_friedman_from_sums(r.sum(axis=0), r.T @ r, n, prior_strength=s)
+    r0 = np.full(m, (m + 1) / 2)
+    mean = (s * r0 + r.sum(axis=0)) / (s + n)
+    cov = ((s * np.outer(r0, r0) + r.T @ r) / (s + n) - np.outer(mean, mean)) / (s + n + 1)
+    d = (mean - r0)[:-1]
+    expected = d @ np.linalg.pinv(cov[:-1, :-1], hermitian=True) @ d
+    assert res.statistic == pytest.approx(expected, rel=1e-8)
+    assert np.isnan(res.threshold) and not res.reject
+
+
+def test_from_sums_validation():
+    r = ranks_best_first(np.random.default_rng(23).normal(size=(6, 3)))
+    with pytest.raises(ValueError, match="rank_outer"):
+        bayesian_friedman_from_sums(r.sum(axis=0), np.eye(2), 6)
+    with pytest.raises(ValueError, match="rank_sums"):
+        bayesian_friedman_from_sums([1.0], np.eye(1), 6)
+    with pytest.raises(ValueError, match="ranks"):
+        bayesian_friedman_from_sums(r.sum(axis=0), r.T @ r, 6, method="montecarlo")
+    with pytest.raises(ValueError, match="n_blocks"):
+        bayesian_friedman_from_sums(r.sum(axis=0), r.T @ r, 0)

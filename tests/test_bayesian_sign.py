@@ -442,3 +442,15 @@ def test_results_compare_by_their_numbers():
     first = bayesian_sign_test(x, y, n_samples=10, random_state=1)
     second = bayesian_sign_test(x, y, n_samples=10, random_state=2)
     assert first == second  # the draws differ; the posterior summaries do not
+
+
+def test_idp_lower_probability_puts_the_pseudo_observation_against():
+    # P(Beta(n_g, n_l + s) > 1/2) = P(Bin(n_g + n_l + s - 1, 1/2) <= n_g - 1) for integer s.
+    assert prob_greater_from_counts(5, 0, pseudo_against=1.0) == pytest.approx(
+        stats.binom.cdf(4, 5, 0.5), abs=1e-14
+    )
+    assert prob_greater_from_counts(5, 0, pseudo_against=0.0) == 1.0
+    assert prob_greater_from_counts(12, 3, pseudo_against=2.0) == pytest.approx(
+        stats.binom.cdf(11, 16, 0.5), abs=1e-14
+    )
+    assert prob_greater_from_counts(0, 3, pseudo_against=1.0) == 0.0

@@ -1,4 +1,4 @@
-"""BayesianTest: closed forms, the joint Monte Carlo, the gate, decisions and the cache."""
+"""BayesianTest: the gate, decisions, statelessness (formulas: tests of racer.stats)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,10 @@ from racer.elimination import RaceView
 import pytest
 from scipy import stats
 
-from racer.bayesian_test import (
-    BayesianTest,
-    _band_probability,
-    _joint_prefix_counts,
-    _prob_greater,
-)
+from racer.bayesian_test import BayesianTest
 from racer.elimination import Elimination
 from racer.stats import bayesian_friedman
-from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
+from racer.stats.bayesian_sign import prob_greater_from_counts
 
 
 def _decide(test, scores, seed=0):
@@ -29,7 +24,7 @@ def _decide(test, scores, seed=0):
 def _assert_same_decisions(got, expected):
     """Same eliminations; the probability behind each to 1e-12 relative.
 
-    A cached test reaches its counts and rank sums incrementally and a fresh one in one batch;
+    The engine reaches its counts and rank sums incrementally and a fresh view in one batch;
     the decisions must agree exactly, but the probabilities are floats from batches of another
     shape (BLAS may sum in another order), so a few ulp of difference is not a disagreement.
     """
@@ -37,79 +32,6 @@ def _assert_same_decisions(got, expected):
     np.testing.assert_allclose(
         [e.probability for e in got], [e.probability for e in expected], rtol=1e-12, atol=0
     )
-
-
-# --------------------------------------------------------------------- closed forms
-
-
-def test_prob_greater_matches_shared_closed_form_and_table_1():
-    g = np.array([0, 3, 20, 15, 7, 0])
-    l_ = np.array([4, 0, 10, 15, 9, 0])
-    np.testing.assert_allclose(_prob_greater(g, l_), prob_greater_from_counts(g, l_))
-    # Seed 002 Table 1 (n = 30, no ties): 20-10 gives 1 - P = 0.0307, 15-15 gives 0.5000.
-    assert 1 - _prob_greater(20, 10) == pytest.approx(0.0307, abs=5e-5)
-    assert 1 - _prob_greater(15, 15) == pytest.approx(0.5, abs=1e-12)
-
-
-def test_idp_lower_probability_puts_the_pseudo_observation_against():
-    # P(Beta(n_g, n_l + s) > 1/2) = P(Bin(n_g + n_l + s - 1, 1/2) <= n_g - 1) for integer s.
-    assert _prob_greater(5, 0, 1.0) == pytest.approx(stats.binom.cdf(4, 5, 0.5))
-    assert _prob_greater(5, 0, 0.0) == 1.0
-    assert _prob_greater(12, 3, 1.0) < _prob_greater(12, 3)
-
-
-def test_band_probability_matches_the_shared_implementation():
-    g = np.array([190, 200, 10, 0, 400, 0])
-    l_ = np.array([200, 180, 12, 7, 420, 0])
-    t = np.array([10, 0, 3, 3, 0, 5])
-    for s, eps in [(1.0, 0.05), (3.0, 0.1)]:
-        ours = _band_probability(g, l_, t, s, eps)
-        theirs = prob_indistinguishable(g, l_, g + l_ + t, prior_strength=s, eps=eps)
-        np.testing.assert_allclose(ours, theirs, atol=2e-5)
-
-
-def test_band_probability_matches_dirichlet_monte_carlo():
-    # Literal posterior: theta = W_g + (W_t + W_0)/2 with (W_0, W_g, W_t, W_l) ~ Dir(s, g, t, l).
-    # 400k draws: SE <= 0.5/sqrt(4e5) = 8e-4; tolerance 4e-3 is five SE.
-    rng = np.random.default_rng(11)
-    for g, l_, t in [(200, 190, 10), (60, 50, 0)]:
-        w = rng.dirichlet([1.0, g, t, l_], size=400_000)
-        theta = w[:, 1] + (w[:, 2] + w[:, 0]) / 2
-        mc = np.mean(np.abs(theta - 0.5) < 0.05)
-        assert _band_probability([g], [l_], [t], 1.0, 0.05)[0] == pytest.approx(mc, abs=4e-3)
-
-
-# --------------------------------------------------------------------- joint Monte Carlo
-
-
-def test_joint_prefix_matches_literal_dirichlet_posterior():
-    # Statement k holds when theta_k = sum_l w_l H(d_kl) + w_0/2 > 1/2 with normalised
-    # Dir(s, 1, ..., 1) weights; the kernel uses unnormalised Exp(1) weights and drops w_0.
-    rng = np.random.default_rng(3)
-    n, L, S = 25, 6, 40_000
-    signs = np.sign(rng.normal(0.6, 1.0, size=(L, n)))
-    signs[2, :4] = 0.0  # some ties
-    counts = _joint_prefix_counts(signs, S, np.random.default_rng(5), stop_at=-1.0)
-    w = rng.dirichlet(np.r_[1.0, np.ones(n)], size=S)
-    heaviside = (signs > 0) + 0.5 * (signs == 0)
-    theta = w[:, 1:] @ heaviside.T + w[:, :1] / 2
-    literal = np.logical_and.accumulate(theta > 0.5, axis=1).mean(axis=0)
-    # Two independent estimates of probabilities near 0.3-0.99: SE of the difference
-    # <= sqrt(2 * 0.25 / 4e4) = 0.0035; tolerance 0.015 is > 4 SE.
-    np.testing.assert_allclose(counts / S, literal, atol=0.015)
-    # The first statement alone is the closed-form marginal (Theorem 2).
-    g, l_ = int((signs[0] > 0).sum()), int((signs[0] < 0).sum())
-    assert counts[0] / S == pytest.approx(_prob_greater(g, l_), abs=0.01)
-
-
-def test_joint_prefix_is_reproducible_and_stops_early():
-    rng = np.random.default_rng(0)
-    signs = np.sign(rng.normal(0.2, 1.0, size=(300, 40)))
-    a = _joint_prefix_counts(signs, 2000, np.random.default_rng(9), stop_at=0.9 * 2000)
-    b = _joint_prefix_counts(signs, 2000, np.random.default_rng(9), stop_at=0.9 * 2000)
-    np.testing.assert_array_equal(a, b)
-    assert len(a) < 300 and a[-1] <= 0.9 * 2000
-    assert np.all(np.diff(a) <= 0)
 
 
 # --------------------------------------------------------------------- gate
@@ -157,7 +79,7 @@ def test_joint_is_stricter_than_marginals():
     scores[:, 2] = 1.0
     scores[:, 0] = np.where(np.arange(n) < 20, 2.0, 0.5)  # 2 beats 0 on 40 of 60
     scores[:, 1] = np.where(np.arange(n) < 20, 2.0, 0.5)
-    p_single = _prob_greater(40, 20)
+    p_single = prob_greater_from_counts(40, 20)
     assert p_single > 0.975
     test = BayesianTest(n_samples=20_000)
     out = _decide(test, scores)
@@ -205,30 +127,83 @@ def test_two_survivors_gate_and_idp():
     assert [e.index for e in _decide(BayesianTest(gate_two=True), scores)] == [1]
 
 
-def test_same_seed_same_decisions_and_cache_equals_fresh():
+def test_same_seed_same_decisions_and_one_object_equals_fresh():
     rng = np.random.default_rng(6)
     q, rows = 12, 400
     scores = rng.normal(np.linspace(0, 0.6, q), 1.0, size=(rows, q))
-    cached = BayesianTest(credibility=0.95)
+    reused = BayesianTest(credibility=0.95)
     alive = np.arange(q)
     for n in range(20, rows + 1, 20):
         step_rng = np.random.default_rng([1, n])
-        got = cached.decide(RaceView.from_scores(scores[:n, alive], alive), step_rng)
+        got = reused.decide(RaceView.from_scores(scores[:n, alive], alive), step_rng)
         fresh = BayesianTest(credibility=0.95).decide(
             RaceView.from_scores(scores[:n, alive], alive), np.random.default_rng([1, n])
         )
-        _assert_same_decisions(got, fresh)
+        assert got == fresh  # the same computation on the same stream: bit for bit
         if got:
             keep = np.ones(len(alive), dtype=bool)
             keep[[e.index for e in got]] = False
             alive = alive[keep]
-    # Unrelated data under the same ids: the cache notices and recounts.
     other = rng.normal(size=(rows, len(alive)))
-    a = cached.decide(RaceView.from_scores(other, alive), np.random.default_rng(0))
+    a = reused.decide(RaceView.from_scores(other, alive), np.random.default_rng(0))
     b = BayesianTest(credibility=0.95).decide(
         RaceView.from_scores(other, alive), np.random.default_rng(0)
     )
-    _assert_same_decisions(a, b)
+    assert a == b
+
+
+def test_reused_test_does_not_decide_from_stale_counts():
+    # Issue 9: a test object that cached counts keyed by ids, validated against the first and
+    # last rows, decided "dominated, p=1.0" on a 6x3 matrix that shared those rows with an
+    # earlier 6x3 matrix; a fresh test decided nothing. The test now keeps no counts.
+    first = np.array([[0.5, 0.2, 0.1]] + [[1.0, 0.0, -1.0]] * 4 + [[0.3, 0.2, 0.1]])
+    second = first.copy()
+    second[1:5] = [[0.0, 1.0, 0.5], [1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [1.0, 0.5, 0.0]]
+    test = BayesianTest(small_n="reject")
+    ids = np.arange(3)
+    assert _decide(test, first) != []  # column 0 wins 6-0: the earlier data decide
+    fresh = BayesianTest(small_n="reject").decide(RaceView.from_scores(second, ids),
+                                                   np.random.default_rng(0))
+    again = test.decide(RaceView.from_scores(second, ids), np.random.default_rng(0))
+    assert fresh == []
+    assert again == fresh
+
+
+@pytest.mark.parametrize("make_inner", [
+    lambda: BayesianTest(credibility=0.9),
+    lambda: __import__("racer.adapters.frace", fromlist=["FRaceTest"]).FRaceTest(),
+])
+def test_engine_statistics_equal_fresh_ones_through_a_race(make_inner):
+    # The race lends its incremental statistics to the view; a view computed afresh from the
+    # same scores must give the same numbers, bit for bit (sums of multiples of 1/4).
+    from racer.elimination import RacingTest
+    from racer.race import Race
+
+    seen = []
+
+    class Probe(RacingTest):
+        def decide(self, view, rng):
+            fresh = RaceView.from_scores(view.scores, view.ids)
+            for name in ("greater", "ranks", "rank_sums", "rank_sq_sums", "rank_outer"):
+                np.testing.assert_array_equal(getattr(view, name), getattr(fresh, name))
+            seen.append(view.n_survivors)
+            out = make_inner().decide(view, rng)
+            _assert_same_decisions(
+                out, make_inner().decide(fresh, np.random.default_rng([3, view.step]))
+            )
+            return out
+
+        def get_params(self):
+            return {}
+
+    rng = np.random.default_rng(4)
+    data = np.round(rng.normal(np.linspace(0, 1.0, 8), 1.0, size=(300, 8)), 1)  # with ties
+    race = Race(range(8), test=Probe(), first_test=10, each_test=3, max_instances=300,
+                instances=range(300), random_state=3)
+    while not race.finished:
+        for ev in race.ask():
+            race.tell(ev, float(data[ev.instance, ev.candidate]))
+    assert len(set(seen)) > 2, seen  # survivors changed several times during the race
 
 
 def test_get_params_and_validation():
@@ -248,6 +223,8 @@ def test_get_params_and_validation():
         BayesianTest(eps=0.7)
     with pytest.raises(ValueError, match="ids"):
         BayesianTest().decide(RaceView.from_scores(np.zeros((5, 3)), np.arange(2)), np.random.default_rng(0))
+    with pytest.raises(TypeError, match="view"):
+        BayesianTest().decide(np.zeros((5, 3)), np.random.default_rng(0))
 
 
 def test_bare_benchmark_loop_races_like_the_engine(monkeypatch):
@@ -265,22 +242,6 @@ def test_bare_benchmark_loop_races_like_the_engine(monkeypatch):
         assert [(h.candidate_index, h.by_index, h.reason) for h in a.history] == [
             (h.candidate_index, h.by_index, h.reason) for h in b.history
         ]
-
-
-def test_sign_pattern_gamma_weights_match_the_literal_posterior():
-    # Few statements over many instances: instances sharing a sign pattern get one Gamma(k)
-    # weight. Compared with the literal Dirichlet posterior, as above (SE of the difference
-    # <= 0.0035 at 40k samples each; tolerance 0.015).
-    rng = np.random.default_rng(12)
-    n, S = 400, 40_000
-    signs = np.sign(rng.normal([[0.05], [0.08], [0.1]], 1.0, size=(3, n)))
-    signs[1, :30] = 0.0
-    counts = _joint_prefix_counts(signs, S, np.random.default_rng(1), stop_at=-1.0)
-    w = rng.dirichlet(np.r_[1.0, np.ones(n)], size=S)
-    heaviside = (signs > 0) + 0.5 * (signs == 0)
-    theta = w[:, 1:] @ heaviside.T + w[:, :1] / 2
-    literal = np.logical_and.accumulate(theta > 0.5, axis=1).mean(axis=0)
-    np.testing.assert_allclose(counts / S, literal, atol=0.015)
 
 
 def test_per_loser_statements_eliminate_at_least_as_many():

@@ -244,7 +244,7 @@ CASES = [
     pytest.param(lambda: rs.joint_prefix_probabilities(np.array([[1, -1]]), -5, _rng()),
                  ValueError, r"`n_samples`", id="prefix-negative-samples"),
     pytest.param(lambda: rs.joint_prefix_probabilities(np.array([[1, -1]]), 100, "x"),
-                 TypeError, r"`rng`", id="prefix-string-rng"),
+                 TypeError, r"`random_state`", id="prefix-string-rng"),
 ]
 
 

@@ -166,7 +166,9 @@ def test_driver_uses_weights_in_draw_order():
 
 def test_sure_statements_are_skipped_exactly():
     rng = np.random.default_rng(8)
-    signs = random_signs(rng, 5, 20, np.full(5, 0.7))
+    # 13 statements, 12 simulated: the most for which blocks are grouped by sign pattern
+    # (they are not here: too many distinct patterns), so both paths draw the same Exp(1).
+    signs = random_signs(rng, 13, 20, np.full(13, 0.7))
     signs[2] = np.abs(signs[2])  # no losses: holds in every draw
     signs[2, 0] = 1
     a = joint_prefix_probabilities(signs, 3000, np.random.default_rng(9))
@@ -298,3 +300,92 @@ def test_argument_validation():
         joint_comparisons(np.ones((5, 1)))
     with pytest.raises(TypeError, match="random_state"):
         joint_comparisons(x, random_state="seed")
+
+
+# --------------------------------------------------------------------- options a race uses
+
+
+def literal_idp_prefix(signs, n_samples, s, rng):
+    """IDP lower probability taken literally: normalised Dir(s, 1..1) weights with the prior
+    point against every statement (H = 0 for it), statement holds iff theta_k > 1/2."""
+    heaviside = (signs > 0) + 0.5 * (signs == 0)
+    w = rng.dirichlet(np.r_[s, np.ones(signs.shape[1])], size=n_samples)
+    theta = w[:, 1:] @ heaviside.T
+    return np.logical_and.accumulate(theta > 0.5, axis=1).mean(axis=0)
+
+
+def test_early_stop_returns_the_prefixes_of_the_full_pass():
+    rng = np.random.default_rng(0)
+    signs = np.sign(rng.normal(0.5, 1.0, size=(300, 40))).astype(np.int8)
+    a = joint_prefix_probabilities(signs, 2000, np.random.default_rng(9), stop_below=0.5)
+    b = joint_prefix_probabilities(signs, 2000, np.random.default_rng(9), stop_below=0.5)
+    np.testing.assert_array_equal(a, b)
+    assert len(a) < 300 and a[-1] <= 0.5 and np.all(np.diff(a) <= 0)
+    # stop_below=0 stops only once every sample has failed (later prefixes are all 0): the
+    # same statement-major pass over the same weights.
+    full = joint_prefix_probabilities(signs, 2000, np.random.default_rng(9), stop_below=0.0)
+    assert len(a) < len(full) and full[-1] == 0.0
+    np.testing.assert_array_equal(a, full[: len(a)])
+    # ... and the chunk-major pass estimates the same prefixes (float32 rounding of the sums
+    # in another order may flip a sum within an ulp of zero: at most a few samples of 2000).
+    plain = joint_prefix_probabilities(signs, 2000, np.random.default_rng(9))
+    np.testing.assert_allclose(full, plain[: len(full)], atol=3 / 2000)
+    assert np.all(plain[len(full):] <= 3 / 2000)
+
+
+def test_early_stop_redraws_weights_that_are_not_kept(monkeypatch):
+    # Past the memory bound the weights are drawn again from the saved generator states:
+    # the result must not depend on which.
+    rng = np.random.default_rng(1)
+    signs = np.sign(rng.normal(1.0, 1.0, size=(200, 50))).astype(np.int8)
+    kept = joint_prefix_probabilities(signs, 5000, np.random.default_rng(2), stop_below=0.1)
+    monkeypatch.setattr(joint_module, "_KEEP_WEIGHTS_ELEMENTS", 0)
+    redrawn = joint_prefix_probabilities(signs, 5000, np.random.default_rng(2), stop_below=0.1)
+    np.testing.assert_array_equal(kept, redrawn)
+    assert len(kept) > joint_module._STOP_BLOCK  # more than one pass
+
+
+def test_prefixes_match_the_literal_posterior_with_ties_and_grouped_patterns():
+    # Few statements over many blocks: blocks sharing a sign pattern get one Gamma(k) weight.
+    # Literal Dirichlet posterior as above; SE of the difference <= sqrt(2 * 0.25 / 4e4) =
+    # 0.0035 at 40k samples each; tolerance 0.015 is > 4 SE.
+    rng = np.random.default_rng(12)
+    n, S = 400, 40_000
+    signs = np.sign(rng.normal([[0.05], [0.08], [0.1]], 1.0, size=(3, n)))
+    signs[1, :30] = 0.0
+    assert joint_module._group_patterns(signs.astype(np.float32))[1] is not None
+    p = joint_prefix_probabilities(signs, S, np.random.default_rng(1), stop_below=0.0)
+    w = rng.dirichlet(np.r_[1.0, np.ones(n)], size=S)
+    heaviside = (signs > 0) + 0.5 * (signs == 0)
+    theta = w[:, 1:] @ heaviside.T + w[:, :1] / 2
+    literal = np.logical_and.accumulate(theta > 0.5, axis=1).mean(axis=0)
+    np.testing.assert_allclose(p, literal, atol=0.015)
+
+
+@pytest.mark.parametrize("n_blocks", [8, 60])  # grouped patterns and plain Exp(1) weights
+def test_idp_pseudo_weight_matches_the_literal_lower_probability(n_blocks):
+    rng = np.random.default_rng(13)
+    S = 40_000
+    signs = random_signs(rng, 4, n_blocks, [0.8, 0.75, 0.7, 0.7])
+    signs[0] = np.abs(signs[0])  # no losses: certain under the DP, not under the IDP
+    signs[0, 0] = 1
+    p = joint_prefix_probabilities(signs, S, np.random.default_rng(2), pseudo_weight=1.0)
+    literal = literal_idp_prefix(signs, S, 1.0, rng)
+    np.testing.assert_allclose(p, literal, atol=0.015)  # as above: > 4 SE
+    n_pos = int((signs[0] > 0).sum())
+    closed = prob_greater_from_counts(n_pos, 0, pseudo_against=1.0)  # 1 - 2^-n_pos
+    assert p[0] == pytest.approx(closed, abs=0.01)
+    dp = joint_prefix_probabilities(signs, S, np.random.default_rng(2))
+    assert dp[0] == 1.0 and np.all(p <= dp + 0.01)
+    if n_blocks == 8:
+        assert p[0] < 0.997  # at most 8 wins: 1 - 2^-8 = 0.9961
+
+
+def test_option_validation():
+    signs = np.ones((2, 3))
+    with pytest.raises(ValueError, match="stop_below"):
+        joint_prefix_probabilities(signs, 10, 0, stop_below=1.5)
+    with pytest.raises(ValueError, match="pseudo_weight"):
+        joint_prefix_probabilities(signs, 10, 0, pseudo_weight=0.0)
+    with pytest.raises(TypeError, match="random_state"):
+        joint_prefix_probabilities(signs, 10, "seed")

@@ -550,3 +550,44 @@ def test_iterated_race_with_fewer_instances_than_first_test():
                        random_state=0).run()
     assert res.n_evaluations == len(calls) <= 60
     assert len(set(calls)) == len(calls)
+
+
+def test_one_test_object_serves_several_races_like_fresh_ones():
+    # A racing test keeps no state (the engine owns the incremental counts), so IteratedRace
+    # passes the same object to every race; two runs sharing one object race exactly like
+    # two runs with a fresh object each.
+    from racer.bayesian_test import BayesianTest
+
+    def histories(res):
+        return [[(h.candidate, h.n_instances, h.reason, h.by) for h in r.history]
+                for r in res.races]
+
+    shared = BayesianTest(small_n="reject", credibility=0.9)
+    runs = {}
+    for seed in (5, 6):
+        for kind, test in (("shared", shared),
+                           ("fresh", BayesianTest(small_n="reject", credibility=0.9))):
+            evaluate, instances, _ = _race_problem(seed=seed)
+            runs[kind, seed] = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances,
+                                            budget=300, test=test, random_state=seed).run()
+    for seed in (5, 6):
+        a, b = runs["shared", seed], runs["fresh", seed]
+        assert histories(a) == histories(b)
+        assert a.best_params == b.best_params and a.n_evaluations == b.n_evaluations
+    assert any(h for h in histories(runs["shared", 5]))  # the races did eliminate
+
+
+def test_elite_protection_keeps_the_inner_tests_winner_rule():
+    from racer.adapters.frace import FRaceTest
+    from racer.adapters.optuna import _protect_elites_test
+
+    assert _protect_elites_test(FRaceTest(), 2, 10).winner == "rank_sum"
+    assert _protect_elites_test(RaceOnlyTest(), 2, 10).winner is None
+
+
+class RaceOnlyTest(RacingTest):
+    def decide(self, view, rng):
+        return []
+
+    def get_params(self):
+        return {}

@@ -59,3 +59,19 @@ def test_from_scores_statistics_match_independent_computations():
         RaceView.from_scores(scores, budget_left=-1)
     with pytest.raises(ValueError, match="shape"):
         view.with_scores(scores[:, :2])
+
+
+def test_rank_sums_and_moments_match_scipy_ranks_and_the_tie_identity():
+    rng = np.random.default_rng(4)
+    scores = rng.integers(0, 3, size=(9, 5)).astype(float)  # many ties
+    view = RaceView.from_scores(scores)
+    r = rankdata(-scores, axis=1)
+    np.testing.assert_array_equal(view.rank_sums, r.sum(axis=0))
+    np.testing.assert_array_equal(view.rank_sq_sums, (r**2).sum(axis=0))
+    np.testing.assert_array_equal(view.rank_outer, r.T @ r)
+    # FRaceTest derives Friedman's tie term from the squared ranks: check the identity.
+    from racer.stats._ranks import tie_group_sizes_term
+
+    n, m = scores.shape
+    ties = 12.0 * (n * m * (m + 1) * (2 * m + 1) / 6.0 - view.rank_sq_sums.sum())
+    assert ties == tie_group_sizes_term(scores) > 0

@@ -61,6 +61,7 @@ _EXPORTS = {
     "FriedmanAccumulator": "_bayesian_friedman",
     "auto_min_blocks": "_bayesian_friedman",
     "bayesian_friedman": "_bayesian_friedman",
+    "bayesian_friedman_from_sums": "_bayesian_friedman",
     "JointComparisonsResult": "joint",
     "joint_comparisons": "joint",
     "joint_prefix_probabilities": "joint",

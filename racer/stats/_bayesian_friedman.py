@@ -64,7 +64,13 @@ from .._validation import (
 from ._ranks import block_ranks
 from ._result import StatsResult
 
-__all__ = ["BayesianFriedmanResult", "FriedmanAccumulator", "auto_min_blocks", "bayesian_friedman"]
+__all__ = [
+    "BayesianFriedmanResult",
+    "FriedmanAccumulator",
+    "auto_min_blocks",
+    "bayesian_friedman",
+    "bayesian_friedman_from_sums",
+]
 
 _METHODS = ("auto", "ellipsoid", "montecarlo")
 
@@ -163,6 +169,11 @@ def _ellipsoid(mean, cov, n_blocks, credibility):
     d = mean[:-1] - tied
     statistic = _quadratic_form_psd(cov[:-1, :-1], d)
     dfn, dfd = m - 1, n_blocks - m + 1
+    if dfd <= 0:
+        # Eq. 19's threshold is undefined; the statistic still is (pseudo-inverse on the
+        # posterior's support), e.g. for a chi-square comparison (racer.BayesianTest's
+        # small_n="chi2").
+        return statistic, float("nan"), float("nan")
     scale = (n_blocks - 1) * (m - 1) / dfd
     # scipy.special rather than scipy.stats: same functions, without the 0.3-2 s import.
     threshold = float(fdtri(dfn, dfd, credibility) * scale)
@@ -324,6 +335,66 @@ def bayesian_friedman(
         ranks, ranks.sum(axis=0), ranks.T @ ranks, n_blocks, prior_strength, credibility,
         method, n_samples, rng, names,
     )
+
+
+def bayesian_friedman_from_sums(
+    rank_sums,
+    rank_outer,
+    n_blocks,
+    *,
+    ranks=None,
+    prior_strength=1.0,
+    credibility=0.95,
+    method="ellipsoid",
+    n_samples=20_000,
+    random_state=None,
+):
+    """:func:`bayesian_friedman` from the sufficient statistics of the ranks.
+
+    For callers that keep the sums themselves (a race keeps them incrementally:
+    :attr:`racer.elimination.RaceView.rank_sums` and ``rank_outer``). ``rank_sums`` (m,)
+    and ``rank_outer`` (m, m) are ``sum_l r_l`` and ``sum_l r_l r_l'`` over ``n_blocks``
+    within-block rank vectors (1 = best); the Monte Carlo region also needs the rank rows
+    themselves (``ranks``, (n_blocks, m)). Unlike :func:`bayesian_friedman`,
+    ``method="ellipsoid"`` is accepted for ``n_blocks <= m - 1``: the statistic is then the
+    quadratic form on the posterior's support (pseudo-inverse) and ``threshold`` is NaN, so
+    ``reject`` is False.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from racer.stats._ranks import block_ranks
+    >>> scores = np.random.default_rng(0).normal(size=(40, 4)) + [0.0, 0.0, 0.5, 1.0]
+    >>> r = block_ranks(scores)
+    >>> res = bayesian_friedman_from_sums(r.sum(axis=0), r.T @ r, 40)
+    >>> bool(res.reject), bool(res.reject == bayesian_friedman(scores, method="ellipsoid").reject)
+    (True, True)
+    """
+    prior_strength, credibility, method, n_samples = _check_common(
+        prior_strength, credibility, method, n_samples
+    )
+    n_blocks = check_int(n_blocks, "n_blocks", minimum=1)
+    sums = np.asarray(rank_sums, dtype=np.float64)
+    outer = np.asarray(rank_outer, dtype=np.float64)
+    if sums.ndim != 1 or sums.shape[0] < 2:
+        raise ValueError(f"`rank_sums` must be 1-D with at least 2 entries; got shape {sums.shape}")
+    m = sums.shape[0]
+    if outer.shape != (m, m):
+        raise ValueError(f"`rank_outer` must have shape ({m}, {m}); got {outer.shape}")
+    if method == "auto":
+        method = _auto_method(n_blocks, m)
+    if method == "montecarlo":
+        if ranks is None:
+            raise ValueError("`ranks` (n_blocks, m) are needed for method='montecarlo'")
+        ranks = np.asarray(ranks, dtype=np.float64)
+        if ranks.shape != (n_blocks, m):
+            raise ValueError(
+                f"`ranks` must have shape ({n_blocks}, {m}) (n_blocks, len(rank_sums)); "
+                f"got {ranks.shape}"
+            )
+    rng = check_random_state(random_state)
+    return _decide(ranks, sums, outer, n_blocks, prior_strength, credibility, method,
+                   n_samples, rng, None)
 
 
 class FriedmanAccumulator:

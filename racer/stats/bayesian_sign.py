@@ -71,7 +71,7 @@ _COLUMN_KERNEL_MIN_ROWS = 4
 # ---------------------------------------------------------------------------------------------
 
 
-def prob_greater_from_counts(n_greater, n_less):
+def prob_greater_from_counts(n_greater, n_less, pseudo_against=0.0):
     """Posterior probability that ``theta > 1/2`` given win/loss counts (ties drop out).
 
     ``Pr[theta > 1/2] = I_{1/2}(n_less, n_greater)``, the regularised incomplete beta
@@ -79,11 +79,22 @@ def prob_greater_from_counts(n_greater, n_less):
     Edge cases: no wins gives 0; wins and no losses give 1; no wins and no losses (theta is
     exactly 1/2) gives 0, because the statement is strict.
 
-    Vectorised over array inputs of counts >= 0 (Beta parameters: a non-integer count, such as
-    an IDP pseudo-observation added to the losses, is allowed).
+    ``pseudo_against = s > 0`` gives the lower probability of the imprecise DP (seed 002
+    §7; seed 000): the prior pseudo-observation of weight ``s`` is put against the
+    statement, ``P(Beta(n_greater, n_less + s) > 1/2) = I_{1/2}(n_less + s, n_greater)``,
+    so that a record without losses is no longer certain (5-0 gives ``1 - 2^-5`` at s = 1).
+
+    Vectorised over array inputs of counts >= 0 (Beta parameters: a non-integer count is
+    allowed).
+
+    >>> prob_greater_from_counts(5, 0), prob_greater_from_counts(5, 0, pseudo_against=1.0)
+    (1.0, 0.96875)
     """
     n_greater = _as_nonnegative_numbers(n_greater, "n_greater")
     n_less = _as_nonnegative_numbers(n_less, "n_less")
+    pseudo_against = check_nonnegative(pseudo_against, "pseudo_against")
+    if pseudo_against:
+        n_less = n_less + pseudo_against
     with np.errstate(invalid="ignore"):
         out = betainc(n_less, n_greater, 0.5)
     out = np.where(n_greater == 0, 0.0, np.where(n_less == 0, 1.0, out))

@@ -55,6 +55,14 @@ _MAX_CHUNK_SAMPLES = 4096
 _GEMM_MIN_BLOCKS = 32
 _GEMM_MIN_STATEMENTS = 16
 _GEMM_STATEMENT_BLOCK = 128
+# With an early stop: statements per pass over all samples. The pass usually stops within a
+# few hundred statements, and a doubling schedule would overshoot the stopping point by 2x.
+_STOP_BLOCK = 64
+# With an early stop, weights are kept between passes up to this many (float32, 32 MB).
+_KEEP_WEIGHTS_ELEMENTS = 1 << 23
+# Up to this many simulated statements, blocks are grouped by sign pattern (one Gamma
+# weight per group), when that at least halves the number of weights.
+_PATTERN_MAX_STATEMENTS = 12
 
 
 def _as_signs(signs):
@@ -107,72 +115,148 @@ def _kernel_chunk(weights, signs, hist):
     _kernels.joint_first_fail_histogram(tiles, signs, size, hist)
 
 
-def _gemm_chunk(weights, signs, hist):
-    """BLAS back-end: statement sums for a block of statements by one SGEMM, then a scan.
+def _gemm_block(weights, signs, hist, offset, ids, against=None):
+    """BLAS back-end on the samples ``ids`` of a chunk: statement sums for a block of
+    statements by one SGEMM, then a scan; adds first failures to ``hist[offset + k]`` and
+    returns the ids of the samples in which every statement of ``signs`` holds.
 
-    Samples that have failed are dropped from the weight matrix (a row gather) once they
-    are a fifth of it, so the GEMMs shrink as the prefix probability falls.
+    Statement k holds in a sample when its sum exceeds ``against`` (the IDP pseudo-weight;
+    0 without it). Samples that have failed are dropped from the weight matrix (a row
+    gather) once they are a fifth of it, so the GEMMs shrink as the prefix probability falls.
     """
-    size = weights.shape[0]
     n_statements = signs.shape[0]
-    first = np.full(size, n_statements, dtype=np.int64)
-    active = weights
-    active_ids = np.arange(size)
-    alive = np.ones(size, dtype=bool)
-    n_alive = size
-    scan = np.empty(size, dtype=np.int64)
+    active = weights if ids.shape[0] == weights.shape[0] else weights[ids]
+    threshold = None if against is None else against[ids]
+    alive = np.ones(ids.shape[0], dtype=bool)
+    scan = np.empty(ids.shape[0], dtype=np.int64)
     for k0 in range(0, n_statements, _GEMM_STATEMENT_BLOCK):
-        block = signs[k0 : k0 + _GEMM_STATEMENT_BLOCK]
-        values = active @ block.T
+        values = active @ signs[k0 : k0 + _GEMM_STATEMENT_BLOCK].T
+        if threshold is not None:
+            # a - b <= 0 exactly when a <= b in IEEE arithmetic (gradual underflow).
+            values -= threshold[:, None]
         out = scan[: values.shape[0]]
         _kernels.joint_first_nonpositive(values, out)
         newly = alive & (out >= 0)
         if newly.any():
-            first[active_ids[newly]] = k0 + out[newly]
+            hist += np.bincount(offset + k0 + out[newly], minlength=hist.shape[0])
             alive &= ~newly
             n_alive = int(np.count_nonzero(alive))
             if n_alive == 0:
-                break
+                return ids[:0]
             if n_alive < 0.8 * active.shape[0]:
-                active_ids = active_ids[alive]
-                active = weights[active_ids]
+                ids = ids[alive]
+                active = weights[ids]
+                threshold = None if against is None else against[ids]
                 alive = np.ones(n_alive, dtype=bool)
-    hist += np.bincount(first, minlength=n_statements + 1)
+    return ids[alive]
 
 
-def _first_fail_histogram(signs, n_samples, rng, backend="auto"):
+def _gemm_chunk(weights, signs, hist):
+    """BLAS back-end on a whole chunk: first failures (L for none) added to ``hist``."""
+    ids = np.arange(weights.shape[0])
+    survivors = _gemm_block(weights, signs, hist, 0, ids)
+    hist[signs.shape[0]] += survivors.shape[0]
+
+
+def _draw_chunk(gen, weights, shapes, pseudo_weight):
+    """Fill ``weights`` (size, n) with one chunk's weights from ``gen``; return the IDP
+    pseudo-weights (size,) or None. Exp(1) per block, or Gamma(k) for a group of k blocks
+    with the same sign pattern (a sum of k i.i.d. Exp(1))."""
+    if shapes is None:
+        gen.standard_exponential(out=weights, dtype=np.float32)
+    else:
+        gen.standard_gamma(shapes, out=weights, dtype=np.float32)
+    if pseudo_weight is None:
+        return None
+    return gen.standard_gamma(pseudo_weight, size=weights.shape[0], dtype=np.float32)
+
+
+def _first_fail_histogram(signs, n_samples, rng, backend="auto", *, stop_below=None,
+                          pseudo_weight=None, shapes=None):
     """Histogram (L + 1,) of each sample's first failing statement (trusted float32 signs).
 
-    The weights are drawn as float32 Exp(1) in chunks of shape ``(chunk, n)``, where
-    ``chunk`` depends only on ``n``, so the same generator state gives the same weights
-    whichever back-end runs. Back-ends (same sums, different rounding order): ``"gemm"``,
-    one BLAS SGEMM per block of 128 statements plus a Numba scan, used when
-    ``n >= 32`` and ``L >= 16`` (it runs at the machine's multiply-add rate); ``"kernel"``,
-    the Numba kernel with per-tile early exit, used for small problems where BLAS is
-    inefficient. BLAS is pinned to one thread around the loop: it runs back to back with
-    Numba, and OpenBLAS workers spinning on 2 cores cost more than they gain.
+    Returns ``hist`` when ``stop_below`` is None, else ``(hist, n_processed)``: statements
+    are then processed in blocks of ``_STOP_BLOCK`` across all samples and the pass stops
+    after the block in which the share of samples holding every statement so far falls to
+    ``stop_below`` or below (longer prefixes are not needed); ``hist[L]`` then counts the
+    samples that hold the ``n_processed`` statements processed.
+
+    The weights are drawn as float32 Exp(1) (Gamma(``shapes``) for grouped blocks) in
+    chunks of shape ``(chunk, n)``, where ``chunk`` depends only on ``n``, each chunk
+    followed by its ``pseudo_weight`` draws (IDP, Gamma(s) against every statement), so the
+    same generator state gives the same weights whichever back-end and whatever
+    ``stop_below``. Back-ends (same sums, different rounding order): ``"gemm"``, one BLAS
+    SGEMM per block of 128 statements plus a Numba scan, used when ``n >= 32`` and
+    ``L >= 16``, and always with ``stop_below`` or ``pseudo_weight``; ``"kernel"``, the
+    Numba kernel with per-tile early exit, for small problems where BLAS is inefficient.
+    BLAS is pinned to one thread around the loop: it runs back to back with Numba, and
+    OpenBLAS workers spinning on 2 cores cost more than they gain.
     """
     n_statements, n_blocks = signs.shape
     hist = np.zeros(n_statements + 1, dtype=np.int64)
     if n_statements == 0:
         hist[0] = n_samples
-        return hist
-    if backend == "auto":
+        return hist if stop_below is None else (hist, 0)
+    if stop_below is not None or pseudo_weight is not None:
+        backend = "gemm"
+    elif backend == "auto":
         backend = _choose_backend(n_statements, n_blocks)
     chunk = _chunk_samples(n_blocks)
-    run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
-    # One buffer refilled in place: fresh multi-megabyte arrays would page-fault on every
-    # chunk, which costs about as much as drawing the numbers.
-    buffer = np.empty((min(chunk, n_samples), n_blocks), dtype=np.float32)
-    done = 0
-    with _kernels.blas_single_thread() if backend == "gemm" else contextlib.nullcontext():
-        while done < n_samples:
-            size = min(chunk, n_samples - done)
-            weights = buffer[:size]
-            rng.standard_exponential(out=weights, dtype=np.float32)
-            run_chunk(weights, signs, hist)
-            done += size
-    return hist
+    sizes = [min(chunk, n_samples - start) for start in range(0, n_samples, chunk)]
+    if stop_below is None:
+        run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
+        # One buffer refilled in place: fresh multi-megabyte arrays would page-fault on
+        # every chunk, which costs about as much as drawing the numbers.
+        buffer = np.empty((sizes[0], n_blocks), dtype=np.float32)
+        with _kernels.blas_single_thread() if backend == "gemm" else contextlib.nullcontext():
+            for size in sizes:
+                weights = buffer[:size]
+                against = _draw_chunk(rng, weights, shapes, pseudo_weight)
+                if against is None:
+                    run_chunk(weights, signs, hist)
+                else:
+                    ids = _gemm_block(weights, signs, hist, 0, np.arange(size), against)
+                    hist[n_statements] += ids.shape[0]
+        return hist
+
+    # Statement-major with an early stop: each chunk's surviving samples are carried from
+    # one block of statements to the next. The first block draws every chunk from ``rng``
+    # in order; later blocks reuse the weights when they fit in memory, otherwise they draw
+    # each chunk again from the generator state saved before its first draw.
+    keep = n_samples * n_blocks <= _KEEP_WEIGHTS_ELEMENTS
+    kept, states = [], []
+    buffer = None if keep else np.empty((sizes[0], n_blocks), dtype=np.float32)
+    alive = [np.arange(size) for size in sizes]
+    limit = stop_below * n_samples
+    with _kernels.blas_single_thread():
+        for k0 in range(0, n_statements, _STOP_BLOCK):
+            block = signs[k0 : k0 + _STOP_BLOCK]
+            n_alive = 0
+            for c, size in enumerate(sizes):
+                if k0 == 0:
+                    weights = np.empty((size, n_blocks), dtype=np.float32) if keep else buffer[:size]
+                    if not keep:
+                        states.append(rng.bit_generator.state)
+                    against = _draw_chunk(rng, weights, shapes, pseudo_weight)
+                    if keep:
+                        kept.append((weights, against))
+                elif alive[c].shape[0] == 0:
+                    continue
+                elif keep:
+                    weights, against = kept[c]
+                else:
+                    gen = np.random.Generator(type(rng.bit_generator)())
+                    gen.bit_generator.state = states[c]
+                    weights = buffer[:size]
+                    against = _draw_chunk(gen, weights, shapes, pseudo_weight)
+                if alive[c].shape[0]:
+                    alive[c] = _gemm_block(weights, block, hist, k0, alive[c], against)
+                n_alive += alive[c].shape[0]
+            n_processed = k0 + block.shape[0]
+            if n_alive <= limit:
+                break
+    hist[n_statements] = n_alive
+    return hist, n_processed
 
 
 def _first_fail_histogram_numpy(weights, signs):
@@ -199,10 +283,13 @@ def _prefix_from_histogram(hist):
     return survivors / n_samples
 
 
-def _failure_prob(signs):
+def _failure_prob(signs, pseudo_weight=None):
     n_pos = np.count_nonzero(signs > 0, axis=1)
     n_neg = np.count_nonzero(signs < 0, axis=1)
-    return 1.0 - np.asarray(prob_greater_from_counts(n_pos, n_neg), dtype=np.float64)
+    return 1.0 - np.asarray(
+        prob_greater_from_counts(n_pos, n_neg, pseudo_against=pseudo_weight or 0.0),
+        dtype=np.float64,
+    )
 
 
 def _statements_to_simulate(failure_prob):
@@ -219,23 +306,57 @@ def _statements_to_simulate(failure_prob):
     return np.flatnonzero(keep)
 
 
-def _prefix_from_simulated(signs_simulated, simulated, n_statements, n_samples, rng):
-    """All L prefix probabilities from a Monte Carlo over the simulated statements only.
+def _group_patterns(signs):
+    """Blocks with the same sign pattern across all statements, as (patterns (L, g), sizes),
+    or (signs, None) when grouping would not at least halve the weights. A group of k
+    blocks shares one Gamma(k) weight, the law of a sum of k i.i.d. Exp(1); blocks where
+    every statement ties carry no information and are dropped."""
+    n_statements, n_blocks = signs.shape
+    if n_statements > _PATTERN_MAX_STATEMENTS:
+        return signs, None
+    patterns, counts = np.unique(signs.T, axis=0, return_counts=True)
+    informative = np.any(patterns != 0, axis=1)
+    patterns, counts = patterns[informative], counts[informative]
+    if len(counts) == 0 or 2 * len(counts) > n_blocks:
+        return signs, None
+    return np.ascontiguousarray(patterns.T), counts.astype(np.float64)
+
+
+def _prefix_from_simulated(signs_simulated, simulated, n_statements, n_samples, rng,
+                           stop_below=None, pseudo_weight=None):
+    """Prefix probabilities from a Monte Carlo over the simulated statements only.
 
     ``simulated``: ascending indices of the rows of ``signs_simulated`` in the full list;
-    the other statements hold in every draw, so a draw's first failure among the simulated
-    statements is its first failure overall.
+    the other statements hold in every draw (up to the union-bound budget), so a draw's
+    first failure among the simulated statements is its first failure overall. With
+    ``stop_below`` the result ends where the Monte Carlo stopped (see
+    :func:`joint_prefix_probabilities`).
     """
+    limit = n_statements
     if simulated.size:
-        hist_sim = _first_fail_histogram(signs_simulated, n_samples, rng)
+        signs_mc, shapes = _group_patterns(signs_simulated)
+        out = _first_fail_histogram(
+            signs_mc, n_samples, rng, stop_below=stop_below, pseudo_weight=pseudo_weight,
+            shapes=shapes,
+        )
+        if stop_below is None:
+            hist_sim = out
+        else:
+            hist_sim, n_processed = out
+            if n_processed < simulated.size:
+                # Statements up to the first unprocessed simulated one are known.
+                limit = int(simulated[n_processed])
+                hist_sim = np.concatenate([hist_sim[:n_processed], hist_sim[-1:]])
+                simulated = simulated[:n_processed]
     else:
         hist_sim = np.array([n_samples], dtype=np.int64)
     hist = np.zeros(n_statements + 1, dtype=np.int64)
     np.add.at(hist, np.append(simulated, n_statements), hist_sim)
-    return _prefix_from_histogram(hist)
+    return _prefix_from_histogram(hist)[:limit]
 
 
-def joint_prefix_probabilities(signs, n_samples, rng):
+def joint_prefix_probabilities(signs, n_samples, random_state=None, *, stop_below=None,
+                               pseudo_weight=None):
     """Joint posterior probability of every prefix of a list of statements (seed 002 §5.3).
 
     Statement ``k`` is "``winner_k`` beats ``loser_k``", i.e. ``theta_k > 1/2`` with
@@ -245,7 +366,11 @@ def joint_prefix_probabilities(signs, n_samples, rng):
     so ``out[k] = P(statements 0..k all hold)`` is estimated from ``n_samples`` draws in one
     pass (first failure per draw, then a reverse cumulative sum). The order of the statements
     is the caller's; the output is non-increasing. Near-sure statements are skipped within a
-    union-bound budget of 1e-6 (module docstring).
+    union-bound budget of 1e-6 (module docstring); with at most 12 statements to simulate,
+    blocks with the same sign pattern share one Gamma weight (exact: a sum of Exp(1)).
+
+    This is the one implementation of the estimator; :class:`racer.BayesianTest` calls it
+    at every test step with ``stop_below`` and, for ``prior="idp"``, ``pseudo_weight``.
 
     Parameters
     ----------
@@ -253,11 +378,24 @@ def joint_prefix_probabilities(signs, n_samples, rng):
         ``sign(x_winner - x_loser)`` per statement (row) and block (column), values in
         {-1, 0, 1} (int8 or float32 avoid a copy-conversion cost; any numeric dtype works).
     n_samples : int >= 1
-    rng : numpy Generator (or None / int, passed through ``check_random_state``)
+    random_state : None, int, SeedSequence or numpy Generator
+        Stream of the Dirichlet weights (a Generator is advanced, not copied).
+    stop_below : float in [0, 1], optional
+        Early stop: statements are simulated in blocks of 64 and the pass ends after the
+        block in which the prefix probability falls to ``stop_below`` or below. The result
+        then ends there (it is shorter than L; its last entry is ``<= stop_below``); later
+        prefixes can only be smaller. Used by a race, which accepts the longest prefix
+        above its credibility and need not know the rest.
+    pseudo_weight : float > 0, optional
+        The lower probability of the imprecise DP (seed 002 §7; seed 000): a prior
+        pseudo-observation of weight ``s`` is put against every statement, which then holds
+        when ``sum_l e_l signs[k, l] > e_0`` with ``e_0 ~ Gamma(s)`` shared by the
+        statements. A single statement's probability is then
+        ``prob_greater_from_counts(n_pos, n_neg, pseudo_against=s)``.
 
     Returns
     -------
-    ndarray of float64, shape (L,)
+    ndarray of float64, shape (L,) (shorter with ``stop_below``)
 
     Examples
     --------
@@ -268,13 +406,23 @@ def joint_prefix_probabilities(signs, n_samples, rng):
     1.0
     >>> bool(abs(p[1] - 0.9375) < 0.01)   # 4 wins, 1 loss: P(Bin(4, 1/2) <= 3)
     True
+    >>> q = joint_prefix_probabilities(signs, 20_000, 0, pseudo_weight=1.0)
+    >>> bool(abs(q[0] - 31 / 32) < 0.01)  # 5 wins against 1 pseudo-loss: P(Bin(5, 1/2) <= 4)
+    True
     """
     arr = _as_signs(signs)
     n_samples = check_int(n_samples, "n_samples", minimum=1)
-    rng = check_random_state(rng, "rng")
-    simulated = _statements_to_simulate(_failure_prob(arr))
+    rng = check_random_state(random_state, "random_state")
+    if stop_below is not None:
+        stop_below = check_probability(
+            stop_below, "stop_below", open_left=False, open_right=False
+        )
+    if pseudo_weight is not None:
+        pseudo_weight = check_positive(pseudo_weight, "pseudo_weight")
+    simulated = _statements_to_simulate(_failure_prob(arr, pseudo_weight))
     return _prefix_from_simulated(
-        np.ascontiguousarray(arr[simulated]), simulated, arr.shape[0], n_samples, rng
+        np.ascontiguousarray(arr[simulated]), simulated, arr.shape[0], n_samples, rng,
+        stop_below, pseudo_weight,
     )
 
 
