@@ -207,6 +207,9 @@ class RaceResult:
                 "unknown size)"
             )
         full = 100.0 * self.n_evaluations / (n_cand * available)
+        if available == self.n_instances:
+            return (f"{head}: {full:.0f}% of running all {n_cand} candidates on all "
+                    f"{available} instances (every instance was raced)")
         return (
             f"{head}: {full:.0f}% of running all {n_cand} candidates on all {available} "
             f"instances ({raced:.0f}% on the {self.n_instances} instances raced)"
@@ -224,8 +227,8 @@ class RaceResult:
         direction = "maximized" if self.maximize else "minimized"
         budget = "none" if self.budget is None else str(self.budget)
         lines = [
-            f"Race over {n_cand} candidates, {self.n_instances} instances raced; "
-            f"{self.cost_text()}; budget {budget}.",
+            f"Race over {n_cand} candidates, {self.n_instances} instances raced; budget {budget}.",
+            f"Cost: {self.cost_text()}.",
             f"Stopped because: {_STOP_TEXT.get(self.stop_reason, self.stop_reason)}.",
             f"Best: {_short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
             f"{direction})",

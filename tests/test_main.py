@@ -43,6 +43,10 @@ def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
     first = demo.main(args)
     out = capsys.readouterr().out
     assert "Winner: strategy=" in out and "Race over 4 candidates" in out
+    # Cost against all 10 instances (1 seed x 5 functions x 2 dimensions), not only those raced.
+    share = round(100 * first.n_evaluations / (4 * 10))
+    assert f"{first.n_evaluations} evaluations: {share}% of running all 4 candidates on all 10 instances" in out
+    assert first.n_instances_available == 10
     assert first.n_evaluations <= 40 and first.best in demo.make_candidates()[:4]
     assert len(read_journal(storage)["evaluations"]) == first.n_evaluations
     again = demo.main(args)  # resumes: same result without evaluating anything
