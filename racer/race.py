@@ -842,6 +842,9 @@ class Race:
         self._block_active = False
         self._pending.clear()
         self._unasked.clear()
+        # A dead race writes nothing more: release the journal now, so that it can be
+        # inspected, or the race resumed, in this process without waiting for garbage collection.
+        self.close()
         raise self._fatal
 
     def _raise_if_failed(self) -> None:
