@@ -312,8 +312,8 @@ class Race:
       told have all failed, so a broken ``evaluate`` costs about two instances' worth of
       evaluations, not a block or a budget. One instance on which every candidate fails is
       a legitimate outcome (a tie, see ``"worst"``); two in a row with not one success is a
-      broken ``evaluate``. The race is then dead: ``ask``, ``tell`` and ``result`` raise the
-      same error. With ``storage``, the journal keeps those failures and replays them on
+      broken ``evaluate``. The race is then dead (``stop_reason == "failed"``, its journal
+      closed): ``ask``, ``tell``, ``run`` and ``result`` raise the same error. With ``storage``, the journal keeps those failures and replays them on
       resume, so use a new journal once ``evaluate`` is fixed.
 
     :meth:`run` also checks ``evaluate`` before evaluating anything: it must be callable with
