@@ -184,8 +184,8 @@ class RaceResult:
         >>> import numpy as np
         >>> from racer import Elimination, Race, RacingTest
         >>> class DropWorst(RacingTest):
-        ...     def decide(self, scores, ids, rng):
-        ...         m = scores.mean(axis=0)
+        ...     def decide(self, view, rng):
+        ...         m = view.scores.mean(axis=0)
         ...         return [Elimination(int(m.argmin()), "dominated", int(m.argmax()), 1.0)]
         ...     def get_params(self):
         ...         return {}

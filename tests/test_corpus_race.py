@@ -31,7 +31,7 @@ from racer.bayesian_test import BayesianTest
 
 
 class KeepAll(RacingTest):
-    def decide(self, scores, ids, rng):
+    def decide(self, view, rng):
         return []
 
     def get_params(self):
@@ -44,8 +44,8 @@ class DropCandidate(RacingTest):
     def __init__(self, target):
         self.target = target
 
-    def decide(self, scores, ids, rng):
-        ids = list(ids)
+    def decide(self, view, rng):
+        ids = view.ids.tolist()
         if self.target in ids and len(ids) > 1:
             col = ids.index(self.target)
             return [Elimination(col, "dominated", (col + 1) % len(ids), 0.99)]
@@ -74,7 +74,7 @@ def good(candidate, instance):
 def run_quiet(evaluate, candidates=(1, 2, 3), instances=range(8), **options):
     options.setdefault("test", KeepAll())
     options.setdefault("random_state", 0)
-    run_options = {k: options.pop(k) for k in ("executor", "n_jobs") if k in options}
+    run_options = {k: options.pop(k) for k in ("executor", "n_jobs", "timeout") if k in options}
     return race(evaluate, list(candidates), instances, progress=False, **options, **run_options)
 
 
@@ -213,12 +213,14 @@ REFUSED = [
     pytest.param(lambda: run_quiet(3.0), TypeError, r"`evaluate` must be callable; got 3\.0",
                  id="evaluate-not-callable"),
     pytest.param(lambda: run_quiet(lambda c, i: 1.0, n_jobs=2), TypeError,
-                 r"`evaluate` must be picklable to run in worker processes \(with n_jobs=2\).*"
-                 r"module-level function", id="lambda-under-n_jobs"),
-    pytest.param(closure_under_n_jobs, TypeError, r"`evaluate` must be picklable",
+                 r"`evaluate` cannot be pickled to run in worker processes.*module level",
+                 id="lambda-under-n_jobs"),
+    pytest.param(closure_under_n_jobs, TypeError, r"`evaluate` cannot be pickled",
                  id="closure-under-n_jobs"),
+    pytest.param(lambda: run_quiet(lambda c, i: 1.0, timeout=5.0), TypeError,
+                 r"`evaluate` cannot be pickled", id="lambda-under-timeout"),
     pytest.param(unpicklable_on_process_pool, TypeError,
-                 r"`evaluate` must be picklable .*ProcessPoolExecutor", id="lambda-on-process-pool"),
+                 r"`evaluate` cannot be pickled .*ProcessPoolExecutor", id="lambda-on-process-pool"),
     # --- arguments that make the race impossible
     pytest.param(lambda: run_quiet(good, instances=[]), ValueError, r"`instances` is empty",
                  id="race-instances-empty"),
@@ -314,7 +316,7 @@ def test_refusals_of_evaluate_come_before_any_evaluation():
     with pytest.raises(TypeError, match=r"two positional arguments.*\(candidate, instance, extra\)"):
         run_quiet(ThreeArguments())
     assert ThreeArguments.calls == 0
-    with pytest.raises(TypeError, match="must be picklable"):
+    with pytest.raises(TypeError, match="cannot be pickled"):
         run_quiet(Counter(lambda c, i: 1.0), n_jobs=2)  # the lambda inside is not picklable
     counted = Counter(lambda c, i: 1.0)
     r = fresh_race(instances=range(3), first_test=5)
