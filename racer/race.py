@@ -132,7 +132,10 @@ def _seed_from(random_state: Any) -> int:
 
 
 def _describe_value(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not hide the failure
+        text = f"<unprintable: repr raised {type(exc).__name__}>"
     text = text if len(text) <= 60 else text[:57] + "..."
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"

@@ -83,6 +83,11 @@ def all_fail(returned):
     return lambda: run_quiet(lambda c, i: returned)
 
 
+class BrokenRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
 def always_raises(candidate, instance):
     return 1 / 0
 
@@ -189,6 +194,12 @@ REFUSED = [
                  id="returns-huge-int"),
     pytest.param(all_fail(OptimizeResult(x=np.zeros(2), fun=0.5, success=True)), RaceFailedError,
                  r"OptimizeResult.*return its `\.fun`", id="returns-OptimizeResult"),
+    pytest.param(all_fail(BrokenRepr()), RaceFailedError,
+                 r"returned a non-number: <unprintable: repr raised RuntimeError> \(.*BrokenRepr\)",
+                 id="returns-object-with-broken-repr"),
+    pytest.param(all_fail(10**5000), RaceFailedError,
+                 r"number too large for a float: <unprintable: repr raised ValueError>",
+                 id="returns-int-too-long-to-print"),
     pytest.param(lambda: run_quiet(always_raises), RaceFailedError,
                  r"candidate #0 1 on instance #0 0 raised ZeroDivisionError: division by zero",
                  id="always-raises"),
