@@ -864,7 +864,7 @@ class IteratedRace:
             self._pool = None
 
     def _run(self) -> IteratedRaceResult:
-        from racer.race import Race
+        from racer.race import Race, _NoElimination
 
         study = self._study
         maximize = self._direction == "maximize"
@@ -943,12 +943,16 @@ class IteratedRace:
             race_budget = max(
                 iteration_budget + len(elites) * n_seen, len(candidates) * self._first_test
             )
+            # Fewer instances than first_test: every candidate sees them all and none is
+            # eliminated (Race refuses a first block shorter than first_test, so say it).
+            short = n_total < self._first_test
             race = Race(
                 candidates,
-                test=_protect_elites_test(self._test, len(elites), n_seen),
+                test=_NoElimination() if short else _protect_elites_test(
+                    self._test, len(elites), n_seen),
                 maximize=maximize,
                 budget=race_budget,
-                first_test=self._first_test,
+                first_test=n_total if short else self._first_test,
                 each_test=self._each_test,
                 min_survivors=min(n_elites, len(candidates)),
                 instances=order,

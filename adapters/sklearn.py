@@ -789,7 +789,7 @@ class RaceSearchCV(BaseSearchCV):
 
     def _race(self, n_candidates, splits, evaluate_units, race_score, rng):
         """Drive :class:`racer.race.Race` block by block; return its :class:`RaceResult`."""
-        from racer.race import Race
+        from racer.race import Race, _NoElimination
 
         n_test = np.mean([len(test) for _, test in splits])
         n_total = np.mean([len(train) + len(test) for train, test in splits])
@@ -799,13 +799,18 @@ class RaceSearchCV(BaseSearchCV):
                 f"`max_fits`={self.max_fits} cannot pay for the first block: {n_candidates} "
                 f"candidates x {first_test} splits = {n_candidates * first_test} fits"
             )
+        racing_test = self._racing_test(rho=float(n_test / n_total))
+        if first_test < int(self.first_test):
+            # Fewer splits than first_test: no test may run (exactly GridSearchCV). The engine
+            # refuses first_test > max_instances (a race that can never test), so say it.
+            racing_test = _NoElimination()
         race = Race(
             list(range(n_candidates)),
-            test=self._racing_test(rho=float(n_test / n_total)),
+            test=racing_test,
             maximize=True,
             budget=self.max_fits,
             max_instances=len(splits),
-            first_test=int(self.first_test),
+            first_test=first_test,
             instances=self.split_order_.tolist(),
             # A failed fit ranks below every successful one on its split, whatever error_score
             # is; cv_results_ still shows error_score, as GridSearchCV does.

@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 from .bayesian_test import BayesianTest
 from .elimination import Elimination, RaceView, RacingTest
-from .race import Evaluation, EvaluationError, Race, race
+from .race import Evaluation, EvaluationError, Race, RaceFailedError, race
 from .result import EliminationRecord, RaceResult
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Evaluation",
     "EvaluationError",
     "Race",
+    "RaceFailedError",
     "RaceResult",
     "RaceView",
     "RacingTest",

@@ -173,7 +173,16 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # Out-of-range options are refused, never clamped: a silently different race is worse.
+    for option, value, low in (("--seeds", args.seeds, 1), ("--maxiter", args.maxiter, 1),
+                               ("--budget", args.budget, 1)):
+        if value < low:
+            parser.error(f"{option} must be >= {low}; got {value}")
+    n_settings = len(make_candidates())
+    if args.candidates is not None and not 1 <= args.candidates <= n_settings:
+        parser.error(f"--candidates must be between 1 and {n_settings}; got {args.candidates}")
     # Import by name so that, under ``python -m racer``, worker processes can unpickle the
     # objective (this module then also exists as ``racer.__main__``).
     from racer import Race
@@ -188,7 +197,7 @@ def main(argv=None):
                 os.remove(storage + suffix)
     candidates = make_candidates()
     if args.candidates is not None:
-        candidates = candidates[: max(1, args.candidates)]
+        candidates = candidates[: args.candidates]
     instances = make_instances(args.seeds)
     try:
         race = Race(
@@ -209,7 +218,11 @@ def main(argv=None):
             sys.exit(f"error: {exc}\n(hint: add --fresh to start a new race in {storage})")
         sys.exit(f"error: {exc}")
     start = time.perf_counter()
-    result = race.run(Evaluate(args.maxiter), instances, n_jobs=args.n_jobs, progress=not args.quiet)
+    try:
+        result = race.run(Evaluate(args.maxiter), instances, n_jobs=args.n_jobs,
+                          progress=not args.quiet)
+    except ValueError as exc:  # e.g. --first-test beyond the instances, or a bad --n-jobs
+        sys.exit(f"error: {exc}")
     elapsed = time.perf_counter() - start
     print(result.summary(max_rows=15))
     best = result.best

@@ -17,10 +17,14 @@ Two ways to drive it:
 from __future__ import annotations
 
 import collections
+import concurrent.futures as cf
+import inspect
 import logging
 import math
 import numbers
+import pickle
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, NamedTuple
 
@@ -32,7 +36,7 @@ from .elimination import Elimination, RaceView, RacingTest
 from .result import EliminationRecord, RaceResult
 from .stats._ranks import block_ranks
 
-__all__ = ["Evaluation", "EvaluationError", "Race", "race"]
+__all__ = ["Evaluation", "EvaluationError", "Race", "RaceFailedError", "race"]
 
 logger = logging.getLogger("racer")
 
@@ -42,6 +46,18 @@ _TEST_REASONS = ("dominated", "indistinguishable")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
 # default_rng([seed, step]) (steps are small positive integers).
 _SHUFFLE_SALT = 0x5EED5EED
+
+
+class _NoElimination(RacingTest):
+    """Keeps every candidate. The adapters race with it when they have fewer instances than
+    ``first_test`` and documented that nothing is then eliminated (a plain grid search), since
+    :class:`Race` refuses a first block shorter than ``first_test``."""
+
+    def decide(self, view: Any, rng: np.random.Generator) -> list:
+        return []
+
+    def get_params(self) -> dict:
+        return {}
 
 
 class Evaluation(NamedTuple):
@@ -60,6 +76,33 @@ class Evaluation(NamedTuple):
 
 class EvaluationError(RuntimeError):
     """Raised under ``on_error="raise"`` when an evaluation fails or returns a non-finite value."""
+
+
+class RaceFailedError(EvaluationError):
+    """The race cannot have a winner: no candidate has a usable score.
+
+    Raised (whatever ``on_error`` is) as soon as the first evaluations of a race all failed
+    (see :class:`Race`, "Failures"), and under ``on_error="eliminate"`` when every survivor
+    failed in one block. The message quotes the first failure: candidate, instance, and what
+    ``evaluate`` returned (type and value) or raised. ``failures`` holds every failure as
+    ``(candidate_index, instance_index, message)`` in the order they were told, and
+    ``n_evaluations`` the evaluations spent.
+
+    >>> import racer
+    >>> try:
+    ...     racer.race(lambda c, i: None, [1, 2], range(5), progress=False)
+    ... except racer.RaceFailedError as exc:
+    ...     print(str(exc).split(". ")[0])
+    every evaluation failed: no candidate has a usable score after 10 evaluations
+    """
+
+    def __init__(self, message: str, failures: tuple = (), n_evaluations: int = 0) -> None:
+        super().__init__(message)
+        self.failures = tuple(failures)
+        self.n_evaluations = n_evaluations
+
+
+_MISSING = object()
 
 
 def _stable_repr(obj: Any) -> str:
@@ -89,16 +132,87 @@ def _seed_from(random_state: Any) -> int:
     )
 
 
+def _describe_value(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not hide the failure
+        text = f"<unprintable: repr raised {type(exc).__name__}>"
+    text = text if len(text) <= 60 else text[:57] + "..."
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if isinstance(value, np.ndarray):
+        name += f" of shape {value.shape}"
+    return f"{text} ({name})"
+
+
 def _check_value(value: Any) -> str | None:
-    """Return why ``value`` is not a usable score, or None if it is one."""
+    """Return why ``value`` is not a usable score, or None if it is one.
+
+    A score is a finite real number: a Python or NumPy float or integer (or any
+    ``numbers.Real``). Refused, each with a message naming what came back: NaN and +-inf;
+    ``True``/``False`` (a bool is not a score here, though Python counts it as an int);
+    complex numbers; strings and None; arrays of any size, one-element ones included (return
+    ``x.item()`` if that is what is meant: racer will not guess which element is the score);
+    ``scipy.optimize.OptimizeResult`` and other result objects (return their ``.fun``).
+    """
     if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
         return None if value - value == 0.0 else f"returned {value}"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        text = repr(value)
-        return f"returned a non-number: {text if len(text) <= 60 else text[:57] + '...'}"
-    if not math.isfinite(value):
+    if isinstance(value, (bool, np.bool_)):
+        return f"returned a bool, not a score: {_describe_value(value)}; return a float"
+    if isinstance(value, numbers.Real):
+        try:
+            if math.isfinite(value):
+                return None
+        except OverflowError:
+            return f"returned a number too large for a float: {_describe_value(value)}"
         return f"returned {float(value)}"
-    return None
+    if isinstance(value, numbers.Complex):
+        return f"returned a complex number, not a real score: {_describe_value(value)}"
+    if isinstance(value, np.ndarray):
+        hint = "; return a scalar, e.g. x.item()" if value.size == 1 else ""
+        return f"returned an array, not a number: {_describe_value(value)}{hint}"
+    if isinstance(value, dict) and "fun" in value and "x" in value:
+        # scipy.optimize.OptimizeResult is a dict subclass with .fun (the objective value).
+        return (
+            f"returned a non-number: a {type(value).__name__} (an optimizer's result); "
+            "return its `.fun`, the objective value"
+        )
+    return f"returned a non-number: {_describe_value(value)}"
+
+
+def _check_evaluate(evaluate: Any, executor: Any) -> None:
+    """Refuse an ``evaluate`` that cannot work, before any evaluation is spent on it."""
+    if not callable(evaluate):
+        raise TypeError(f"`evaluate` must be callable; got {_clip(evaluate)}")
+    if inspect.iscoroutinefunction(evaluate):
+        raise TypeError(
+            f"`evaluate` must return a score, but {_clip(evaluate)} is a coroutine function "
+            "(async def); run the coroutine inside a plain function"
+        )
+    try:
+        signature = inspect.signature(evaluate)
+    except (TypeError, ValueError):
+        signature = None  # builtins and extension functions without one: cannot check
+    if signature is not None:
+        try:
+            signature.bind(None, None)
+        except TypeError as exc:
+            raise TypeError(
+                f"`evaluate` must accept two positional arguments, evaluate(candidate, "
+                f"instance); {_clip(evaluate)} has signature {signature} ({exc})"
+            ) from None
+    # With n_jobs > 1 or a timeout, racer's own WorkerPool refuses an unpicklable evaluate
+    # before evaluating (racer.execution); a user's ProcessPoolExecutor would instead fail
+    # every evaluation in its workers, so check that case here.
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        try:
+            pickle.dumps(evaluate)
+        except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+            raise TypeError(
+                f"`evaluate` cannot be pickled to run in worker processes (the executor is a "
+                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Define it at module level "
+                "(not a lambda or a nested function), or use a thread pool"
+            ) from None
 
 
 class Race:
@@ -119,9 +233,12 @@ class Race:
         all of it (survivors x its planned number of instances), as in irace, so the race may
         end with part of the budget unspent. The first block must fit (checked here).
     max_instances : int, optional
-        Maximum number of instances raced.
+        Maximum number of instances raced. It must be at least ``first_test``.
     first_test : int, default 5
-        Instances every candidate sees before the first test.
+        Instances every candidate sees before the first test. It may not exceed
+        ``max_instances``; and if the instances run out before ``first_test`` of them were
+        raced, the first block is refused (ValueError from ``ask()``/``run()``, before any of
+        its evaluations): such a race could never test, only evaluate everything.
     each_test : int, default 1
         Instances per block after the first: a test runs at instance ``n`` when
         ``n >= first_test`` and ``(n - first_test) % each_test == 0``. This equals irace's rule
@@ -129,11 +246,14 @@ class Race:
         irace requires; racer does not require it.
     min_survivors : int, default 1
         The race stops once no more than this many candidates are left. A test may eliminate
-        several at once and so leave fewer (as in irace); the engine never overrides it.
+        several at once and so leave fewer (as in irace); the engine never overrides it. It may
+        not exceed the number of candidates.
     instances : iterable, optional
         Instances to race on, in order (a sequence, or any iterator, even an endless
         generator of seeds). More can be appended with :meth:`add_instances` or passed to
-        :meth:`run`.
+        :meth:`run`. An empty ``instances`` is allowed here, but :meth:`run` refuses to start
+        a race that has no instance at all, and :meth:`result` refuses to name a winner of a
+        race that stopped before its first evaluation.
     shuffle : bool, default False
         Race each added sequence of instances in an order drawn from the race seed. Only
         sequences can be shuffled (an iterator raises TypeError).
@@ -148,7 +268,9 @@ class Race:
         would. ``"eliminate"``: the candidate is eliminated (reason ``"failed"``) at the end of
         the block, before the test; it is an error for every survivor to fail in one block.
         ``"raise"``: the error propagates (an :class:`EvaluationError` for bad values) and
-        nothing is recorded. In every case the block's other evaluations are kept.
+        nothing is recorded. In every case the block's other evaluations are kept. These
+        policies are for *partial* failures; see "Failures" below for what no policy can
+        rescue.
     winner : {"mean", "mean_rank", "rank_sum"} or None, default None
         How the winner is chosen among several survivors: best mean score (``"mean"``),
         best mean within-instance rank among the survivors (``"mean_rank"``), or best sum of
@@ -181,6 +303,32 @@ class Race:
         Anything else that changes the scores (a version of ``evaluate``, a data set name,
         its settings), stored in the journal's fingerprint so a resume under different
         settings is refused. Values are compared by ``repr``.
+
+    Failures
+    --------
+    A score is a finite real number (see ``on_error`` for what a failure is; ``True``/``False``,
+    complex numbers, strings, None, arrays, even of one element, and
+    ``scipy.optimize.OptimizeResult`` are failures, each recorded with what was returned). Two
+    rules hold under every ``on_error``:
+
+    * a candidate whose every evaluation failed is never the winner: :class:`RaceResult`
+      ranks it after every candidate with at least one usable score (survivor or not); in
+      the unlikely case that no survivor has a usable score, the best-ranked eliminated
+      candidate that has one wins, with a ``RuntimeWarning``;
+    * when no candidate has a usable score the race raises :class:`RaceFailedError`,
+      quoting the first failure (candidate, instance, what was returned or raised). It is
+      raised as soon as the first ``min(first block, max(2 x candidates, 10))`` evaluations
+      told have all failed, so a broken ``evaluate`` costs about two instances' worth of
+      evaluations, not a block or a budget. One instance on which every candidate fails is
+      a legitimate outcome (a tie, see ``"worst"``); two in a row with not one success is a
+      broken ``evaluate``. The race is then dead (``stop_reason == "failed"``, its journal
+      closed): ``ask``, ``tell``, ``run`` and ``result`` raise the same error. With ``storage``, the journal keeps those failures and replays them on
+      resume, so use a new journal once ``evaluate`` is fixed.
+
+    :meth:`run` also checks ``evaluate`` before evaluating anything: it must be callable with
+    two positional arguments (when ``inspect.signature`` can tell; builtins without one pass),
+    and picklable when it runs in worker processes (``n_jobs > 1``, ``timeout``, or a
+    ``ProcessPoolExecutor``).
 
     Ask/tell protocol
     -----------------
@@ -256,6 +404,16 @@ class Race:
         self._first_test = check_int(first_test, "first_test", minimum=1)
         self._each_test = check_int(each_test, "each_test", minimum=1)
         self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
+        if self._min_survivors > len(self._candidates):
+            raise ValueError(
+                f"`min_survivors`={self._min_survivors} exceeds the number of candidates "
+                f"({len(self._candidates)}): the race could never reach it"
+            )
+        if self._max_instances is not None and self._first_test > self._max_instances:
+            raise ValueError(
+                f"`first_test`={self._first_test} exceeds `max_instances`={self._max_instances}: "
+                "the race would stop before its first test"
+            )
         self._shuffle = check_bool(shuffle, "shuffle")
         self._on_error = check_option(on_error, "on_error", _ON_ERROR)
         if winner is None:
@@ -269,8 +427,6 @@ class Race:
         self._winner = check_option(winner, "winner", _WINNER)
         n_cand = len(self._candidates)
         first_len = self._first_test
-        if self._max_instances is not None:
-            first_len = min(first_len, self._max_instances)
         if self._budget is not None and self._budget < n_cand * first_len:
             raise ValueError(
                 f"`budget`={self._budget} cannot pay for the first block: {n_cand} candidates x "
@@ -294,6 +450,7 @@ class Race:
         self._oriented = np.full((capacity, n_cand), np.nan)
         self._failed = np.zeros((capacity, n_cand), dtype=bool)
         self._n_seen = np.zeros(n_cand, dtype=np.int64)
+        self._n_failed = np.zeros(n_cand, dtype=np.int64)
         self._alive = np.ones(n_cand, dtype=bool)
         self._survivor_idx = np.arange(n_cand, dtype=np.int64)
         # Incremental statistics lent to the test at each step (view.greater, view.ranks...).
@@ -317,6 +474,11 @@ class Race:
         self._history: list[EliminationRecord] = []
         self._failures: list[tuple[int, int, str]] = []
         self._stop_reason: str | None = None
+        # See "Failures" in the class docstring: set when the first block opens.
+        self._fail_fast_after: int | None = None
+        self._fatal: RaceFailedError | None = None
+        # Instances the race could race, for the cost report: None once a source has no length.
+        self._n_available: int | None = 0
         self._listeners: list[Callable[[Race], None]] = []
 
         if instances is not None:
@@ -386,6 +548,11 @@ class Race:
         """
         if isinstance(instances, (str, bytes)) or not isinstance(instances, Iterable):
             raise TypeError(f"`instances` must be an iterable of instances; got {instances!r}")
+        if self._n_available is not None:
+            try:
+                self._n_available += len(instances)  # type: ignore[arg-type]
+            except TypeError:
+                self._n_available = None  # an iterator: endless or of unknown length
         if self._shuffle:
             if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
                 raise TypeError(
@@ -448,6 +615,7 @@ class Race:
         been handed out but some are not yet told.
         """
         n = check_int(n, "n", minimum=1, allow_none=True)
+        self._raise_if_failed()
         if not self._block_active and self._stop_reason is None:
             self._advance()
         out = []
@@ -461,11 +629,12 @@ class Race:
 
     def pending(self) -> list[Evaluation]:
         """Evaluations of the current block that are not yet told (asked or not)."""
+        self._raise_if_failed()
         if not self._block_active and self._stop_reason is None:
             self._advance()
         return list(self._pending.values())
 
-    def tell(self, evaluation: Any, value: Any = None, *, error: Any = None) -> None:
+    def tell(self, evaluation: Any, value: Any = _MISSING, *, error: Any = None) -> None:
         """Record the result of one evaluation.
 
         Parameters
@@ -473,11 +642,22 @@ class Race:
         evaluation : Evaluation or (candidate_index, instance_index)
             Which evaluation this is; it must belong to the current block and not be told yet.
         value : float
-            The score. NaN, inf or a non-number counts as a failure (see ``on_error``).
+            The score. NaN, inf or a non-number (None included) counts as a failure (see
+            ``on_error``). Required unless ``error`` is given.
         error : exception or str, optional
             Marks the evaluation as failed (``value`` is then ignored).
         """
+        self._raise_if_failed()
         key = self._key_of(evaluation)
+        if error is not None and not isinstance(error, (BaseException, str)):
+            raise TypeError(
+                f"`error` must be an exception or a message (str); got {_describe_value(error)}"
+            )
+        if value is _MISSING and error is None:
+            raise TypeError(
+                "tell() needs the score as `value`, or `error=` for a failed evaluation; got "
+                "neither"
+            )
         if self._journal_closed:
             raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
         if not self._block_active and self._stop_reason is None:
@@ -570,6 +750,13 @@ class Race:
             self._stop("budget")
             return
         new = self._draw_instances(planned)
+        if n == 0 and len(new) < self._first_test:
+            self._lookahead.extendleft(reversed(new))  # nothing consumed: more may be added
+            raise ValueError(
+                f"`first_test`={self._first_test} but the race has only {len(new)} instances: "
+                "it would end before its first test; give at least first_test instances "
+                "(`instances`) or lower `first_test`"
+            )
         self._register_instances(new)
         stop = len(self._instances)
         self._ensure_capacity(stop)
@@ -580,6 +767,9 @@ class Race:
         cand_list = survivors.tolist()
         for row in range(n, stop):
             self._row_remaining[row] = n_surv
+        if n == 0:
+            # Fail fast (see "Failures" in the class docstring): about two instances' worth.
+            self._fail_fast_after = min(n_surv * (stop - n), max(2 * n_surv, 10))
         replayed = []
         for row in range(n, stop):
             inst = self._instances[row]
@@ -636,8 +826,16 @@ class Race:
             self._raw[row, ci] = score
         else:
             self._failed[row, ci] = True
+            self._n_failed[ci] += 1
             self._failures.append((ci, row, message))
             self._block_failed.add(ci)
+            if (
+                self._fail_fast_after is not None
+                and self._n_evaluations >= self._fail_fast_after
+                and len(self._failures) == self._n_evaluations
+            ):
+                self._fail("every evaluation failed: no candidate has a usable score after "
+                           f"{self._n_evaluations} evaluations", self._failures[0])
         left = self._row_remaining[row] - 1
         if left:
             self._row_remaining[row] = left
@@ -646,6 +844,33 @@ class Race:
             self._finalize_row(row)
         for listener in self._listeners:
             listener(self)
+
+    def _fail(self, what: str, first: tuple[int, int, str]) -> None:
+        ci, row, message = first
+        hint = ""
+        if self._journal is not None:
+            hint = (" The `storage` journal keeps these failures and replays them on resume: "
+                    "use a new journal once `evaluate` is fixed.")
+        self._fatal = RaceFailedError(
+            f"{what}. First failure: evaluation of candidate #{ci} {_clip(self._candidates[ci])} "
+            f"on instance #{row} {_clip(self._instances[row])} {message}.{hint}",
+            failures=self._failures,
+            n_evaluations=self._n_evaluations,
+        )
+        self._stop_reason = "failed"
+        self._block_active = False
+        self._pending.clear()
+        self._unasked.clear()
+        # A dead race writes nothing more: release the journal now, so that it can be
+        # inspected, or the race resumed, in this process without waiting for garbage collection.
+        self.close()
+        raise self._fatal
+
+    def _raise_if_failed(self) -> None:
+        if self._fatal is not None:
+            raise RaceFailedError(
+                str(self._fatal), self._fatal.failures, self._fatal.n_evaluations
+            ) from self._fatal
 
     def _finalize_row(self, row: int) -> None:
         cols = self._block_cands
@@ -671,10 +896,11 @@ class Race:
         if self._block_failed and self._on_error == "eliminate":
             failed = sorted(self._block_failed)
             if len(failed) >= len(self._survivor_idx):
-                raise RuntimeError(
+                first_row = self._block_rows[0]
+                self._fail(
                     f"every surviving candidate failed in the block of instances "
-                    f"{self._block_rows[0]}..{n - 1} under on_error='eliminate'; see "
-                    f"the failures, e.g. {self._failures[-1][2]}"
+                    f"{first_row}..{n - 1} under on_error='eliminate', so none is left to race",
+                    next(f for f in self._failures if f[1] >= first_row),
                 )
             for ci in failed:
                 self._eliminate(ci, "failed", None, math.nan, n, step=0)
@@ -861,9 +1087,11 @@ class Race:
             or ``timeout``) it must be importable by name: a module-level function of a
             module, or of a script under ``if __name__ == "__main__":`` (not a lambda, a
             nested function, or a function typed into a notebook); a TypeError says so
-            before anything is evaluated.
+            before anything is evaluated. It must also accept two positional
+            arguments (checked when ``inspect.signature`` can tell).
         instances : iterable, optional
-            Appended to the race's instances (see :meth:`add_instances`).
+            Appended to the race's instances (see :meth:`add_instances`). A race without any
+            instance at all is refused (ValueError).
         executor : concurrent.futures.Executor, optional
             Where to run evaluations (a Dask ``client.get_executor()``, Ray's, a thread pool...).
             Results are recorded as they arrive; decisions do not depend on arrival order.
@@ -889,12 +1117,17 @@ class Race:
         from .execution import check_timeout, resolve_executor, run_block
         from .progress import ProgressLine
 
-        if not callable(evaluate):
-            raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
+        self._raise_if_failed()
+        _check_evaluate(evaluate, executor)
         check_bool(progress, "progress")
         timeout = check_timeout(timeout)
         if instances is not None:
             self.add_instances(instances)
+        if not self._instances and not self._has_more_instances():
+            raise ValueError(
+                "`instances` is empty: the race has no instance to evaluate the candidates on "
+                "(pass them to run(), race(), Race(instances=...) or add_instances())"
+            )
         pool, owned = resolve_executor(executor, n_jobs, evaluate, timeout)
         bar = ProgressLine(self) if progress else None
         if bar is not None:
@@ -930,7 +1163,18 @@ class Race:
         return len(self._instances)
 
     def result(self) -> RaceResult:
-        """The race's outcome so far (final once :attr:`finished`)."""
+        """The race's outcome so far (final once :attr:`finished`).
+
+        Raises :class:`RaceFailedError` if the race failed (no candidate has a usable score),
+        and ValueError if it stopped before its first evaluation (no instances): there is no
+        winner to report.
+        """
+        self._raise_if_failed()
+        if self._n_evaluations == 0 and self._stop_reason is not None:
+            raise ValueError(
+                f"the race stopped ({self._stop_reason}) before any evaluation: `instances` "
+                "gave none; there is no winner (add instances and continue the race)"
+            )
         n_cand = len(self._candidates)
         n_rows = len(self._instances)
         raw = self._raw[:n_rows].copy()
@@ -955,8 +1199,28 @@ class Race:
         elim_sorted = eliminated[
             np.lexsort((eliminated, -key_mean[eliminated], -self._n_seen[eliminated]))
         ]
-        ranking_idx = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
-        best = int(surv_sorted[0])
+        # A candidate without a single usable score ranks after every one with some, and is
+        # never the winner (see "Failures" in the class docstring). Stable, so the orders
+        # above hold within each group; before any evaluation nothing moves.
+        usable = self._n_seen > self._n_failed
+        if usable.any():
+            surv_sorted = np.concatenate([surv_sorted[usable[surv_sorted]],
+                                          surv_sorted[~usable[surv_sorted]]])
+            ranking_idx = np.concatenate([
+                surv_sorted[usable[surv_sorted]], elim_sorted[usable[elim_sorted]],
+                surv_sorted[~usable[surv_sorted]], elim_sorted[~usable[elim_sorted]],
+            ]).astype(np.int64)
+        else:
+            ranking_idx = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+        best = int(ranking_idx[0])
+        if usable.any() and not usable[surv_sorted[0]]:
+            warnings.warn(
+                f"no survivor has a usable score (every evaluation of the {len(survivors)} "
+                f"survivors failed); the winner is the best eliminated candidate with one, "
+                f"#{best} {_clip(self._candidates[best])}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return RaceResult(
             best=self._candidates[best],
             best_index=best,
@@ -971,6 +1235,7 @@ class Race:
             n_evaluated=self._n_seen.copy(),
             n_evaluations=self._n_evaluations,
             n_instances=n_rows,
+            n_instances_available=self._instances_available(),
             history=tuple(self._history),
             # Sorted (instance, candidate) so the result does not depend on arrival order.
             failures=tuple(sorted(self._failures, key=lambda f: (f[1], f[0]))),
@@ -979,6 +1244,13 @@ class Race:
             budget=self._budget,
             seed=self._seed,
         )
+
+    def _instances_available(self) -> int | None:
+        if self._n_available is None:
+            # An endless or unsized source: only max_instances bounds what could be raced.
+            return self._max_instances
+        total = max(self._n_available, len(self._instances))
+        return total if self._max_instances is None else min(total, self._max_instances)
 
     def _order_survivors(self, survivors: np.ndarray, oriented_mean: np.ndarray) -> np.ndarray:
         rows = self._complete_rows()

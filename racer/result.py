@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -79,17 +80,20 @@ class RaceResult:
         The winner: among the survivors, the best by the race's winner rule (``"mean"``:
         best mean score over all instances; ``"mean_rank"`` / ``"rank_sum"``: best mean /
         sum of within-instance ranks among the survivors; by default the rule the test
-        states, see :class:`racer.Race`). Ties go to the earlier candidate.
+        states, see :class:`racer.Race`). Ties go to the earlier candidate. A candidate whose every
+        evaluation failed is never the winner (see :class:`racer.Race`, "Failures").
     best_index : int
         Position of ``best`` in ``candidates``.
     survivors : list
-        The candidates still in the race when it stopped, best first.
+        The candidates still in the race when it stopped, best first (those without a single
+        usable score last).
     survivor_indices : ndarray of int
         Their positions in ``candidates``.
     ranking : list
         Every candidate, best first: survivors in winner order, then eliminated candidates
         by the number of instances they saw (more is better, as in irace), then by mean score
-        over the instances they saw.
+        over the instances they saw; candidates whose every evaluation failed come last
+        (survivors first among them).
     ranking_indices : ndarray of int
         Positions of ``ranking`` in ``candidates``.
     candidates : list
@@ -106,19 +110,25 @@ class RaceResult:
     n_evaluations : int
         Evaluations spent (failures included).
     n_instances : int
-        Instances started.
+        Instances started (raced).
     history : tuple of EliminationRecord
         One record per eliminated candidate, in order of elimination.
     failures : tuple of (candidate_index, instance_index, message)
         Every failed evaluation, by instance then candidate.
     stop_reason : str
-        ``"min_survivors"``, ``"budget"``, ``"max_instances"`` or ``"instances_exhausted"``.
+        ``"min_survivors"``, ``"budget"``, ``"max_instances"`` or ``"instances_exhausted"``
+        (``"running"`` for the result of an unfinished race).
     maximize : bool
         Whether larger scores were better.
     budget : int or None
         The evaluation budget given.
     seed : int
         The race seed (the test at step ``k`` received ``numpy.random.default_rng([seed, k])``).
+    n_instances_available : int or None
+        Instances the race could have raced: every instance given (all its sources have a
+        length), capped at ``max_instances``; ``max_instances`` alone for an endless or
+        unsized iterator; None when that is unknown too. The cost of running every candidate
+        on all of them is what :meth:`summary` compares the race's cost with.
 
     Examples
     --------
@@ -156,6 +166,7 @@ class RaceResult:
     maximize: bool
     budget: int | None
     seed: int
+    n_instances_available: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -164,19 +175,61 @@ class RaceResult:
             f"n_evaluations={self.n_evaluations}, stop_reason={self.stop_reason!r})"
         )
 
-    def summary(self, max_rows: int = 20) -> str:
-        """A readable multi-line report: the winner, the race's cost, and the top of the ranking."""
+    def cost_text(self) -> str:
+        """The race's cost against running every candidate on every instance, in one phrase.
+
+        Compared with all the instances available (:attr:`n_instances_available`), which is
+        what racing saves, and with the instances raced; says so when the instance set is
+        endless or of unknown size.
+
+        >>> import numpy as np
+        >>> from racer import Elimination, Race, RacingTest
+        >>> class DropWorst(RacingTest):
+        ...     def decide(self, view, rng):
+        ...         m = view.scores.mean(axis=0)
+        ...         return [Elimination(int(m.argmin()), "dominated", int(m.argmax()), 1.0)]
+        ...     def get_params(self):
+        ...         return {}
+        >>> res = Race([0, 1, 2], test=DropWorst(), first_test=2, random_state=0).run(
+        ...     lambda c, i: c + 0.01 * i, range(10), progress=False)
+        >>> res.cost_text()
+        '8 evaluations: 27% of running all 3 candidates on all 10 instances (89% on the 3 instances raced)'
+        """
         n_cand = len(self.candidates)
-        full_cost = n_cand * self.n_instances
-        saved = "" if full_cost == 0 else (
-            f" ({100.0 * self.n_evaluations / full_cost:.0f}% of running every candidate on "
-            f"the {self.n_instances} instances raced)"
+        head = f"{self.n_evaluations} evaluations"
+        if self.n_instances == 0:
+            return head
+        raced = 100.0 * self.n_evaluations / (n_cand * self.n_instances)
+        available = self.n_instances_available
+        if available is None:
+            return (
+                f"{head}: {raced:.0f}% of running all {n_cand} candidates on the "
+                f"{self.n_instances} instances raced (the instance set is endless or of "
+                "unknown size)"
+            )
+        full = 100.0 * self.n_evaluations / (n_cand * available)
+        if available == self.n_instances:
+            return (f"{head}: {full:.0f}% of running all {n_cand} candidates on all "
+                    f"{available} instances (every instance was raced)")
+        return (
+            f"{head}: {full:.0f}% of running all {n_cand} candidates on all {available} "
+            f"instances ({raced:.0f}% on the {self.n_instances} instances raced)"
         )
+
+    def summary(self, max_rows: int = 20) -> str:
+        """A readable multi-line report: the winner, the race's cost, and the top of the ranking.
+
+        ``max_rows`` (>= 0) limits the ranking table."""
+        if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral):
+            raise TypeError(f"`max_rows` must be an integer; got {_short_repr(max_rows)}")
+        if max_rows < 0:
+            raise ValueError(f"`max_rows` must be >= 0; got {max_rows}")
+        n_cand = len(self.candidates)
         direction = "maximized" if self.maximize else "minimized"
         budget = "none" if self.budget is None else str(self.budget)
         lines = [
-            f"Race over {n_cand} candidates: {self.n_instances} instances, "
-            f"{self.n_evaluations} evaluations{saved}; budget {budget}.",
+            f"Race over {n_cand} candidates, {self.n_instances} instances raced; budget {budget}.",
+            f"Cost: {self.cost_text()}.",
             f"Stopped because: {_STOP_TEXT.get(self.stop_reason, self.stop_reason)}.",
             f"Best: {_short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
             f"{direction})",

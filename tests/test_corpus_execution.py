@@ -13,7 +13,7 @@ import types
 import numpy as np
 import pytest
 
-from racer import Race, race
+from racer import Race, RaceFailedError, race
 from racer.elimination import RacingTest
 from racer.execution import WorkerPool, check_timeout
 
@@ -116,7 +116,8 @@ def test_evaluate_that_workers_cannot_import_is_reported():
     sys.modules[module.__name__] = module
     try:
         with pytest.raises(TypeError, match="`evaluate` could not be loaded in a worker process"):
-            race(module.evaluate, [0, 1], range(3), test=KeepAll(), n_jobs=2, progress=False)
+            race(module.evaluate, [0, 1], range(3), test=KeepAll(), first_test=3, n_jobs=2,
+                 progress=False)
     finally:
         del sys.modules[module.__name__]
 
@@ -124,14 +125,18 @@ def test_evaluate_that_workers_cannot_import_is_reported():
 def test_unpicklable_candidate_is_reported_naming_it():
     lock = threading.Lock()
     with pytest.raises(TypeError, match="arguments of candidate #0 .* cannot be pickled"):
-        race(linear, [lock, lock], range(3), test=KeepAll(), n_jobs=2, progress=False)
+        race(linear, [lock, lock], range(3), test=KeepAll(), first_test=3, n_jobs=2,
+             progress=False)
 
 
 def test_unpicklable_return_value_is_a_recorded_failure():
-    res = race(returns_a_generator, [0, 1], range(2), test=KeepAll(), first_test=2,
-               n_jobs=2, progress=False, random_state=0)
-    assert len(res.failures) == 4
-    assert all("returned an unpicklable value" in m for _, _, m in res.failures)
+    # Every evaluation fails here, so the race has no winner (RaceFailedError); each
+    # failure was recorded with its reason.
+    with pytest.raises(RaceFailedError, match="returned an unpicklable value") as info:
+        race(returns_a_generator, [0, 1], range(2), test=KeepAll(), first_test=2,
+             n_jobs=2, progress=False, random_state=0)
+    assert len(info.value.failures) == 4
+    assert all("returned an unpicklable value" in m for _, _, m in info.value.failures)
 
 
 def test_unpicklable_exception_is_a_recorded_failure_quoting_it():

@@ -102,7 +102,7 @@ def _wait_gone(pids, bound=20.0):
 
 def test_hanging_evaluation_is_stopped_recorded_and_the_race_goes_on():
     start = time.monotonic()
-    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=3, random_state=0).run(
+    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=3, first_test=3, random_state=0).run(
         hang_on_c2_i1, range(10), n_jobs=2, timeout=0.5, progress=False
     )
     # Generous bound: the evaluation would otherwise sleep for an hour.
@@ -133,7 +133,7 @@ def test_timeout_under_on_error_raise_names_the_evaluation():
 
 
 def test_worker_exit_is_recorded_with_candidate_instance_and_exit_code():
-    res = Race([0, 1, 2], test=KeepAll(), max_instances=4, random_state=0).run(
+    res = Race([0, 1, 2], test=KeepAll(), max_instances=4, first_test=4, random_state=0).run(
         die_on_c1_i2, range(10), n_jobs=2, progress=False
     )
     assert len(res.failures) == 1
@@ -147,7 +147,7 @@ def test_worker_exit_is_recorded_with_candidate_instance_and_exit_code():
 
 
 def test_worker_segfault_is_recorded_with_the_signal_name():
-    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=2, random_state=0).run(
+    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=2, first_test=2, random_state=0).run(
         segfault_on_c3_i0, range(10), n_jobs=2, progress=False
     )
     ((ci, ii, message),) = res.failures

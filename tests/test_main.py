@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 
@@ -43,6 +44,10 @@ def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
     first = demo.main(args)
     out = capsys.readouterr().out
     assert "Winner: strategy=" in out and "Race over 4 candidates" in out
+    # Cost against all 10 instances (1 seed x 5 functions x 2 dimensions), not only those raced.
+    share = round(100 * first.n_evaluations / (4 * 10))
+    assert f"{first.n_evaluations} evaluations: {share}% of running all 4 candidates on all 10 instances" in out
+    assert first.n_instances_available == 10
     assert first.n_evaluations <= 40 and first.best in demo.make_candidates()[:4]
     assert len(read_journal(storage)["evaluations"]) == first.n_evaluations
     again = demo.main(args)  # resumes: same result without evaluating anything
@@ -57,3 +62,23 @@ def test_help_documents_the_options():
                          check=True).stdout
     for option in ("--storage", "--fresh", "--budget", "--n-jobs", "--test", "--seed"):
         assert option in out
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--first-test", "11", "--budget", "100"], r"`first_test`=11 but the race has only 10 instances"),
+        (["--seeds", "0"], r"--seeds must be >= 1; got 0"),
+        (["--candidates", "0"], r"--candidates must be between 1 and 24; got 0"),
+        (["--candidates", "25"], r"--candidates must be between 1 and 24; got 25"),
+        (["--maxiter", "0"], r"--maxiter must be >= 1"),
+        (["--budget", "10"], r"`budget`=10 cannot pay for the first block"),
+        (["--n-jobs", "0"], r"`n_jobs` must be a positive number"),
+    ],
+)
+def test_bad_options_are_refused_not_clamped(capsys, extra, match):
+    with pytest.raises(SystemExit) as info:
+        demo.main(TINY + ["--storage", "none"] + extra)
+    message = str(info.value.code) if info.value.code not in (0, 2) else capsys.readouterr().err
+    assert info.value.code != 0
+    assert re.search(match, message), message

@@ -18,7 +18,16 @@ import numpy as np
 from racer.elimination import RaceView
 import pytest
 
-from racer import Elimination, Evaluation, EvaluationError, Race, RaceResult, RacingTest, race
+from racer import (
+    Elimination,
+    Evaluation,
+    EvaluationError,
+    Race,
+    RaceFailedError,
+    RaceResult,
+    RacingTest,
+    race,
+)
 
 
 class DropWorstMean(RacingTest):
@@ -602,3 +611,61 @@ def test_default_test_is_the_bayesian_test_and_races_end_to_end():
     assert res.best == 3 and len(res.history) >= 1
     assert all(h.reason in ("dominated", "indistinguishable") for h in res.history)
     assert res.n_evaluations < 4 * 60  # the race saved evaluations
+
+
+# ---------------------------------------------------------------------------- no usable score
+
+
+@pytest.mark.parametrize(
+    "n_cand, first_test, expected",
+    # min(first block, max(2 x candidates, 10)): about two instances' worth, at least 10
+    # evaluations, never more than the first block.
+    [(1, 5, 5), (3, 5, 10), (3, 2, 6), (8, 1, 8), (24, 5, 48)],
+)
+def test_a_race_without_usable_scores_stops_after_two_instances_worth(n_cand, first_test, expected):
+    calls = []
+
+    def evaluate(candidate, instance):
+        calls.append((candidate, instance))
+        raise ValueError(f"bad {candidate}")
+
+    with pytest.raises(RaceFailedError, match=r"First failure: evaluation of candidate #0 0 on "
+                       r"instance #0 0 raised ValueError: bad 0") as info:
+        Race(list(range(n_cand)), test=KeepAll(), first_test=first_test, random_state=0).run(
+            evaluate, range(50), progress=False
+        )
+    assert len(calls) == info.value.n_evaluations == expected
+    assert isinstance(info.value, EvaluationError) and isinstance(info.value, RuntimeError)
+
+
+def test_one_success_among_the_first_evaluations_keeps_the_race_going():
+    # Only candidate 2 on instance 1 succeeds: the race has a usable score and goes on; the
+    # successful candidate wins although the tie-break would pick #0.
+    def evaluate(candidate, instance):
+        return 1.0 if (candidate, instance) == (2, 1) else None
+
+    res = Race([0, 1, 2], test=KeepAll(), first_test=5, max_instances=6, random_state=0).run(
+        evaluate, range(10), progress=False
+    )
+    assert res.best == 2 and res.n_evaluations == 18 and len(res.failures) == 17
+    assert res.ranking[0] == 2 and res.survivors[0] == 2
+
+
+def test_a_failed_journaled_race_fails_again_on_resume(tmp_path):
+    storage = str(tmp_path / "race.sqlite")
+    with pytest.raises(RaceFailedError, match="use a new journal"):
+        Race([0, 1], test=KeepAll(), first_test=5, storage=storage, random_state=0).run(
+            lambda c, i: "nope", range(10), progress=False
+        )
+    # The journal replays the recorded failures: the fixed evaluate is never reached.
+    calls = []
+
+    def fixed(candidate, instance):
+        calls.append(1)
+        return 1.0
+
+    with pytest.raises(RaceFailedError, match=r"returned a non-number: 'nope' \(str\)"):
+        Race([0, 1], test=KeepAll(), first_test=5, storage=storage, random_state=0).run(
+            fixed, range(10), progress=False
+        )
+    assert calls == []
