@@ -10,6 +10,7 @@ from .bayesian_test import BayesianTest
 from .elimination import Elimination, RaceView, RacingTest
 from .race import Evaluation, EvaluationError, Race, RaceFailedError, race
 from .result import EliminationRecord, RaceResult
+from .storage import JournalInUseError
 
 __all__ = [
     "__version__",
@@ -18,6 +19,7 @@ __all__ = [
     "EliminationRecord",
     "Evaluation",
     "EvaluationError",
+    "JournalInUseError",
     "Race",
     "RaceFailedError",
     "RaceResult",

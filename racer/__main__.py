@@ -191,7 +191,15 @@ def main(argv=None):
     if not args.quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     storage = None if args.storage.lower() == "none" else args.storage
-    if storage is not None and args.fresh:
+    if storage is not None and args.fresh and os.path.exists(storage):
+        # Open it as a journal first: that refuses a file that is not a racer journal (never
+        # delete another application's data) and one that a live race still holds.
+        from racer.storage import Journal, JournalInUseError
+
+        try:
+            Journal(storage).close()
+        except (ValueError, OSError, JournalInUseError) as exc:
+            sys.exit(f"error: --fresh will not delete {storage}: {exc}")
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(storage + suffix):
                 os.remove(storage + suffix)
@@ -213,7 +221,7 @@ def main(argv=None):
             # The journal must not mix evaluations made under different settings.
             metadata={"maxiter": args.maxiter, "seeds": args.seeds, "objective": "log10(f - f* + 1e-12)"},
         )
-    except ValueError as exc:
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: JournalInUseError
         if storage is not None and "holds a different race" in str(exc):
             sys.exit(f"error: {exc}\n(hint: add --fresh to start a new race in {storage})")
         sys.exit(f"error: {exc}")

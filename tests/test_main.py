@@ -82,3 +82,24 @@ def test_bad_options_are_refused_not_clamped(capsys, extra, match):
     message = str(info.value.code) if info.value.code not in (0, 2) else capsys.readouterr().err
     assert info.value.code != 0
     assert re.search(match, message), message
+
+
+def test_fresh_never_deletes_a_foreign_file_or_a_live_journal(tmp_path):
+    import sqlite3
+
+    from racer import Race
+
+    foreign = tmp_path / "app.sqlite"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(SystemExit, match="will not delete"):
+        demo.main(TINY + ["--storage", str(foreign), "--fresh"])
+    assert foreign.exists()  # another application's data is left alone
+
+    live = tmp_path / "live.sqlite"
+    holder = Race([1, 2], storage=str(live), random_state=0)  # holds the journal's lock
+    with pytest.raises(SystemExit, match="will not delete"):
+        demo.main(TINY + ["--storage", str(live), "--fresh"])
+    assert live.exists()
+    holder.close()
+    demo.main(TINY + ["--storage", str(live), "--fresh"])  # released: starts afresh
