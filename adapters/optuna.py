@@ -863,8 +863,40 @@ class IteratedRace:
             self._pool.close()
             self._pool = None
 
+    def _race_iteration(self, race, cache, params_of, trial_objects, study, used):
+        """Drive one race to its end (or to the budget); returns (evaluations used, whether
+        the budget ran out)."""
+        out_of_budget = False
+        while not race.finished:
+            batch = race.ask()
+            n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
+            if used + n_real > self._budget:
+                out_of_budget = True
+                break
+            fresh = [ev for ev in batch if ev.instance not in cache[ev.candidate]]
+            outcomes = self._evaluate_all(fresh, params_of)
+            for ev in batch:
+                if ev.instance in cache[ev.candidate]:
+                    race.tell(ev, cache[ev.candidate][ev.instance])
+                    continue
+                known, race_error = outcomes[ev.candidate, ev.instance]
+                cache[ev.candidate][ev.instance] = known
+                used += 1
+                record = {str(k): v for k, v in cache[ev.candidate].items()}
+                if ev.candidate in trial_objects:
+                    trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                else:
+                    # A finished trial cannot change: an elite's later evaluations go
+                    # to the study, under its trial number.
+                    study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+                if race_error is not None:
+                    race.tell(ev, error=race_error)
+                else:
+                    race.tell(ev, known)
+        return used, out_of_budget
+
     def _run(self) -> IteratedRaceResult:
-        from racer.race import Race, _NoElimination
+        from racer.race import Race, RaceFailedError, _NoElimination
 
         study = self._study
         maximize = self._direction == "maximize"
@@ -959,33 +991,15 @@ class IteratedRace:
                 random_state=int(np.random.SeedSequence([self._seed, j]).generate_state(1)[0]),
             )
             trial_objects = {t.number: t for t, _ in pending}
-            out_of_budget = False
-            while not race.finished:
-                batch = race.ask()
-                n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
-                if used + n_real > self._budget:
-                    out_of_budget = True
-                    break
-                fresh = [ev for ev in batch if ev.instance not in cache[ev.candidate]]
-                outcomes = self._evaluate_all(fresh, params_of)
-                for ev in batch:
-                    if ev.instance in cache[ev.candidate]:
-                        race.tell(ev, cache[ev.candidate][ev.instance])
-                        continue
-                    known, race_error = outcomes[ev.candidate, ev.instance]
-                    cache[ev.candidate][ev.instance] = known
-                    used += 1
-                    record = {str(k): v for k, v in cache[ev.candidate].items()}
-                    if ev.candidate in trial_objects:
-                        trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
-                    else:
-                        # A finished trial cannot change: an elite's later evaluations go
-                        # to the study, under its trial number.
-                        study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
-                    if race_error is not None:
-                        race.tell(ev, error=race_error)
-                    else:
-                        race.tell(ev, known)
+            try:
+                used, out_of_budget = self._race_iteration(
+                    race, cache, params_of, trial_objects, study, used)
+            except RaceFailedError:
+                # Nothing usable came back: not a crash to resume from, so the trials of this
+                # iteration end FAIL instead of staying RUNNING forever.
+                for trial in trial_objects.values():
+                    study.tell(trial, state=TrialState.FAIL)
+                raise
             result = race.result()
             races.append(result)
             alive = set(result.survivor_indices.tolist())

@@ -591,3 +591,17 @@ class RaceOnlyTest(RacingTest):
 
     def get_params(self):
         return {}
+
+
+def test_iterated_race_whose_every_evaluation_fails_raises_and_leaves_no_trial_running():
+    from racer import RaceFailedError
+
+    def returns_none(params, instance):
+        return None
+
+    driver = IteratedRace(returns_none, {"x": FloatDistribution(-1, 1)}, list(range(20)),
+                          budget=300, random_state=0)
+    with pytest.raises(RaceFailedError, match="candidate #0"):
+        driver.run()
+    states = {t.state for t in driver.study.trials}
+    assert states == {TrialState.FAIL}
