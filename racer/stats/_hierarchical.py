@@ -157,11 +157,10 @@ def _as_cv_matrix(value, name: str) -> np.ndarray:
 def _check_data(diffs: np.ndarray, name: str) -> None:
     # A data set whose differences are all equal makes the posterior improper (the uniform
     # prior on sigma_i with a zero within-variance puts unbounded mass near sigma_i = 0).
-    sd = diffs.std(axis=1)
-    flat = np.flatnonzero(sd == 0.0)
+    flat = np.flatnonzero(np.ptp(diffs, axis=1) == 0.0)
     if flat.size:
         raise ValueError(
-            f"`{name}`: every difference of data set {int(flat[0])} equals {diffs[flat[0], 0]!r}; "
+            f"`{name}`: every difference of data set {int(flat[0])} equals {float(diffs[flat[0], 0])!r}; "
             "the model needs some variation within each data set (drop the row, or add "
             "more folds/repetitions)"
         )
@@ -175,7 +174,7 @@ def _check_data(diffs: np.ndarray, name: str) -> None:
         )
     if np.ptp(means) == 0.0:
         raise ValueError(
-            f"`{name}`: every data set has the same mean difference {means[0]!r}; the prior "
+            f"`{name}`: every data set has the same mean difference {float(means[0])!r}; the prior "
             "bound of sigma0 (1000 times their standard deviation) would be 0"
         )
 
