@@ -80,9 +80,18 @@ def _time_numpyro(d, warmup, draws):
         import numpyro  # noqa: F401
     except ImportError:
         return None
+    from racer.stats import _diagnostics
+    from racer.stats._hierarchical import _region_masses
+
     t0 = time.perf_counter()
-    numpyro_fit(d, 0.1, 0, warmup, draws, 4)
-    return time.perf_counter() - t0
+    delta0, sigma0, nu, delta, divergences = numpyro_fit(d, 0.1, 0, warmup, draws, 4)
+    seconds = time.perf_counter() - t0
+    # The same monitored set as hierarchical_test's gate.
+    masses = [m[None] for m in _region_masses(delta0, sigma0, nu, 0.01)]
+    stacked = np.concatenate([delta0[None], sigma0[None], nu[None], np.moveaxis(delta, 2, 0)]
+                             + masses)
+    rhat, ess = _diagnostics.rhat_and_ess(stacked)
+    return seconds, float(np.nanmax(rhat)), float(np.nanmin(ess)), divergences
 
 
 def _time_pymc(d, warmup, draws):
@@ -130,12 +139,16 @@ def main():
           f"min {min(times):.3f} s over {repeats}; R-hat {res.rhat:.4f}, "
           f"bulk ESS {res.ess_bulk:.0f}, retries {res.n_retries}")
     if not args.no_nuts:
-        t_np = _time_numpyro(d, 1000, 2000)
-        if t_np is None:
+        nuts = _time_numpyro(d, 1000, 2000)
+        if nuts is None:
             print("NumPyro: not installed")
         else:
+            t_np, rhat_np, ess_np, div = nuts
+            ours = res.ess_bulk / np.median(times)
             print(f"NumPyro NUTS same data, 4 chains x (1000 + 2000): {t_np:.1f} s "
-                  f"= {t_np / np.median(times):.0f}x racer")
+                  f"= {t_np / np.median(times):.0f}x racer's time; R-hat {rhat_np:.4f}, "
+                  f"min bulk ESS {ess_np:.0f}, {div} divergences; min-ESS/s racer "
+                  f"{ours:.0f} vs NumPyro {ess_np / t_np:.1f} = {ours / (ess_np / t_np):.0f}x")
         t_pm = _time_pymc(d, 1000, 2000)
         print("PyMC: not installed" if t_pm is None else f"PyMC: {t_pm:.1f} s")
 
