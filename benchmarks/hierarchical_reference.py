@@ -125,7 +125,8 @@ def summarise(delta0, sigma0, nu, delta, rope):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "tests" / "data" / "hierarchical_reference.json"))
+    default_out = ROOT / "tests" / "data" / "hierarchical_reference.json"
+    parser.add_argument("--out", default=str(default_out))
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=2000)
     args = parser.parse_args()

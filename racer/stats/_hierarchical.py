@@ -150,7 +150,9 @@ def _as_cv_matrix(value, name: str) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise ValueError(f"`{name}` must be finite; found {arr[row, col]} at row {row}, column {col}")
+        raise ValueError(
+            f"`{name}` must be finite; found {arr[row, col]} at row {row}, column {col}"
+        )
     return arr
 
 
@@ -159,8 +161,9 @@ def _check_data(diffs: np.ndarray, name: str) -> None:
     # prior on sigma_i with a zero within-variance puts unbounded mass near sigma_i = 0).
     flat = np.flatnonzero(np.ptp(diffs, axis=1) == 0.0)
     if flat.size:
+        i = int(flat[0])
         raise ValueError(
-            f"`{name}`: every difference of data set {int(flat[0])} equals {float(diffs[flat[0], 0])!r}; "
+            f"`{name}`: every difference of data set {i} equals {float(diffs[i, 0])!r}; "
             "the model needs some variation within each data set (drop the row, or add "
             "more folds/repetitions)"
         )

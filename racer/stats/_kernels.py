@@ -543,7 +543,9 @@ def _hier_logp(which, u, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha
             v = s2 / lam[i] + sig2[i] * cvar[i]
             quad += (xbar[i] - m) ** 2 / v
         sd = np.sqrt(1.0 / w_sum)
-        mass = 0.5 * (math.erfc(-(1.0 - m) / sd * _INV_SQRT2) - math.erfc(-(-1.0 - m) / sd * _INV_SQRT2))
+        # P(-1 < delta0 < 1) under N(m, sd^2): Phi(z) = erfc(-z / sqrt 2) / 2.
+        mass = 0.5 * (math.erfc(-(1.0 - m) / sd * _INV_SQRT2)
+                      - math.erfc((1.0 + m) / sd * _INV_SQRT2))
         return u - 0.5 * log_v - 0.5 * quad - 0.5 * np.log(w_sum) + np.log(max(mass, 1e-300))
     if which == _HIER_LOG_NU:
         v = np.exp(u)
