@@ -77,6 +77,18 @@ CASES = [
                  r"`random_state`", id="random-state-string"),
     pytest.param(lambda: rs.hierarchical_test(D, 0.1, random_state=-3), ValueError,
                  r"`random_state` must be a non-negative integer", id="random-state-negative"),
+    pytest.param(lambda: rs.hierarchical_test(D, 0.1, groups=[0] * 4), ValueError,
+                 r"`diffs` must be 1-D when `groups` is given", id="groups-with-matrix"),
+    pytest.param(lambda: rs.hierarchical_test(D.ravel(), 0.1, groups=[0, 1] * 3), ValueError,
+                 r"`groups` must have one label per difference", id="groups-length"),
+    pytest.param(lambda: rs.hierarchical_test(D.ravel(), 0.1, groups=[0] * 40), ValueError,
+                 r"`groups` needs at least 2 data sets", id="groups-one-dataset"),
+    pytest.param(lambda: rs.hierarchical_test(D.ravel(), 0.1, groups=[0] * 39 + [1]),
+                 ValueError, r"`groups`: data set 1 has 1 difference", id="groups-singleton"),
+    pytest.param(lambda: rs.hierarchical_test(D.ravel(), 0.1, groups=[[0]] * 40), TypeError,
+                 r"`groups` labels must be hashable", id="groups-unhashable"),
+    pytest.param(lambda: rs.hierarchical_test(D.ravel(), 0.1, groups=7), TypeError,
+                 r"`groups` must be a sequence", id="groups-scalar"),
 ]
 
 

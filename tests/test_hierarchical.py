@@ -235,3 +235,27 @@ def test_result_is_frozen_and_readable():
     with pytest.raises(AttributeError):
         res.prob_left = 0.5
     assert "prob_rope=" in repr(res) and "shrinkage=" in repr(res)
+
+
+# --- long format (groups) ----------------------------------------------------------------------
+
+
+def test_long_format_equals_the_matrix_and_allows_ragged_data_sets():
+    d, _ = _cv(5, 12, 0.1, 21)
+    # Fold-major order (as a race over (data set, fold) instances would deliver them).
+    q, n = d.shape
+    long = d.T.ravel()
+    labels = [f"ds{i}" for _ in range(n) for i in range(q)]
+    a = rs.hierarchical_test(d, 0.1, random_state=3)
+    b = rs.hierarchical_test(long, 0.1, groups=labels, random_state=3)
+    assert b.groups == tuple(f"ds{i}" for i in range(q)) and a.groups is None
+    assert np.array_equal(a.shrinkage, b.shrinkage) and a.prob_rope == b.prob_rope
+    # Ragged: drop some folds of some data sets; each data set keeps its own mean.
+    keep = np.ones(long.shape[0], bool)
+    keep[[0, 5, 7, 13, 30]] = False
+    labels_kept = [lab for lab, k in zip(labels, keep) if k]
+    c = rs.hierarchical_test(long[keep], 0.1, groups=labels_kept, random_state=3)
+    for i, lab in enumerate(c.groups):
+        assert c.mle[i] == pytest.approx(long[keep][np.array(labels_kept) == lab].mean(),
+                                         rel=1e-12)
+    assert c.rhat < 1.01

@@ -97,6 +97,9 @@ class HierarchicalResult(StatsResult):
         Posterior means of the per-data-set differences ``delta_i`` (shrunk toward each other).
     mle : ndarray (q,)
         The per-data-set means of the differences (the estimates without shrinkage).
+    groups : tuple or None
+        With ``groups=`` given: the data-set labels, in the order of ``shrinkage`` and ``mle``
+        (order of first appearance); None for a 2-D input (rows in order).
     delta0, sigma0 : float
         Posterior means of the location and scale of the distribution of ``delta_i``.
     nu : float
@@ -122,6 +125,7 @@ class HierarchicalResult(StatsResult):
     predictive_right: float
     shrinkage: np.ndarray
     mle: np.ndarray
+    groups: tuple | None
     delta0: float
     sigma0: float
     nu: float
@@ -156,29 +160,72 @@ def _as_cv_matrix(value, name: str) -> np.ndarray:
     return arr
 
 
-def _check_data(diffs: np.ndarray, name: str) -> None:
+def _group_rows(values: np.ndarray, groups, name: str):
+    """Split 1-D ``values`` by ``groups`` labels: (rows, labels in order of first appearance)."""
+    try:
+        labels = list(groups)
+    except TypeError as exc:
+        raise TypeError(f"`groups` must be a sequence of data-set labels; got {groups!r}") from exc
+    if len(labels) != values.shape[0]:
+        raise ValueError(
+            f"`groups` must have one label per difference in `{name}`: got {len(labels)} "
+            f"labels for {values.shape[0]} values"
+        )
+    index: dict = {}
+    members: list[list[int]] = []
+    for k, label in enumerate(labels):
+        try:
+            slot = index.setdefault(label, len(index))
+        except TypeError as exc:
+            raise TypeError(
+                f"`groups` labels must be hashable (a data-set name or number); got {label!r}"
+            ) from exc
+        if slot == len(members):
+            members.append([])
+        members[slot].append(k)
+    rows = [values[np.asarray(m)] for m in members]
+    if len(rows) < 2:
+        raise ValueError(f"`groups` needs at least 2 data sets; got {len(rows)}")
+    for label, row in zip(index, rows):
+        if row.shape[0] < 2:
+            raise ValueError(
+                f"`groups`: data set {label!r} has {row.shape[0]} difference; each needs >= 2"
+            )
+    return rows, tuple(index)
+
+
+def _as_long(value, name: str) -> np.ndarray:
+    arr = _numeric_array(value, name, "a 1-D array of numbers when `groups` is given")
+    if arr.ndim != 1:
+        raise ValueError(f"`{name}` must be 1-D when `groups` is given; got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"`{name}` must be finite; found {arr[bad[0]]} at index {bad[0]}")
+    return arr
+
+
+def _check_data(rows: list, labels, name: str) -> None:
     # A data set whose differences are all equal makes the posterior improper (the uniform
     # prior on sigma_i with a zero within-variance puts unbounded mass near sigma_i = 0).
-    flat = np.flatnonzero(np.ptp(diffs, axis=1) == 0.0)
-    if flat.size:
-        i = int(flat[0])
-        raise ValueError(
-            f"`{name}`: every difference of data set {i} equals {float(diffs[i, 0])!r}; "
-            "the model needs some variation within each data set (drop the row, or add "
-            "more folds/repetitions)"
-        )
-    means = diffs.mean(axis=1)
-    out = np.flatnonzero(np.abs(means) >= 1.0)
-    if out.size:
-        raise ValueError(
-            f"`{name}`: the mean difference of data set {int(out[0])} is {means[out[0]]:.6g}; "
-            "the paper's prior delta0 ~ U(-1, 1) assumes scores in [0, 1] (accuracy, AUC); "
-            "rescale the scores"
-        )
+    for label, row in zip(labels, rows):
+        if np.ptp(row) == 0.0:
+            raise ValueError(
+                f"`{name}`: every difference of data set {label!r} equals {float(row[0])!r}; "
+                "the model needs some variation within each data set (drop it, or add "
+                "more folds/repetitions)"
+            )
+    means = np.array([row.mean() for row in rows])
+    for label, mean in zip(labels, means):
+        if abs(mean) >= 1.0:
+            raise ValueError(
+                f"`{name}`: the mean difference of data set {label!r} is {mean:.6g}; the "
+                "paper's prior delta0 ~ U(-1, 1) assumes scores in [0, 1] (accuracy, AUC); "
+                "rescale the scores"
+            )
     if np.ptp(means) == 0.0:
         raise ValueError(
-            f"`{name}`: every data set has the same mean difference {float(means[0])!r}; the prior "
-            "bound of sigma0 (1000 times their standard deviation) would be 0"
+            f"`{name}`: every data set has the same mean difference {float(means[0])!r}; the "
+            "prior bound of sigma0 (1000 times their standard deviation) would be 0"
         )
 
 
@@ -215,6 +262,7 @@ def hierarchical_test(
     rope=0.01,
     *,
     y=None,
+    groups=None,
     n_chains=4,
     n_warmup=1000,
     n_draws=2000,
@@ -243,6 +291,11 @@ def hierarchical_test(
         Half-width of the region of practical equivalence (0.01 in the paper).
     y : array_like, shape (q, n), optional
         Scores of the second classifier (see ``diffs``).
+    groups : sequence of hashable, optional
+        Long format: ``diffs`` (and ``y``) are 1-D, one value per fold, and ``groups[k]``
+        names the data set of value ``k``. Data sets may then have different numbers of
+        folds (each >= 2); the correlation ``test_fraction`` is shared. This is how to compare
+        two candidates of a race whose instances are (data set, fold) pairs.
     n_chains : int >= 2
         Independent chains (run one after the other).
     n_warmup, n_draws : int
@@ -273,12 +326,13 @@ def hierarchical_test(
     >>> res.prob_right > 0.5
     True
     """
+    read = _as_cv_matrix if groups is None else _as_long
     if y is None:
-        d = _as_cv_matrix(diffs, "diffs")
+        d = read(diffs, "diffs")
         name = "diffs"
     else:
-        x = _as_cv_matrix(diffs, "diffs")
-        yy = _as_cv_matrix(y, "y")
+        x = read(diffs, "diffs")
+        yy = read(y, "y")
         if x.shape != yy.shape:
             raise ValueError(
                 f"`diffs` (x) and `y` must have the same shape (paired scores); got {x.shape} "
@@ -286,6 +340,10 @@ def hierarchical_test(
             )
         d = yy - x
         name = "y - x"
+    if groups is None:
+        rows, labels = list(d), tuple(range(d.shape[0]))
+    else:
+        rows, labels = _group_rows(d, groups, name)
     rho = check_probability(test_fraction, "test_fraction")
     rope = check_nonnegative(rope, "rope")
     n_chains = check_int(n_chains, "n_chains", minimum=2)
@@ -293,14 +351,14 @@ def hierarchical_test(
     n_draws = check_int(n_draws, "n_draws", minimum=10)
     max_retries = check_int(max_retries, "max_retries", minimum=0)
     rng = check_random_state(random_state)
-    _check_data(d, name)
+    _check_data(rows, labels, name)
 
-    q, n = d.shape
-    xbar = d.mean(axis=1)
-    ss = ((d - xbar[:, None]) ** 2).sum(axis=1)
-    sigma_upper = SIGMA_UPPER_FACTOR * float(d.std(axis=1, ddof=1).mean())
+    xbar = np.array([row.mean() for row in rows])
+    ss = np.array([((row - row.mean()) ** 2).sum() for row in rows])
+    n_obs = np.array([float(row.shape[0]) for row in rows])
+    sigma_upper = SIGMA_UPPER_FACTOR * float(np.mean([row.std(ddof=1) for row in rows]))
     sigma0_upper = SIGMA_UPPER_FACTOR * float(xbar.std(ddof=1))
-    stats = (xbar, ss, np.full(q, float(n)), sigma_upper, sigma0_upper)
+    stats = (xbar, ss, n_obs, sigma_upper, sigma0_upper)
 
     for attempt in range(max_retries + 1):
         scale = 2**attempt
@@ -337,6 +395,7 @@ def hierarchical_test(
         predictive_right=float(right.mean()),
         shrinkage=delta.mean(axis=(0, 1)),
         mle=xbar,
+        groups=None if groups is None else labels,
         delta0=float(delta0.mean()),
         sigma0=float(sigma0.mean()),
         nu=float(np.median(nu)),
