@@ -54,6 +54,11 @@ def odds_grade(odds: float) -> str:
 
     ``"weak"`` for 1-3, ``"positive"`` for 3-20, ``"strong"`` above 20, ``"none"`` for
     undefined odds (0/0). Odds below 1 favour the other outcome: grade ``1 / odds`` instead.
+
+    Examples
+    --------
+    >>> odds_grade(0.62 / 0.05), odds_grade(0.30 / 0.25)
+    ('positive', 'weak')
     """
     if math.isnan(odds):
         return "none"
