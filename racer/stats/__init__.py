@@ -65,6 +65,10 @@ _EXPORTS = {
     "JointComparisonsResult": "joint",
     "joint_comparisons": "joint",
     "joint_prefix_probabilities": "joint",
+    "ConvergenceError": "_hierarchical",
+    "HierarchicalResult": "_hierarchical",
+    "hierarchical_test": "_hierarchical",
+    "odds_grade": "_hierarchical",
 }
 
 __all__ = sorted(_EXPORTS)

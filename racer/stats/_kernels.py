@@ -15,6 +15,7 @@ Everything here trusts its inputs: the public functions validate and convert fir
 
 from __future__ import annotations
 
+import math
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -492,3 +493,202 @@ def joint_first_nonpositive(values, out):
             if values[r, c] <= 0.0:
                 out[r] = c
                 break
+
+
+# ---------------------------------------------------------------------------------------------
+# Hierarchical model of seed 004 (Corani et al. 2017), one Gibbs chain (owner: _hierarchical.py)
+# ---------------------------------------------------------------------------------------------
+# Per data set i only three numbers enter the likelihood (closed form of the equicorrelated
+# MVN): xbar_i, the within sum of squares S_i and n_i, with
+#   (x - 1 d)' R^-1 (x - 1 d) = S / (1 - rho) + n (xbar - d)^2 / (1 + (n - 1) rho).
+# The Student t on delta_i is a scale mixture: delta_i | lam_i ~ N(delta0, sigma0^2 / lam_i),
+# lam_i ~ Gamma(nu/2, rate nu/2). One sweep:
+#   1. (sigma0, delta0, delta) as one block: sigma0 by slice sampling its conditional with
+#      delta and delta0 integrated out, then delta0 (truncated normal) and delta (normal) exactly;
+#      integrating them out is what removes the funnel of the centred parameterisation;
+#   2. sigma_i exactly (1/sigma_i^2 is a gamma truncated by the uniform prior's upper bound);
+#   3. (nu, lam): nu by slice sampling with lam integrated out (Student t likelihood), then lam
+#      exactly (gamma);
+#   4. alpha and beta of nu's Gamma prior, each by slice sampling on its bounded interval.
+# The 1-D slice sampler is Neal's (2003) stepping out and shrinkage.
+
+_HIER_LOG_SIGMA0 = 0
+_HIER_LOG_NU = 1
+_HIER_ALPHA = 2
+_HIER_BETA = 3
+_LOG_SQRT_PI = 0.5 * np.log(np.pi)
+_INV_SQRT2 = 1.0 / np.sqrt(2.0)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _hier_logp(which, u, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha, beta):
+    """Log conditional density (up to a constant) of one scalar, at ``u``."""
+    if which == _HIER_LOG_SIGMA0:
+        # Marginal of sigma0 (on the log scale, Jacobian included) with delta and delta0
+        # integrated out: xbar_i ~ N(delta0, sigma0^2/lam_i + sig2_i c_i), delta0 ~ U(-1, 1).
+        s2 = np.exp(2.0 * u)
+        q = xbar.shape[0]
+        w_sum = 0.0
+        wx_sum = 0.0
+        log_v = 0.0
+        for i in range(q):
+            v = s2 / lam[i] + sig2[i] * cvar[i]
+            w = 1.0 / v
+            w_sum += w
+            wx_sum += w * xbar[i]
+            log_v += np.log(v)
+        m = wx_sum / w_sum
+        quad = 0.0
+        for i in range(q):
+            v = s2 / lam[i] + sig2[i] * cvar[i]
+            quad += (xbar[i] - m) ** 2 / v
+        sd = np.sqrt(1.0 / w_sum)
+        # P(-1 < delta0 < 1) under N(m, sd^2): Phi(z) = erfc(-z / sqrt 2) / 2.
+        mass = 0.5 * (math.erfc(-(1.0 - m) / sd * _INV_SQRT2)
+                      - math.erfc((1.0 + m) / sd * _INV_SQRT2))
+        return u - 0.5 * log_v - 0.5 * quad - 0.5 * np.log(w_sum) + np.log(max(mass, 1e-300))
+    if which == _HIER_LOG_NU:
+        v = np.exp(u)
+        q = delta.shape[0]
+        out = alpha * u - beta * v  # Gamma(alpha, rate beta) prior times the Jacobian e^u
+        const = math.lgamma(0.5 * (v + 1.0)) - math.lgamma(0.5 * v) - 0.5 * np.log(v) - _LOG_SQRT_PI
+        out += q * const
+        for i in range(q):
+            z = (delta[i] - delta0) / sigma0
+            out -= 0.5 * (v + 1.0) * np.log1p(z * z / v)
+        return out
+    if which == _HIER_ALPHA:
+        return u * np.log(beta) - math.lgamma(u) + (u - 1.0) * np.log(nu)
+    return alpha * np.log(u) - u * nu  # _HIER_BETA
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _hier_slice(which, u0, width, lo, hi, rng, xbar, cvar, lam, sig2, delta, delta0, sigma0,
+                nu, alpha, beta):
+    """One slice-sampling update of a scalar on (lo, hi) (Neal 2003, stepping out)."""
+    log_y = _hier_logp(which, u0, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha,
+                       beta) - rng.standard_exponential()
+    left = u0 - width * rng.random()
+    right = left + width
+    steps = 64
+    while left > lo and steps > 0 and _hier_logp(
+        which, left, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha, beta
+    ) > log_y:
+        left -= width
+        steps -= 1
+    steps = 64
+    while right < hi and steps > 0 and _hier_logp(
+        which, right, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha, beta
+    ) > log_y:
+        right += width
+        steps -= 1
+    left = max(left, lo)
+    right = min(right, hi)
+    for _ in range(200):
+        u = left + (right - left) * rng.random()
+        if _hier_logp(which, u, xbar, cvar, lam, sig2, delta, delta0, sigma0, nu, alpha,
+                      beta) > log_y:
+            return u
+        if u < u0:
+            left = u
+        else:
+            right = u
+    return u0
+
+
+@nb.njit(cache=True, error_model="numpy")
+def hier_chain(xbar, ss, n_obs, rho, sigma_upper, sigma0_upper, alpha_lo, alpha_hi, beta_lo,
+               beta_hi, n_warmup, n_draws, rng, out_delta0, out_sigma0, out_nu, out_delta):
+    """Run one chain; fill ``out_*`` (n_draws,) / (n_draws, q) with the kept draws.
+
+    ``xbar``, ``ss``, ``n_obs``: per-data-set mean, within sum of squares and number of
+    differences; ``rho``: the correlation of the differences; ``*_upper``, ``*_lo/hi``: the
+    bounds of the uniform priors. ``rng``: a ``numpy.random.Generator`` (one per chain).
+    """
+    q = xbar.shape[0]
+    cvar = np.empty(q)  # Var(xbar_i) = sigma_i^2 * cvar_i
+    s_scaled = np.empty(q)  # S_i / (1 - rho)
+    for i in range(q):
+        cvar[i] = (1.0 + (n_obs[i] - 1.0) * rho) / n_obs[i]
+        s_scaled[i] = ss[i] / (1.0 - rho)
+    # Over-dispersed start, so that split R-hat can see chains that have not mixed.
+    mean_x = 0.0
+    for i in range(q):
+        mean_x += xbar[i]
+    mean_x /= q
+    spread = 0.0
+    for i in range(q):
+        spread += (xbar[i] - mean_x) ** 2
+    spread = np.sqrt(spread / (q - 1.0)) + 1e-12
+    sigma0 = min(spread * np.exp(rng.uniform(-1.0, 1.0)), 0.5 * sigma0_upper)
+    delta0 = min(max(mean_x + spread * rng.normal(), -0.999), 0.999)
+    alpha = rng.uniform(alpha_lo, alpha_hi)
+    beta = rng.uniform(beta_lo, beta_hi)
+    nu = max(rng.gamma(alpha, 1.0 / beta), 0.5)
+    delta = np.empty(q)
+    lam = np.ones(q)
+    sig2 = np.empty(q)
+    for i in range(q):
+        delta[i] = xbar[i]
+        sig2[i] = (s_scaled[i] + 1e-300) / max(n_obs[i] - 1.0, 1.0)
+    log_s0_hi = np.log(sigma0_upper)
+    tau_min = 1.0 / (sigma_upper * sigma_upper)
+    for it in range(n_warmup + n_draws):
+        # 1. (sigma0, delta0, delta) | lam, sigma_i
+        u = _hier_slice(_HIER_LOG_SIGMA0, np.log(sigma0), 1.0, -np.inf, log_s0_hi, rng, xbar,
+                        cvar, lam, sig2, delta, delta0, sigma0, nu, alpha, beta)
+        sigma0 = np.exp(u)
+        s2 = sigma0 * sigma0
+        w_sum = 0.0
+        wx_sum = 0.0
+        for i in range(q):
+            w = 1.0 / (s2 / lam[i] + sig2[i] * cvar[i])
+            w_sum += w
+            wx_sum += w * xbar[i]
+        m = wx_sum / w_sum
+        sd = np.sqrt(1.0 / w_sum)
+        # delta0 ~ N(m, sd) truncated to (-1, 1): rejection, the mass inside is ~1 whenever
+        # the data-set means lie inside (which the public function checks).
+        delta0 = 2.0
+        for _ in range(10000):
+            delta0 = m + sd * rng.standard_normal()
+            if -1.0 < delta0 < 1.0:
+                break
+        if not -1.0 < delta0 < 1.0:
+            delta0 = min(max(m, -0.999999), 0.999999)
+        for i in range(q):
+            prec_prior = lam[i] / s2
+            prec_data = 1.0 / (sig2[i] * cvar[i])
+            prec = prec_prior + prec_data
+            mean = (prec_prior * delta0 + prec_data * xbar[i]) / prec
+            delta[i] = mean + rng.standard_normal() / np.sqrt(prec)
+        # 2. sigma_i | delta_i: 1/sigma_i^2 ~ Gamma((n-1)/2, rate A/2), >= 1/sigma_upper^2
+        for i in range(q):
+            a = s_scaled[i] + (xbar[i] - delta[i]) ** 2 / cvar[i]
+            shape = 0.5 * (n_obs[i] - 1.0)
+            scale = 2.0 / a
+            tau = rng.gamma(shape, scale)
+            for _ in range(1000):
+                if tau >= tau_min:
+                    break
+                tau = rng.gamma(shape, scale)
+            sig2[i] = 1.0 / max(tau, tau_min)
+        # 3. nu | delta, delta0, sigma0 (lam integrated out), then lam | nu
+        u = _hier_slice(_HIER_LOG_NU, np.log(nu), 1.0, -30.0, 30.0, rng, xbar, cvar, lam,
+                        sig2, delta, delta0, sigma0, nu, alpha, beta)
+        nu = np.exp(u)
+        for i in range(q):
+            z = (delta[i] - delta0) / sigma0
+            lam[i] = rng.gamma(0.5 * (nu + 1.0), 2.0 / (nu + z * z))
+        # 4. alpha, beta | nu
+        alpha = _hier_slice(_HIER_ALPHA, alpha, 1.0, alpha_lo, alpha_hi, rng, xbar, cvar, lam,
+                            sig2, delta, delta0, sigma0, nu, alpha, beta)
+        beta = _hier_slice(_HIER_BETA, beta, 0.05, beta_lo, beta_hi, rng, xbar, cvar, lam,
+                           sig2, delta, delta0, sigma0, nu, alpha, beta)
+        k = it - n_warmup
+        if k >= 0:
+            out_delta0[k] = delta0
+            out_sigma0[k] = sigma0
+            out_nu[k] = nu
+            for i in range(q):
+                out_delta[k, i] = delta[i]
