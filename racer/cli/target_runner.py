@@ -137,6 +137,9 @@ class TargetRunner:
         """Run once, retrying errors; never raises for a failing runner."""
         argv = self.argv(config_id, instance_id, seed, instance, switches)
         attempts = 0
+        if self._closing:
+            return RunResult("error", None, None, "not started: racer is shutting down", argv,
+                             None, "", "", 0.0, 0)
         while True:
             attempts += 1
             result = self._run_once(argv)
