@@ -273,3 +273,13 @@ def test_irace_bundled_examples_parse():
         assert sc.values["firstTest"] == 5
     moaco = read_scenario(os.path.join(IRACE, "examples/moaco/scenario.txt"))
     assert any(u.startswith("targetEvaluator") for u in moaco.unimplemented())
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ["rexpr", "parameters", "scenario", "sampler", "target_runner"]:
+        module = importlib.import_module(f"racer.cli.{name}")
+        outcome = doctest.testmod(module)
+        assert outcome.attempted > 0 and outcome.failed == 0, name
