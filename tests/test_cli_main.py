@@ -297,3 +297,18 @@ def test_a_journal_killed_mid_write_still_resumes(tmp_path):
         assert len(journal.load_evaluations()) == 15
     finally:
         journal.close()
+
+
+def test_bundled_example_scenario_checks(tmp_path, capsys):
+    import shutil
+
+    example = os.path.join(ROOT, "examples", "tsp-sa")
+    dest = tmp_path / "tsp-sa"
+    shutil.copytree(example, dest)
+    code = main(["--scenario", str(dest / "scenario.txt"), "--check",
+                 "--target-runner-launcher", sys.executable])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    assert "parameters: 6 (6 variable), 1 forbidden rules" in out
+    assert "training instances: 16; test instances: 8; initial configurations: 1" in out
+    assert "--move 2opt --t0 1 --cooling 0.995 --effort medium --restarts 0" in out
