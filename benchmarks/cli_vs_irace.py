@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "tsp-sa"
-PYTHON = os.path.realpath(sys.executable)
+PYTHON = sys.executable  # the venv interpreter itself (its realpath would leave the venv)
 
 
 def irace_executable() -> str:
@@ -71,7 +71,7 @@ def run_racer(folder: Path, seed: int, parallel: int) -> dict:
            "--target-runner-launcher", PYTHON, "--quiet", "1"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env=os.environ.copy())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"racer failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
