@@ -181,10 +181,10 @@ def make_test(name: str | None, confidence: float):
 
     if name in (None, "", "F-test", "friedman"):
         from ..adapters.frace import FRaceTest
-        return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "mean_rank"
+        return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
     if name == "bayesian":
         from ..bayesian_test import BayesianTest
-        return BayesianTest(), "mean"
+        return BayesianTest(), None
     if ":" in name:
         module, _, cls = name.partition(":")
         try:
@@ -193,7 +193,7 @@ def make_test(name: str | None, confidence: float):
             raise UsageError(f"--racing-test {name!r}: {exc}") from None
         if not isinstance(obj, RacingTest):
             raise UsageError(f"--racing-test {name!r} is not a racer RacingTest")
-        return obj, "mean"
+        return obj, None
     raise UsageError(f"--racing-test must be 'F-test', 'bayesian' or 'module:Class'; got {name!r}")
 
 
@@ -298,7 +298,8 @@ def do_run(loaded: dict, args) -> int:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
     write_results(os.path.join(exec_dir, "results.json"), space, result,
                   {"seed": seed, "budget": v["maxExperiments"]})
-    label = "sum of ranks" if winner == "mean_rank" else "mean cost"
+    stated = winner or getattr(test, "winner", None) or "mean"
+    label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     print(f"# Stopped: {result.stop_reason}; {result.experiments} runs of {v['maxExperiments']}; "
           f"{result.iterations} iteration(s)")
     print(elites_report(space, result.elites, label))

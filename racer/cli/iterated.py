@@ -139,15 +139,16 @@ class Tuner:
         call (the CSV log), before the result is told to the race.
     progress : callable, optional
         Called with a dict of the state after every result.
-    winner : str
-        ``Race(winner=...)``: "mean_rank" (irace's rank sums, for the F-test) or "mean".
+    winner : str or None
+        ``Race(winner=...)``: "rank_sum" (irace's order, for the F-test), "mean", or None
+        (the rule the test states).
     """
 
     def __init__(self, space: ParameterSpace, runner: TargetRunner, train: list,
                  settings: Settings, test: RacingTest, *, initial: list | None = None,
                  test_instances: list | None = None, journal_dir: str,
                  on_run: Callable | None = None, progress: Callable | None = None,
-                 winner: str = "mean_rank", metadata: dict | None = None) -> None:
+                 winner: str | None = "rank_sum", metadata: dict | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
