@@ -113,7 +113,7 @@ def load(args) -> dict:
     if v["testType"] not in ("", "F-test", "friedman"):
         raise ScenarioError(f"{v['testType']!r} is not implemented (racer: F-test, or --racing-test)",
                             option="testType", **sc.where("testType"))
-    for name in ("targetRunnerRetries", "elitistNewInstances", "testNbElites", "minNbSurvival",
+    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
                  "nbIterations", "nbConfigurations", "parallel", "digits"):
         if v[name] < 0:
             raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
@@ -269,6 +269,7 @@ def do_run(loaded: dict, args) -> int:
         mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
         n_configurations=v["nbConfigurations"], experiments_per_iteration=v["nbExperimentsPerIteration"],
         elitist=v["elitist"], elitist_new_instances=v["elitistNewInstances"],
+        elitist_limit=v["elitistLimit"],
         deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
         error_policy=args.on_error, fixed_list=args.fixed_list)

@@ -5,9 +5,9 @@ them (:mod:`racer.cli.sampler`), journaled to ``<execDir>/racer-journal/iteratio
 the budget is spread over iterations as irace 3.5 does (``computeComputationalBudget``,
 ``computeNbConfigurations``; see docs/cli.md). Elites keep their results: a later race meets
 an instance an elite has already run on and the elite's cost is taken from the earlier race
-instead of running it again (irace's elitist races). What racer does not do: irace's
-protection of elites from elimination until they have covered their old instances,
-``elitistLimit``, and soft restarts.
+instead of running it again, elites cannot be eliminated before they have covered the
+instances they have results for, and with ``elitistLimit`` the race ends after that many
+consecutive tests without elimination (irace's elitist races). Not done: soft restarts.
 
 Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
 process; results are told to the race as they arrive (no polling). A race is
@@ -34,7 +34,7 @@ from .scenario import Instance
 from .target_runner import RunResult, TargetRunner, TargetRunnerError
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
-           "KeepAll"]
+           "KeepAll", "ProtectElites"]
 
 JOURNAL_DIR = "racer-journal"
 
@@ -79,6 +79,34 @@ class KeepAll(RacingTest):
         return {}
 
 
+class ProtectElites(RacingTest):
+    """irace's elitist protection around any racing test: the first ``n_elites`` candidates
+    (the previous iteration's elites) cannot be eliminated while the race is still on the
+    first ``until`` instances (the new instance(s) first, then every instance they have
+    results for). The inner test still sees every survivor, so the others are judged against
+    the elites exactly as irace does."""
+
+    def __init__(self, inner: RacingTest, n_elites: int, until: int) -> None:
+        self.inner = inner
+        self.n_elites = int(n_elites)
+        self.until = int(until)
+        self.winner = getattr(inner, "winner", None)
+
+    def decide(self, view, rng):
+        decisions = self.inner.decide(view, rng)
+        if view.scores.shape[0] >= self.until:
+            return decisions
+        return [d for d in decisions if int(view.ids[d.index]) >= self.n_elites]
+
+    def get_params(self):
+        try:
+            inner = self.inner.get_params()
+        except NotImplementedError:
+            inner = {"repr": repr(self.inner)}
+        return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
+                "n_elites": self.n_elites, "until": self.until}
+
+
 @dataclasses.dataclass
 class Settings:
     """The scenario options the tuner uses (irace names in comments)."""
@@ -94,6 +122,7 @@ class Settings:
     experiments_per_iteration: int = 0  # nbExperimentsPerIteration
     elitist: bool = True  # elitist
     elitist_new_instances: int = 1  # elitistNewInstances
+    elitist_limit: int = 2  # elitistLimit (0: no limit)
     deterministic: bool = False  # deterministic
     sample_instances: bool = True  # sampleInstances
     seed: int = 0  # seed
@@ -205,7 +234,11 @@ class Tuner:
 
     def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
-                 pool: cf.Executor, max_total: int | None) -> Any:
+                 pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
+                 protect_rows: int = 0) -> Any:
+        """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
+        consecutive tests after instance ``first_test`` eliminated nobody, but not before
+        ``protect_rows`` instances (those the elites have results for) are done."""
         settings = self.settings
         race = Race(
             candidates, test=test, maximize=False, budget=budget, first_test=first_test,
@@ -219,6 +252,14 @@ class Tuner:
             used_before = self.experiments
             real_told = 0
             while not race.finished:
+                if elitist_limit:
+                    pending = race.pending()
+                    rows_done = min(ev.instance_index for ev in pending) if pending else race.n_instances
+                    # Recomputed from the race's history, not counted along the way, so a
+                    # resumed race (whose journaled blocks are replayed unseen) stops alike.
+                    if (rows_done >= protect_rows and
+                            _quiet_tests(race, rows_done, first_test, settings.each_test) >= elitist_limit):
+                        break
                 batch = race.ask() or race.pending()
                 if not batch:
                     break
@@ -446,10 +487,16 @@ class Tuner:
             saved = n_elites * n_seen if (s.elitist and not first_race) else 0
             self.state.update(iteration=iteration, n_iterations=n_iterations, budget=budget)
             used_before = self.experiments
+            protect_rows = 0
+            test = self.test
+            if s.elitist and not first_race and n_elites:
+                protect_rows = min(n_seen + s.elitist_new_instances, len(tasks))
+                test = ProtectElites(self.test, n_elites, protect_rows)
             result = self.run_race(
                 iteration, candidates, tasks, budget=max(current + saved, len(candidates) * s.first_test),
-                min_survivors=self.min_survival, test=self.test, first_test=s.first_test,
-                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=budget)
+                min_survivors=self.min_survival, test=test, first_test=s.first_test,
+                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=budget,
+                elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows)
             races.append((iteration, result, candidates))
             remaining -= self.experiments - used_before
             n_seen = max(n_seen, max((order[r] + 1 for r in range(_rows_run(result))), default=0))
@@ -475,6 +522,21 @@ class Tuner:
         costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
                  for i, c in enumerate(result.candidates)}
         return {"tasks": tasks, "costs": costs, "result": result}
+
+
+def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int) -> int:
+    """Consecutive tests, counting back from instance ``rows_done`` and only after
+    ``first_test``, that eliminated nobody (irace's count for ``elitistLimit``)."""
+    eliminated_at = {rec.n_instances for rec in race.history}
+    count = 0
+    n = rows_done
+    while n > first_test:
+        if (n - first_test) % each_test == 0:
+            if n in eliminated_at:
+                break
+            count += 1
+        n -= 1
+    return count
 
 
 def _rows_run(result) -> int:

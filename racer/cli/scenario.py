@@ -100,7 +100,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("softRestartThreshold", "r", "--soft-restart-threshold", None, False),
     _o("elitist", "b", "--elitist", True),
     _o("elitistNewInstances", "i", "--elitist-new-instances", 1),
-    _o("elitistLimit", "i", "--elitist-limit", 2, False),
+    _o("elitistLimit", "i", "--elitist-limit", 2),
     _o("capping", "b", "--capping", False, False),
     _o("cappingType", "s", "--capping-type", "median", False),
     _o("boundType", "s", "--bound-type", "candidate", False),
