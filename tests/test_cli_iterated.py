@@ -21,9 +21,10 @@ class FakeRunner:
 
     exec_dir = "."
 
-    def __init__(self, interrupt_after=None):
+    def __init__(self, interrupt_after=None, timed=False):
         self.calls = []
         self.interrupt_after = interrupt_after
+        self.timed = timed
 
     def run(self, config_id, instance_id, seed, instance, switches):
         if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
@@ -34,7 +35,9 @@ class FakeRunner:
         rng = random.Random(seed * 7919 + config_id)
         cost = (x - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
         cost += float(instance.name) + rng.gauss(0, 0.1)
-        return RunResult("ok", cost, None, "", [], 0, "", "", 0.0)
+        # Reported time: mode b is twice as slow, with a little jitter.
+        run_time = (1.0 if opts["--mode"] == "b" else 0.5) * (1 + 0.1 * rng.random()) if self.timed else None
+        return RunResult("ok", cost, run_time, "", [], 0, "", "", 0.0)
 
     def kill_all(self):
         pass
@@ -45,9 +48,10 @@ SPACE = ParameterSpace([Parameter("mode", "--mode ", "c", ("a", "b")),
 TRAIN = [Instance(str(i)) for i in range(10)]
 
 
-def tuner(tmp_path, runner, **settings):
+def tuner(tmp_path, runner, prior_times=None, on_run=None, **settings):
     s = Settings(**{"max_experiments": 200, "seed": 5, "parallel": 2, **settings})
-    return Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(tmp_path / "j"))
+    return Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(tmp_path / "j"),
+                 prior_times=prior_times, on_run=on_run)
 
 
 def test_budget_elites_and_reuse(tmp_path):
@@ -133,3 +137,30 @@ def test_elitist_limit_shortens_races(tmp_path):
     assert any(res.stop_reason == "running" for _, res, _ in limited.races)
     assert not any(res.stop_reason == "running" for _, res, _ in unlimited.races)
     assert limited.iterations > unlimited.iterations  # shorter races leave budget for more
+
+
+def test_max_time_spreads_the_reported_time(tmp_path):
+    runner = FakeRunner(timed=True)
+    result = tuner(tmp_path, runner, max_experiments=0, max_time=120.0).run()
+    # The budget is planned in runs of the mean time so far: spent nearly, overrun little.
+    assert 0.8 * 120 <= result.time_used <= 1.1 * 120
+    assert result.iterations >= 2 and result.experiments == len(runner.calls)
+    assert result.stop_reason in ("time budget exhausted", "budget exhausted",
+                                  "not enough budget to race more than the minimum configurations")
+
+
+def test_max_time_resume_reads_the_times_back(tmp_path):
+    ref = tuner(tmp_path / "ref", FakeRunner(timed=True), max_experiments=0, max_time=120.0).run()
+    logged = {}
+
+    def log(iteration, config, task, res):  # what runs.csv keeps
+        logged[(iteration, config.id, task.index)] = res.time
+
+    broken = tuner(tmp_path / "run", FakeRunner(timed=True, interrupt_after=90), on_run=log,
+                   max_experiments=0, max_time=120.0)
+    with pytest.raises(KeyboardInterrupt):
+        broken.run()
+    again = tuner(tmp_path / "run", FakeRunner(timed=True), prior_times=logged,
+                  max_experiments=0, max_time=120.0).run()
+    assert [e.values for e in again.elites] == [e.values for e in ref.elites]
+    assert again.time_used == pytest.approx(ref.time_used, rel=1e-12)

@@ -37,7 +37,7 @@ if opts["--mode"] == "b":
 if os.environ.get("RUNNER_FAIL") == cid:
     print("solver crashed", file=sys.stderr)
     sys.exit(3)
-print(cost)
+print(cost if not os.environ.get("RUNNER_TIME") else f"{cost} {os.environ['RUNNER_TIME']}")
 """
 
 PARAMS = """
@@ -312,3 +312,17 @@ def test_bundled_example_scenario_checks(tmp_path, capsys):
     assert "parameters: 6 (6 variable), 1 forbidden rules" in out
     assert "training instances: 16; test instances: 8; initial configurations: 1" in out
     assert "--move 2opt --t0 1 --cooling 0.995 --effort medium --restarts 0" in out
+
+
+def test_max_time_budget(tmp_path, capsys, monkeypatch):
+    scen = make_scenario(tmp_path)
+    args = ["--scenario", scen, "--max-experiments", "0", "--max-time", "45", "--parallel", "2"]
+    assert main(args) == EXIT_RUNNER  # the runner reports no time
+    assert "maxTime needs the time of each run" in capsys.readouterr().err
+    assert main(["--scenario", scen, "--max-time", "45"]) == EXIT_SCENARIO
+    assert "set only one of maxExperiments and maxTime" in capsys.readouterr().err
+    monkeypatch.setenv("RUNNER_TIME", "0.5")
+    assert main(args + ["--fresh"]) == EXIT_OK
+    results = json.loads((tmp_path / "arena" / "results.json").read_text())
+    assert 0.8 * 45 <= results["time_used"] <= 1.1 * 45
+    assert results["time_used"] == pytest.approx(0.5 * results["experiments"])

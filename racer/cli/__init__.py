@@ -107,9 +107,9 @@ def load(args) -> dict:
     if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
         raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
                             option="maxExperiments", **sc.where("maxExperiments"))
-    if v["maxTime"] > 0:
-        raise ScenarioError("maxTime budgets are not implemented yet; give maxExperiments",
-                            option="maxTime", **sc.where("maxTime"))
+    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
+        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
+                            **sc.where("maxTime"))
     if v["testType"] not in ("", "F-test", "friedman"):
         raise ScenarioError(f"{v['testType']!r} is not implemented (racer: F-test, or --racing-test)",
                             option="testType", **sc.where("testType"))
@@ -173,7 +173,7 @@ def make_runner(loaded: dict):
     command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
-                        timeout=timeout)
+                        timeout=timeout, need_time=sc.values["maxTime"] > 0)
 
 
 def make_test(name: str | None, confidence: float):
@@ -265,7 +265,8 @@ def do_run(loaded: dict, args) -> int:
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = Settings(
-        max_experiments=v["maxExperiments"], first_test=v["firstTest"], each_test=v["eachTest"],
+        max_experiments=v["maxExperiments"], max_time=v["maxTime"],
+        min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
         mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
         n_configurations=v["nbConfigurations"], experiments_per_iteration=v["nbExperimentsPerIteration"],
         elitist=v["elitist"], elitist_new_instances=v["elitistNewInstances"],
@@ -274,6 +275,7 @@ def do_run(loaded: dict, args) -> int:
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
         error_policy=args.on_error, fixed_list=args.fixed_list)
     runner = make_runner(loaded)
+    prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     log = RunLog(os.path.join(exec_dir, "runs.csv"))
     progress = Progress(quiet=quiet)
@@ -281,11 +283,13 @@ def do_run(loaded: dict, args) -> int:
                 "forbidden": repr([t for t, _ in space.forbidden])}
     tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
                   test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
-                  progress=progress, winner=winner, metadata=metadata)
+                  progress=progress, winner=winner, metadata=metadata, prior_times=prior_times)
     if not quiet:
         mode = "one race of the configurations file" if args.fixed_list else (
             f"iterated racing, {tuner.n_iterations} iterations planned, minNbSurvival = {tuner.min_survival}")
-        print(f"# racer: {mode}; maxExperiments = {v['maxExperiments']}; seed = {seed}; "
+        budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
+                       else f"maxExperiments = {v['maxExperiments']}")
+        print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
               f"parallel = {settings.parallel}; test {type(test).__name__}"
               + ("; resuming from the journal" if resuming else ""), flush=True)
     try:
@@ -298,11 +302,12 @@ def do_run(loaded: dict, args) -> int:
     if result.test is not None:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
     write_results(os.path.join(exec_dir, "results.json"), space, result,
-                  {"seed": seed, "budget": v["maxExperiments"]})
+                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"]})
     stated = winner or getattr(test, "winner", None) or "mean"
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
-    print(f"# Stopped: {result.stop_reason}; {result.experiments} runs of {v['maxExperiments']}; "
-          f"{result.iterations} iteration(s)")
+    used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
+            if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
+    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)")
     print(elites_report(space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "
@@ -314,6 +319,27 @@ def do_run(loaded: dict, args) -> int:
     print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
           + (" test.csv" if result.test is not None else ""))
     return EXIT_OK
+
+
+def read_prior_times(path: str) -> dict:
+    """Reported times of the training runs in an existing runs.csv (an interrupted session),
+    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
+    after a kill). A torn last line is skipped."""
+    import csv
+
+    times: dict = {}
+    if not os.path.exists(path):
+        return times
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
+                t = float(row["time"])
+            except (TypeError, ValueError, KeyError):
+                continue
+            if it > 0:
+                times[(it, cid, iid)] = t
+    return times
 
 
 INIT_FILES = {

@@ -112,7 +112,8 @@ class Settings:
     """The scenario options the tuner uses (irace names in comments)."""
 
     max_experiments: int = 0  # maxExperiments
-    max_time: float = 0.0  # maxTime
+    max_time: float = 0.0  # maxTime (seconds of reported run time)
+    min_measurable_time: float = 0.01  # minMeasurableTime
     first_test: int = 5  # firstTest
     each_test: int = 1  # eachTest
     mu: int = 5  # mu
@@ -177,7 +178,8 @@ class Tuner:
                  settings: Settings, test: RacingTest, *, initial: list | None = None,
                  test_instances: list | None = None, journal_dir: str,
                  on_run: Callable | None = None, progress: Callable | None = None,
-                 winner: str | None = "rank_sum", metadata: dict | None = None) -> None:
+                 winner: str | None = "rank_sum", metadata: dict | None = None,
+                 prior_times: dict | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -197,8 +199,12 @@ class Tuner:
         # (configuration id, Task) -> (cost, failure message): results elites carry forward.
         self.cache: dict[tuple[int, Task], tuple[float, str | None]] = {}
         self.experiments = 0
+        # Reported time of every training run, by (iteration, configuration id, instance id):
+        # live ones, and those of an interrupted session read back from runs.csv, so that a
+        # resumed maxTime tuning plans the same budgets.
+        self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
         self.time_used = 0.0
-        self.times: dict[tuple[int, int], float] = {}
+        self._timed: set = set()
         self._tasks: list[Task] = []
         self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
 
@@ -235,7 +241,7 @@ class Tuner:
     def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
                  pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
-                 protect_rows: int = 0) -> Any:
+                 protect_rows: int = 0, preset: dict | None = None) -> Any:
         """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
         ``protect_rows`` instances (those the elites have results for) are done."""
@@ -248,6 +254,7 @@ class Tuner:
             storage=self._journal(journal), metadata={**self.metadata, "iteration": iteration},
         )
         cached_before = dict(self.cache)
+        preset = preset or {}
         try:
             used_before = self.experiments
             real_told = 0
@@ -266,13 +273,14 @@ class Tuner:
                 hits, runs = [], []
                 for ev in batch:
                     key = (ev.candidate.id, ev.instance)
-                    (hits if key in cached_before else runs).append(ev)
+                    (hits if key in cached_before or key in preset else runs).append(ev)
                 replayed_real = self._real_runs(race, cached_before)
                 if (max_total is not None and used_before + replayed_real + len(runs) > max_total):
                     # irace never exceeds maxExperiments: stop before a block it cannot pay.
                     break
                 for ev in hits:
-                    value, message = cached_before[(ev.candidate.id, ev.instance)]
+                    key = (ev.candidate.id, ev.instance)
+                    value, message = cached_before[key] if key in cached_before else preset[key]
                     if message is None:
                         race.tell(ev, value)
                     else:
@@ -292,20 +300,29 @@ class Tuner:
                     self.cache[(cand.id, task)] = (float(value), None)
         for ci, row, message in result.failures:
             self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
+        if iteration > 0:
+            for cand, task in self._real_cells(result, cached_before):
+                key = (iteration, cand.id, task.index)
+                if key not in self._timed:
+                    self._timed.add(key)
+                    self.time_used += self.run_times.get(key, 0.0)
         return result
 
     def _real_runs(self, race: Race, cached: dict) -> int:
         """Target-runner calls recorded in ``race`` (evaluations not served from the cache)."""
-        res = race.result()
+        return len(self._real_cells(race.result(), cached))
+
+    @staticmethod
+    def _real_cells(res, cached: dict) -> list:
         done = ~np.isnan(res.scores)
         for ci, row, _ in res.failures:
             done[row, ci] = True
-        count = int(done.sum())
+        cells = []
         for ci, cand in enumerate(res.candidates):
             for row in np.flatnonzero(done[:, ci]):
-                if (cand.id, res.instances[row]) in cached:
-                    count -= 1
-        return count
+                if (cand.id, res.instances[row]) not in cached:
+                    cells.append((cand, res.instances[row]))
+        return cells
 
     def _dispatch(self, iteration: int, race: Race, runs: list, pool: cf.Executor) -> None:
         if not runs:
@@ -325,8 +342,8 @@ class Tuner:
                 res: RunResult = fut.result()
                 if self.on_run is not None:
                     self.on_run(iteration, ev.candidate, ev.instance, res)
-                if res.time is not None:
-                    self.time_used += res.time
+                if res.time is not None and iteration > 0:
+                    self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res.time
                 if res.status == "ok":
                     race.tell(ev, res.cost)
                 elif res.status == "error" and self.settings.error_policy == "stop":
@@ -367,7 +384,37 @@ class Tuner:
     def _budget(self) -> int:
         if self.settings.max_experiments > 0:
             return self.settings.max_experiments
-        raise BudgetError("set maxExperiments (or maxTime) to a positive budget")
+        if self.settings.max_time > 0 and not self.settings.fixed_list:
+            return 0
+        raise BudgetError("set maxExperiments (or maxTime, not with a fixed list) to a positive budget")
+
+    def _runs_left(self) -> int:
+        """maxTime: the remaining time in runs of the mean reported time so far (irace's
+        ``round((maxTime - timeUsed) / boundEstimate)``)."""
+        mean = max(self.time_used / max(self.experiments, 1), self.settings.min_measurable_time)
+        return max(0, int(round((self.settings.max_time - self.time_used) / mean)))
+
+    def _probe(self, values: dict) -> dict:
+        """maxTime: run configuration 1 on the first training instance to estimate the time of a
+        run before the first race (irace estimates it too); the race then takes this result
+        instead of running it again. Returns the preset for the first race."""
+        task = self.task(0)
+        key = (1, 1, task.index)
+        config = Configuration(1, dict(values))
+        if key in self.run_times:  # resumed: the probe ran in an earlier session
+            cost = None
+        else:
+            res = self.runner.run(1, task.index, task.seed, task.instance,
+                                  self.space.command_line(values))
+            if self.on_run is not None:
+                self.on_run(1, config, task, res)
+            if res.status == "error" and self.settings.error_policy == "stop":
+                raise TargetRunnerError(res, self.runner.exec_dir)
+            if res.time is not None:
+                self.run_times[key] = res.time
+            cost = (res.cost, None) if res.status == "ok" else (math.nan, res.message)
+        self._probe_time = self.run_times.get(key, 0.0)
+        return {(1, task): cost} if cost is not None else {}
 
     def _fixed(self, pool) -> TuningResult:
         s = self.settings
@@ -391,7 +438,17 @@ class Tuner:
     def _iterated(self, pool) -> TuningResult:
         s = self.settings
         budget = self._budget()
-        remaining = budget
+        timed = budget == 0
+        preset: dict = {}
+        first_rng = np.random.default_rng([s.seed, 3, 1])
+        first_values = None
+        if timed:
+            first_values = dict(self.initial[0]) if self.initial else self.sampler.sample_uniform(1, first_rng)[0]
+            preset = self._probe(first_values)
+            mean = max(self._probe_time, s.min_measurable_time)
+            remaining = max(0, int(round((s.max_time - self._probe_time) / mean)))
+        else:
+            remaining = budget
         mu = max(s.mu, s.first_test)
         n_iterations = self.n_iterations
         elites: list[Configuration] = []
@@ -404,6 +461,11 @@ class Tuner:
         while True:
             iteration += 1
             first_race = iteration == 1
+            if timed and not first_race:
+                if self.time_used >= s.max_time:
+                    stop_reason = "time budget exhausted"
+                    break
+                remaining = self._runs_left()
             if remaining <= 0:
                 stop_reason = "budget exhausted"
                 break
@@ -454,9 +516,11 @@ class Tuner:
                                       f"({n_conf} configurations x {mu} instances)")
                 stop_reason = "not enough budget to race all configurations up to the first test"
                 break
-            rng = np.random.default_rng([s.seed, 3, iteration])
+            rng = first_rng if first_race else np.random.default_rng([s.seed, 3, iteration])
             if first_race:
                 new_values = [dict(v) for v in initial]
+                if first_values is not None and not initial:
+                    new_values = [first_values]  # the probe's configuration is configuration 1
                 for v in new_values:
                     seen_keys.add(self.sampler.key(v))
                 new_values += self.sampler.sample_uniform(n_conf - len(new_values), rng, seen_keys)
@@ -495,10 +559,12 @@ class Tuner:
             result = self.run_race(
                 iteration, candidates, tasks, budget=max(current + saved, len(candidates) * s.first_test),
                 min_survivors=self.min_survival, test=test, first_test=s.first_test,
-                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=budget,
-                elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows)
+                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=None if timed else budget,
+                elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
+                preset=preset if first_race else None)
             races.append((iteration, result, candidates))
-            remaining -= self.experiments - used_before
+            if not timed:
+                remaining -= self.experiments - used_before
             n_seen = max(n_seen, max((order[r] + 1 for r in range(_rows_run(result))), default=0))
             for ci, row, _ in result.failures:
                 seen_keys.add(self.sampler.key(candidates[ci].values))

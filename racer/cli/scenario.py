@@ -87,7 +87,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("maxExperiments", "i", "--max-experiments", 0),
     _o("maxTime", "r", "--max-time", 0),
     _o("budgetEstimation", "r", "--budget-estimation", 0.02, False),
-    _o("minMeasurableTime", "r", "--min-measurable-time", 0.01, False),
+    _o("minMeasurableTime", "r", "--min-measurable-time", 0.01),
     _o("parallel", "i", "--parallel", 0),
     _o("loadBalancing", "b", "--load-balancing", True, False),
     _o("mpi", "b", "--mpi", False, False),
