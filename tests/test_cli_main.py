@@ -34,6 +34,8 @@ x = float(opts["--x"])
 cost = (x - 1.5) ** 2 + float(inst.rsplit("-", 1)[1]) + rng.gauss(0, 0.05)
 if opts["--mode"] == "b":
     cost += float(opts["--pen"])
+if os.environ.get("RUNNER_HANG") == cid:
+    time.sleep(60)
 if os.environ.get("RUNNER_FAIL") == cid:
     print("solver crashed", file=sys.stderr)
     sys.exit(3)
@@ -326,3 +328,16 @@ def test_max_time_budget(tmp_path, capsys, monkeypatch):
     results = json.loads((tmp_path / "arena" / "results.json").read_text())
     assert 0.8 * 45 <= results["time_used"] <= 1.1 * 45
     assert results["time_used"] == pytest.approx(0.5 * results["experiments"])
+
+
+def test_a_hanging_configuration_is_killed_and_rejected(tmp_path, monkeypatch):
+    scen = make_scenario(tmp_path, extra="targetRunnerTimeout = 0.5\n")
+    monkeypatch.setenv("RUNNER_HANG", "2")
+    code = main(["--scenario", scen, "--parallel", "2", "--first-test", "2", "--on-error", "reject",
+                 "--quiet", "1"])
+    assert code == EXIT_OK
+    hung = [r for r in read_runs(tmp_path) if r["configuration"] == "2"]
+    assert hung and all(r["status"] == "error" and "timed out after 0.5 s" in r["message"] for r in hung)
+    assert len(hung) == 2  # its first block only: then it is eliminated
+    elim = list(csv.DictReader(open(tmp_path / "arena" / "eliminations.csv")))
+    assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)

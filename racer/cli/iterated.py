@@ -575,7 +575,7 @@ class Tuner:
             if self.experiments - used_before == 0:
                 stop_reason = "no runs possible within the remaining budget"
                 break
-        return TuningResult(elites, iteration - 1 if races else 0, self.experiments, stop_reason, races)
+        return TuningResult(elites, len(races), self.experiments, stop_reason, races)
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])
