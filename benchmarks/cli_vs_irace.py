@@ -8,7 +8,8 @@ tool's final best configuration is then re-evaluated on the 8 held-out test inst
 fixed seeds each (the same 40 runs for both tools), so the quality comparison does not depend
 on the tools' own test phases.
 
-Reported per tool: median (over seeds) of the held-out mean tour length, runs used, wall time.
+Reported per tool: median (over seeds) of the held-out mean tour length, runs used, wall time;
+and racer's dispatch overhead against the floor (the same runs through a bare thread pool).
 Needs irace (Debian: ``apt-get install r-cran-irace``); the irace executable is found with
 ``Rscript -e 'cat(system.file(package="irace"))'``.
 
@@ -96,6 +97,47 @@ def held_out(best: list, seeds_per_instance: int = 5) -> float:
     return statistics.fmean(costs)
 
 
+OVERHEAD_RUNNER = """import sys, time
+time.sleep(0.02)
+opts = dict(zip(sys.argv[5::2], sys.argv[6::2]))
+print((float(opts["--x"]) - 1.0) ** 2 + int(sys.argv[2]) % 7)
+"""
+
+
+def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
+    """Dispatch overhead: racer on a runner that sleeps 20 ms, against the floor (the same
+    number of the same runner calls through a bare thread pool of the same size)."""
+    import concurrent.futures as cf
+
+    folder = base / "overhead"
+    (folder / "arena").mkdir(parents=True)
+    runner = folder / "target-runner"
+    runner.write_text(f"#!{PYTHON}\n" + OVERHEAD_RUNNER)
+    runner.chmod(0o755)
+    (folder / "parameters.txt").write_text('x "--x " r (-5, 5)\ny "--y " r (-5, 5)\n')
+    (folder / "train.txt").write_text("".join(f"i{k}\n" for k in range(50)))
+    (folder / "scenario.txt").write_text(
+        f'targetRunner = "target-runner"\nexecDir = "arena"\ntrainInstancesDir = ""\n'
+        f'trainInstancesFile = "train.txt"\nmaxExperiments = {budget}\nseed = 1\n')
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "-c", "import sys; from racer.cli import main; sys.exit(main())",
+                    "--scenario", str(folder / "scenario.txt"), "--parallel", str(parallel),
+                    "--quiet", "1"], check=True, capture_output=True)
+    racer_wall = time.perf_counter() - t0
+    res = json.loads((folder / "arena" / "results.json").read_text())
+    runs = res["experiments"]
+    argv = [str(runner), "1", "1", "1", "i1", "--x", "0.5", "--y", "0"]
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(lambda _: subprocess.run(argv, capture_output=True, cwd=folder), range(runs)))
+    floor = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.adapters.frace, racer.cli.iterated"],
+                   check=True)
+    startup = time.perf_counter() - t0
+    return {"runs": runs, "racer": racer_wall, "floor": floor, "startup": startup}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 seeds")
@@ -134,6 +176,14 @@ def main() -> None:
                   "(includes start-up, the test phase and the journal): "
                   + ", ".join(f"seed {r['seed']}: {r['run_wall'] / args.parallel:.1f}s of {r['wall']:.1f}s"
                               for r in racer_rows)]
+    with tempfile.TemporaryDirectory() as tmp:
+        oh = overhead(Path(tmp), args.parallel)
+    per_run = (oh["racer"] - oh["startup"] - oh["floor"]) / oh["runs"] * 1000
+    lines += ["", f"Dispatch overhead ({oh['runs']} runs of a 20 ms runner, `--parallel {args.parallel}`): "
+              f"racer {oh['racer']:.2f} s, of which {oh['startup']:.2f} s interpreter and import start-up; "
+              f"the same runs through a bare thread pool {oh['floor']:.2f} s; "
+              f"racer / floor excluding start-up = {(oh['racer'] - oh['startup']) / oh['floor']:.3f}; "
+              f"overhead {per_run:.2f} ms per run."]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -40,6 +40,7 @@ def _parser():
 
     p = argparse.ArgumentParser(
         prog="racer",
+        allow_abbrev=False,
         description="Tune an algorithm's parameters from an irace scenario (irace's files and "
                     "flags), racing configurations with racer. Exit codes: 0 ok, 1 internal "
                     "error, 2 bad scenario, 3 failing target-runner, 130 interrupted.",
