@@ -71,9 +71,13 @@ def make_scenario(tmp_path, extra="", budget=90, runner=RUNNER, params=PARAMS):
     return str(tmp_path / "scenario.txt")
 
 
-def read_runs(tmp_path):
-    with open(tmp_path / "arena" / "runs.csv") as f:
+def read_csv(path):
+    with open(path) as f:
         return list(csv.DictReader(f))
+
+
+def read_runs(tmp_path):
+    return read_csv(tmp_path / "arena" / "runs.csv")
 
 
 def test_iterated_run_outputs_and_budget(tmp_path, capsys):
@@ -114,7 +118,7 @@ def test_fixed_list_races_exactly_the_given_configurations(tmp_path, capsys):
     results = json.loads((tmp_path / "arena" / "results.json").read_text())
     assert results["elites"][0]["values"] == {"mode": "a", "x": 1.4, "pen": None}
     # Everything far from the optimum was eliminated before the end.
-    eliminated = {row["configuration"] for row in csv.DictReader(open(tmp_path / "arena" / "eliminations.csv"))}
+    eliminated = {row["configuration"] for row in read_csv(tmp_path / "arena" / "eliminations.csv")}
     assert {"1", "6"} <= eliminated
 
 
@@ -123,8 +127,10 @@ def test_bad_scenarios_exit_2_naming_file_line_and_option(tmp_path, capsys):
     assert main(["--scenario", scen]) == EXIT_SCENARIO
     err = capsys.readouterr().err
     assert f"{scen}:11: option firstTest: expected a number" in err
-    text = open(scen).read().replace("firstTest = 'five'", "")
-    open(scen, "w").write(text)
+    with open(scen) as f:
+        text = f.read().replace("firstTest = 'five'", "")
+    with open(scen, "w") as f:
+        f.write(text)
     assert main(["--scenario", scen, "--first-test", "4", "--each-test", "3"]) == EXIT_SCENARIO
     assert "firstTest = 4 must be a multiple of eachTest = 3" in capsys.readouterr().err
     (tmp_path / "parameters.txt").write_text('x "--x " r (1, 0)\n')
@@ -165,7 +171,7 @@ def test_failing_runner_exits_3_with_command_and_output(tmp_path, capsys, monkey
     # Under --on-error reject, configuration 2 is rejected and the tuning goes on (a fresh
     # journal: the failing runs of the first attempt are not in it).
     assert main(["--scenario", scen, "--on-error", "reject", "--fresh"]) == EXIT_OK
-    elim = list(csv.DictReader(open(tmp_path / "arena" / "eliminations.csv")))
+    elim = read_csv(tmp_path / "arena" / "eliminations.csv")
     assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)
 
 
@@ -192,7 +198,8 @@ def _pids_alive(pid_dir):
         except ProcessLookupError:
             continue
         try:
-            state = open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0]
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().split(")")[-1].split()[0]
         except FileNotFoundError:
             continue
         if state != "Z":
@@ -339,5 +346,5 @@ def test_a_hanging_configuration_is_killed_and_rejected(tmp_path, monkeypatch):
     hung = [r for r in read_runs(tmp_path) if r["configuration"] == "2"]
     assert hung and all(r["status"] == "error" and "timed out after 0.5 s" in r["message"] for r in hung)
     assert len(hung) == 2  # its first block only: then it is eliminated
-    elim = list(csv.DictReader(open(tmp_path / "arena" / "eliminations.csv")))
+    elim = read_csv(tmp_path / "arena" / "eliminations.csv")
     assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)

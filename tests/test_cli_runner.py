@@ -33,7 +33,7 @@ def test_argv_is_irace_order_without_a_shell(tmp_path):
     res = runner.run(7, 3, 123, inst, ["--alpha", "0.5", "--name=$HOME;x"])
     assert (res.status, res.cost, res.time) == ("ok", 12.5, 0.25)
     import json
-    argv = json.load(open(tmp_path / "argv.json"))
+    argv = json.loads((tmp_path / "argv.json").read_text())
     # No shell: a space inside the instance name and $HOME;x reach the runner verbatim.
     assert argv == ["7", "3", "123", "dir/inst 1.tsp", "--opt", "5", "--alpha", "0.5", "--name=$HOME;x"]
 

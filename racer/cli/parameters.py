@@ -6,10 +6,10 @@ R expression (see :mod:`racer.cli.rexpr`). irace 4's sections are read too: ``[g
 (``digits = 4``) and ``[forbidden]`` (one R expression a line, as in a separate
 ``forbiddenFile``). Every error names the file, the line and what is wrong.
 
->>> import tempfile, os
+>>> import os, pathlib, tempfile
 >>> d = tempfile.mkdtemp()
 >>> path = os.path.join(d, "parameters.txt")
->>> _ = open(path, "w").write('''
+>>> _ = pathlib.Path(path).write_text('''
 ... algo   "--algo "  c   (sa, hc)
 ... temp   "--t0="    r,log (0.01, 100) | algo == "sa"
 ... moves  "--moves " o   (few, some, many)

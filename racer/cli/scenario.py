@@ -7,9 +7,9 @@ are relative to the scenario file's folder, relative paths on the command line t
 directory. An unknown option is an error (as in irace); an option racer does not implement,
 set to anything but irace's default, is named in a warning.
 
->>> import os, tempfile
+>>> import os, pathlib, tempfile
 >>> d = tempfile.mkdtemp()
->>> _ = open(os.path.join(d, "scenario.txt"), "w").write('maxExperiments = 300  # budget\\n')
+>>> _ = pathlib.Path(d, "scenario.txt").write_text('maxExperiments = 300  # budget\\n')
 >>> sc = read_scenario(os.path.join(d, "scenario.txt"))
 >>> sc.values["maxExperiments"], sc.values["firstTest"], sc.path("targetRunner") == os.path.join(d, "target-runner")
 (300, 5, True)
