@@ -2,7 +2,6 @@
 (the tuner only calls ``run``/``kill_all`` and reads ``exec_dir``), so the budget arithmetic,
 elite reuse, elitist protection and resume are tested without processes."""
 
-import math
 import random
 
 import numpy as np

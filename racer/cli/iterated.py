@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-import json
 import math
 import os
 from typing import Any, Callable
@@ -617,7 +616,3 @@ def _rows_run(result) -> int:
 
 def _round_up(x: int, multiple: int) -> int:
     return int(math.ceil(x / multiple) * multiple)
-
-
-def settings_summary(settings: Settings) -> str:
-    return json.dumps(dataclasses.asdict(settings), sort_keys=True)

@@ -35,7 +35,6 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
 
 from .scenario import Instance
 
