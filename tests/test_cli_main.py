@@ -238,6 +238,11 @@ def test_kill_9_then_the_same_command_resumes_with_the_same_elites(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)  # racer and its runners, at once
     finally:
         proc.wait(timeout=30)
+    # No runner outlives racer, although runners live in sessions of their own.
+    deadline = time.monotonic() + 5
+    while _pids_alive(run_dir / "arena" / "pids") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _pids_alive(run_dir / "arena" / "pids") == []
     before = len(read_runs(run_dir))
     again = subprocess.run(_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr

@@ -136,3 +136,41 @@ def test_input_validation():
         TargetRunner(["x"], ".", retries=-1)
     with pytest.raises(ValueError, match="timeout"):
         TargetRunner(["x"], ".", timeout=0)
+
+
+PARENT = """
+import sys
+from racer.cli.scenario import Instance
+from racer.cli.target_runner import Reaper, TargetRunner
+runner = TargetRunner([sys.argv[1]], sys.argv[2], reaper=Reaper())
+runner.run(1, 1, 1, Instance("i"), [])
+"""
+
+
+def test_runners_die_with_a_killed_racer(tmp_path):
+    import signal
+    import subprocess
+
+    path = script(tmp_path, """
+        import subprocess
+        child = subprocess.Popen(["sleep", "60"])
+        open("pids.tmp", "w").write(f"{os.getpid()} {child.pid}")
+        os.rename("pids.tmp", "pids")
+        time.sleep(60)
+        """)
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, path, str(tmp_path)], env=env,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pids = [int(p) for p in (tmp_path / "pids").read_text().split()]
+        # kill -9 racer's whole process group: the runner's own session is not in it.
+        os.killpg(parent.pid, signal.SIGKILL)
+    finally:
+        parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)

@@ -164,7 +164,7 @@ def load(args) -> dict:
             "exec_dir": exec_dir, "runner_path": runner_path}
 
 
-def make_runner(loaded: dict):
+def make_runner(loaded: dict, reaper=None):
     from .target_runner import TargetRunner, build_command
 
     sc = loaded["scenario"]
@@ -174,7 +174,7 @@ def make_runner(loaded: dict):
     command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
-                        timeout=timeout, need_time=sc.values["maxTime"] > 0)
+                        timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
 
 
 def make_test(name: str | None, confidence: float):
@@ -275,7 +275,10 @@ def do_run(loaded: dict, args) -> int:
         deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
         error_policy=args.on_error, fixed_list=args.fixed_list)
-    runner = make_runner(loaded)
+    from .target_runner import Reaper
+
+    reaper = Reaper()
+    runner = make_runner(loaded, reaper)
     prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     log = RunLog(os.path.join(exec_dir, "runs.csv"))
@@ -298,6 +301,7 @@ def do_run(loaded: dict, args) -> int:
     finally:
         progress.end()
         log.close()
+        reaper.close()
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:

@@ -15,7 +15,11 @@ which is what the shell irace goes through does). Its **last non-empty line of s
   ``targetRunnerRetries`` times; what a final error does is the caller's policy.
 
 A timeout (``targetRunnerTimeout`` seconds) kills the runner's whole process group (each run
-starts a new session), so a runner's children (the solver it launched) die with it.
+starts a new session), so a runner's children (the solver it launched) die with it. Because
+runs live in their own sessions, killing racer (even ``kill -9``, even its whole process group)
+does not reach them; a :class:`Reaper` -- a small watchdog process in a session of its own
+that knows the running groups -- kills them when racer's end of its pipe closes, however
+racer died.
 
 >>> import sys, tempfile
 >>> d = tempfile.mkdtemp()
@@ -33,12 +37,13 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 import time
 
 from .scenario import Instance
 
-__all__ = ["RunResult", "TargetRunner", "TargetRunnerError"]
+__all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
 
 _TAIL_LINES = 10
 
@@ -80,6 +85,61 @@ class TargetRunnerError(RuntimeError):
         self.result = result
 
 
+_WATCHDOG = r"""
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    op, _, pid = line.strip().partition(" ")
+    if op == "+":
+        groups.add(int(pid))
+    elif op == "-":
+        groups.discard(int(pid))
+# EOF: racer closed the pipe or died. Whatever still runs goes.
+for pid in groups:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class Reaper:
+    """A watchdog process that kills the registered process groups when this process's end of
+    its pipe closes (normal exit, exception, ``kill -9``). Runs in a session of its own, so a
+    signal to racer's process group does not kill it first."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, text=True, bufsize=1)
+        self._lock = threading.Lock()
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            try:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+            except (OSError, ValueError):  # the watchdog is gone: nothing to tell
+                pass
+
+    def add(self, pgid: int) -> None:
+        self._send(f"+ {pgid}\n")
+
+    def remove(self, pgid: int) -> None:
+        self._send(f"- {pgid}\n")
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self._proc.kill()
+
+
 def _parse_number(word: str) -> float | None:
     w = word.strip()
     if w in ("Inf", "inf", "+Inf", "+inf"):
@@ -107,10 +167,13 @@ class TargetRunner:
         Seconds before the run's process group is killed (``targetRunnerTimeout``).
     need_time : bool
         Whether the output must give a time (``maxTime`` budgets).
+    reaper : Reaper, optional
+        Told about every running process group, so none outlives this process.
     """
 
     def __init__(self, command: list, exec_dir: str, *, retries: int = 0,
-                 timeout: float | None = None, need_time: bool = False) -> None:
+                 timeout: float | None = None, need_time: bool = False,
+                 reaper: Reaper | None = None) -> None:
         if not command or not all(isinstance(w, str) for w in command):
             raise TypeError(f"`command` must be a non-empty list of str; got {command!r}")
         if retries < 0:
@@ -122,6 +185,7 @@ class TargetRunner:
         self.retries = retries
         self.timeout = timeout
         self.need_time = need_time
+        self.reaper = reaper
         self._live: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._closing = False
@@ -160,6 +224,8 @@ class TargetRunner:
                 hint = " (check targetRunner and its #! line)"
             return RunResult("error", None, None, f"cannot start the target-runner: {exc}{hint}",
                              argv, None, "", "", time.perf_counter() - start)
+        if self.reaper is not None:
+            self.reaper.add(proc.pid)
         with self._lock:
             self._live[proc.pid] = proc
         timed_out = False
@@ -173,6 +239,8 @@ class TargetRunner:
         finally:
             # Whatever the runner left behind in its session goes too.
             self._kill_group(proc.pid)
+            if self.reaper is not None:
+                self.reaper.remove(proc.pid)
             with self._lock:
                 self._live.pop(proc.pid, None)
         wall = time.perf_counter() - start
