@@ -353,3 +353,28 @@ def test_a_hanging_configuration_is_killed_and_rejected(tmp_path, monkeypatch):
     assert len(hung) == 2  # its first block only: then it is eliminated
     elim = read_csv(tmp_path / "arena" / "eliminations.csv")
     assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)
+
+
+IRACE_TRIVIAL = "/usr/lib/R/site-library/irace/examples/target-runner-python/trivial"
+
+
+@pytest.mark.skipif(not os.path.isdir(IRACE_TRIVIAL), reason="Debian's r-cran-irace is not installed")
+def test_irace_bundled_python_example_runs_unchanged(tmp_path, capsys):
+    import shutil
+
+    dest = tmp_path / "trivial"
+    shutil.copytree(IRACE_TRIVIAL, dest)
+    (dest / "target-runner.py").chmod(0o755)
+    code = main(["--scenario", str(dest / "scenario.txt"), "--max-experiments", "80",
+                 "--parallel", "2", "--quiet", "1"])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    space = read_parameters(str(dest / "parameters.txt"))
+    elites = read_configurations(str(dest / "elites.txt"), space)
+    assert elites and len(read_runs_at(dest)) <= 80
+    # cost = param1 (ptype a) or param2 >= 200 (ptype b): racing finds ptype a.
+    assert elites[0]["ptype"] == "a"
+
+
+def read_runs_at(folder):
+    return read_csv(folder / "runs.csv")
