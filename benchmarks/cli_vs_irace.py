@@ -138,6 +138,40 @@ def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
     return {"runs": runs, "racer": racer_wall, "floor": floor, "startup": startup}
 
 
+def inprocess_overhead(budget: int = 2000) -> dict:
+    """racer's own cost per run (thread-pool dispatch, race, F-test, SQLite journal, sampler),
+    with a target-runner stand-in that returns at once: no process start-up to hide it."""
+    import random
+
+    from racer.adapters.frace import FRaceTest
+    from racer.cli.iterated import Settings, Tuner
+    from racer.cli.parameters import Parameter, ParameterSpace
+    from racer.cli.scenario import Instance
+    from racer.cli.target_runner import RunResult
+
+    class Instant:
+        exec_dir = "."
+
+        def run(self, config_id, instance_id, seed, instance, switches):
+            x = float(switches[1])
+            cost = (x - 1.0) ** 2 + random.Random(seed * 31 + config_id).gauss(0, 0.1)
+            return RunResult("ok", cost, None, "", [], 0, "", "", 0.0)
+
+        def kill_all(self):
+            pass
+
+    space = ParameterSpace([Parameter("x", "--x ", "r", (-4.0, 4.0)),
+                            Parameter("y", "--y ", "r", (-4.0, 4.0))])
+    with tempfile.TemporaryDirectory() as tmp:
+        tuner = Tuner(space, Instant(), [Instance(str(i)) for i in range(20)],
+                      Settings(max_experiments=budget, seed=1, parallel=2), FRaceTest(),
+                      journal_dir=tmp)
+        t0 = time.perf_counter()
+        res = tuner.run()
+        wall = time.perf_counter() - t0
+    return {"runs": res.experiments, "wall": wall}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="2 seeds")
@@ -184,6 +218,9 @@ def main() -> None:
               f"the same runs through a bare thread pool {oh['floor']:.2f} s; "
               f"racer / floor excluding start-up = {(oh['racer'] - oh['startup']) / oh['floor']:.3f}; "
               f"overhead {per_run:.2f} ms per run."]
+    ip = inprocess_overhead()
+    lines += ["", f"racer's own cost per run (no process start-up, {ip['runs']} runs, "
+              f"journal on): {ip['wall'] / ip['runs'] * 1000:.2f} ms."]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
