@@ -163,3 +163,24 @@ def test_max_time_resume_reads_the_times_back(tmp_path):
                   max_experiments=0, max_time=120.0).run()
     assert [e.values for e in again.elites] == [e.values for e in ref.elites]
     assert again.time_used == pytest.approx(ref.time_used, rel=1e-12)
+
+
+def test_optuna_sampler_tunes_and_resumes(tmp_path):
+    pytest.importorskip("optuna")
+    from racer.cli.sampler import OptunaSampler
+
+    def make(folder, runner):
+        s = Settings(max_experiments=200, seed=5, parallel=2)
+        return Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(folder / "j"),
+                     sampler=OptunaSampler(SPACE, seed=5))
+
+    runner = FakeRunner()
+    ref = make(tmp_path / "ref", runner).run()
+    assert len(runner.calls) == ref.experiments <= 200 and ref.iterations >= 2
+    assert all(SPACE.check(e.values) is None for e in ref.elites)
+    assert all(e.parent is None for e in ref.elites)  # proposals come from the study, no parent
+    assert ref.elites[0].values["mode"] == "a" and abs(ref.elites[0].values["x"] - 1.0) < 1.5
+    with pytest.raises(KeyboardInterrupt):
+        make(tmp_path / "run", FakeRunner(interrupt_after=80)).run()
+    again = make(tmp_path / "run", FakeRunner()).run()
+    assert [e.values for e in again.elites] == [e.values for e in ref.elites]

@@ -378,3 +378,13 @@ def test_irace_bundled_python_example_runs_unchanged(tmp_path, capsys):
 
 def read_runs_at(folder):
     return read_csv(folder / "runs.csv")
+
+
+def test_optuna_sampler_option(tmp_path, capsys):
+    pytest.importorskip("optuna")
+    scen = make_scenario(tmp_path)
+    assert main(["--scenario", scen, "--sampler", "optuna", "--parallel", "2", "--quiet", "1"]) == EXIT_OK
+    results = json.loads((tmp_path / "arena" / "results.json").read_text())
+    assert results["experiments"] <= 90 and results["iterations"] >= 2
+    space = read_parameters(str(tmp_path / "parameters.txt"))
+    assert read_configurations(str(tmp_path / "arena" / "elites.txt"), space)

@@ -58,6 +58,9 @@ def _parser():
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
                         "timeout): stop racer with exit code 3 (irace's behaviour, default), "
                         "reject the configuration, or rank it worst on that instance")
+    g.add_argument("--sampler", choices=("irace", "optuna"), default="irace",
+                   help="how new configurations are proposed: irace's model around the elites "
+                        "(default) or Optuna's TPE sampler (needs optuna)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
@@ -285,7 +288,17 @@ def do_run(loaded: dict, args) -> int:
     progress = Progress(quiet=quiet)
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
+    sampler = None
+    if args.sampler == "optuna":
+        from .sampler import OptunaSampler
+
+        try:
+            sampler = OptunaSampler(space, seed=seed)
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
+        metadata["sampler"] = "optuna-tpe"
     tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
+                  sampler=sampler,
                   test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
                   progress=progress, winner=winner, metadata=metadata, prior_times=prior_times)
     if not quiet:

@@ -168,6 +168,8 @@ class Tuner:
         call (the CSV log), before the result is told to the race.
     progress : callable, optional
         Called with a dict of the state after every result.
+    sampler : Sampler, optional
+        irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
     winner : str or None
         ``Race(winner=...)``: "rank_sum" (irace's order, for the F-test), "mean", or None
         (the rule the test states).
@@ -178,7 +180,7 @@ class Tuner:
                  test_instances: list | None = None, journal_dir: str,
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
-                 prior_times: dict | None = None) -> None:
+                 prior_times: dict | None = None, sampler: Sampler | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -191,7 +193,7 @@ class Tuner:
         self.progress = progress
         self.winner = winner
         self.metadata = dict(metadata or {})
-        self.sampler = Sampler(space)
+        self.sampler = sampler if sampler is not None else Sampler(space)
         n_var = max(space.n_variable, 1)
         self.n_iterations = settings.n_iterations or int(math.floor(2 + math.log2(n_var)))
         self.min_survival = settings.min_survival or int(math.floor(2 + math.log2(n_var)))
@@ -562,6 +564,9 @@ class Tuner:
                 elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
                 preset=preset if first_race else None)
             races.append((iteration, result, candidates))
+            observe = getattr(self.sampler, "observe", None)
+            if observe is not None:
+                observe(candidates, result)
             if not timed:
                 remaining -= self.experiments - used_before
             n_seen = max(n_seen, max((order[r] + 1 for r in range(_rows_run(result))), default=0))

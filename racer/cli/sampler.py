@@ -42,7 +42,7 @@ from scipy.stats import truncnorm
 
 from .parameters import Parameter, ParameterSpace
 
-__all__ = ["Sampler", "SamplingError"]
+__all__ = ["Sampler", "SamplingError", "OptunaSampler"]
 
 MAX_RETRIES = 100
 
@@ -236,3 +236,93 @@ class Sampler:
             return self._fill(draw, rng), parent.id
 
         return self._sample(n, draw_one, rng, seen)
+
+
+class OptunaSampler(Sampler):
+    """New configurations proposed by an Optuna sampler (TPE by default) instead of irace's
+    model: every configuration is an Optuna trial, sampled define-by-run in dependency order
+    (inactive parameters are not suggested), and told the mean cost it reached in its race.
+    Forbidden and duplicate proposals are told as failed trials and asked again. Needs
+    ``optuna`` (``pip install bayes-racer[optuna]``).
+
+    >>> import numpy as np
+    >>> from racer.cli.parameters import Parameter, ParameterSpace
+    >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 1.0))], digits=2)
+    >>> s = OptunaSampler(space, seed=0)
+    >>> [0.0 <= c["x"] <= 1.0 for c in s.sample_uniform(2, np.random.default_rng(0))]
+    [True, True]
+    """
+
+    def __init__(self, space: ParameterSpace, seed: int = 0, sampler: Any = None) -> None:
+        super().__init__(space)
+        try:
+            import optuna
+        except ImportError as exc:  # pragma: no cover - optuna is in the test extras
+            raise ImportError("--sampler optuna needs optuna: pip install bayes-racer[optuna]") from exc
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        self.study = optuna.create_study(
+            direction="minimize",
+            sampler=sampler if sampler is not None else optuna.samplers.TPESampler(seed=seed))
+        self._trials: dict[tuple, Any] = {}
+
+    def _suggest(self, trial) -> dict:
+        values: dict = {p.name: None for p in self.space.declared}
+        for p in self.space.params:
+            if not self.space.is_active(p, values):
+                continue
+            if p.is_fixed:
+                values[p.name] = p.domain[0]
+            elif p.type in ("c", "o"):
+                values[p.name] = trial.suggest_categorical(p.name, list(p.domain))
+            elif p.type == "i":
+                values[p.name] = trial.suggest_int(p.name, p.domain[0], p.domain[1], log=p.log)
+            else:
+                values[p.name] = self._round(p, trial.suggest_float(p.name, p.domain[0], p.domain[1], log=p.log))
+        return values
+
+    def _ask(self, n: int, seen: set) -> list:
+        out = []
+        fail = self._optuna.trial.TrialState.FAIL
+        for _ in range(n):
+            for _attempt in range(MAX_RETRIES):
+                trial = self.study.ask()
+                values = self._suggest(trial)
+                key = self.key(values)
+                if self.space.is_forbidden(values) or key in seen:
+                    self.study.tell(trial, state=fail)
+                    continue
+                seen.add(key)
+                self._trials[key] = trial
+                out.append(values)
+                break
+            else:
+                raise SamplingError(f"{MAX_RETRIES} proposals in a row were forbidden or already raced")
+        return out
+
+    def sample_uniform(self, n: int, rng: np.random.Generator, seen: set | None = None) -> list[dict]:
+        return self._ask(n, set() if seen is None else seen)
+
+    def init_model(self, elites: list) -> None:
+        pass
+
+    def update_model(self, elites: list, iteration: int, n_iterations: int, n_new: int,
+                     elitist: bool = True) -> None:
+        pass
+
+    def sample_model(self, elites: list, n: int, rng: np.random.Generator,
+                     seen: set | None = None) -> list[tuple[dict, int]]:
+        return [(v, None) for v in self._ask(n, set() if seen is None else seen)]
+
+    def observe(self, candidates: list, result: Any) -> None:
+        """Tell each configuration's trial its mean cost in ``result`` (failures: a failed
+        trial). Configurations told before (elites) are skipped."""
+        for i, cand in enumerate(candidates):
+            trial = self._trials.pop(self.key(cand.values), None)
+            if trial is None:
+                continue
+            mean = float(result.mean_scores[i])
+            if math.isfinite(mean):
+                self.study.tell(trial, mean)
+            else:
+                self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
