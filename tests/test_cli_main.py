@@ -388,3 +388,19 @@ def test_optuna_sampler_option(tmp_path, capsys):
     assert results["experiments"] <= 90 and results["iterations"] >= 2
     space = read_parameters(str(tmp_path / "parameters.txt"))
     assert read_configurations(str(tmp_path / "arena" / "elites.txt"), space)
+
+
+def test_dask_executor_gives_the_same_elites_as_threads(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    a, b = tmp_path / "threads", tmp_path / "dask"
+    a.mkdir()
+    b.mkdir()
+    scen_a, scen_b = make_scenario(a, budget=60, params=PARAMS_1), make_scenario(b, budget=60, params=PARAMS_1)
+    assert main(["--scenario", scen_a, "--parallel", "2", "--quiet", "1"]) == EXIT_OK
+    # A real local Dask cluster (2 worker processes): runs are shipped to the workers, results
+    # come back as they finish, and the race decides exactly as with threads.
+    assert main(["--scenario", scen_b, "--parallel", "2", "--quiet", "1", "--executor", "dask"]) == EXIT_OK
+    assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
+    assert len(read_runs(b)) == len(read_runs(a))
+    assert main(["--scenario", scen_b, "--executor", "spark"]) == EXIT_SCENARIO
+    assert "--executor must be 'threads', 'dask' or 'dask:ADDRESS'" in capsys.readouterr().err

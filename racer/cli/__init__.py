@@ -61,6 +61,10 @@ def _parser():
     g.add_argument("--sampler", choices=("irace", "optuna"), default="irace",
                    help="how new configurations are proposed: irace's model around the elites "
                         "(default) or Optuna's TPE sampler (needs optuna)")
+    g.add_argument("--executor", default="threads", metavar="SPEC",
+                   help="where runs go: 'threads' (default: --parallel threads here), 'dask' "
+                        "(a local Dask cluster of --parallel worker processes) or "
+                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
@@ -201,6 +205,30 @@ def make_test(name: str | None, confidence: float):
     raise UsageError(f"--racing-test must be 'F-test', 'bayesian' or 'module:Class'; got {name!r}")
 
 
+def make_executor(spec: str, parallel: int):
+    """``(executor or None, close)`` for ``--executor``."""
+    if spec in ("threads", "", None):
+        return None, lambda: None
+    if spec == "dask" or spec.startswith("dask:"):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--executor dask needs Dask: pip install 'bayes-racer[dask]'") from None
+        if spec == "dask":
+            cluster = LocalCluster(n_workers=parallel, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+
+            def close():
+                client.close()
+                cluster.close()
+        else:
+            client = Client(spec[len("dask:"):])
+            close = client.close
+        return client.get_executor(), close
+    raise UsageError(f"--executor must be 'threads', 'dask' or 'dask:ADDRESS'; got {spec!r}")
+
+
 def _seed(sc, journal_dir: str) -> int:
     if sc.values["seed"] is not None:
         return int(sc.values["seed"])
@@ -297,8 +325,9 @@ def do_run(loaded: dict, args) -> int:
         except ImportError as exc:
             raise UsageError(str(exc)) from None
         metadata["sampler"] = "optuna-tpe"
+    executor, close_executor = make_executor(args.executor, settings.parallel)
     tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
-                  sampler=sampler,
+                  sampler=sampler, executor=executor,
                   test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
                   progress=progress, winner=winner, metadata=metadata, prior_times=prior_times)
     if not quiet:
@@ -315,6 +344,7 @@ def do_run(loaded: dict, args) -> int:
         progress.end()
         log.close()
         reaper.close()
+        close_executor()
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:

@@ -168,6 +168,9 @@ class Tuner:
         call (the CSV log), before the result is told to the race.
     progress : callable, optional
         Called with a dict of the state after every result.
+    executor : concurrent.futures.Executor, optional
+        Where runs go (a Dask ``client.get_executor()``...); default: a thread pool of
+        ``settings.parallel`` threads, each running one target-runner process.
     sampler : Sampler, optional
         irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
     winner : str or None
@@ -180,7 +183,8 @@ class Tuner:
                  test_instances: list | None = None, journal_dir: str,
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
-                 prior_times: dict | None = None, sampler: Sampler | None = None) -> None:
+                 prior_times: dict | None = None, sampler: Sampler | None = None,
+                 executor: cf.Executor | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -194,6 +198,7 @@ class Tuner:
         self.winner = winner
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
+        self.executor = executor
         n_var = max(space.n_variable, 1)
         self.n_iterations = settings.n_iterations or int(math.floor(2 + math.log2(n_var)))
         self.min_survival = settings.min_survival or int(math.floor(2 + math.log2(n_var)))
@@ -368,7 +373,10 @@ class Tuner:
     def run(self) -> TuningResult:
         s = self.settings
         workers = max(1, s.parallel)
-        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run") as pool:
+        own = self.executor is None
+        pool = (cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run")
+                if own else self.executor)
+        try:
             try:
                 if s.fixed_list:
                     result = self._fixed(pool)
@@ -379,6 +387,9 @@ class Tuner:
             except BaseException:
                 self.runner.kill_all()
                 raise
+        finally:
+            if own:
+                pool.shutdown(wait=True, cancel_futures=True)
         result.time_used = self.time_used
         return result
 

@@ -190,6 +190,17 @@ class TargetRunner:
         self._lock = threading.Lock()
         self._closing = False
 
+    def __getstate__(self) -> dict:
+        # Shipped to another process (a Dask worker): the lock, the live processes and the
+        # watchdog stay here; the worker's runs are its own.
+        state = dict(self.__dict__)
+        state.update(_live={}, _lock=None, reaper=None, _closing=False)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def argv(self, config_id: int, instance_id: int, seed: int, instance: Instance,
              switches: list) -> list:
         return (self.command + [str(config_id), str(instance_id), str(seed), instance.name]
