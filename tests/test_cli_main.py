@@ -36,7 +36,7 @@ if opts["--mode"] == "b":
     cost += float(opts["--pen"])
 if os.environ.get("RUNNER_HANG") == cid:
     time.sleep(60)
-if os.environ.get("RUNNER_FAIL") == cid:
+if os.environ.get("RUNNER_FAIL") in (cid, "all"):
     print("solver crashed", file=sys.stderr)
     sys.exit(3)
 print(cost if not os.environ.get("RUNNER_TIME") else f"{cost} {os.environ['RUNNER_TIME']}")
@@ -404,3 +404,11 @@ def test_dask_executor_gives_the_same_elites_as_threads(tmp_path, capsys):
     assert len(read_runs(b)) == len(read_runs(a))
     assert main(["--scenario", scen_b, "--executor", "spark"]) == EXIT_SCENARIO
     assert "--executor must be 'threads', 'dask' or 'dask:ADDRESS'" in capsys.readouterr().err
+
+
+def test_a_runner_failing_everywhere_exits_3_even_under_reject(tmp_path, capsys, monkeypatch):
+    scen = make_scenario(tmp_path)
+    monkeypatch.setenv("RUNNER_FAIL", "all")
+    assert main(["--scenario", scen, "--on-error", "reject", "--quiet", "1"]) == EXIT_RUNNER
+    err = capsys.readouterr().err
+    assert "no configuration could be evaluated" in err and "exited with status 3" in err

@@ -448,6 +448,7 @@ def main(argv: list | None = None) -> int:
     from .scenario import ScenarioError
     from .target_runner import TargetRunnerError
     from .iterated import BudgetError
+    from ..race import RaceFailedError
     from ..storage import JournalInUseError
 
     parser = _parser()
@@ -484,6 +485,10 @@ def main(argv: list | None = None) -> int:
         _error("target-runner failed:\n" + str(exc)
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
+        return EXIT_RUNNER
+    except RaceFailedError as exc:
+        _error("no configuration could be evaluated (every run of a race failed): "
+               f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER
     except KeyboardInterrupt:
         _error("interrupted; run the same command again to resume from the journal")
