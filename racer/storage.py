@@ -305,7 +305,7 @@ def _read_only(absolute: str) -> sqlite3.Connection:
 
 def _inspect_read_only(absolute: str, arg: str, text: str) -> str:
     """Classify an existing file without writing to it."""
-    _check_header(absolute, arg, text)
+    app_id = _check_header(absolute, arg, text)
     try:
         conn = _read_only(absolute)
     except sqlite3.Error as exc:
@@ -313,6 +313,12 @@ def _inspect_read_only(absolute: str, arg: str, text: str) -> str:
     try:
         return _classify(conn, arg, text)
     except sqlite3.DatabaseError as exc:
+        if "readonly" in str(exc) and app_id == APPLICATION_ID:
+            # A process killed in the middle of a write (e.g. while close() switched the
+            # journal back to rollback mode) leaves a hot journal that only a writer can roll
+            # back. The header carries racer's marker, so the writer may open it; _open()
+            # classifies it again inside its write transaction.
+            return "journal"
         raise ValueError(f"`{arg}`={text!r} is not a racer journal: SQLite cannot read it ({exc})") from exc
     finally:
         conn.close()

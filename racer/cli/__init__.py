@@ -1,0 +1,512 @@
+"""``racer``: run an irace user's scenario unchanged, with racer's engine and no R.
+
+    racer --scenario scenario.txt [--parallel N] [--seed S] [--max-experiments N] ...
+    racer --check --scenario scenario.txt     # validate; run one configuration once
+    racer --init                               # write template files here
+
+Flags are irace's (``racer --help``); see docs/cli.md. Exit codes: 0 success, 1 internal
+error, 2 bad scenario or command line (including a budget too small to race), 3 a failing
+target-runner, 130 interrupted (Ctrl-C or SIGTERM). An interrupted or killed run resumes
+when the same command is run again (journal in ``<execDir>/racer-journal``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import signal
+import sys
+import traceback
+
+import numpy as np
+
+__all__ = ["main", "EXIT_OK", "EXIT_INTERNAL", "EXIT_SCENARIO", "EXIT_RUNNER", "EXIT_INTERRUPTED"]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_SCENARIO = 2
+EXIT_RUNNER = 3
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _parser():
+    from .scenario import OPTIONS
+
+    p = argparse.ArgumentParser(
+        prog="racer",
+        allow_abbrev=False,
+        description="Tune an algorithm's parameters from an irace scenario (irace's files and "
+                    "flags), racing configurations with racer. Exit codes: 0 ok, 1 internal "
+                    "error, 2 bad scenario, 3 failing target-runner, 130 interrupted.",
+    )
+    p.add_argument("-s", "--scenario", metavar="FILE", help="irace scenario file (default ./scenario.txt if it exists)")
+    p.add_argument("-c", "--check", action="store_true", help="validate the scenario and run one configuration on one instance")
+    p.add_argument("-i", "--init", action="store_true", help="write template scenario files in the current directory")
+    p.add_argument("-v", "--version", action="store_true", help="print the version")
+    p.add_argument("-q", "--quiet", dest="opt_quiet", metavar="0|1", help="irace's quiet (no progress line)")
+    g = p.add_argument_group("racer's own options")
+    g.add_argument("--racing-test", default=None, metavar="NAME",
+                   help="racing test: 'F-test' (irace's Friedman + Conover, default), 'bayesian' "
+                        "(racer.BayesianTest) or 'module:Class' for any racer RacingTest")
+    g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
+                   help="a run that fails after its retries (non-zero exit, unreadable output, "
+                        "timeout): stop racer with exit code 3 (irace's behaviour, default), "
+                        "reject the configuration, or rank it worst on that instance")
+    g.add_argument("--sampler", choices=("irace", "optuna"), default="irace",
+                   help="how new configurations are proposed: irace's model around the elites "
+                        "(default) or Optuna's TPE sampler (needs optuna)")
+    g.add_argument("--executor", default="threads", metavar="SPEC",
+                   help="where runs go: 'threads' (default: --parallel threads here), 'dask' "
+                        "(a local Dask cluster of --parallel worker processes) or "
+                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786)")
+    g.add_argument("--fixed-list", action="store_true",
+                   help="race only the configurations of configurationsFile, in one race with "
+                        "the whole budget (no sampling)")
+    g.add_argument("--fresh", action="store_true",
+                   help="discard the journal in execDir and start over instead of resuming")
+    o = p.add_argument_group("irace options (scenario file names in brackets)")
+    for name, opt in OPTIONS.items():
+        if opt.flag is None or name == "quiet":
+            continue
+        o.add_argument(opt.flag, dest=f"opt_{name}", metavar="VALUE",
+                       help=f"[{name}]" + ("" if opt.implemented else " (not implemented: warned)")
+                       + (f" {opt.help}" if opt.help else ""))
+    return p
+
+
+def _warn(message: str) -> None:
+    print(f"racer: warning: {message}", file=sys.stderr)
+
+
+def _error(message: str) -> None:
+    print(f"racer: error: {message}", file=sys.stderr)
+
+
+def load(args) -> dict:
+    """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
+    from .parameters import read_configurations, read_forbidden, read_parameters
+    from .scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
+
+    sc = defaults()
+    scenario_file = args.scenario
+    if scenario_file is None and os.path.exists("scenario.txt"):
+        scenario_file = "scenario.txt"
+    if scenario_file is not None:
+        read_scenario(scenario_file, sc)
+    for name in OPTIONS:
+        value = getattr(args, f"opt_{name}", None)
+        if value is not None:
+            sc.set(name, value, origin=("command line", None))
+    v = sc.values
+    for name in ("firstTest", "eachTest", "mu"):
+        if v[name] < 1:
+            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
+    if v["firstTest"] % v["eachTest"] != 0:
+        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
+                            option="firstTest", **sc.where("firstTest"))
+    if not 0 < v["confidence"] < 1:
+        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
+    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
+        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
+                            option="maxExperiments", **sc.where("maxExperiments"))
+    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
+        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
+                            **sc.where("maxTime"))
+    if v["testType"] not in ("", "F-test", "friedman"):
+        raise ScenarioError(f"{v['testType']!r} is not implemented (racer: F-test, or --racing-test)",
+                            option="testType", **sc.where("testType"))
+    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
+                 "nbIterations", "nbConfigurations", "parallel", "digits"):
+        if v[name] < 0:
+            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["targetRunnerTimeout"] < 0:
+        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+
+    pfile = sc.path("parameterFile")
+    if not os.path.isfile(pfile):
+        raise ScenarioError(f"parameter file {pfile} does not exist", option="parameterFile", **sc.where("parameterFile"))
+    space = read_parameters(pfile, digits=v["digits"])
+    if sc.origin.get("digits"):
+        space.digits = v["digits"]
+    ffile = sc.path("forbiddenFile")
+    if ffile:
+        if not os.path.isfile(ffile):
+            raise ScenarioError(f"forbidden file {ffile} does not exist", option="forbiddenFile", **sc.where("forbiddenFile"))
+        space.add_forbidden(read_forbidden(ffile))
+    initial = []
+    discarded: list = []
+    cfile = sc.path("configurationsFile")
+    if cfile:
+        if not os.path.isfile(cfile):
+            raise ScenarioError(f"configurations file {cfile} does not exist", option="configurationsFile",
+                                **sc.where("configurationsFile"))
+        initial = read_configurations(cfile, space, discarded)
+        for line, rule in discarded:
+            _warn(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule {rule!r} (as irace does)")
+    train = read_instances(sc, "train")
+    if not train:
+        raise ScenarioError("no training instances: set trainInstancesDir and/or trainInstancesFile",
+                            option="trainInstancesFile", **sc.where("trainInstancesFile"))
+    test = read_instances(sc, "test")
+    runner_path = sc.path("targetRunner")
+    launcher = sc.values["targetRunnerLauncher"]
+    if not launcher:
+        if not os.path.isfile(runner_path):
+            raise ScenarioError(f"target-runner {runner_path} does not exist", option="targetRunner", **sc.where("targetRunner"))
+        if not os.access(runner_path, os.X_OK):
+            raise ScenarioError(f"target-runner {runner_path} is not executable (chmod +x it, or set "
+                                "targetRunnerLauncher, e.g. to a Python interpreter)", option="targetRunner",
+                                **sc.where("targetRunner"))
+    exec_dir = sc.path("execDir")
+    if not os.path.isdir(exec_dir):
+        raise ScenarioError(f"execDir {exec_dir} does not exist (irace requires it too)", option="execDir",
+                            **sc.where("execDir"))
+    return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
+            "exec_dir": exec_dir, "runner_path": runner_path}
+
+
+def make_runner(loaded: dict, reaper=None):
+    from .target_runner import TargetRunner, build_command
+
+    sc = loaded["scenario"]
+    launcher = sc.values["targetRunnerLauncher"]
+    if launcher and not os.path.isabs(launcher) and os.sep in launcher:
+        launcher = sc.path("targetRunnerLauncher")
+    command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
+    timeout = sc.values["targetRunnerTimeout"] or None
+    return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
+                        timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
+
+
+def make_test(name: str | None, confidence: float):
+    from ..elimination import RacingTest
+
+    if name in (None, "", "F-test", "friedman"):
+        from ..adapters.frace import FRaceTest
+        return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
+    if name == "bayesian":
+        from ..bayesian_test import BayesianTest
+        return BayesianTest(), None
+    if ":" in name:
+        module, _, cls = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), cls)()
+        except (ImportError, AttributeError, TypeError) as exc:
+            raise UsageError(f"--racing-test {name!r}: {exc}") from None
+        if not isinstance(obj, RacingTest):
+            raise UsageError(f"--racing-test {name!r} is not a racer RacingTest")
+        return obj, None
+    raise UsageError(f"--racing-test must be 'F-test', 'bayesian' or 'module:Class'; got {name!r}")
+
+
+def make_executor(spec: str, parallel: int):
+    """``(executor or None, close)`` for ``--executor``."""
+    if spec in ("threads", "", None):
+        return None, lambda: None
+    if spec == "dask" or spec.startswith("dask:"):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--executor dask needs Dask: pip install 'bayes-racer[dask]'") from None
+        if spec == "dask":
+            cluster = LocalCluster(n_workers=parallel, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+
+            def close():
+                client.close()
+                cluster.close()
+        else:
+            client = Client(spec[len("dask:"):])
+            close = client.close
+        return client.get_executor(), close
+    raise UsageError(f"--executor must be 'threads', 'dask' or 'dask:ADDRESS'; got {spec!r}")
+
+
+def _seed(sc, journal_dir: str) -> int:
+    if sc.values["seed"] is not None:
+        return int(sc.values["seed"])
+    path = os.path.join(journal_dir, "seed.txt")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return int(f.read().strip())
+    seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
+    os.makedirs(journal_dir, exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"{seed}\n")
+    os.replace(path + ".tmp", path)
+    return seed
+
+
+def do_check(loaded: dict, args) -> int:
+    from .iterated import _derived_seed
+    from .sampler import Sampler
+
+    sc, space = loaded["scenario"], loaded["space"]
+    print(f"scenario: {sc.file or '(command line only)'}")
+    print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
+          f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
+    print(f"training instances: {len(loaded['train'])}; test instances: {len(loaded['test'])}; "
+          f"initial configurations: {len(loaded['initial'])}")
+    runner = make_runner(loaded)
+    if loaded["initial"]:
+        values = loaded["initial"][0]
+    else:
+        values = Sampler(space).sample_uniform(1, np.random.default_rng(sc.values["seed"] or 0))[0]
+    inst = loaded["train"][0]
+    seed = _derived_seed(sc.values["seed"] or 0, 9) % (2**31 - 1)
+    switches = space.command_line(values)
+    import shlex
+    print(f"running configuration 1 on instance 1 in {loaded['exec_dir']}:")
+    print("  " + shlex.join(runner.argv(1, 1, seed, inst, switches)))
+    res = runner.run(1, 1, seed, inst, switches)
+    if res.status == "ok":
+        print(f"OK: cost {res.cost!r}" + (f", time {res.time!r}" if res.time is not None else "")
+              + f" ({res.wall:.3f} s)")
+        return EXIT_OK
+    if res.status == "inf":
+        print("OK: the runner answered Inf (this configuration would be rejected)")
+        return EXIT_OK
+    _error("target-runner check failed: " + res.describe(loaded["exec_dir"]))
+    return EXIT_RUNNER
+
+
+def do_run(loaded: dict, args) -> int:
+    from .iterated import JOURNAL_DIR, Settings, Tuner
+    from .output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
+                         write_results, write_test)
+
+    sc, space = loaded["scenario"], loaded["space"]
+    v = sc.values
+    exec_dir = loaded["exec_dir"]
+    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
+    if args.fresh and os.path.isdir(journal_dir):
+        shutil.rmtree(journal_dir)
+        for name in ("runs.csv",):
+            if os.path.exists(os.path.join(exec_dir, name)):
+                os.remove(os.path.join(exec_dir, name))
+    resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
+    seed = _seed(sc, journal_dir)
+    test, winner = make_test(args.racing_test, v["confidence"])
+    if args.fixed_list and not loaded["initial"]:
+        raise UsageError("--fixed-list needs configurationsFile")
+    settings = Settings(
+        max_experiments=v["maxExperiments"], max_time=v["maxTime"],
+        min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
+        mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
+        n_configurations=v["nbConfigurations"], experiments_per_iteration=v["nbExperimentsPerIteration"],
+        elitist=v["elitist"], elitist_new_instances=v["elitistNewInstances"],
+        elitist_limit=v["elitistLimit"],
+        deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
+        parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
+        error_policy=args.on_error, fixed_list=args.fixed_list)
+    from .target_runner import Reaper
+
+    reaper = Reaper()
+    runner = make_runner(loaded, reaper)
+    prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
+    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
+    log = RunLog(os.path.join(exec_dir, "runs.csv"))
+    progress = Progress(quiet=quiet)
+    metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
+                "forbidden": repr([t for t, _ in space.forbidden])}
+    sampler = None
+    if args.sampler == "optuna":
+        from .sampler import OptunaSampler
+
+        try:
+            sampler = OptunaSampler(space, seed=seed)
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
+        metadata["sampler"] = "optuna-tpe"
+    executor, close_executor = make_executor(args.executor, settings.parallel)
+    tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
+                  sampler=sampler, executor=executor,
+                  test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
+                  progress=progress, winner=winner, metadata=metadata, prior_times=prior_times)
+    if not quiet:
+        mode = "one race of the configurations file" if args.fixed_list else (
+            f"iterated racing, {tuner.n_iterations} iterations planned, minNbSurvival = {tuner.min_survival}")
+        budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
+                       else f"maxExperiments = {v['maxExperiments']}")
+        print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
+              f"parallel = {settings.parallel}; test {type(test).__name__}"
+              + ("; resuming from the journal" if resuming else ""), flush=True)
+    try:
+        result = tuner.run()
+    finally:
+        progress.end()
+        log.close()
+        reaper.close()
+        close_executor()
+    write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
+    write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
+    if result.test is not None:
+        write_test(os.path.join(exec_dir, "test.csv"), result.test)
+    write_results(os.path.join(exec_dir, "results.json"), space, result,
+                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"]})
+    stated = winner or getattr(test, "winner", None) or "mean"
+    label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
+    used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
+            if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
+    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)")
+    print(elites_report(space, result.elites, label))
+    if result.test is not None:
+        print("# Testing of elite configurations: mean cost on "
+              f"{len(result.test['tasks'])} test instances")
+        for e in result.elites[: settings.test_n_elites]:
+            costs = [c for c in result.test["costs"][e.id] if c is not None]
+            mean = f"{np.mean(costs):.6g}" if costs else "NA"
+            print(f"{e.id}  {mean}")
+    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
+          + (" test.csv" if result.test is not None else ""))
+    return EXIT_OK
+
+
+def read_prior_times(path: str) -> dict:
+    """Reported times of the training runs in an existing runs.csv (an interrupted session),
+    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
+    after a kill). A torn last line is skipped."""
+    import csv
+
+    times: dict = {}
+    if not os.path.exists(path):
+        return times
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
+                t = float(row["time"])
+            except (TypeError, ValueError, KeyError):
+                continue
+            if it > 0:
+                times[(it, cid, iid)] = t
+    return times
+
+
+INIT_FILES = {
+    "scenario.txt": """## racer / irace scenario (R syntax: name = value). Paths are relative to this file.
+parameterFile = "parameters.txt"
+targetRunner = "target-runner"
+trainInstancesDir = ""
+trainInstancesFile = "instances.txt"
+maxExperiments = 300
+# parallel = 2
+# seed = 1
+# testInstancesFile = "test-instances.txt"
+# configurationsFile = "configurations.txt"
+# targetRunnerTimeout = 60
+""",
+    "parameters.txt": """# name  switch     type  domain           | condition
+mode    "--mode "  c     (fast, careful)
+x       "--x "     r     (-5, 5)
+steps   "--steps " i,log (1, 1000)       | mode == "careful"
+""",
+    "instances.txt": "".join(f"instance-{i}\n" for i in range(1, 11)),
+    "target-runner": """#!{python}
+# irace target-runner: <configID> <instanceID> <seed> <instance> <switches...>
+# Print the cost (smaller is better) as the last line of stdout; exit 0.
+import random
+import sys
+
+config_id, instance_id, seed, instance = sys.argv[1:5]
+args = dict(zip(sys.argv[5::2], sys.argv[6::2]))
+rng = random.Random(int(seed))
+x = float(args["--x"])
+noise = rng.gauss(0, 0.5 if args["--mode"] == "fast" else 0.1)
+print((x - 1.0) ** 2 + noise + int(instance.split("-")[-1]) * 0.1)
+""",
+}
+
+
+def do_init(directory: str) -> int:
+    existing = [n for n in INIT_FILES if os.path.exists(os.path.join(directory, n))]
+    if existing:
+        _error(f"not overwriting {', '.join(existing)} in {directory}")
+        return EXIT_SCENARIO
+    for name, text in INIT_FILES.items():
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace("{python}", sys.executable))
+        if name == "target-runner":
+            os.chmod(path, 0o755)
+    print(f"wrote {', '.join(INIT_FILES)} in {directory}; try: racer --check, then racer")
+    return EXIT_OK
+
+
+def main(argv: list | None = None) -> int:
+    """Entry point of the ``racer`` console script; returns the exit code."""
+    from .parameters import ParameterFileError
+    from .rexpr import RSyntaxError
+    from .sampler import SamplingError
+    from .scenario import ScenarioError
+    from .target_runner import TargetRunnerError
+    from .iterated import BudgetError
+    from ..race import RaceFailedError
+    from ..storage import JournalInUseError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from .. import __version__
+        print(f"racer {__version__}")
+        return EXIT_OK
+    if args.init:
+        return do_init(os.getcwd())
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    old = None
+    try:
+        old = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (tests calling main() from a thread)
+        pass
+    try:
+        loaded = load(args)
+        for item in loaded["scenario"].unimplemented():
+            _warn(f"option not implemented by racer, ignored: {item}")
+        if args.check:
+            return do_check(loaded, args)
+        return do_run(loaded, args)
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, BudgetError, SamplingError) as exc:
+        _error(str(exc))
+        return EXIT_SCENARIO
+    except JournalInUseError as exc:
+        _error(f"{exc} (is another racer running on this execDir?)")
+        return EXIT_SCENARIO
+    except TargetRunnerError as exc:
+        _error("target-runner failed:\n" + str(exc)
+               + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
+               "rerun the same command to resume)")
+        return EXIT_RUNNER
+    except RaceFailedError as exc:
+        _error("no configuration could be evaluated (every run of a race failed): "
+               f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
+        return EXIT_RUNNER
+    except KeyboardInterrupt:
+        _error("interrupted; run the same command again to resume from the journal")
+        return EXIT_INTERRUPTED
+    except ValueError as exc:
+        if "`storage`" in str(exc):
+            hint = ("The journal in execDir belongs to a different run (other scenario, budget "
+                    "or seed): use --fresh to start over, or another execDir."
+                    if "holds a different race" in str(exc) or "instance #" in str(exc)
+                    else "The journal in execDir cannot be used: use --fresh to start over.")
+            _error(f"{exc}\n{hint}")
+            return EXIT_SCENARIO
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    except Exception:
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+

@@ -1,0 +1,634 @@
+"""irace's iterated racing on racer's engine, and the race of a fixed list of configurations.
+
+Each iteration is one :class:`racer.Race` of the elites and new configurations sampled around
+them (:mod:`racer.cli.sampler`), journaled to ``<execDir>/racer-journal/iteration-<k>.sqlite``;
+the budget is spread over iterations as irace 3.5 does (``computeComputationalBudget``,
+``computeNbConfigurations``; see docs/cli.md). Elites keep their results: a later race meets
+an instance an elite has already run on and the elite's cost is taken from the earlier race
+instead of running it again, elites cannot be eliminated before they have covered the
+instances they have results for, and with ``elitistLimit`` the race ends after that many
+consecutive tests without elimination (irace's elitist races). Not done: soft restarts.
+
+Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
+process; results are told to the race as they arrive (no polling). A race is
+block-synchronous (every survivor on the same instances, then a test), so by the time a
+candidate is eliminated none of its runs is pending and nothing needs cancelling.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import math
+import os
+from typing import Any, Callable
+
+import numpy as np
+
+from ..elimination import RacingTest
+from ..race import Race
+from .parameters import ParameterSpace, format_value
+from .sampler import Sampler
+from .scenario import Instance
+from .target_runner import RunResult, TargetRunner, TargetRunnerError
+
+__all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
+           "KeepAll", "ProtectElites"]
+
+JOURNAL_DIR = "racer-journal"
+
+
+class BudgetError(ValueError):
+    """The budget cannot pay for a single race (irace's "Insufficient budget")."""
+
+
+@dataclasses.dataclass(eq=False)
+class Configuration:
+    """A configuration: its irace ID (from 1), values (None = NA) and parent ID."""
+
+    id: int
+    values: dict
+    parent: int | None = None
+
+    def __repr__(self) -> str:
+        # Stable across runs: the journal recognises candidates by this text.
+        inner = ", ".join(f"{k}={format_value(v)}" for k, v in self.values.items())
+        return f"Configuration({self.id}: {inner})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One (instance, seed) pair; ``index`` is irace's instance ID (from 1)."""
+
+    index: int
+    instance: Instance
+    seed: int
+
+    def __repr__(self) -> str:
+        return f"Task({self.index}, {self.instance.name!r}, {' '.join(self.instance.extra)!r}, {self.seed})"
+
+
+class KeepAll(RacingTest):
+    """A test that eliminates nothing (the test phase runs every elite on every instance)."""
+
+    def decide(self, view, rng):
+        return []
+
+    def get_params(self):
+        return {}
+
+
+class ProtectElites(RacingTest):
+    """irace's elitist protection around any racing test: the first ``n_elites`` candidates
+    (the previous iteration's elites) cannot be eliminated while the race is still on the
+    first ``until`` instances (the new instance(s) first, then every instance they have
+    results for). The inner test still sees every survivor, so the others are judged against
+    the elites exactly as irace does."""
+
+    def __init__(self, inner: RacingTest, n_elites: int, until: int) -> None:
+        self.inner = inner
+        self.n_elites = int(n_elites)
+        self.until = int(until)
+        self.winner = getattr(inner, "winner", None)
+
+    def decide(self, view, rng):
+        decisions = self.inner.decide(view, rng)
+        if view.scores.shape[0] >= self.until:
+            return decisions
+        return [d for d in decisions if int(view.ids[d.index]) >= self.n_elites]
+
+    def get_params(self):
+        try:
+            inner = self.inner.get_params()
+        except NotImplementedError:
+            inner = {"repr": repr(self.inner)}
+        return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
+                "n_elites": self.n_elites, "until": self.until}
+
+
+@dataclasses.dataclass
+class Settings:
+    """The scenario options the tuner uses (irace names in comments)."""
+
+    max_experiments: int = 0  # maxExperiments
+    max_time: float = 0.0  # maxTime (seconds of reported run time)
+    min_measurable_time: float = 0.01  # minMeasurableTime
+    first_test: int = 5  # firstTest
+    each_test: int = 1  # eachTest
+    mu: int = 5  # mu
+    min_survival: int = 0  # minNbSurvival (0: irace's formula)
+    n_iterations: int = 0  # nbIterations (0: irace's formula, then while budget remains)
+    n_configurations: int = 0  # nbConfigurations
+    experiments_per_iteration: int = 0  # nbExperimentsPerIteration
+    elitist: bool = True  # elitist
+    elitist_new_instances: int = 1  # elitistNewInstances
+    elitist_limit: int = 2  # elitistLimit (0: no limit)
+    deterministic: bool = False  # deterministic
+    sample_instances: bool = True  # sampleInstances
+    seed: int = 0  # seed
+    parallel: int = 1  # parallel
+    test_n_elites: int = 1  # testNbElites
+    error_policy: str = "stop"  # racer: stop | reject | worst
+    fixed_list: bool = False  # racer: race the configurations file only
+
+
+@dataclasses.dataclass
+class TuningResult:
+    elites: list  # Configuration, best first
+    iterations: int
+    experiments: int
+    stop_reason: str
+    races: list  # (iteration, Race result, candidates)
+    test: dict | None = None  # {"instances": [...], "costs": {id: [..]}}
+    time_used: float = 0.0
+
+
+def _derived_seed(*key: int) -> int:
+    return int(np.random.SeedSequence(list(key)).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+class Tuner:
+    """Runs the whole tuning: iterated races (or one race of a fixed list), then the test.
+
+    Parameters
+    ----------
+    space : ParameterSpace
+    runner : TargetRunner
+    train : list of Instance
+    settings : Settings
+    test : RacingTest
+        The racing test of every race (irace's default: ``FRaceTest("conover")``).
+    initial : list of dict, optional
+        Configurations from ``configurationsFile``.
+    test_instances : list of Instance, optional
+    journal_dir : str
+        Where each race's SQLite journal goes; the same command resumes from it.
+    on_run : callable, optional
+        Called with ``(iteration, configuration, task, RunResult)`` after every target-runner
+        call (the CSV log), before the result is told to the race.
+    progress : callable, optional
+        Called with a dict of the state after every result.
+    executor : concurrent.futures.Executor, optional
+        Where runs go (a Dask ``client.get_executor()``...); default: a thread pool of
+        ``settings.parallel`` threads, each running one target-runner process.
+    sampler : Sampler, optional
+        irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
+    winner : str or None
+        ``Race(winner=...)``: "rank_sum" (irace's order, for the F-test), "mean", or None
+        (the rule the test states).
+    """
+
+    def __init__(self, space: ParameterSpace, runner: TargetRunner, train: list,
+                 settings: Settings, test: RacingTest, *, initial: list | None = None,
+                 test_instances: list | None = None, journal_dir: str,
+                 on_run: Callable | None = None, progress: Callable | None = None,
+                 winner: str | None = "rank_sum", metadata: dict | None = None,
+                 prior_times: dict | None = None, sampler: Sampler | None = None,
+                 executor: cf.Executor | None = None) -> None:
+        self.space = space
+        self.runner = runner
+        self.train = list(train)
+        self.settings = settings
+        self.test = test
+        self.initial = list(initial or [])
+        self.test_instances = list(test_instances or [])
+        self.journal_dir = journal_dir
+        self.on_run = on_run
+        self.progress = progress
+        self.winner = winner
+        self.metadata = dict(metadata or {})
+        self.sampler = sampler if sampler is not None else Sampler(space)
+        self.executor = executor
+        n_var = max(space.n_variable, 1)
+        self.n_iterations = settings.n_iterations or int(math.floor(2 + math.log2(n_var)))
+        self.min_survival = settings.min_survival or int(math.floor(2 + math.log2(n_var)))
+        # (configuration id, Task) -> (cost, failure message): results elites carry forward.
+        self.cache: dict[tuple[int, Task], tuple[float, str | None]] = {}
+        self.experiments = 0
+        # Reported time of every training run, by (iteration, configuration id, instance id):
+        # live ones, and those of an interrupted session read back from runs.csv, so that a
+        # resumed maxTime tuning plans the same budgets.
+        self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
+        self.time_used = 0.0
+        self._timed: set = set()
+        self._tasks: list[Task] = []
+        self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
+
+    # ------------------------------------------------------------------ instances
+
+    def task(self, k: int) -> Task:
+        """Task ``k`` (0-based) of the training stream: the instance list repeated (shuffled
+        per repetition with ``sampleInstances``), each pair with its own seed."""
+        n = len(self.train)
+        while len(self._tasks) <= k:
+            rep = len(self._tasks) // n
+            rng = np.random.default_rng([self.settings.seed, 1, rep])
+            order = rng.permutation(n) if self.settings.sample_instances else np.arange(n)
+            seeds = rng.integers(1, 2**31 - 1, size=n)
+            for pos in range(n):
+                self._tasks.append(Task(len(self._tasks) + 1, self.train[int(order[pos])], int(seeds[pos])))
+        return self._tasks[k]
+
+    def tasks(self, start: int, stop: int) -> list[Task]:
+        return [self.task(k) for k in range(start, stop)]
+
+    def n_tasks_available(self, remaining: int) -> int:
+        if self.settings.deterministic:
+            return len(self.train)
+        # irace makes ceiling(remaining / minSurvival) pairs available.
+        return max(len(self.train), int(math.ceil(remaining / max(self.min_survival, 1))))
+
+    # ------------------------------------------------------------------ one race
+
+    def _journal(self, name: str) -> str:
+        os.makedirs(self.journal_dir, exist_ok=True)
+        return os.path.join(self.journal_dir, name)
+
+    def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
+                 min_survivors: int, test: RacingTest, first_test: int, journal: str,
+                 pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
+                 protect_rows: int = 0, preset: dict | None = None) -> Any:
+        """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
+        consecutive tests after instance ``first_test`` eliminated nobody, but not before
+        ``protect_rows`` instances (those the elites have results for) are done."""
+        settings = self.settings
+        race = Race(
+            candidates, test=test, maximize=False, budget=budget, first_test=first_test,
+            each_test=settings.each_test, min_survivors=min_survivors, instances=tasks,
+            on_error="worst" if settings.error_policy == "worst" else "eliminate",
+            winner=self.winner, random_state=_derived_seed(settings.seed, 4, iteration),
+            storage=self._journal(journal), metadata={**self.metadata, "iteration": iteration},
+        )
+        cached_before = dict(self.cache)
+        preset = preset or {}
+        try:
+            used_before = self.experiments
+            real_told = 0
+            while not race.finished:
+                if elitist_limit:
+                    pending = race.pending()
+                    rows_done = min(ev.instance_index for ev in pending) if pending else race.n_instances
+                    # Recomputed from the race's history, not counted along the way, so a
+                    # resumed race (whose journaled blocks are replayed unseen) stops alike.
+                    if (rows_done >= protect_rows and
+                            _quiet_tests(race, rows_done, first_test, settings.each_test) >= elitist_limit):
+                        break
+                batch = race.ask() or race.pending()
+                if not batch:
+                    break
+                hits, runs = [], []
+                for ev in batch:
+                    key = (ev.candidate.id, ev.instance)
+                    (hits if key in cached_before or key in preset else runs).append(ev)
+                replayed_real = self._real_runs(race, cached_before)
+                if (max_total is not None and used_before + replayed_real + len(runs) > max_total):
+                    # irace never exceeds maxExperiments: stop before a block it cannot pay.
+                    break
+                for ev in hits:
+                    key = (ev.candidate.id, ev.instance)
+                    value, message = cached_before[key] if key in cached_before else preset[key]
+                    if message is None:
+                        race.tell(ev, value)
+                    else:
+                        race.tell(ev, error=message)
+                self.state["experiments"] = self.experiments
+                self._dispatch(iteration, race, runs, pool)
+                real_told += len(runs)
+                self.experiments = used_before + self._real_runs(race, cached_before)
+            self.experiments = used_before + self._real_runs(race, cached_before)
+            result = race.result()
+        finally:
+            race.close()
+        for ci, cand in enumerate(candidates):
+            for row, task in enumerate(result.instances):
+                value = result.scores[row, ci]
+                if not np.isnan(value):
+                    self.cache[(cand.id, task)] = (float(value), None)
+        for ci, row, message in result.failures:
+            self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
+        if iteration > 0:
+            for cand, task in self._real_cells(result, cached_before):
+                key = (iteration, cand.id, task.index)
+                if key not in self._timed:
+                    self._timed.add(key)
+                    self.time_used += self.run_times.get(key, 0.0)
+        return result
+
+    def _real_runs(self, race: Race, cached: dict) -> int:
+        """Target-runner calls recorded in ``race`` (evaluations not served from the cache)."""
+        return len(self._real_cells(race.result(), cached))
+
+    @staticmethod
+    def _real_cells(res, cached: dict) -> list:
+        done = ~np.isnan(res.scores)
+        for ci, row, _ in res.failures:
+            done[row, ci] = True
+        cells = []
+        for ci, cand in enumerate(res.candidates):
+            for row in np.flatnonzero(done[:, ci]):
+                if (cand.id, res.instances[row]) not in cached:
+                    cells.append((cand, res.instances[row]))
+        return cells
+
+    def _dispatch(self, iteration: int, race: Race, runs: list, pool: cf.Executor) -> None:
+        if not runs:
+            return
+        switches = {}
+        futures = {}
+        for ev in runs:
+            cand, task = ev.candidate, ev.instance
+            if cand.id not in switches:
+                switches[cand.id] = self.space.command_line(cand.values)
+            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                              switches[cand.id])
+            futures[fut] = ev
+        try:
+            for fut in cf.as_completed(futures):
+                ev = futures[fut]
+                res: RunResult = fut.result()
+                if self.on_run is not None:
+                    self.on_run(iteration, ev.candidate, ev.instance, res)
+                if res.time is not None and iteration > 0:
+                    self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res.time
+                if res.status == "ok":
+                    race.tell(ev, res.cost)
+                elif res.status == "error" and self.settings.error_policy == "stop":
+                    raise TargetRunnerError(res, self.runner.exec_dir)
+                else:
+                    race.tell(ev, error=res.message)
+                self.state["experiments"] += 1
+                if self.progress is not None:
+                    self.progress(self.state, race)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            self.runner.kill_all()
+            raise
+
+    # ------------------------------------------------------------------ the tuning
+
+    def _new_configurations(self, values_list: list, parents: list, next_id: int) -> list:
+        return [Configuration(next_id + i, dict(v), p) for i, (v, p) in enumerate(zip(values_list, parents))]
+
+    def run(self) -> TuningResult:
+        s = self.settings
+        workers = max(1, s.parallel)
+        own = self.executor is None
+        pool = (cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run")
+                if own else self.executor)
+        try:
+            try:
+                if s.fixed_list:
+                    result = self._fixed(pool)
+                else:
+                    result = self._iterated(pool)
+                if self.test_instances and result.elites:
+                    result.test = self._test_phase(pool, result.elites[: max(1, s.test_n_elites)])
+            except BaseException:
+                self.runner.kill_all()
+                raise
+        finally:
+            if own:
+                pool.shutdown(wait=True, cancel_futures=True)
+        result.time_used = self.time_used
+        return result
+
+    def _budget(self) -> int:
+        if self.settings.max_experiments > 0:
+            return self.settings.max_experiments
+        if self.settings.max_time > 0 and not self.settings.fixed_list:
+            return 0
+        raise BudgetError("set maxExperiments (or maxTime, not with a fixed list) to a positive budget")
+
+    def _runs_left(self) -> int:
+        """maxTime: the remaining time in runs of the mean reported time so far (irace's
+        ``round((maxTime - timeUsed) / boundEstimate)``)."""
+        mean = max(self.time_used / max(self.experiments, 1), self.settings.min_measurable_time)
+        return max(0, int(round((self.settings.max_time - self.time_used) / mean)))
+
+    def _probe(self, values: dict) -> dict:
+        """maxTime: run configuration 1 on the first training instance to estimate the time of a
+        run before the first race (irace estimates it too); the race then takes this result
+        instead of running it again. Returns the preset for the first race."""
+        task = self.task(0)
+        key = (1, 1, task.index)
+        config = Configuration(1, dict(values))
+        if key in self.run_times:  # resumed: the probe ran in an earlier session
+            cost = None
+        else:
+            res = self.runner.run(1, task.index, task.seed, task.instance,
+                                  self.space.command_line(values))
+            if self.on_run is not None:
+                self.on_run(1, config, task, res)
+            if res.status == "error" and self.settings.error_policy == "stop":
+                raise TargetRunnerError(res, self.runner.exec_dir)
+            if res.time is not None:
+                self.run_times[key] = res.time
+            cost = (res.cost, None) if res.status == "ok" else (math.nan, res.message)
+        self._probe_time = self.run_times.get(key, 0.0)
+        return {(1, task): cost} if cost is not None else {}
+
+    def _fixed(self, pool) -> TuningResult:
+        s = self.settings
+        if not self.initial:
+            raise BudgetError("a fixed list needs configurationsFile with at least one configuration")
+        cands = self._new_configurations(self.initial, [None] * len(self.initial), 1)
+        budget = self._budget()
+        first = min(max(s.first_test, 1), self.n_tasks_available(budget))
+        if budget < len(cands) * first:
+            raise BudgetError(
+                f"maxExperiments = {budget} cannot pay for the first test: {len(cands)} "
+                f"configurations x firstTest = {first} instances = {len(cands) * first} runs")
+        tasks = self.tasks(0, self.n_tasks_available(budget))
+        self.state.update(iteration=1, n_iterations=1, budget=budget)
+        result = self.run_race(1, cands, tasks, budget=budget, min_survivors=s.min_survival or 1,
+                               test=self.test, first_test=first, journal="fixed-list.sqlite",
+                               pool=pool, max_total=budget)
+        return TuningResult(list(result.survivors), 1, self.experiments, result.stop_reason,
+                            [(1, result, cands)])
+
+    def _iterated(self, pool) -> TuningResult:
+        s = self.settings
+        budget = self._budget()
+        timed = budget == 0
+        preset: dict = {}
+        first_rng = np.random.default_rng([s.seed, 3, 1])
+        first_values = None
+        if timed:
+            first_values = dict(self.initial[0]) if self.initial else self.sampler.sample_uniform(1, first_rng)[0]
+            preset = self._probe(first_values)
+            mean = max(self._probe_time, s.min_measurable_time)
+            remaining = max(0, int(round((s.max_time - self._probe_time) / mean)))
+        else:
+            remaining = budget
+        mu = max(s.mu, s.first_test)
+        n_iterations = self.n_iterations
+        elites: list[Configuration] = []
+        next_id = 1
+        n_seen = 0  # training tasks seen so far (always a prefix of the stream)
+        seen_keys: set = set()
+        races = []
+        stop_reason = "budget exhausted"
+        iteration = 0
+        while True:
+            iteration += 1
+            first_race = iteration == 1
+            if timed and not first_race:
+                if self.time_used >= s.max_time:
+                    stop_reason = "time budget exhausted"
+                    break
+                remaining = self._runs_left()
+            if remaining <= 0:
+                stop_reason = "budget exhausted"
+                break
+            if iteration > n_iterations:
+                if s.n_iterations == 0:
+                    n_iterations = iteration
+                else:
+                    stop_reason = "limit of iterations reached"
+                    break
+            current = (s.experiments_per_iteration or
+                       remaining // (n_iterations - iteration + 1))
+            n_elites = len(elites)
+            if s.elitist and not first_race:
+                denom = max(mu + s.each_test * min(5, iteration),
+                            _round_up(n_seen + s.elitist_new_instances, s.each_test))
+                n_conf = min((current + n_elites * n_seen) // denom, 1024)
+            else:
+                n_conf = min(current // (mu + s.each_test * min(5, iteration)), 1024)
+            if s.n_configurations > 0:
+                if s.n_configurations <= n_conf:
+                    n_conf = s.n_configurations
+                elif current < remaining:
+                    continue
+                else:
+                    stop_reason = "not enough budget to enforce nbConfigurations"
+                    break
+            if n_conf <= self.min_survival:
+                if first_race:
+                    raise BudgetError(
+                        f"maxExperiments = {budget} is too small: the first iteration could race "
+                        f"only {n_conf} configurations, not more than minNbSurvival = "
+                        f"{self.min_survival}; irace would need about "
+                        f"{(self.min_survival + 1) * n_iterations * (mu + 5 * s.each_test)} runs")
+                stop_reason = "not enough budget to race more than the minimum configurations"
+                break
+            if first_race:
+                initial = self.initial[:n_conf]
+            elif n_conf <= n_elites:
+                stop_reason = "not enough budget left to race newly sampled configurations"
+                break
+            if s.elitist and not first_race:
+                need = (n_conf - n_elites) * mu + n_elites * min(s.elitist_new_instances, mu)
+            else:
+                need = n_conf * mu
+            if need > current:
+                if first_race:
+                    raise BudgetError(f"maxExperiments = {budget} cannot pay for the first race "
+                                      f"({n_conf} configurations x {mu} instances)")
+                stop_reason = "not enough budget to race all configurations up to the first test"
+                break
+            rng = first_rng if first_race else np.random.default_rng([s.seed, 3, iteration])
+            if first_race:
+                new_values = [dict(v) for v in initial]
+                if first_values is not None and not initial:
+                    new_values = [first_values]  # the probe's configuration is configuration 1
+                for v in new_values:
+                    seen_keys.add(self.sampler.key(v))
+                new_values += self.sampler.sample_uniform(n_conf - len(new_values), rng, seen_keys)
+                parents = [None] * len(new_values)
+            else:
+                n_new = n_conf - n_elites
+                self.sampler.update_model(elites, iteration, n_iterations, n_new, elitist=s.elitist)
+                got = self.sampler.sample_model(elites, n_new, rng, seen_keys)
+                new_values = [v for v, _ in got]
+                parents = [p for _, p in got]
+            new = self._new_configurations(new_values, parents, next_id)
+            next_id += len(new)
+            candidates = elites + new
+            available = self.n_tasks_available(remaining)
+            if first_race or not s.elitist:
+                start = n_seen if not s.elitist else 0
+                order = list(range(start, max(available + start, start)))
+                if s.deterministic:
+                    order = list(range(0, len(self.train)))
+            else:
+                k = s.elitist_new_instances
+                stop_new = min(n_seen + k, max(available, n_seen))
+                order = (list(range(n_seen, stop_new)) + list(range(0, n_seen))
+                         + list(range(stop_new, max(available, stop_new))))
+            tasks = [self.task(i) for i in order]
+            if len(tasks) < s.first_test:
+                raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
+            saved = n_elites * n_seen if (s.elitist and not first_race) else 0
+            self.state.update(iteration=iteration, n_iterations=n_iterations, budget=budget)
+            used_before = self.experiments
+            protect_rows = 0
+            test = self.test
+            if s.elitist and not first_race and n_elites:
+                protect_rows = min(n_seen + s.elitist_new_instances, len(tasks))
+                test = ProtectElites(self.test, n_elites, protect_rows)
+            result = self.run_race(
+                iteration, candidates, tasks, budget=max(current + saved, len(candidates) * s.first_test),
+                min_survivors=self.min_survival, test=test, first_test=s.first_test,
+                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=None if timed else budget,
+                elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
+                preset=preset if first_race else None)
+            races.append((iteration, result, candidates))
+            observe = getattr(self.sampler, "observe", None)
+            if observe is not None:
+                observe(candidates, result)
+            if not timed:
+                remaining -= self.experiments - used_before
+            n_seen = max(n_seen, max((order[r] + 1 for r in range(_rows_run(result))), default=0))
+            for ci, row, _ in result.failures:
+                seen_keys.add(self.sampler.key(candidates[ci].values))
+            n_keep = min(len(result.survivors), self.min_survival)
+            elites = list(result.survivors[:n_keep])
+            if first_race:
+                self.sampler.init_model(elites)
+            if self.experiments - used_before == 0:
+                stop_reason = "no runs possible within the remaining budget"
+                break
+        return TuningResult(elites, len(races), self.experiments, stop_reason, races)
+
+    def _test_phase(self, pool, elites: list) -> dict:
+        rng = np.random.default_rng([self.settings.seed, 5])
+        seeds = rng.integers(1, 2**31 - 1, size=len(self.test_instances))
+        tasks = [Task(i + 1, inst, int(seeds[i])) for i, inst in enumerate(self.test_instances)]
+        self.state.update(iteration="test")
+        result = self.run_race(0, list(elites), tasks, budget=None, min_survivors=1,
+                               test=KeepAll(), first_test=len(tasks), journal="test.sqlite",
+                               pool=pool, max_total=None)
+        costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
+                 for i, c in enumerate(result.candidates)}
+        return {"tasks": tasks, "costs": costs, "result": result}
+
+
+def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int) -> int:
+    """Consecutive tests, counting back from instance ``rows_done`` and only after
+    ``first_test``, that eliminated nobody (irace's count for ``elitistLimit``)."""
+    eliminated_at = {rec.n_instances for rec in race.history}
+    count = 0
+    n = rows_done
+    while n > first_test:
+        if (n - first_test) % each_test == 0:
+            if n in eliminated_at:
+                break
+            count += 1
+        n -= 1
+    return count
+
+
+def _rows_run(result) -> int:
+    """Rows of ``result`` with at least one evaluation (a race stopped before a block it
+    could not pay has that block's rows registered but not run)."""
+    done = ~np.isnan(result.scores)
+    for ci, row, _ in result.failures:
+        done[row, ci] = True
+    rows = np.flatnonzero(done.any(axis=1))
+    return int(rows[-1]) + 1 if rows.size else 0
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return int(math.ceil(x / multiple) * multiple)

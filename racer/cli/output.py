@@ -1,0 +1,186 @@
+"""What ``racer`` writes: the progress line, the final elites, and files in ``execDir``.
+
+* ``elites.txt``: the final elites, best first, as an irace configurations file (header of
+  parameter names, ``NA`` where inactive), readable back as a ``configurationsFile``;
+* ``runs.csv``: every target-runner call, appended as it returns (iteration, configuration,
+  instance ID, seed, instance, cost, time, status, attempts, wall seconds, message);
+* ``eliminations.csv``: every elimination of every race;
+* ``test.csv``: the test phase, one row per (elite, test instance);
+* ``results.json``: the elites, their command lines, the budget used and the stop reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from .parameters import ParameterSpace, format_value
+
+__all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_test",
+           "write_results", "elites_report", "configuration_words"]
+
+RUN_FIELDS = ["iteration", "configuration", "instance_id", "seed", "instance", "cost", "time",
+              "status", "attempts", "wall", "message"]
+
+
+def _quote(v: Any) -> str:
+    text = format_value(v)
+    return shlex.quote(text) if (text == "" or any(c.isspace() for c in text) or "'" in text or '"' in text) else text
+
+
+def configuration_words(space: ParameterSpace, values: dict) -> list[str]:
+    return [_quote(values.get(name)) for name in space.names]
+
+
+def write_elites(path: str, space: ParameterSpace, elites: list) -> None:
+    """An irace configurations file of ``elites`` (best first), columns aligned."""
+    rows = [list(space.names)] + [configuration_words(space, e.values) for e in elites]
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# racer: final elite configurations, best first (irace configurations file)\n")
+        for r in rows:
+            f.write(" ".join(w.ljust(widths[j]) for j, w in enumerate(r)).rstrip() + "\n")
+
+
+class RunLog:
+    """``runs.csv``, appended and flushed after every run (a killed racer keeps every line
+    written before it died)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        new = not os.path.exists(path) or os.path.getsize(path) == 0
+        self._f = open(path, "a", newline="", encoding="utf-8")
+        self._w = csv.writer(self._f)
+        if new:
+            self._w.writerow(RUN_FIELDS)
+            self._f.flush()
+        self._lock = threading.Lock()
+
+    def __call__(self, iteration, configuration, task, result) -> None:
+        row = [iteration, configuration.id, task.index, task.seed,
+               " ".join([task.instance.name, *task.instance.extra]),
+               "" if result.cost is None else repr(result.cost),
+               "" if result.time is None else repr(result.time),
+               result.status, result.attempts, f"{result.wall:.4f}", result.message]
+        with self._lock:
+            self._w.writerow(row)
+            self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def write_eliminations(path: str, races: list) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["iteration", "configuration", "instances", "reason", "by", "probability", "step"])
+        for iteration, result, candidates in races:
+            for rec in result.history:
+                w.writerow([iteration, rec.candidate.id, rec.n_instances, rec.reason,
+                            "" if rec.by is None else rec.by.id,
+                            "" if np.isnan(rec.probability) else repr(float(rec.probability)), rec.step])
+
+
+def write_test(path: str, test: dict) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["configuration", "instance_id", "seed", "instance", "cost"])
+        for cid, costs in test["costs"].items():
+            for task, cost in zip(test["tasks"], costs):
+                w.writerow([cid, task.index, task.seed,
+                            " ".join([task.instance.name, *task.instance.extra]),
+                            "" if cost is None else repr(cost)])
+
+
+def elites_report(space: ParameterSpace, elites: list, label: str = "sum of ranks") -> str:
+    """irace's two final blocks: the elites as a table, then as command lines."""
+    lines = [f"# Best configurations (first number is the configuration ID; listed from best to "
+             f"worst according to the {label}):"]
+    rows = [[""] + list(space.names)] + [[str(e.id)] + configuration_words(space, e.values) for e in elites]
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    for r in rows:
+        lines.append(" ".join(w.rjust(widths[j]) for j, w in enumerate(r)).rstrip())
+    lines.append("# Best configurations as commandlines (first number is the configuration ID; "
+                 "same order as above):")
+    for e in elites:
+        lines.append(f"{e.id}  " + " ".join(shlex.quote(w) for w in space.command_line(e.values)))
+    return "\n".join(lines)
+
+
+def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None:
+    data = {
+        "elites": [{"id": e.id, "parent": e.parent,
+                    "values": {k: v for k, v in e.values.items()},
+                    "command_line": space.command_line(e.values)} for e in result.elites],
+        "iterations": result.iterations,
+        "experiments": result.experiments,
+        "stop_reason": result.stop_reason,
+        "time_used": result.time_used,
+        **extra,
+    }
+    if result.test is not None:
+        data["test"] = {str(cid): {"mean": _mean(costs), "costs": costs}
+                        for cid, costs in result.test["costs"].items()}
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _mean(costs: list) -> float | None:
+    ok = [c for c in costs if c is not None]
+    return float(np.mean(ok)) if ok else None
+
+
+class Progress:
+    """The live progress line on stderr: iteration, race state, runs used of the budget, best
+    so far. Redrawn in place at most ten times a second on a terminal; on a file or pipe one
+    line every ten seconds."""
+
+    def __init__(self, stream: Any = None, quiet: bool = False) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.quiet = quiet
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(isatty and isatty())
+        self.interval = 0.1 if self.tty else 10.0
+        self.start = time.monotonic()
+        self.last = -float("inf")
+        self.text = ""
+
+    def __call__(self, state: dict, race) -> None:
+        now = time.monotonic()
+        if self.quiet or now - self.last < self.interval:
+            return
+        self.last = now
+        it = state.get("iteration")
+        where = "test phase" if it == "test" else f"iteration {it}/{state.get('n_iterations', '?')}"
+        budget = state.get("budget") or 0
+        used = state.get("experiments", 0)
+        spent = f"{used}/{budget} runs" if budget else f"{used} runs"
+        best = ""
+        res = race.result()
+        if len(res.survivors):
+            b = res.survivors[0]
+            mean = res.mean_scores[res.best_index]
+            best = f" | best #{b.id} mean {mean:.6g}" if np.isfinite(mean) else f" | best #{b.id}"
+        self.text = (f"[racer] {where} | instance {race.n_instances} | "
+                     f"{len(race.survivor_indices)}/{len(race.candidates)} alive | {spent}{best} | "
+                     f"{now - self.start:.0f}s")
+        if self.tty:
+            self.stream.write("\r" + self.text[:119].ljust(79))
+        else:
+            self.stream.write(self.text + "\n")
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.tty and self.text and not self.quiet:
+            self.stream.write("\n")
+            self.stream.flush()

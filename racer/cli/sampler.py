@@ -1,0 +1,328 @@
+"""irace's sampling of configurations, for irace's parameter spaces (racer's own code).
+
+Read from irace 3.5's ``sampleUniform``, ``initialiseModel``, ``updateModel``, ``sampleModel``,
+``sample_norm`` and ``numeric_value_round``:
+
+* First iteration: every active parameter uniform (``i``: uniform on ``[lower, upper + 1)``
+  then floored; ``,log``: uniform in log space; ``r``: rounded to ``digits`` decimals).
+* After each race the elites carry a model: for ``c`` a probability vector, for ``i``/``r`` a
+  standard deviation and a mean, for ``o`` a standard deviation in index units. A new
+  elite inherits its parent's model with the mean moved to its own value.
+* Before sampling iteration ``j`` (of ``N``): ``c`` probabilities are shrunk by
+  ``1 - (j-1)/N`` and the elite's value gets ``+ (j-1)/N``, then (elitist irace) capped at
+  ``0.2^(1/nbVariable)`` and renormalised; every ``sd`` is multiplied by
+  ``(1/nbNew)^(1/nbVariable)``.
+* A new configuration picks a parent among the elites with weights ``n - rank + 1`` (best
+  first) and samples each active parameter in dependency order: numbers from a normal
+  truncated to the domain around the parent's value (in log space for ``,log``), ordinals
+  from a truncated normal over the indices, categoricals from the parent's probabilities.
+* A forbidden configuration is resampled (at most 100 times, then an error, as irace). racer
+  also resamples exact duplicates of configurations already raced (irace does not), and skips
+  a configuration when only duplicates come out.
+
+Soft restarts (irace's ``softRestart``) are not implemented.
+
+>>> import numpy as np
+>>> from racer.cli.parameters import Parameter, ParameterSpace
+>>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 1.0)),
+...                         Parameter("k", "--k ", "o", ("a", "b", "c"))], digits=2)
+>>> s = Sampler(space)
+>>> configs = s.sample_uniform(3, np.random.default_rng(0))
+>>> all(0.0 <= c["x"] <= 1.0 and c["k"] in "abc" for c in configs)
+True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.stats import truncnorm
+
+from .parameters import Parameter, ParameterSpace
+
+__all__ = ["Sampler", "SamplingError", "OptunaSampler"]
+
+MAX_RETRIES = 100
+
+
+class SamplingError(RuntimeError):
+    """No configuration outside the forbidden rules could be sampled."""
+
+
+def _rtnorm(rng: np.random.Generator, mean: float, sd: float, lower: float, upper: float) -> float:
+    if not sd > 0:
+        return min(max(mean, lower), upper)
+    a, b = (lower - mean) / sd, (upper - mean) / sd
+    return float(truncnorm.rvs(a, b, loc=mean, scale=sd, random_state=rng))
+
+
+def _log_bounds(p: Parameter) -> tuple[float, float]:
+    lo, hi = p.domain
+    return math.log(lo), math.log(hi + 1 if p.type == "i" else hi)
+
+
+class Sampler:
+    """Samples configurations of ``space`` as irace does; holds the elites' model."""
+
+    def __init__(self, space: ParameterSpace) -> None:
+        if not isinstance(space, ParameterSpace):
+            raise TypeError(f"`space` must be a ParameterSpace; got {space!r}")
+        self.space = space
+        self.model: dict[int, dict[str, list]] = {}
+
+    # ------------------------------------------------------------------ numbers
+
+    def _round(self, p: Parameter, value: float) -> Any:
+        lo, hi = p.domain
+        if p.type == "i":
+            v = int(math.floor(value))
+            return min(max(v, lo), hi)
+        v = round(value, self.space.digits)
+        return min(max(v, lo), hi)
+
+    def _uniform(self, p: Parameter, rng: np.random.Generator) -> Any:
+        if p.type in ("c", "o"):
+            return p.domain[int(rng.integers(len(p.domain)))]
+        lo, hi = p.domain
+        upper = hi + 1 if p.type == "i" else hi
+        if p.log:
+            tlo, thi = _log_bounds(p)
+            value = math.exp(tlo + (thi - tlo) * rng.random())
+        else:
+            value = lo + (upper - lo) * rng.random()
+        return self._round(p, value)
+
+    def _normal(self, p: Parameter, mean: float, sd: float, rng: np.random.Generator) -> Any:
+        lo, hi = p.domain
+        upper = hi + 1 if p.type == "i" else hi
+        if p.type == "i":
+            mean = mean + 0.5
+        if p.log:
+            tlo, thi = _log_bounds(p)
+            tmean = (math.log(mean) - tlo) / (thi - tlo)
+            value = math.exp(tlo + (thi - tlo) * _rtnorm(rng, tmean, sd, 0.0, 1.0))
+        else:
+            value = _rtnorm(rng, mean, sd, lo, upper)
+        return self._round(p, value)
+
+    # ------------------------------------------------------------------ sampling
+
+    def _fill(self, draw, rng) -> dict:
+        values: dict = {p.name: None for p in self.space.declared}
+        for p in self.space.params:
+            if not self.space.is_active(p, values):
+                values[p.name] = None
+            elif p.is_fixed:
+                values[p.name] = p.domain[0]
+            else:
+                values[p.name] = draw(p)
+        return values
+
+    def _sample(self, n: int, draw_one, rng, seen: set) -> list:
+        out = []
+        for _ in range(n):
+            got = None
+            allowed = None
+            for _attempt in range(MAX_RETRIES):
+                values, extra = draw_one()
+                if self.space.is_forbidden(values):
+                    continue
+                allowed = (values, extra)
+                key = self.key(values)
+                if key in seen:
+                    continue
+                got = allowed
+                seen.add(key)
+                break
+            if allowed is None:
+                raise SamplingError(
+                    f"{MAX_RETRIES} configurations in a row were forbidden: the forbidden rules "
+                    "of the scenario leave (almost) nothing to sample")
+            if got is not None:
+                out.append(got)
+        return out
+
+    def key(self, values: dict) -> tuple:
+        return tuple(values.get(n) for n in self.space.names)
+
+    def sample_uniform(self, n: int, rng: np.random.Generator, seen: set | None = None) -> list[dict]:
+        """``n`` configurations (fewer if only duplicates of ``seen`` come out)."""
+        seen = set() if seen is None else seen
+        got = self._sample(n, lambda: (self._fill(lambda p: self._uniform(p, rng), rng), None), rng, seen)
+        return [v for v, _ in got]
+
+    def init_model(self, elites: list) -> None:
+        """irace's ``initialiseModel`` for ``elites`` (objects with ``id`` and ``values``)."""
+        self.model = {}
+        for e in elites:
+            self.model[e.id] = {p.name: self._initial(p, e.values.get(p.name))
+                                for p in self.space.declared if not p.is_fixed}
+
+    def _initial(self, p: Parameter, value: Any) -> list:
+        if p.type == "c":
+            return [1.0 / len(p.domain)] * len(p.domain)
+        if p.type == "o":
+            return [(len(p.domain) - 1) / 2.0]
+        sd = 0.5 if p.log else (p.domain[1] - p.domain[0]) / 2.0
+        return [sd, value]
+
+    def update_model(self, elites: list, iteration: int, n_iterations: int, n_new: int,
+                     elitist: bool = True) -> None:
+        """irace's ``updateModel`` before sampling ``n_new`` configurations in ``iteration``."""
+        n_var = max(self.space.n_variable, 1)
+        shrink = (1.0 / max(n_new, 1)) ** (1.0 / n_var)
+        frac = (iteration - 1) / n_iterations
+        new_model = {}
+        for e in elites:
+            entry = {}
+            for p in self.space.declared:
+                if p.is_fixed:
+                    continue
+                if e.id in self.model:
+                    vec = list(self.model[e.id][p.name])
+                else:
+                    vec = list(self.model[e.parent][p.name])
+                    if p.type in ("i", "r") and e.values.get(p.name) is not None:
+                        vec[1] = e.values[p.name]
+                if p.type == "c":
+                    value = e.values.get(p.name)
+                    if value is not None:
+                        probs = np.asarray(vec) * (1.0 - frac)
+                        probs[p.domain.index(value)] += frac
+                        if elitist:
+                            probs = probs / probs.sum()
+                            probs = np.minimum(probs, 0.2 ** (1.0 / n_var))
+                        vec = list(probs / probs.sum())
+                else:
+                    vec[0] = vec[0] * shrink
+                entry[p.name] = vec
+            new_model[e.id] = entry
+        self.model = new_model
+
+    def sample_model(self, elites: list, n: int, rng: np.random.Generator,
+                     seen: set | None = None) -> list[tuple[dict, int]]:
+        """``n`` configurations sampled around ``elites`` (best first), as (values, parent id)."""
+        seen = set() if seen is None else seen
+        k = len(elites)
+        weights = np.array([k - r for r in range(k)], dtype=float)
+        weights /= weights.sum()
+
+        def draw_one():
+            parent = elites[int(rng.choice(k, p=weights))]
+            model = self.model[parent.id]
+
+            def draw(p: Parameter):
+                pv = parent.values.get(p.name)
+                if p.type in ("i", "r"):
+                    sd, mean = model[p.name]
+                    if pv is not None:
+                        mean = pv
+                    lo, hi = p.domain
+                    if mean is None or not lo <= mean <= hi:
+                        return self._uniform(p, rng)
+                    return self._normal(p, float(mean), sd, rng)
+                if p.type == "o":
+                    if pv is None:
+                        return self._uniform(p, rng)
+                    m = len(p.domain)
+                    mean = p.domain.index(pv) + 1
+                    idx = int(math.floor(_rtnorm(rng, mean + 0.5, model[p.name][0], 1.0, m + 1.0)))
+                    return p.domain[min(max(idx, 1), m) - 1]
+                probs = np.asarray(model[p.name], dtype=float)
+                return p.domain[int(rng.choice(len(p.domain), p=probs / probs.sum()))]
+
+            return self._fill(draw, rng), parent.id
+
+        return self._sample(n, draw_one, rng, seen)
+
+
+class OptunaSampler(Sampler):
+    """New configurations proposed by an Optuna sampler (TPE by default) instead of irace's
+    model: every configuration is an Optuna trial, sampled define-by-run in dependency order
+    (inactive parameters are not suggested), and told the mean cost it reached in its race.
+    Forbidden and duplicate proposals are told as failed trials and asked again. Needs
+    ``optuna`` (``pip install bayes-racer[optuna]``).
+
+    >>> import numpy as np
+    >>> from racer.cli.parameters import Parameter, ParameterSpace
+    >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 1.0))], digits=2)
+    >>> s = OptunaSampler(space, seed=0)
+    >>> [0.0 <= c["x"] <= 1.0 for c in s.sample_uniform(2, np.random.default_rng(0))]
+    [True, True]
+    """
+
+    def __init__(self, space: ParameterSpace, seed: int = 0, sampler: Any = None) -> None:
+        super().__init__(space)
+        try:
+            import optuna
+        except ImportError as exc:  # pragma: no cover - optuna is in the test extras
+            raise ImportError("--sampler optuna needs optuna: pip install bayes-racer[optuna]") from exc
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        self.study = optuna.create_study(
+            direction="minimize",
+            sampler=sampler if sampler is not None else optuna.samplers.TPESampler(seed=seed))
+        self._trials: dict[tuple, Any] = {}
+
+    def _suggest(self, trial) -> dict:
+        values: dict = {p.name: None for p in self.space.declared}
+        for p in self.space.params:
+            if not self.space.is_active(p, values):
+                continue
+            if p.is_fixed:
+                values[p.name] = p.domain[0]
+            elif p.type in ("c", "o"):
+                values[p.name] = trial.suggest_categorical(p.name, list(p.domain))
+            elif p.type == "i":
+                values[p.name] = trial.suggest_int(p.name, p.domain[0], p.domain[1], log=p.log)
+            else:
+                values[p.name] = self._round(p, trial.suggest_float(p.name, p.domain[0], p.domain[1], log=p.log))
+        return values
+
+    def _ask(self, n: int, seen: set) -> list:
+        out = []
+        fail = self._optuna.trial.TrialState.FAIL
+        for _ in range(n):
+            for _attempt in range(MAX_RETRIES):
+                trial = self.study.ask()
+                values = self._suggest(trial)
+                key = self.key(values)
+                if self.space.is_forbidden(values) or key in seen:
+                    self.study.tell(trial, state=fail)
+                    continue
+                seen.add(key)
+                self._trials[key] = trial
+                out.append(values)
+                break
+            else:
+                raise SamplingError(f"{MAX_RETRIES} proposals in a row were forbidden or already raced")
+        return out
+
+    def sample_uniform(self, n: int, rng: np.random.Generator, seen: set | None = None) -> list[dict]:
+        return self._ask(n, set() if seen is None else seen)
+
+    def init_model(self, elites: list) -> None:
+        pass
+
+    def update_model(self, elites: list, iteration: int, n_iterations: int, n_new: int,
+                     elitist: bool = True) -> None:
+        pass
+
+    def sample_model(self, elites: list, n: int, rng: np.random.Generator,
+                     seen: set | None = None) -> list[tuple[dict, int]]:
+        return [(v, None) for v in self._ask(n, set() if seen is None else seen)]
+
+    def observe(self, candidates: list, result: Any) -> None:
+        """Tell each configuration's trial its mean cost in ``result`` (failures: a failed
+        trial). Configurations told before (elites) are skipped."""
+        for i, cand in enumerate(candidates):
+            trial = self._trials.pop(self.key(cand.values), None)
+            if trial is None:
+                continue
+            mean = float(result.mean_scores[i])
+            if math.isfinite(mean):
+                self.study.tell(trial, mean)
+            else:
+                self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)

@@ -1,0 +1,313 @@
+"""irace scenario files (``scenario.txt``) and instance lists.
+
+A scenario file is R syntax: ``name = value`` (or ``name <- value``), ``#`` comments. Values
+are strings, numbers, ``TRUE``/``FALSE`` or ``NULL``/``""`` (unset). Option names and
+command-line flags are irace's (table :data:`OPTIONS`); relative paths in the scenario file
+are relative to the scenario file's folder, relative paths on the command line to the current
+directory. An unknown option is an error (as in irace); an option racer does not implement,
+set to anything but irace's default, is named in a warning.
+
+>>> import os, pathlib, tempfile
+>>> d = tempfile.mkdtemp()
+>>> _ = pathlib.Path(d, "scenario.txt").write_text('maxExperiments = 300  # budget\\n')
+>>> sc = read_scenario(os.path.join(d, "scenario.txt"))
+>>> sc.values["maxExperiments"], sc.values["firstTest"], sc.path("targetRunner") == os.path.join(d, "target-runner")
+(300, 5, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shlex
+from typing import Any
+
+from . import rexpr
+
+__all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
+           "read_instances"]
+
+
+class ScenarioError(ValueError):
+    """A bad scenario: the message names the file, the line and the option when known."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 option: str | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        what = f"option {option}: " if option else ""
+        super().__init__(f"{where}{what}{message}")
+        self.path, self.line, self.option = path, line, option
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    name: str
+    type: str  # p path, s string, i int, r real, b bool
+    flag: str | None
+    default: Any
+    implemented: bool
+    help: str = ""
+
+
+def _o(name, typ, flag, default, implemented=True, help=""):
+    return Option(name, typ, flag, default, implemented, help)
+
+
+# irace 3.5's options (irace:::.irace.params.def) plus irace 4's targetRunnerTimeout, with
+# racer's status. Not implemented = named in a warning when set to a non-default value.
+OPTIONS: dict[str, Option] = {o.name: o for o in [
+    _o("execDir", "p", "--exec-dir", "./", help="directory where runs happen and outputs go"),
+    _o("parameterFile", "p", "--parameter-file", "./parameters.txt"),
+    _o("forbiddenFile", "p", "--forbidden-file", ""),
+    _o("configurationsFile", "p", "--configurations-file", ""),
+    _o("logFile", "p", "--log-file", "./irace.Rdata", False),
+    _o("recoveryFile", "p", "--recovery-file", "", False,
+       help="racer resumes from its journal in execDir instead"),
+    _o("trainInstancesDir", "p", "--train-instances-dir", "./Instances"),
+    _o("trainInstancesFile", "p", "--train-instances-file", ""),
+    _o("sampleInstances", "b", "--sample-instances", True),
+    _o("testInstancesDir", "p", "--test-instances-dir", ""),
+    _o("testInstancesFile", "p", "--test-instances-file", ""),
+    _o("testNbElites", "i", "--test-num-elites", 1),
+    _o("testIterationElites", "b", "--test-iteration-elites", False, False),
+    _o("testType", "s", "--test-type", ""),
+    _o("firstTest", "i", "--first-test", 5),
+    _o("eachTest", "i", "--each-test", 1),
+    _o("targetRunner", "p", "--target-runner", "./target-runner"),
+    _o("targetRunnerLauncher", "p", "--target-runner-launcher", ""),
+    _o("targetRunnerLauncherArgs", "s", "--target-runner-args", "{targetRunner} {targetRunnerArgs}"),
+    _o("targetRunnerRetries", "i", "--target-runner-retries", 0),
+    _o("targetRunnerTimeout", "r", "--target-runner-timeout", 0,
+       help="seconds before a run's whole process group is killed (0: none)"),
+    _o("targetEvaluator", "p", "--target-evaluator", "", False),
+    _o("deterministic", "b", "--deterministic", False),
+    _o("maxExperiments", "i", "--max-experiments", 0),
+    _o("maxTime", "r", "--max-time", 0),
+    _o("budgetEstimation", "r", "--budget-estimation", 0.02, False),
+    _o("minMeasurableTime", "r", "--min-measurable-time", 0.01),
+    _o("parallel", "i", "--parallel", 0),
+    _o("loadBalancing", "b", "--load-balancing", True, False),
+    _o("mpi", "b", "--mpi", False, False),
+    _o("batchmode", "s", "--batchmode", "0", False),
+    _o("digits", "i", "--digits", 4),
+    _o("quiet", "b", "--quiet", False),
+    _o("debugLevel", "i", "--debug-level", 0, False),
+    _o("seed", "i", "--seed", None),
+    _o("softRestart", "b", "--soft-restart", True, False),
+    _o("softRestartThreshold", "r", "--soft-restart-threshold", None, False),
+    _o("elitist", "b", "--elitist", True),
+    _o("elitistNewInstances", "i", "--elitist-new-instances", 1),
+    _o("elitistLimit", "i", "--elitist-limit", 2),
+    _o("capping", "b", "--capping", False, False),
+    _o("cappingType", "s", "--capping-type", "median", False),
+    _o("boundType", "s", "--bound-type", "candidate", False),
+    _o("boundMax", "i", "--bound-max", 0, False),
+    _o("boundDigits", "i", "--bound-digits", 0, False),
+    _o("boundPar", "i", "--bound-par", 1, False),
+    _o("boundAsTimeout", "b", "--bound-as-timeout", True, False),
+    _o("postselection", "r", "--postselection", 0, False),
+    _o("aclib", "b", "--aclib", False, False),
+    _o("nbIterations", "i", "--iterations", 0),
+    _o("nbExperimentsPerIteration", "i", "--experiments-per-iteration", 0),
+    _o("minNbSurvival", "i", "--min-survival", 0),
+    _o("nbConfigurations", "i", "--num-configurations", 0),
+    _o("mu", "i", "--mu", 5),
+    _o("confidence", "r", "--confidence", 0.95),
+    _o("blockSize", "i", "--block-size", 1, False),
+]}
+
+_LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == "\\":
+                continue
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+    return line
+
+
+def convert(option: Option, value: Any, where: dict) -> Any:
+    """``value`` (from a file or a flag) as the option's type; ScenarioError otherwise."""
+    name = option.name
+    if value is None or value == () or (option.type in "ps" and value == ""):
+        return option.default if option.type not in "ps" else ""
+    if option.type in "ps":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return str(value)
+    if option.type == "b":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().upper() in ("TRUE", "FALSE", "T", "F", "0", "1"):
+            return value.strip().upper() in ("TRUE", "T", "1")
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        raise ScenarioError(f"expected 0/1 or TRUE/FALSE; got {value!r}", option=name, **where)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"expected a number; got {value!r}", option=name, **where) from None
+    if option.type == "i":
+        if not x.is_integer():
+            raise ScenarioError(f"expected an integer; got {value!r}", option=name, **where)
+        return int(x)
+    return x
+
+
+@dataclasses.dataclass
+class Scenario:
+    """Option values (irace names), where each was set, and the folder relative paths of each
+    option are resolved against."""
+
+    values: dict
+    base: dict  # option -> base directory for relative paths
+    origin: dict  # option -> (path, line) or ("command line", None)
+    file: str | None = None
+
+    def path(self, name: str) -> str:
+        """Absolute path of a path option ("" when unset)."""
+        value = self.values[name]
+        if not value:
+            return ""
+        value = os.path.expanduser(value)
+        if os.path.isabs(value):
+            return os.path.normpath(value)
+        # Defaults are relative to the scenario file's folder, as irace resolves them.
+        default_base = os.path.dirname(self.file) if self.file else os.getcwd()
+        return os.path.normpath(os.path.join(self.base.get(name, default_base), value))
+
+    def where(self, name: str) -> dict:
+        path, line = self.origin.get(name, (self.file, None))
+        return {"path": path, "line": line}
+
+    def set(self, name: str, value: Any, origin=("command line", None), base: str | None = None) -> None:
+        option = OPTIONS[name]
+        self.values[name] = convert(option, value, {"path": origin[0], "line": origin[1]})
+        self.origin[name] = origin
+        self.base[name] = base if base is not None else os.getcwd()
+
+    def unimplemented(self) -> list[str]:
+        """Options set to a value racer does not implement (for the warning)."""
+        out = []
+        for name, option in OPTIONS.items():
+            if option.implemented:
+                continue
+            if self.values.get(name) != convert(option, option.default, {}):
+                path, line = self.origin.get(name, (None, None))
+                where = f" ({path}:{line})" if line else (f" ({path})" if path else "")
+                out.append(f"{name} = {self.values[name]!r}{where}")
+        return out
+
+
+def defaults() -> Scenario:
+    values = {name: convert(o, o.default, {}) for name, o in OPTIONS.items()}
+    return Scenario(values, {}, {}, None)
+
+
+def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
+    """Read ``path`` into ``scenario`` (default: irace's defaults)."""
+    sc = scenario if scenario is not None else defaults()
+    path = os.path.abspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ScenarioError("scenario file not found", path=path) from None
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the scenario file: {exc.strerror}", path=path) from None
+    sc.file = path
+    base = os.path.dirname(path)
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = _strip_comment(raw).strip()
+        if not line:
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise ScenarioError(f"expected `name = value`; got {line!r}", path=path, line=lineno)
+        name, value_text = m.group(1), m.group(2)
+        if name not in OPTIONS:
+            if name in ("targetRunnerData", "targetRunnerParallel", "repairConfiguration"):
+                raise ScenarioError("R functions cannot be given to racer", path=path, line=lineno, option=name)
+            close = [o for o in OPTIONS if o.lower() == name.lower()]
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ScenarioError(f"unknown option{hint}", path=path, line=lineno, option=name)
+        if not value_text:
+            raise ScenarioError("missing value", path=path, line=lineno, option=name)
+        try:
+            tree = rexpr.parse(value_text)
+            if rexpr.names(tree):
+                raise rexpr.RSyntaxError("a value must be a constant (no variables, no functions)", value_text, 1)
+            value = rexpr.evaluate(tree, {})
+        except (rexpr.RSyntaxError, ValueError) as exc:
+            raise ScenarioError(f"cannot read the value: {exc}", path=path, line=lineno, option=name) from None
+        sc.set(name, value, origin=(path, lineno), base=base)
+    return sc
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """One instance: ``name`` (the path or string passed as ``<instance>``) and the extra
+    arguments that followed it on its line of the instances file."""
+
+    name: str
+    extra: tuple = ()
+
+    def __repr__(self) -> str:
+        return f"Instance({self.name!r}{', ' + repr(self.extra) if self.extra else ''})"
+
+
+def read_instances(sc: Scenario, kind: str) -> list[Instance]:
+    """Training (``kind="train"``) or test instances of the scenario, as irace finds them:
+    ``<kind>InstancesFile`` lines (instance, then optional extra arguments; ``#`` comments),
+    each prefixed by ``<kind>InstancesDir`` when that is set; without a file, every file under
+    the directory (sorted)."""
+    dir_opt, file_opt = f"{kind}InstancesDir", f"{kind}InstancesFile"
+    directory = sc.path(dir_opt)
+    listing = sc.path(file_opt)
+    if listing:
+        try:
+            with open(listing, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError as exc:
+            raise ScenarioError(f"cannot read {listing}: {exc.strerror}", option=file_opt,
+                                **sc.where(file_opt)) from None
+        out = []
+        for lineno, raw in enumerate(lines, start=1):
+            try:
+                words = shlex.split(raw, comments=True)
+            except ValueError as exc:
+                raise ScenarioError(f"{exc}", path=listing, line=lineno) from None
+            if not words:
+                continue
+            name = words[0]
+            if directory and not os.path.isabs(name):
+                name = os.path.join(directory, name)
+            out.append(Instance(name, tuple(words[1:])))
+        if not out:
+            raise ScenarioError(f"no instances in {listing}", option=file_opt, **sc.where(file_opt))
+        return out
+    if not directory:
+        return []
+    if not os.path.isdir(directory):
+        if kind == "test":
+            return []
+        raise ScenarioError(f"instances directory {directory} does not exist (set trainInstancesFile, "
+                            "or trainInstancesDir to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
+    found = []
+    for root, _dirs, files in os.walk(directory):
+        for fname in files:
+            found.append(os.path.join(root, fname))
+    if not found:
+        raise ScenarioError(f"no instance files in {directory}", option=dir_opt, **sc.where(dir_opt))
+    return [Instance(p) for p in sorted(found)]

@@ -1,0 +1,312 @@
+"""Calling an irace target-runner: the protocol, failures, retries and timeouts.
+
+The runner is executed directly (no shell) in ``execDir`` as
+
+    target-runner <configID> <instanceID> <seed> <instance> [extra instance args] <switches>
+
+with the switches built as irace does (switch and value concatenated, then split on blanks,
+which is what the shell irace goes through does). Its **last non-empty line of stdout** must be
+``cost`` or ``cost time``. Outcomes:
+
+* ``ok``: exit status 0 and a finite cost (and a time when one is required);
+* ``inf``: the cost is ``Inf`` -- irace rejects the configuration at once; racer does the same;
+* ``error``: a non-zero exit status, no or unreadable output, ``NaN``/``-Inf``, a missing
+  time, a runner that cannot be started, or a timeout. Errors are retried
+  ``targetRunnerRetries`` times; what a final error does is the caller's policy.
+
+A timeout (``targetRunnerTimeout`` seconds) kills the runner's whole process group (each run
+starts a new session), so a runner's children (the solver it launched) die with it. Because
+runs live in their own sessions, killing racer (even ``kill -9``, even its whole process group)
+does not reach them; a :class:`Reaper` -- a small watchdog process in a session of its own
+that knows the running groups -- kills them when racer's end of its pipe closes, however
+racer died.
+
+>>> import sys, tempfile
+>>> d = tempfile.mkdtemp()
+>>> runner = TargetRunner([sys.executable, "-c", "import sys; print(len(sys.argv))"], d)
+>>> r = runner.run(1, 1, 7, Instance("i.txt"), ["--a", "1"])
+>>> r.status, r.cost
+('ok', 7.0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .scenario import Instance
+
+__all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
+
+_TAIL_LINES = 10
+
+
+@dataclasses.dataclass
+class RunResult:
+    status: str  # "ok", "inf" or "error"
+    cost: float | None
+    time: float | None
+    message: str
+    command: list
+    returncode: int | None
+    stdout: str
+    stderr: str
+    wall: float
+    attempts: int = 1
+
+    def describe(self, exec_dir: str) -> str:
+        """The failure as a user needs it: what, the exact command, exit status, output tails."""
+        lines = [self.message,
+                 f"  command (run in {exec_dir}): {shlex.join(self.command)}",
+                 f"  exit status: {self.returncode if self.returncode is not None else 'none (not started or killed)'}"
+                 + (f"; attempts: {self.attempts}" if self.attempts > 1 else "")]
+        for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            tail = [ln for ln in text.splitlines()][-_TAIL_LINES:]
+            if tail:
+                lines.append(f"  {name} (last {len(tail)} lines):")
+                lines.extend("    | " + ln for ln in tail)
+            else:
+                lines.append(f"  {name}: (empty)")
+        return "\n".join(lines)
+
+
+class TargetRunnerError(RuntimeError):
+    """A run failed under the policy "stop"; ``result`` holds the command and output."""
+
+    def __init__(self, result: RunResult, exec_dir: str) -> None:
+        super().__init__(result.describe(exec_dir))
+        self.result = result
+
+
+_WATCHDOG = r"""
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    op, _, pid = line.strip().partition(" ")
+    if op == "+":
+        groups.add(int(pid))
+    elif op == "-":
+        groups.discard(int(pid))
+# EOF: racer closed the pipe or died. Whatever still runs goes.
+for pid in groups:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class Reaper:
+    """A watchdog process that kills the registered process groups when this process's end of
+    its pipe closes (normal exit, exception, ``kill -9``). Runs in a session of its own, so a
+    signal to racer's process group does not kill it first."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, text=True, bufsize=1)
+        self._lock = threading.Lock()
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            try:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+            except (OSError, ValueError):  # the watchdog is gone: nothing to tell
+                pass
+
+    def add(self, pgid: int) -> None:
+        self._send(f"+ {pgid}\n")
+
+    def remove(self, pgid: int) -> None:
+        self._send(f"- {pgid}\n")
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self._proc.kill()
+
+
+def _parse_number(word: str) -> float | None:
+    w = word.strip()
+    if w in ("Inf", "inf", "+Inf", "+inf"):
+        return math.inf
+    try:
+        x = float(w)
+    except ValueError:
+        return None
+    return x
+
+
+class TargetRunner:
+    """Runs ``command`` (a list of words: the runner, or launcher words then the runner) with
+    irace's arguments appended.
+
+    Parameters
+    ----------
+    command : list of str
+        The executable and any fixed leading arguments.
+    exec_dir : str
+        Working directory of every run.
+    retries : int
+        Extra attempts after a failed run (``targetRunnerRetries``).
+    timeout : float or None
+        Seconds before the run's process group is killed (``targetRunnerTimeout``).
+    need_time : bool
+        Whether the output must give a time (``maxTime`` budgets).
+    reaper : Reaper, optional
+        Told about every running process group, so none outlives this process.
+    """
+
+    def __init__(self, command: list, exec_dir: str, *, retries: int = 0,
+                 timeout: float | None = None, need_time: bool = False,
+                 reaper: Reaper | None = None) -> None:
+        if not command or not all(isinstance(w, str) for w in command):
+            raise TypeError(f"`command` must be a non-empty list of str; got {command!r}")
+        if retries < 0:
+            raise ValueError(f"`retries` must be >= 0; got {retries}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"`timeout` must be positive or None; got {timeout}")
+        self.command = list(command)
+        self.exec_dir = exec_dir
+        self.retries = retries
+        self.timeout = timeout
+        self.need_time = need_time
+        self.reaper = reaper
+        self._live: dict[int, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._closing = False
+
+    def __getstate__(self) -> dict:
+        # Shipped to another process (a Dask worker): the lock, the live processes and the
+        # watchdog stay here; the worker's runs are its own.
+        state = dict(self.__dict__)
+        state.update(_live={}, _lock=None, reaper=None, _closing=False)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def argv(self, config_id: int, instance_id: int, seed: int, instance: Instance,
+             switches: list) -> list:
+        return (self.command + [str(config_id), str(instance_id), str(seed), instance.name]
+                + list(instance.extra) + list(switches))
+
+    def run(self, config_id: int, instance_id: int, seed: int, instance: Instance,
+            switches: list) -> RunResult:
+        """Run once, retrying errors; never raises for a failing runner."""
+        argv = self.argv(config_id, instance_id, seed, instance, switches)
+        attempts = 0
+        if self._closing:
+            return RunResult("error", None, None, "not started: racer is shutting down", argv,
+                             None, "", "", 0.0, 0)
+        while True:
+            attempts += 1
+            result = self._run_once(argv)
+            result.attempts = attempts
+            if result.status != "error" or attempts > self.retries or self._closing:
+                return result
+
+    def _run_once(self, argv: list) -> RunResult:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=self.exec_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace")
+        except OSError as exc:
+            hint = ""
+            if isinstance(exc, PermissionError):
+                hint = " (is it executable? chmod +x it, or set targetRunnerLauncher)"
+            elif isinstance(exc, FileNotFoundError):
+                hint = " (check targetRunner and its #! line)"
+            return RunResult("error", None, None, f"cannot start the target-runner: {exc}{hint}",
+                             argv, None, "", "", time.perf_counter() - start)
+        if self.reaper is not None:
+            self.reaper.add(proc.pid)
+        with self._lock:
+            self._live[proc.pid] = proc
+        timed_out = False
+        try:
+            try:
+                out, err = proc.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                self._kill_group(proc.pid)
+                out, err = proc.communicate()
+        finally:
+            # Whatever the runner left behind in its session goes too.
+            self._kill_group(proc.pid)
+            if self.reaper is not None:
+                self.reaper.remove(proc.pid)
+            with self._lock:
+                self._live.pop(proc.pid, None)
+        wall = time.perf_counter() - start
+        code = proc.returncode
+
+        def fail(message: str) -> RunResult:
+            return RunResult("error", None, None, message, argv, code, out, err, wall)
+
+        if timed_out:
+            return fail(f"the target-runner timed out after {self.timeout:g} s; its process group was killed")
+        if self._closing:
+            return fail("the target-runner was stopped (racer is shutting down)")
+        if code != 0:
+            return fail(f"the target-runner exited with status {code}")
+        lines = [ln for ln in out.splitlines() if ln.strip()]
+        if not lines:
+            return fail("the target-runner printed nothing on stdout (expected `cost [time]` as its last line)")
+        words = lines[-1].split()
+        numbers = [_parse_number(w) for w in words]
+        if len(words) > 2 or any(x is None for x in numbers):
+            return fail(f"the last line of stdout is {lines[-1]!r}; expected `cost` or `cost time` (numbers)")
+        cost = numbers[0]
+        run_time = numbers[1] if len(numbers) == 2 else None
+        if math.isnan(cost) or cost == -math.inf:
+            return fail(f"the target-runner returned the cost {words[0]!r}")
+        if self.need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
+            return fail("maxTime needs the time of each run: print `cost time` on the last line")
+        if cost == math.inf:
+            return RunResult("inf", cost, run_time, "cost Inf: configuration rejected", argv, code, out, err, wall)
+        return RunResult("ok", cost, run_time, "", argv, code, out, err, wall)
+
+    def _kill_group(self, pid: int) -> None:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill_all(self) -> None:
+        """Kill every running runner's process group (on interruption)."""
+        self._closing = True
+        with self._lock:
+            pids = list(self._live)
+        for pid in pids:
+            self._kill_group(pid)
+
+
+def build_command(target_runner: str, launcher: str = "", launcher_args: str = "") -> list:
+    """The runner's leading words: the runner itself, or ``targetRunnerLauncher`` with
+    ``targetRunnerLauncherArgs`` (``{targetRunner}`` replaced; ``{targetRunnerArgs}`` marks
+    where irace's arguments go and must come last)."""
+    if not launcher:
+        return [target_runner]
+    template = launcher_args or "{targetRunner} {targetRunnerArgs}"
+    words = shlex.split(template)
+    if not words or words[-1] != "{targetRunnerArgs}":
+        raise ValueError(
+            f"targetRunnerLauncherArgs must end with {{targetRunnerArgs}}; got {template!r}")
+    return [launcher] + [w.replace("{targetRunner}", target_runner) for w in words[:-1]]

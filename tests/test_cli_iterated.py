@@ -1,0 +1,186 @@
+"""irace's iterated racing on racer's engine, with an in-process stand-in for the target-runner
+(the tuner only calls ``run``/``kill_all`` and reads ``exec_dir``), so the budget arithmetic,
+elite reuse, elitist protection and resume are tested without processes."""
+
+import random
+
+import numpy as np
+import pytest
+
+from racer.adapters.frace import FRaceTest
+from racer.cli.iterated import (BudgetError, ProtectElites, Settings, Tuner, _quiet_tests)
+from racer.cli.parameters import Parameter, ParameterSpace
+from racer.cli.scenario import Instance
+from racer.cli.target_runner import RunResult
+from racer.elimination import Elimination, RaceView, RacingTest
+
+
+class FakeRunner:
+    """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config)."""
+
+    exec_dir = "."
+
+    def __init__(self, interrupt_after=None, timed=False):
+        self.calls = []
+        self.interrupt_after = interrupt_after
+        self.timed = timed
+
+    def run(self, config_id, instance_id, seed, instance, switches):
+        if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
+            raise KeyboardInterrupt
+        self.calls.append((config_id, instance_id, seed))
+        opts = dict(zip(switches[::2], switches[1::2]))
+        x = float(opts["--x"])
+        rng = random.Random(seed * 7919 + config_id)
+        cost = (x - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
+        cost += float(instance.name) + rng.gauss(0, 0.1)
+        # Reported time: mode b is twice as slow, with a little jitter.
+        run_time = (1.0 if opts["--mode"] == "b" else 0.5) * (1 + 0.1 * rng.random()) if self.timed else None
+        return RunResult("ok", cost, run_time, "", [], 0, "", "", 0.0)
+
+    def kill_all(self):
+        pass
+
+
+SPACE = ParameterSpace([Parameter("mode", "--mode ", "c", ("a", "b")),
+                        Parameter("x", "--x ", "r", (-4.0, 4.0))], digits=3)
+TRAIN = [Instance(str(i)) for i in range(10)]
+
+
+def tuner(tmp_path, runner, prior_times=None, on_run=None, **settings):
+    s = Settings(**{"max_experiments": 200, "seed": 5, "parallel": 2, **settings})
+    return Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(tmp_path / "j"),
+                 prior_times=prior_times, on_run=on_run)
+
+
+def test_budget_elites_and_reuse(tmp_path):
+    runner = FakeRunner()
+    t = tuner(tmp_path, runner)
+    result = t.run()
+    assert len(runner.calls) == result.experiments <= 200
+    assert result.iterations >= 2
+    # No (configuration, instance pair) is ever run twice: elites reuse their results.
+    assert len(set(runner.calls)) == len(runner.calls)
+    # Elites carried into a later race kept their IDs and were not run again on old pairs.
+    first, later = result.races[0], result.races[1]
+    carried = [c for c in later[2] if c.id <= len(first[2])]
+    assert carried, "the second race raced no elite of the first"
+    best = result.elites[0].values
+    assert best["mode"] == "a" and abs(best["x"] - 1.0) < 1.0
+
+
+def test_resume_after_interruption_ends_with_the_same_elites(tmp_path):
+    ref = tuner(tmp_path / "ref", FakeRunner()).run()
+    broken = tuner(tmp_path / "run", FakeRunner(interrupt_after=70))
+    with pytest.raises(KeyboardInterrupt):
+        broken.run()
+    runner = FakeRunner()
+    again = tuner(tmp_path / "run", runner).run()
+    assert [e.id for e in again.elites] == [e.id for e in ref.elites]
+    assert [e.values for e in again.elites] == [e.values for e in ref.elites]
+    assert again.experiments == ref.experiments
+    # Only what was not journaled is run again: at most the 2 runs in flight are repeated.
+    assert ref.experiments - 70 <= len(runner.calls) <= ref.experiments - 70 + 2
+
+
+def test_too_small_budget_is_refused(tmp_path):
+    with pytest.raises(BudgetError, match="too small"):
+        tuner(tmp_path, FakeRunner(), max_experiments=30).run()
+
+
+def test_fixed_list(tmp_path):
+    runner = FakeRunner()
+    initial = [{"mode": "a", "x": float(x)} for x in (-3, -1, 0.9, 2, 3.5)]
+    s = Settings(max_experiments=40, seed=1, fixed_list=True)
+    t = Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), initial=initial,
+              journal_dir=str(tmp_path / "j"))
+    result = t.run()
+    assert {c for c, _, _ in runner.calls} <= set(range(1, 6)) and len(runner.calls) <= 40
+    assert result.elites[0].values["x"] == 0.9
+
+
+class DropAllButFirst(RacingTest):
+    def decide(self, view, rng):
+        return [Elimination(j, "dominated", 0, 0.0) for j in range(1, len(view.ids))]
+
+    def get_params(self):
+        return {}
+
+
+def test_protect_elites_only_while_on_their_instances():
+    test = ProtectElites(DropAllButFirst(), n_elites=2, until=6)
+    ids = np.array([3, 1, 4, 0, 2])
+    early = RaceView.from_scores(np.zeros((5, 5)), ids)
+    dropped = {int(ids[d.index]) for d in test.decide(early, np.random.default_rng(0))}
+    assert dropped == {4, 2}  # ids 0 and 1 are the elites
+    late = RaceView.from_scores(np.zeros((6, 5)), ids)
+    assert {int(ids[d.index]) for d in test.decide(late, np.random.default_rng(0))} == {1, 4, 0, 2}
+    assert test.get_params()["until"] == 6
+
+
+def test_quiet_tests_counts_back_to_the_last_elimination():
+    class R:
+        def __init__(self, at):
+            self.history = [type("Rec", (), {"n_instances": n})() for n in at]
+
+    assert _quiet_tests(R([6]), 9, 5, 1) == 3  # tests at 7, 8, 9 eliminated nobody
+    assert _quiet_tests(R([9]), 9, 5, 1) == 0
+    assert _quiet_tests(R([]), 5, 5, 1) == 0  # the first test does not count
+    assert _quiet_tests(R([]), 12, 4, 2) == 4  # tests at 6, 8, 10, 12
+
+
+def test_elitist_limit_shortens_races(tmp_path):
+    limited = tuner(tmp_path / "a", FakeRunner(), elitist_limit=2).run()
+    unlimited = tuner(tmp_path / "b", FakeRunner(), elitist_limit=0).run()
+    # A race the limit ended is left unfinished ("running"): some in `limited`, none otherwise.
+    assert any(res.stop_reason == "running" for _, res, _ in limited.races)
+    assert not any(res.stop_reason == "running" for _, res, _ in unlimited.races)
+    assert limited.iterations > unlimited.iterations  # shorter races leave budget for more
+
+
+def test_max_time_spreads_the_reported_time(tmp_path):
+    runner = FakeRunner(timed=True)
+    result = tuner(tmp_path, runner, max_experiments=0, max_time=120.0).run()
+    # The budget is planned in runs of the mean time so far: spent nearly, overrun little.
+    assert 0.8 * 120 <= result.time_used <= 1.1 * 120
+    assert result.iterations >= 2 and result.experiments == len(runner.calls)
+    assert result.stop_reason in ("time budget exhausted", "budget exhausted",
+                                  "not enough budget to race more than the minimum configurations")
+
+
+def test_max_time_resume_reads_the_times_back(tmp_path):
+    ref = tuner(tmp_path / "ref", FakeRunner(timed=True), max_experiments=0, max_time=120.0).run()
+    logged = {}
+
+    def log(iteration, config, task, res):  # what runs.csv keeps
+        logged[(iteration, config.id, task.index)] = res.time
+
+    broken = tuner(tmp_path / "run", FakeRunner(timed=True, interrupt_after=90), on_run=log,
+                   max_experiments=0, max_time=120.0)
+    with pytest.raises(KeyboardInterrupt):
+        broken.run()
+    again = tuner(tmp_path / "run", FakeRunner(timed=True), prior_times=logged,
+                  max_experiments=0, max_time=120.0).run()
+    assert [e.values for e in again.elites] == [e.values for e in ref.elites]
+    assert again.time_used == pytest.approx(ref.time_used, rel=1e-12)
+
+
+def test_optuna_sampler_tunes_and_resumes(tmp_path):
+    pytest.importorskip("optuna")
+    from racer.cli.sampler import OptunaSampler
+
+    def make(folder, runner):
+        s = Settings(max_experiments=200, seed=5, parallel=2)
+        return Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(folder / "j"),
+                     sampler=OptunaSampler(SPACE, seed=5))
+
+    runner = FakeRunner()
+    ref = make(tmp_path / "ref", runner).run()
+    assert len(runner.calls) == ref.experiments <= 200 and ref.iterations >= 2
+    assert all(SPACE.check(e.values) is None for e in ref.elites)
+    assert all(e.parent is None for e in ref.elites)  # proposals come from the study, no parent
+    assert ref.elites[0].values["mode"] == "a" and abs(ref.elites[0].values["x"] - 1.0) < 1.5
+    with pytest.raises(KeyboardInterrupt):
+        make(tmp_path / "run", FakeRunner(interrupt_after=80)).run()
+    again = make(tmp_path / "run", FakeRunner()).run()
+    assert [e.values for e in again.elites] == [e.values for e in ref.elites]
