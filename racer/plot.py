@@ -152,7 +152,7 @@ def plot_race_timeline(result: RaceResult, *, figsize: Any = None):
     top.grid(alpha=0.3)
     top.set_title(
         f"{n_cand} candidates, {n} instances, {result.n_evaluations} evaluations "
-        f"(stopped: {result.stop_reason})",
+        f"(stopped: {result.stop_reason.replace('_', ' ')})",
         fontsize=10,
     )
 
