@@ -185,7 +185,8 @@ def plot_race_timeline(result: RaceResult, *, figsize: Any = None):
     bottom.set_ylim(n_cand - 0.5, -0.5)
     if labelled:
         bottom.set_yticks(range(n_cand))
-        bottom.set_yticklabels([candidate_label(result, int(i), 28) for i in result.ranking_indices],
+        width = 44 if n_cand <= 20 else 28
+        bottom.set_yticklabels([candidate_label(result, int(i), width) for i in result.ranking_indices],
                                fontsize=7)
     else:
         bottom.set_yticks([])
