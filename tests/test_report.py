@@ -273,3 +273,10 @@ def test_report_renders_in_headless_chromium(finished_html, tmp_path):
     # Width and height from the IHDR chunk: the page was laid out at the window's size.
     assert int.from_bytes(data[16:20], "big") == 1200 and int.from_bytes(data[20:24], "big") == 2000
     assert len(data) > 50_000  # a page with tables and figures, not a blank one
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    outcome = doctest.testmod(report)
+    assert outcome.attempted > 0 and outcome.failed == 0
