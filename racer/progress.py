@@ -3,7 +3,7 @@
 On a terminal (``stream.isatty()``) a bar is redrawn in place (carriage return) at most ten
 times a second::
 
-    [racer] |########--------------| 37% 98/265 evals | instance 12 | 3/8 survivors | 4s
+    [racer] |#########---------------| 98/265 evaluations (37%) | instance 12 | 3/8 survivors | 4s
 
 The bar measures the budget when the race has one, else the instances (when their number is
 known: a list, or ``max_instances``); with neither it shows the counts only. When stderr is a
@@ -56,11 +56,16 @@ class ProgressLine:
         race = self._race
         used = race.n_evaluations
         budget = race.budget
-        evals = f"{used}/{budget} evals" if budget else f"{used} evals"
         bar = ""
         if fraction is not None:
             filled = int(round(fraction * _BAR_WIDTH))
-            bar = f"|{'#' * filled}{'-' * (_BAR_WIDTH - filled)}| {100.0 * fraction:3.0f}% "
+            bar = f"|{'#' * filled}{'-' * (_BAR_WIDTH - filled)}| "
+        if budget:
+            evals = f"{used}/{budget} evaluations ({100.0 * used / budget:.0f}%)"
+        else:
+            evals = f"{used} evaluations"
+            if fraction is not None:
+                bar += f"{100.0 * fraction:.0f}% of instances, "
         elapsed = time.monotonic() - self._start
         return (
             f"[racer] {bar}{evals} | instance {race.n_instances} | "
@@ -90,7 +95,8 @@ class ProgressLine:
     def close(self) -> None:
         """Draw the final state (with why the race stopped) and end the line."""
         reason = getattr(self._race, "stop_reason", None)
-        fraction = 1.0 if reason is not None and self.fraction() is not None else self.fraction()
-        text = self._text(fraction) + (f" | done: {reason}" if reason else "")
+        # The bar shows what was used, not 100%: a race that stops early (min_survivors) has
+        # saved the rest, and that is worth seeing.
+        text = self._text(self.fraction()) + (f" | done: {reason}" if reason else "")
         self._stream.write(("\r" + text.ljust(79) + "\n") if self._tty else text + "\n")
         self._stream.flush()
