@@ -280,3 +280,22 @@ def test_docstring_examples_run():
 
     outcome = doctest.testmod(report)
     assert outcome.attempted > 0 and outcome.failed == 0
+
+
+def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
+    from racer.adapters.frace import FRaceTest
+
+    path = str(tmp_path / "frace.sqlite")
+    with Race(CANDIDATES[:5], test=FRaceTest(), random_state=0, storage=path) as r:
+        res = r.run(_evaluate, range(25), progress=False)
+    assert res.history
+    text = open(report.write_report(path, tmp_path / "f.html"), encoding="utf-8").read()
+    assert "<th>p-value</th>" in text and "<th>probability</th>" not in text
+
+    empty = str(tmp_path / "empty.sqlite")
+    Race(CANDIDATES[:3], random_state=0, storage=empty).close()
+    assert report.result_from_journal(empty).stop_reason == "not_started"
+    text = open(report.write_report(empty, tmp_path / "e.html"), encoding="utf-8").read()
+    assert "not started: no instance has been raced yet" in text
+    # Every figure says why it is missing instead of failing the report.
+    assert text.count("Not drawn:") == 7
