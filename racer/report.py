@@ -494,6 +494,9 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
                  "record against the candidate that beat (dominated) or matched "
                  "(indistinguishable) it, on the instances both had seen when it was decided "
                  "(wins / ties / losses of the eliminated candidate).</p>")
+        long = len(result.history) > 25
+        if long:  # a long list would push the figures far down: folded, one click away
+            h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
         h.append(f"<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
                  f"<th>by</th><th>{prob_word}</th><th>record (W/T/L)</th><th>mean</th><th>mean of by</th></tr>")
         for rec in result.history:
@@ -506,7 +509,7 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
                 f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
                 f"<td class=num>{record}</td><td class=num>{_num(ev.get('mean', math.nan))}</td>"
                 f"<td class=num>{_num(ev.get('by_mean', math.nan))}</td></tr>")
-        h.append("</table>")
+        h.append("</table>" + ("</details>" if long else ""))
     else:
         h.append("<p>No candidate has been eliminated.</p>")
 
@@ -525,7 +528,7 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
         h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
 
     h.append(f"<h2>Ranking ({n_cand} candidates)</h2>")
-    h.append("<details open><summary>All candidates, best first: survivors, then eliminated ones by "
+    h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
              "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
              "<th>mean score</th><th>instances</th><th>status</th></tr>")
     for rank, idx in enumerate(result.ranking_indices, start=1):
