@@ -1,0 +1,678 @@
+"""Figures of a race and of the statistics behind it (matplotlib, the ``plot`` extra).
+
+Every function returns a :class:`matplotlib.figure.Figure` built directly (never through
+``pyplot``), so nothing touches matplotlib's global state, no window opens, and the figures
+work under any backend, Agg included: save them with ``fig.savefig("x.svg")`` or show them in
+a notebook by evaluating ``fig``. matplotlib is imported inside the functions, so
+``import racer`` never imports it; without it a function raises an ImportError that says how
+to install it (``pip install "bayes-racer[plot]"``).
+
+Figures of a race take a :class:`racer.RaceResult` (or the one rebuilt from a journal by
+:func:`racer.report.result_from_journal`):
+
+* :func:`plot_race_timeline` -- survivors over instances, and one lifeline per candidate that
+  ends where it was eliminated, marked by reason and annotated with the probability;
+* :func:`plot_score_matrix` -- the instances x candidates score matrix;
+* :func:`plot_evaluations` -- evaluations spent on each candidate.
+
+The statistics figures take a score matrix ``(n_blocks, n_candidates)`` (array or DataFrame;
+larger is better unless ``maximize=False``) or a RaceResult, from which they take the
+columns named by ``candidates`` and the instances on which all of them were evaluated:
+
+* :func:`plot_pairwise_probabilities` -- ``Pr[i beats j]`` of the Bayesian sign test
+  (:func:`racer.stats.prob_greater_matrix`) as a heat map;
+* :func:`plot_critical_difference` -- Demšar's critical-difference diagram (Friedman test,
+  Nemenyi post-hoc);
+* :func:`plot_bayesian_critical_difference` -- its Bayesian counterpart (see its docstring);
+* :func:`plot_posterior_simplex` -- the posterior of a Bayesian sign test with a rope on the
+  (y better, equivalent, x better) simplex.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._validation import (
+    as_paired,
+    as_score_matrix,
+    check_bool,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    check_random_state,
+)
+from .result import RaceResult, _short_repr
+
+__all__ = [
+    "plot_bayesian_critical_difference",
+    "plot_critical_difference",
+    "plot_evaluations",
+    "plot_pairwise_probabilities",
+    "plot_posterior_simplex",
+    "plot_race_timeline",
+    "plot_score_matrix",
+]
+
+# Colour and marker per elimination reason; survivors are drawn in _SURVIVOR.
+_REASON_STYLE = {
+    "dominated": ("#c0392b", "X"),
+    "indistinguishable": ("#e67e22", "o"),
+    "failed": ("#555555", "s"),
+}
+_OTHER_REASON = ("#8e44ad", "D")
+_SURVIVOR = "#1e8449"
+# Above this many candidates the per-candidate text (labels, probabilities) is left out: it
+# would overlap into an unreadable block; the markers stay.
+_MAX_LABELLED = 40
+
+
+def _figure(figsize: Any, default: tuple[float, float]):
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - the test environment has matplotlib
+        raise ImportError(
+            "racer.plot needs matplotlib, an optional dependency: "
+            'pip install "bayes-racer[plot]"'
+        ) from exc
+    if figsize is None:
+        figsize = default
+    else:
+        try:
+            w, h = (float(v) for v in figsize)
+        except (TypeError, ValueError):
+            raise TypeError(f"`figsize` must be a pair of numbers (width, height); got {figsize!r}") from None
+        if not (w > 0 and h > 0 and math.isfinite(w) and math.isfinite(h)):
+            raise ValueError(f"`figsize` must be two positive finite numbers; got {figsize!r}")
+        figsize = (w, h)
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _check_result(result: Any) -> RaceResult:
+    if not isinstance(result, RaceResult):
+        raise TypeError(
+            f"`result` must be a racer.RaceResult (from Race.run() or "
+            f"racer.report.result_from_journal()); got {type(result).__name__}"
+        )
+    if result.n_instances == 0:
+        raise ValueError("`result` has no instances yet: there is nothing to plot")
+    return result
+
+
+def candidate_label(result: RaceResult, index: int, width: int = 32) -> str:
+    """``"#index repr"`` of a candidate, shortened to ``width`` characters."""
+    return f"#{index} {_short_repr(result.candidates[index], width)}"
+
+
+def _status(result: RaceResult) -> dict[int, Any]:
+    return {rec.candidate_index: rec for rec in result.history}
+
+
+# --------------------------------------------------------------------------- race figures
+
+
+def plot_race_timeline(result: RaceResult, *, figsize: Any = None):
+    """The race over time: survivors per instance, and every candidate's lifeline.
+
+    Top panel: survivors after each instance (a step plot). Bottom panel: one row per
+    candidate in ranking order (best on top); its line runs over the instances it was
+    evaluated on and ends, for an eliminated candidate, with a marker whose shape and colour
+    give the reason (dominated, indistinguishable, failed) and, when there are at most 40
+    candidates, a label with the probability behind the decision and who beat it. There is
+    exactly one marker per record of ``result.history``.
+
+    Examples
+    --------
+    >>> from racer import race
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0)
+    >>> fig = plot_race_timeline(res)
+    >>> fig.axes[1].get_xlabel()
+    'instances evaluated'
+    """
+    result = _check_result(result)
+    n_cand = len(result.candidates)
+    labelled = n_cand <= _MAX_LABELLED
+    height = 3.0 + (0.28 * n_cand if labelled else 5.0)
+    fig = _figure(figsize, (9.0, min(height, 16.0)))
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[1, 3])
+
+    n = result.n_instances
+    eliminated_at = np.zeros(n + 1, dtype=np.int64)
+    for rec in result.history:
+        eliminated_at[min(rec.n_instances, n)] += 1
+    alive = n_cand - np.cumsum(eliminated_at)
+    top.step(np.arange(n + 1), alive, where="post", color="#2c3e50", lw=2)
+    top.set_ylabel("survivors")
+    top.set_ylim(0, n_cand * 1.08 + 0.5)
+    top.grid(alpha=0.3)
+    top.set_title(
+        f"{n_cand} candidates, {n} instances, {result.n_evaluations} evaluations "
+        f"(stopped: {result.stop_reason.replace('_', ' ')})",
+        fontsize=10,
+    )
+
+    records = _status(result)
+    row_of = {int(idx): row for row, idx in enumerate(result.ranking_indices)}
+    for idx in range(n_cand):
+        rec = records.get(idx)
+        seen = int(result.n_evaluated[idx])
+        color = _SURVIVOR if rec is None else _REASON_STYLE.get(rec.reason, _OTHER_REASON)[0]
+        end = rec.n_instances if rec is not None else seen
+        bottom.plot([0, end], [row_of[idx]] * 2, color=color, lw=1.6 if rec is None else 1.0,
+                    alpha=0.9, solid_capstyle="butt")
+
+    # One scatter per reason, so a legend entry and a count per reason come for free.
+    by_reason: dict[str, list] = {}
+    for rec in result.history:
+        by_reason.setdefault(rec.reason, []).append(rec)
+    for reason, recs in by_reason.items():
+        color, marker = _REASON_STYLE.get(reason, _OTHER_REASON)
+        xs = [rec.n_instances for rec in recs]
+        ys = [row_of[rec.candidate_index] for rec in recs]
+        bottom.scatter(xs, ys, marker=marker, color=color, s=42, zorder=3,
+                       label=f"{reason} ({len(recs)})", gid=f"elimination-{reason}")
+        if labelled:
+            for rec, x, y in zip(recs, xs, ys):
+                text = "failed" if rec.by_index is None else f"p={rec.probability:.3g} by #{rec.by_index}"
+                bottom.annotate(text, (x, y), xytext=(6, 0), textcoords="offset points",
+                                va="center", fontsize=7, color=color)
+    bottom.plot([], [], color=_SURVIVOR, lw=1.6, label=f"survivor ({len(result.survivors)})")
+    bottom.set_ylim(n_cand - 0.5, -0.5)
+    if labelled:
+        bottom.set_yticks(range(n_cand))
+        width = 44 if n_cand <= 20 else 28
+        bottom.set_yticklabels([candidate_label(result, int(i), width) for i in result.ranking_indices],
+                               fontsize=7)
+    else:
+        bottom.set_yticks([])
+    bottom.set_ylabel("candidates (ranking order)")
+    bottom.set_xlabel("instances evaluated")
+    bottom.set_xlim(0, max(n, 1) * 1.12 + 1)
+    bottom.grid(axis="x", alpha=0.3)
+    bottom.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    return fig
+
+
+def plot_score_matrix(result: RaceResult, *, candidates: Any = "survivors", figsize: Any = None):
+    """The raw scores, instances (rows) x candidates (columns), as an image.
+
+    ``candidates="survivors"`` (default) shows the survivors, best first; ``"all"`` every
+    candidate in ranking order, so the matrix also shows where each eliminated candidate
+    stopped (missing evaluations are grey: irace's "experiments matrix"); a sequence of
+    candidate indices shows those.
+
+    >>> from racer import race
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0)
+    >>> plot_score_matrix(res, candidates="all").axes[0].get_ylabel()
+    'instance'
+    """
+    result = _check_result(result)
+    if isinstance(candidates, str) and candidates == "all":
+        cols = np.asarray(result.ranking_indices)
+    elif isinstance(candidates, str) and candidates == "survivors":
+        cols = np.asarray(result.survivor_indices)
+    else:
+        cols = _index_list(candidates, len(result.candidates), allow_keywords=("survivors", "all"))
+    from matplotlib import colormaps
+
+    data = result.scores[:, cols]
+    fig = _figure(figsize, (min(3.0 + 0.45 * len(cols), 14.0), 6.0))
+    ax = fig.subplots()
+    cmap = colormaps["viridis"].with_extremes(bad="#dddddd")
+    masked = np.ma.masked_invalid(data)
+    image = ax.imshow(masked, aspect="auto", interpolation="nearest", cmap=cmap)
+    better = "higher" if result.maximize else "lower"
+    fig.colorbar(image, ax=ax, label=f"score ({better} is better)")
+    ax.set_ylabel("instance")
+    ax.set_xlabel("candidate")
+    if len(cols) <= _MAX_LABELLED:
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels([f"#{int(i)}" for i in cols], rotation=90 if len(cols) > 12 else 0,
+                           fontsize=8)
+    ax.set_title("score matrix" + (" (grey: not evaluated or failed)" if masked.mask.any() else ""),
+                 fontsize=10)
+    return fig
+
+
+def plot_evaluations(result: RaceResult, *, figsize: Any = None):
+    """Evaluations spent on each candidate (bars, ranking order), coloured by its fate.
+
+    >>> from racer import race
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0)
+    >>> [round(p.get_height()) for p in plot_evaluations(res).axes[0].patches] == list(
+    ...     res.n_evaluated[res.ranking_indices])
+    True
+    """
+    result = _check_result(result)
+    order = np.asarray(result.ranking_indices)
+    records = _status(result)
+    colors = []
+    for idx in order:
+        rec = records.get(int(idx))
+        colors.append(_SURVIVOR if rec is None else _REASON_STYLE.get(rec.reason, _OTHER_REASON)[0])
+    n_cand = len(order)
+    fig = _figure(figsize, (min(3.0 + 0.3 * n_cand, 14.0), 4.0))
+    ax = fig.subplots()
+    ax.bar(range(n_cand), result.n_evaluated[order], color=colors)
+    ax.set_xlabel("candidate (ranking order)")
+    ax.set_ylabel("evaluations")
+    if n_cand <= _MAX_LABELLED:
+        ax.set_xticks(range(n_cand))
+        ax.set_xticklabels([f"#{int(i)}" for i in order], rotation=90 if n_cand > 12 else 0,
+                           fontsize=8)
+    else:
+        ax.set_xticks([])
+    from matplotlib.patches import Patch
+
+    present = [_SURVIVOR] + [_REASON_STYLE.get(r.reason, _OTHER_REASON)[0] for r in result.history]
+    handles = [Patch(color=_SURVIVOR, label="survivor")] + [
+        Patch(color=c, label=reason) for reason, (c, _m) in _REASON_STYLE.items() if c in present
+    ]
+    ax.legend(handles=handles, fontsize=8)
+    full = n_cand * result.n_instances
+    ax.set_title(
+        f"{result.n_evaluations} evaluations, {100.0 * result.n_evaluations / full:.0f}% of "
+        f"running all {n_cand} candidates on {result.n_instances} instances",
+        fontsize=10,
+    )
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+# --------------------------------------------------------------------------- statistics input
+
+
+def _index_list(candidates: Any, n_cand: int, allow_keywords: Sequence[str]) -> np.ndarray:
+    if isinstance(candidates, str):
+        raise ValueError(
+            f"`candidates` must be one of {', '.join(map(repr, allow_keywords))} or a sequence "
+            f"of candidate indices; got {candidates!r}"
+        )
+    try:
+        idx = [int(i) for i in candidates]
+        ok = all(float(i) == int(i) for i in candidates)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"`candidates` must be one of {', '.join(map(repr, allow_keywords))} or a sequence "
+            f"of candidate indices; got {candidates!r}"
+        ) from None
+    if not ok or any(i < 0 or i >= n_cand for i in idx) or len(set(idx)) != len(idx):
+        raise ValueError(
+            f"`candidates` must hold distinct indices in [0, {n_cand}); got {list(candidates)!r}"
+        )
+    return np.asarray(idx, dtype=np.int64)
+
+
+def contenders(result: RaceResult) -> np.ndarray:
+    """The candidates of ``candidates="auto"``: the survivors if there are two or more, else
+    the survivor plus every candidate eliminated at the race's last elimination step (the
+    final contenders), best first."""
+    survivors = list(np.asarray(result.survivor_indices))
+    if len(survivors) >= 2 or not result.history:
+        return np.asarray(survivors, dtype=np.int64)
+    last = max(rec.step for rec in result.history)
+    late = [rec.candidate_index for rec in result.history if rec.step == last and rec.reason != "failed"]
+    order = [int(i) for i in result.ranking_indices if int(i) in set(survivors) | set(late)]
+    return np.asarray(order, dtype=np.int64)
+
+
+def _comparison_matrix(data: Any, maximize: Any, names: Any, candidates: Any):
+    """(scores, names, maximize) for a statistics figure, from an array or a RaceResult."""
+    if isinstance(data, RaceResult):
+        _check_result(data)
+        n_cand = len(data.candidates)
+        if isinstance(candidates, str) and candidates == "auto":
+            cols = contenders(data)
+        elif isinstance(candidates, str) and candidates == "survivors":
+            cols = np.asarray(data.survivor_indices)
+        elif isinstance(candidates, str) and candidates == "all":
+            cols = np.arange(n_cand)
+        else:
+            cols = _index_list(candidates, n_cand, ("auto", "survivors", "all"))
+        if len(cols) < 2:
+            raise ValueError(
+                f"`candidates`={candidates!r} selects {len(cols)} candidate(s) of this race; a "
+                "comparison needs at least two (try candidates='all' or a list of indices)"
+            )
+        sub = data.scores[:, cols]
+        rows = np.all(np.isfinite(sub), axis=1)
+        if rows.sum() < 2:
+            raise ValueError(
+                f"the candidates {[int(c) for c in cols]} were all evaluated (without failure) "
+                f"on {int(rows.sum())} instance(s); a comparison needs at least two"
+            )
+        if maximize is None:
+            maximize = data.maximize
+        labels = [f"#{int(c)}" for c in cols] if names is None else names
+        matrix = sub[rows]
+    else:
+        if not (isinstance(candidates, str) and candidates == "auto"):
+            raise ValueError("`candidates` only applies to a RaceResult; select the columns of an array yourself")
+        matrix, frame_names = as_score_matrix(data, "scores")
+        labels = names if names is not None else frame_names
+        if labels is None:
+            labels = [f"#{j}" for j in range(matrix.shape[1])]
+        if maximize is None:
+            maximize = True
+    maximize = check_bool(maximize, "maximize")
+    if isinstance(labels, str) or len(labels) != matrix.shape[1]:
+        raise ValueError(
+            f"`names` must hold one name per candidate ({matrix.shape[1]}); got {labels!r}"
+        )
+    return matrix, [str(x) for x in labels], maximize
+
+
+# --------------------------------------------------------------------------- statistics figures
+
+
+def plot_pairwise_probabilities(
+    scores: Any,
+    *,
+    maximize: bool | None = None,
+    names: Sequence | None = None,
+    candidates: Any = "auto",
+    figsize: Any = None,
+):
+    """Heat map of ``P[i, j] = Pr[i beats j]`` under the Bayesian sign test.
+
+    ``P`` is :func:`racer.stats.prob_greater_matrix` of the pairwise win counts (seed 002,
+    Theorem 2: ``Pr[theta_ij > 1/2]`` with ``theta_ij = P(X_i > X_j) + 1/2 P(X_i = X_j)``).
+    Rows are the candidate that wins; cells hold the probability when there are at most 12
+    candidates. ``scores`` is a score matrix (larger is better unless ``maximize=False``) or a
+    RaceResult (``candidates``: ``"auto"``, ``"survivors"``, ``"all"`` or indices; the
+    instances used are those where all the chosen candidates were evaluated).
+
+    >>> import numpy as np
+    >>> scores = np.random.default_rng(0).normal(size=(20, 3)) + [0.0, 0.5, 1.5]
+    >>> fig = plot_pairwise_probabilities(scores, names=["a", "b", "c"])
+    >>> fig.axes[0].get_ylabel()
+    'i (row) beats j (column)'
+    """
+    from .stats import SignCounts
+
+    matrix, labels, maximize = _comparison_matrix(scores, maximize, names, candidates)
+    prob = np.array(SignCounts.from_scores(matrix, maximize=maximize).prob_greater(), dtype=float)
+    np.fill_diagonal(prob, np.nan)
+    k = len(labels)
+    size = min(3.0 + 0.55 * k, 14.0)
+    fig = _figure(figsize, (size + 1.2, size))
+    ax = fig.subplots()
+    from matplotlib import colormaps
+
+    image = ax.imshow(np.ma.masked_invalid(prob), vmin=0.0, vmax=1.0,
+                      cmap=colormaps["RdBu_r"].with_extremes(bad="white"))
+    fig.colorbar(image, ax=ax, label="Pr[row beats column]")
+    if k <= _MAX_LABELLED:
+        ax.set_xticks(range(k))
+        ax.set_xticklabels(labels, rotation=90 if k > 8 else 0, fontsize=8)
+        ax.set_yticks(range(k))
+        ax.set_yticklabels(labels, fontsize=8)
+    if k <= 12:
+        for i in range(k):
+            for j in range(k):
+                if i != j:
+                    value = prob[i, j]
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if abs(value - 0.5) > 0.35 else "black")
+    ax.set_xlabel("j (column)")
+    ax.set_ylabel("i (row) beats j (column)")
+    ax.set_title(f"Bayesian sign test, {matrix.shape[0]} instances", fontsize=10)
+    return fig
+
+
+def _maximal_groups(n: int, together) -> list[tuple[int, int]]:
+    """Maximal runs [a, b] of the rank-sorted candidates in which every pair is ``together``."""
+    groups: list[tuple[int, int]] = []
+    for a in range(n):
+        b = a
+        while b + 1 < n and all(together(i, b + 1) for i in range(a, b + 1)):
+            b += 1
+        if b > a and not any(ga <= a and b <= gb for ga, gb in groups):
+            groups.append((a, b))
+    return groups
+
+
+def _rank_diagram(fig, ranks, labels, groups, *, title, errors=None, bar=None):
+    """Demšar's layout: a rank axis, candidates hanging from it to both sides, groups as bars."""
+    ax = fig.subplots()
+    k = len(ranks)
+    order = np.argsort(ranks, kind="stable")
+    lo, hi = 1.0, float(k)
+    ax.set_xlim(lo - 0.1 * k - 0.6, hi + 0.1 * k + 0.6)
+    left = order[: (k + 1) // 2]
+    right = order[(k + 1) // 2:][::-1]
+    step = 1.0
+    # Rows start below the group bars, so a bar never sits on a candidate's horizontal line.
+    offset = 0.3 * len(groups)
+    depth = max(len(left), len(right)) + offset
+    ax.set_ylim(-(depth + 0.5) * step, 2.1 if bar is not None else 1.0)
+    ax.hlines(0, lo, hi, color="black", lw=1.2)
+    for t in range(1, k + 1):
+        ax.vlines(t, 0, 0.18, color="black", lw=1)
+        ax.text(t, 0.3, str(t), ha="center", va="bottom", fontsize=9)
+    for row, j in enumerate(left, start=1):
+        y = -(row + offset) * step
+        ax.plot([ranks[j], ranks[j], lo - 0.05 * k - 0.2], [0, y, y], color="#2c3e50", lw=0.9)
+        ax.text(lo - 0.05 * k - 0.3, y, f"{labels[j]} ({ranks[j]:.2f})", ha="right", va="center",
+                fontsize=9)
+    for row, j in enumerate(right, start=1):
+        y = -(row + offset) * step
+        ax.plot([ranks[j], ranks[j], hi + 0.05 * k + 0.2], [0, y, y], color="#2c3e50", lw=0.9)
+        ax.text(hi + 0.05 * k + 0.3, y, f"({ranks[j]:.2f}) {labels[j]}", ha="left", va="center",
+                fontsize=9)
+    if errors is not None:
+        ax.errorbar(ranks, np.zeros(k), xerr=errors, fmt="o", color="#2980b9", ms=4,
+                    capsize=3, lw=1.2, zorder=3)
+    # Groups sit just below the axis, each on its own line, like Demšar's thick bars.
+    for g, (a, b) in enumerate(groups):
+        y = -0.35 - 0.3 * g
+        ax.hlines(y, ranks[order[a]] - 0.03, ranks[order[b]] + 0.03, color="#c0392b", lw=4,
+                  gid="group")
+    if bar is not None:
+        length, text = bar
+        ax.hlines(1.7, lo, lo + length, color="black", lw=1.5)
+        ax.vlines([lo, lo + length], 1.6, 1.8, color="black", lw=1.5)
+        ax.text(lo + length + 0.1, 1.7, text, va="center", fontsize=9)
+    ax.set_axis_off()
+    ax.set_title(title + "\npositions: mean rank (1 = best)", fontsize=9)
+    return ax
+
+
+def plot_critical_difference(
+    scores: Any,
+    *,
+    alpha: float = 0.05,
+    maximize: bool | None = None,
+    names: Sequence | None = None,
+    candidates: Any = "auto",
+    figsize: Any = None,
+):
+    """Critical-difference diagram (Demšar 2006): mean ranks, and red bars joining the
+    candidates that the Nemenyi test does not separate at level ``alpha``.
+
+    Mean ranks and p-values come from :func:`racer.stats.nemenyi` (rank 1 = best), the critical
+    difference drawn at the top from its ``critical_difference(alpha)``, the Friedman p-value
+    in the title from :func:`racer.stats.friedman`. A bar joins a maximal run of adjacent
+    candidates in which no pair has a Nemenyi p-value below ``alpha`` -- for Nemenyi that is
+    a mean-rank difference below the CD. ``scores``: see :func:`plot_pairwise_probabilities`.
+
+    >>> import numpy as np
+    >>> scores = np.random.default_rng(0).normal(size=(30, 4)) + [0.0, 0.1, 0.2, 2.0]
+    >>> fig = plot_critical_difference(scores, names=["a", "b", "c", "d"])
+    >>> len([c for c in fig.axes[0].collections if c.get_gid() == "group"])  # a-b-c together
+    1
+    """
+    from .stats import friedman, nemenyi
+
+    alpha = check_probability(alpha, "alpha")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"`alpha` must be in (0, 1); got {alpha!r}")
+    matrix, labels, maximize = _comparison_matrix(scores, maximize, names, candidates)
+    res = nemenyi(matrix, maximize=maximize)
+    fried = friedman(matrix, maximize=maximize)
+    ranks = np.asarray(res.mean_ranks)
+    order = np.argsort(ranks, kind="stable")
+    groups = _maximal_groups(len(ranks), lambda a, b: res.pvalue[order[a], order[b]] >= alpha)
+    cd = res.critical_difference(alpha)
+    k = len(labels)
+    fig = _figure(figsize, (9.0, 2.2 + 0.32 * ((k + 1) // 2) + 0.2 * len(groups)))
+    _rank_diagram(
+        fig, ranks, labels, groups,
+        title=(f"Friedman p = {fried.pvalue:.3g}; Nemenyi at alpha = {alpha:g}, "
+               f"{matrix.shape[0]} instances"),
+        bar=(cd, f"CD = {cd:.2f}"),
+    )
+    return fig
+
+
+def plot_bayesian_critical_difference(
+    scores: Any,
+    *,
+    credibility: float = 0.95,
+    prior_strength: float = 1.0,
+    maximize: bool | None = None,
+    names: Sequence | None = None,
+    candidates: Any = "auto",
+    random_state: Any = None,
+    figsize: Any = None,
+):
+    """The Bayesian counterpart of the critical-difference diagram.
+
+    Same layout as :func:`plot_critical_difference`, with Bayesian quantities:
+
+    * positions are the posterior mean ranks of :func:`racer.stats.bayesian_friedman` (the
+      Dirichlet-process posterior of the expected rank vector with prior strength
+      ``prior_strength`` at the all-tied point), with whiskers of one posterior standard
+      deviation (the square root of the diagonal of its covariance);
+    * a red bar joins a maximal run of rank-adjacent candidates in which no pair is
+      *credibly* ordered: for every pair both ``Pr[i beats j]`` and ``Pr[j beats i]`` of the
+      Bayesian sign test (:func:`racer.stats.prob_greater_matrix`, the statements racer's
+      race eliminates with) are below ``credibility``. The pairwise probabilities are marginal,
+      not joint: a bar says "not separated pair by pair", as Nemenyi's bars do;
+    * the title gives the Bayesian Friedman verdict at ``credibility``.
+
+    ``random_state`` seeds the Monte Carlo Friedman region used when there are few instances
+    for the candidates (see :func:`racer.stats.bayesian_friedman`).
+
+    >>> import numpy as np
+    >>> scores = np.random.default_rng(0).normal(size=(30, 4)) + [0.0, 0.1, 0.2, 2.0]
+    >>> fig = plot_bayesian_critical_difference(scores, random_state=0)
+    >>> len([c for c in fig.axes[0].collections if c.get_gid() == "group"])
+    1
+    """
+    from .stats import SignCounts, bayesian_friedman
+
+    credibility = check_probability(credibility, "credibility")
+    if not 0.5 < credibility < 1.0:
+        raise ValueError(f"`credibility` must be in (0.5, 1); got {credibility!r}")
+    prior_strength = check_positive(prior_strength, "prior_strength")
+    rng = check_random_state(random_state)
+    matrix, labels, maximize = _comparison_matrix(scores, maximize, names, candidates)
+    post = bayesian_friedman(matrix, maximize=maximize, prior_strength=prior_strength,
+                             credibility=credibility, random_state=rng)
+    prob = SignCounts.from_scores(matrix, maximize=maximize).prob_greater()
+    ranks = np.asarray(post.mean_ranks, dtype=float)
+    sd = np.sqrt(np.clip(np.diagonal(post.covariance), 0.0, None))
+    order = np.argsort(ranks, kind="stable")
+    groups = _maximal_groups(
+        len(ranks),
+        lambda a, b: max(prob[order[a], order[b]], prob[order[b], order[a]]) < credibility,
+    )
+    verdict = "candidates differ" if post.reject else "no credible difference"
+    k = len(labels)
+    fig = _figure(figsize, (9.0, 2.2 + 0.32 * ((k + 1) // 2) + 0.2 * len(groups)))
+    _rank_diagram(
+        fig, ranks, labels, groups, errors=sd,
+        title=(f"Bayesian Friedman ({post.method}): {verdict} at {credibility:g}; bars: no pair "
+               f"with Pr[beats] >= {credibility:g}; {matrix.shape[0]} instances"),
+    )
+    return fig
+
+
+def plot_posterior_simplex(
+    x: Any,
+    y: Any = None,
+    *,
+    rope: float = 0.0,
+    prior_strength: float = 1.0,
+    maximize: bool = True,
+    names: Sequence = ("x", "y"),
+    n_samples: int = 3000,
+    random_state: Any = None,
+    figsize: Any = None,
+):
+    """Posterior of the Bayesian sign test with a rope on the simplex (Benavoli et al. 2017).
+
+    ``x`` and ``y`` are paired scores, passed to :func:`racer.stats.bayesian_sign_test` with
+    ``rope``, ``prior_strength``, ``maximize``, ``n_samples`` and ``random_state``; or ``x``
+    is a :class:`racer.stats.BayesianSignResult` that kept its ``posterior_samples`` (``y``
+    then None). Each posterior draw of the three cell probabilities (y better by more than the
+    rope, equivalent, x better) is a point of the triangle in barycentric coordinates; the
+    lines from the centre split it into the regions where each cell is the largest, and each
+    corner shows the posterior probability of its region (``prob_x_better`` etc.).
+
+    (The signed-rank test, :func:`racer.stats.bayesian_signed_rank`, exposes its rope
+    probabilities but not its posterior draws, so it cannot be drawn here.)
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> x, y = rng.normal(0.3, 1, 40), rng.normal(0, 1, 40)
+    >>> fig = plot_posterior_simplex(x, y, rope=0.1, names=("new", "old"), random_state=0)
+    >>> len(fig.axes[0].collections[0].get_offsets())
+    3000
+    """
+    from .stats import BayesianSignResult, bayesian_sign_test
+
+    if isinstance(x, BayesianSignResult):
+        if y is not None:
+            raise ValueError("`y` must be None when `x` is a BayesianSignResult")
+        if x.posterior_samples is None:
+            raise ValueError(
+                "`x` is a BayesianSignResult without posterior_samples (it was computed with "
+                "n_samples=0); rerun bayesian_sign_test with n_samples > 0"
+            )
+        res = x
+    else:
+        if y is None:
+            raise TypeError("`y` is required when `x` holds scores")
+        as_paired(x, y)  # names the bad argument before the test does
+        n_samples = check_int(n_samples, "n_samples", minimum=1)
+        res = bayesian_sign_test(x, y, rope=check_nonnegative(rope, "rope"),
+                                 prior_strength=prior_strength, maximize=maximize,
+                                 n_samples=n_samples, random_state=random_state)
+    if isinstance(names, str) or len(names) != 2:
+        raise ValueError(f"`names` must be two names (x, y); got {names!r}")
+    name_x, name_y = (str(v) for v in names)
+    samples = np.asarray(res.posterior_samples)
+    h = math.sqrt(3.0) / 2.0
+    # Corners: y better at (0, 0), x better at (1, 0), equivalent at the top.
+    px = samples[:, 2] + 0.5 * samples[:, 1]
+    py = h * samples[:, 1]
+    fig = _figure(figsize, (6.0, 5.6))
+    ax = fig.subplots()
+    ax.scatter(px, py, s=3, alpha=0.25, color="#2980b9", rasterized=True, linewidths=0)
+    ax.plot([0, 1, 0.5, 0], [0, 0, h, 0], color="black", lw=1.2)
+    centre = (0.5, h / 3.0)
+    for mid in ((0.5, 0.0), (0.25, h / 2.0), (0.75, h / 2.0)):
+        ax.plot([centre[0], mid[0]], [centre[1], mid[1]], color="grey", lw=0.8, ls="--")
+    ax.text(0.0, -0.05, f"{name_y} better\nP = {res.prob_y_better:.3f}", ha="center", va="top", fontsize=9)
+    ax.text(1.0, -0.05, f"{name_x} better\nP = {res.prob_x_better:.3f}", ha="center", va="top", fontsize=9)
+    ax.text(0.5, h + 0.03, f"equivalent (|diff| <= {res.rope:g})\nP = {res.prob_equivalent:.3f}",
+            ha="center", va="bottom", fontsize=9)
+    ax.set_xlim(-0.15, 1.15)
+    ax.set_ylim(-0.2, h + 0.18)
+    ax.set_aspect("equal")
+    ax.set_axis_off()
+    ax.set_title(
+        f"Bayesian sign test, {name_x} vs {name_y}: {res.n_x_better} / {res.n_rope} / "
+        f"{res.n_y_better} blocks ({name_x} better / rope / {name_y} better)",
+        fontsize=9,
+    )
+    return fig

@@ -1,0 +1,631 @@
+"""A self-contained HTML report of a race, read from its journal; CSV and JSON exports.
+
+``write_report("race.sqlite", "report.html")`` (or ``racer-report race.sqlite -o report.html``)
+reads the journal with :func:`racer.storage.read_journal` -- read-only and without the
+writer's lock, so it works on a finished race, an interrupted one, and one still running --
+and writes one HTML file: the race's status and settings, the best candidate and the
+survivors, every elimination with its evidence (the decision's probability and the paired
+record against the candidate that beat or matched it on the instances seen at that point),
+the failed evaluations, the whole ranking, and the figures of :mod:`racer.plot` as inline SVG.
+The file has no external scripts, styles, fonts or images: it can be mailed or archived.
+
+``racer-report race.sqlite --csv runs.csv --json race.json`` exports the journal for other
+tools: the CSV has one row per evaluation, the JSON holds the settings, one record per
+candidate, the decisions and the evaluations (NaN written as null).
+
+What a journal does not hold, and what the report does about it (see docs/report.md):
+
+* the candidates and instances are stored as their ``repr`` text, not as objects; the rebuilt
+  result holds :class:`Repr` objects that print as that text;
+* whether the race ended is not stored: it is inferred from the settings in the fingerprint
+  (``min_survivors``, ``max_instances``, ``budget``) and from whether the last instance was
+  evaluated by every survivor; a race that ran out of instances and one stopped between
+  blocks look alike ("stopped between blocks");
+* the ``winner`` option is not in the fingerprint: survivors are ordered by mean score;
+* under ``on_error="worst"`` the substitute scores of failed evaluations are not journaled:
+  means are over the successful evaluations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import html
+import io
+import json
+import math
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from .result import EliminationRecord, RaceResult, _short_repr
+from .storage import _as_path, read_journal
+
+__all__ = ["Repr", "export_csv", "export_json", "main", "result_from_journal", "write_report"]
+
+
+class Repr:
+    """A candidate or instance known only by its ``repr`` text (as stored in a journal)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Repr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+_STATUS_TEXT = {
+    "min_survivors": "finished: no more than min_survivors candidates were left",
+    "max_instances": "finished: max_instances instances were raced",
+    "budget": "finished: the budget could not pay for another block",
+    "interrupted": "interrupted: the last block was not evaluated by every survivor",
+    "stopped_between_blocks": (
+        "stopped between blocks: the instances ran out, or the race was interrupted between "
+        "two blocks (a journal does not record which)"
+    ),
+    "not_started": "not started: no instance has been raced yet",
+}
+
+
+def _load(journal: Any) -> dict:
+    if isinstance(journal, dict):
+        data = journal
+        missing = {"fingerprint", "seed", "instances", "evaluations", "decisions"} - set(data)
+        if missing:
+            raise ValueError(
+                f"`journal` must be a path or the dict of racer.storage.read_journal(); this "
+                f"dict lacks {sorted(missing)}"
+            )
+    else:
+        data = read_journal(journal)
+    if data["fingerprint"] is None:
+        raise ValueError(
+            "the journal holds no race yet (no fingerprint: the race that created it had not "
+            "started); there is nothing to report"
+        )
+    return data
+
+
+def result_from_journal(journal: Any) -> RaceResult:
+    """Rebuild the :class:`racer.RaceResult` of a journaled race, finished or not.
+
+    ``journal`` is a journal path or the dict returned by
+    :func:`racer.storage.read_journal`. Candidates and instances are :class:`Repr` objects
+    (the journal stores their ``repr``); ``stop_reason`` is inferred (``"min_survivors"``,
+    ``"max_instances"``, ``"budget"``, ``"interrupted"``, ``"stopped_between_blocks"`` or
+    ``"not_started"``; see the module docstring for what a journal cannot tell).
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0, storage=path)
+    >>> back = result_from_journal(path)
+    >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
+    (5.0, True, True)
+    """
+    data = _load(journal)
+    fp = data["fingerprint"]
+    cand_reprs = list(fp.get("candidates", []))
+    n_cand = len(cand_reprs)
+    if n_cand == 0:
+        raise ValueError("the journal's fingerprint lists no candidates")
+    maximize = bool(fp.get("maximize", True))
+    instances = [Repr(t) for t in data["instances"]]
+    n_rows = len(instances)
+    for cand, inst, _v, _e in data["evaluations"]:
+        if not (0 <= cand < n_cand and 0 <= inst):
+            raise ValueError(f"the journal has an evaluation of candidate {cand}, instance {inst} "
+                             f"outside its {n_cand} candidates")
+        n_rows = max(n_rows, inst + 1)
+    instances += [Repr(f"<instance {i}: repr not journaled>") for i in range(len(instances), n_rows)]
+
+    scores = np.full((n_rows, n_cand), np.nan)
+    evaluated = np.zeros((n_rows, n_cand), dtype=bool)
+    failures = []
+    for cand, inst, value, error in data["evaluations"]:
+        evaluated[inst, cand] = True
+        if value is None or error is not None:
+            failures.append((int(cand), int(inst), str(error)))
+        else:
+            scores[inst, cand] = float(value)
+    failures.sort(key=lambda f: (f[1], f[0]))
+    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
+
+    candidates = [Repr(t) for t in cand_reprs]
+    alive = np.ones(n_cand, dtype=bool)
+    history = []
+    for step, n_inst, cand, reason, by, prob in data["decisions"]:
+        alive[cand] = False
+        history.append(EliminationRecord(
+            candidate=candidates[cand], candidate_index=int(cand), n_instances=int(n_inst),
+            reason=str(reason), by=None if by is None else candidates[by],
+            by_index=None if by is None else int(by),
+            probability=math.nan if prob is None else float(prob), step=int(step),
+        ))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counts = np.sum(np.isfinite(scores), axis=0)
+        mean_scores = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
+    oriented = mean_scores if maximize else -mean_scores
+    key = np.where(np.isnan(oriented), -np.inf, oriented)
+    idx = np.arange(n_cand)
+    survivors = idx[alive]
+    surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
+    elim = idx[~alive]
+    elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
+    ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+    if len(surv_sorted) == 0:
+        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
+    best = int(surv_sorted[0])
+
+    n_evals = int(evaluated.sum())
+    complete = bool(np.all(evaluated[:, survivors])) if n_rows else True
+    budget = fp.get("budget")
+    max_inst = fp.get("max_instances")
+    each = int(fp.get("each_test", 1) or 1)
+    if n_rows == 0:
+        stop = "not_started"
+    elif not complete:
+        stop = "interrupted"
+    elif len(survivors) <= int(fp.get("min_survivors", 1)):
+        stop = "min_survivors"
+    elif max_inst is not None and n_rows >= int(max_inst):
+        stop = "max_instances"
+    elif budget is not None and n_evals + len(survivors) * each > int(budget):
+        stop = "budget"
+    else:
+        stop = "stopped_between_blocks"
+
+    return RaceResult(
+        best=candidates[best], best_index=best,
+        survivors=[candidates[i] for i in surv_sorted],
+        survivor_indices=surv_sorted.astype(np.int64),
+        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
+        candidates=candidates, instances=instances, scores=scores,
+        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
+        n_instances=n_rows, history=tuple(history), failures=tuple(failures),
+        stop_reason=stop, maximize=maximize,
+        budget=None if budget is None else int(budget),
+        seed=int(data["seed"]) if data["seed"] is not None else -1,
+    )
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+def _evidence(result: RaceResult, rec: EliminationRecord) -> dict:
+    """The paired record of ``rec``'s candidate against the one that beat or matched it, on
+    the instances both had been evaluated on when the decision was taken."""
+    if rec.by_index is None:
+        return {}
+    rows = slice(0, rec.n_instances)
+    a = result.scores[rows, rec.candidate_index]
+    b = result.scores[rows, rec.by_index]
+    both = np.isfinite(a) & np.isfinite(b)
+    a, b = a[both], b[both]
+    if not result.maximize:
+        a, b = -a, -b
+    return {
+        "n": int(both.sum()),
+        "wins": int(np.sum(a > b)),
+        "ties": int(np.sum(a == b)),
+        "losses": int(np.sum(a < b)),
+        "mean": float(np.mean(result.scores[rows, rec.candidate_index][both])) if both.any() else math.nan,
+        "by_mean": float(np.mean(result.scores[rows, rec.by_index][both])) if both.any() else math.nan,
+    }
+
+
+# --------------------------------------------------------------------------- exports
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (np.floating,)):
+        return _jsonable(float(value))
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def export_csv(journal: Any, path: Any) -> str:
+    """Write one row per evaluation: candidate, candidate_repr, instance, instance_repr,
+    value (empty when failed), error. Returns the path written.
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = race(lambda c, i: c * i, [1, 2], range(5), progress=False, random_state=0,
+    ...          storage=os.path.join(folder, "r.sqlite"))
+    >>> out = export_csv(os.path.join(folder, "r.sqlite"), os.path.join(folder, "runs.csv"))
+    >>> open(out).readline().strip()
+    'candidate,candidate_repr,instance,instance_repr,value,error'
+    """
+    data = _load(journal)
+    out = _output_path(path, "path")
+    cands = data["fingerprint"]["candidates"]
+    insts = data["instances"]
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["candidate", "candidate_repr", "instance", "instance_repr", "value", "error"])
+        for cand, inst, value, error in data["evaluations"]:
+            writer.writerow([
+                cand, cands[cand] if cand < len(cands) else "", inst,
+                insts[inst] if inst < len(insts) else "",
+                "" if value is None else repr(float(value)), "" if error is None else error,
+            ])
+    return out
+
+
+def race_record(journal: Any) -> dict:
+    """The race as plain JSON-ready data (what ``--json`` writes)."""
+    data = _load(journal)
+    result = result_from_journal(data)
+    records = {rec.candidate_index: rec for rec in result.history}
+    rank = np.empty(len(result.candidates), dtype=np.int64)
+    rank[result.ranking_indices] = np.arange(1, len(result.candidates) + 1)
+    candidates = []
+    for idx, cand in enumerate(result.candidates):
+        rec = records.get(idx)
+        candidates.append({
+            "index": idx, "repr": cand.text, "rank": int(rank[idx]),
+            "mean_score": _jsonable(float(result.mean_scores[idx])),
+            "n_evaluated": int(result.n_evaluated[idx]), "survivor": rec is None,
+            "reason": None if rec is None else rec.reason,
+            "by_index": None if rec is None else rec.by_index,
+            "probability": None if rec is None else _jsonable(rec.probability),
+            "eliminated_at": None if rec is None else rec.n_instances,
+            "step": None if rec is None else rec.step,
+        })
+    return {
+        "format": "racer-race/1",
+        "status": result.stop_reason,
+        "status_text": _STATUS_TEXT.get(result.stop_reason, result.stop_reason),
+        "best_index": result.best_index,
+        "survivor_indices": [int(i) for i in result.survivor_indices],
+        "n_candidates": len(result.candidates),
+        "n_instances": result.n_instances,
+        "n_evaluations": result.n_evaluations,
+        "maximize": result.maximize,
+        "seed": data["seed"],
+        "settings": data["fingerprint"],
+        "candidates": candidates,
+        "instances": data["instances"],
+        "decisions": [
+            dict(zip(("step", "n_instances", "candidate", "reason", "by", "probability"),
+                     (step, n, c, r, b, _jsonable(p))))
+            for step, n, c, r, b, p in data["decisions"]
+        ],
+        "evaluations": [
+            {"candidate": c, "instance": i, "value": _jsonable(v), "error": e}
+            for c, i, v, e in data["evaluations"]
+        ],
+    }
+
+
+def export_json(journal: Any, path: Any) -> str:
+    """Write :func:`race_record` as JSON (strict: NaN becomes null). Returns the path."""
+    record = race_record(journal)
+    out = _output_path(path, "path")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=1, allow_nan=False)
+        fh.write("\n")
+    return out
+
+
+def _output_path(path: Any, arg: str) -> str:
+    text = _as_path(path, arg)
+    absolute = os.path.abspath(text)
+    if os.path.isdir(absolute):
+        raise IsADirectoryError(f"`{arg}`={text!r} is a folder; pass a file path")
+    parent = os.path.dirname(absolute)
+    if not os.path.isdir(parent):
+        raise FileNotFoundError(f"`{arg}`={text!r}: its folder {parent!r} does not exist")
+    return text
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222;
+  max-width:1100px;margin:24px auto;padding:0 16px;background:#fff}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;
+  padding-bottom:3px}
+.sub{color:#666;margin:0 0 12px}
+.status{display:inline-block;padding:2px 8px;border-radius:4px;font-weight:600}
+.finished{background:#e3f4e8;color:#1e6b3a}.unknown{background:#eef1f5;color:#34495e}.interrupted{background:#fdf0dc;color:#8a5300}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+.kv td:first-child{color:#555;white-space:nowrap}
+.fig{margin:10px 0 18px}.fig svg{max-width:100%;height:auto}
+.note{color:#8a5300;background:#fdf6ea;padding:6px 10px;border-radius:4px}
+.best{background:#eef8f0}
+details{margin:6px 0}summary{cursor:pointer;color:#245}
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: float, digits: int = 4) -> str:
+    return "&ndash;" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
+
+
+def _svg(fig, salt: str) -> str:
+    import matplotlib
+
+    buf = io.StringIO()
+    # Text as text (small, selectable); a fixed salt per figure gives ids that are the same from
+    # run to run and distinct between the figures of one page (they share one id namespace).
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    start = text.find("<svg")
+    return text[start:] if start >= 0 else text
+
+
+def _figures(result: RaceResult, rope: float, random_state: int) -> list[tuple[str, str, str]]:
+    """(title, caption, svg or note) for each figure; a figure that cannot be drawn says why."""
+    from . import plot
+
+    out = []
+
+    def add(title, caption, make):
+        try:
+            fig = make()
+        except ValueError as exc:
+            out.append((title, caption, f'<p class="note">Not drawn: {_esc(exc)}</p>'))
+            return
+        out.append((title, caption, _svg(fig, f"racer-fig-{len(out)}")))
+
+    add("Race timeline", "Survivors after each instance; one line per candidate, ending where "
+        "it was eliminated (marker: reason; label: probability and who beat or matched it).",
+        lambda: plot.plot_race_timeline(result))
+    add("Evaluations per candidate", "Where the budget went, in ranking order.",
+        lambda: plot.plot_evaluations(result))
+    add("Score matrix", "Every evaluation, instances by candidates in ranking order; grey: "
+        "not evaluated (eliminated) or failed.",
+        lambda: plot.plot_score_matrix(result, candidates="all"))
+    final = plot.contenders(result)
+    who = ", ".join(f"#{int(i)}" for i in final)
+    add("Pairwise posterior probabilities", f"Bayesian sign test between the final contenders "
+        f"({who}) on the instances they all saw.",
+        lambda: plot.plot_pairwise_probabilities(result))
+    add("Critical-difference diagram", f"Friedman/Nemenyi on the final contenders ({who}).",
+        lambda: plot.plot_critical_difference(result))
+    add("Bayesian critical-difference diagram", "Posterior mean ranks (Bayesian Friedman, "
+        "whiskers: one posterior sd); bars join contenders no pair of which is ordered with "
+        "probability >= 0.95 by the Bayesian sign test.",
+        lambda: plot.plot_bayesian_critical_difference(result, random_state=random_state))
+    if len(result.ranking_indices) >= 2:
+        i, j = int(result.ranking_indices[0]), int(result.ranking_indices[1])
+
+        def simplex():
+            both = np.isfinite(result.scores[:, i]) & np.isfinite(result.scores[:, j])
+            if both.sum() < 1:
+                raise ValueError(f"#{i} and #{j} share no evaluated instance")
+            return plot.plot_posterior_simplex(
+                result.scores[both, i], result.scores[both, j], rope=rope,
+                maximize=result.maximize, names=(f"#{i}", f"#{j}"), random_state=random_state)
+
+        add(f"Posterior simplex: #{i} vs #{j}", f"Bayesian sign test with rope {rope:g} (set "
+            "with --rope, in score units) between the first two of the ranking, on the "
+            "instances both saw; each dot is a posterior draw.", simplex)
+    return out
+
+
+def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_state: int,
+          title: str | None) -> str:
+    fp = data["fingerprint"]
+    finished = result.stop_reason in ("min_survivors", "max_instances", "budget")
+    status_cls = "finished" if finished else (
+        "interrupted" if result.stop_reason == "interrupted" else "unknown")
+    status = _STATUS_TEXT.get(result.stop_reason, result.stop_reason)
+    n_cand = len(result.candidates)
+    full = n_cand * result.n_instances
+    share = f" ({100.0 * result.n_evaluations / full:.0f}% of every candidate on every instance)" if full else ""
+    test = fp.get("test", "?")
+    frequentist = "frace" in test.lower() or "frequentist" in test.lower()
+    prob_word = "p-value" if frequentist else "probability"
+    records = {rec.candidate_index: rec for rec in result.history}
+    h = []
+    h.append("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+    h.append('<meta name="viewport" content="width=device-width, initial-scale=1">')
+    h.append(f"<title>{_esc(title or 'racer report: ' + os.path.basename(path_text))}</title>")
+    h.append(f"<style>{_CSS}</style></head><body>")
+    h.append(f"<h1>{_esc(title or 'Race report')}</h1>")
+    h.append(f'<p class="sub">Journal <code>{_esc(path_text)}</code>, read '
+             f'{datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}</p>')
+    h.append(f'<p><span class="status {status_cls}">{_esc(status)}</span></p>')
+
+    h.append("<h2>Summary</h2><table class=\"kv\">")
+    best_mean = result.mean_scores[result.best_index]
+    rows = [
+        ("Best", f"<code>#{result.best_index} {_esc(result.best)}</code> "
+                 f"(mean score {_num(best_mean, 6)}, {'maximized' if result.maximize else 'minimized'})"),
+        ("Candidates", f"{n_cand}: {len(result.survivors)} survivors, {len(result.history)} "
+                       f"eliminated ({_esc(result._reason_counts())})"),
+        ("Instances raced", str(result.n_instances)),
+        ("Evaluations", f"{result.n_evaluations}{share}; failed: {len(result.failures)}"),
+        ("Budget", "none" if result.budget is None else str(result.budget)),
+        ("Test", f"<code>{_esc(test)}</code>"),
+        ("Test settings", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp.get("test_params", {}).items()) or "&ndash;"),
+        ("Race settings", ", ".join(
+            f"{k}={_esc(fp.get(k))}" for k in ("first_test", "each_test", "min_survivors",
+                                               "max_instances", "shuffle", "on_error")
+            if k in fp)),
+        ("Seed", _esc(data["seed"])),
+    ]
+    if fp.get("metadata"):
+        rows.append(("Metadata", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp["metadata"].items())))
+    h.extend(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    h.append("</table>")
+
+    h.append(f"<h2>Survivors ({len(result.survivors)})</h2>")
+    h.append("<table><tr><th>rank</th><th>candidate</th><th>mean score</th><th>instances</th></tr>")
+    for rank, idx in enumerate(result.survivor_indices, start=1):
+        cls = ' class="best"' if idx == result.best_index else ""
+        h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                 f"<td class=num>{int(result.n_evaluated[idx])}</td></tr>")
+    h.append("</table>")
+
+    h.append(f"<h2>Eliminations ({len(result.history)})</h2>")
+    if result.history:
+        h.append(f"<p>Each elimination with the {prob_word} the test reported and the paired "
+                 "record against the candidate that beat (dominated) or matched "
+                 "(indistinguishable) it, on the instances both had seen when it was decided "
+                 "(wins / ties / losses of the eliminated candidate).</p>")
+        long = len(result.history) > 25
+        if long:  # a long list would push the figures far down: folded, one click away
+            h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
+        h.append(f"<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
+                 f"<th>by</th><th>{prob_word}</th><th>record (W/T/L)</th><th>mean</th><th>mean of by</th></tr>")
+        for rec in result.history:
+            ev = _evidence(result, rec)
+            by = "&ndash;" if rec.by_index is None else f"<code>#{rec.by_index}</code>"
+            record = f"{ev['wins']}/{ev['ties']}/{ev['losses']} of {ev['n']}" if ev else "&ndash;"
+            h.append(
+                f"<tr><td class=num>{rec.step}</td><td class=num>{rec.n_instances}</td>"
+                f"<td><code>#{rec.candidate_index} {_esc(_short_repr(rec.candidate, 60))}</code></td>"
+                f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
+                f"<td class=num>{record}</td><td class=num>{_num(ev.get('mean', math.nan))}</td>"
+                f"<td class=num>{_num(ev.get('by_mean', math.nan))}</td></tr>")
+        h.append("</table>" + ("</details>" if long else ""))
+    else:
+        h.append("<p>No candidate has been eliminated.</p>")
+
+    if result.failures:
+        h.append(f"<h2>Failed evaluations ({len(result.failures)})</h2><table>"
+                 "<tr><th>candidate</th><th>instance</th><th>error</th></tr>")
+        for cand, inst, msg in result.failures[:200]:
+            h.append(f"<tr><td><code>#{cand}</code></td><td>{inst}: <code>{_esc(_short_repr(result.instances[inst], 60))}</code></td>"
+                     f"<td><code>{_esc(msg)}</code></td></tr>")
+        h.append("</table>")
+        if len(result.failures) > 200:
+            h.append(f"<p>... {len(result.failures) - 200} more (see --csv).</p>")
+
+    h.append("<h2>Figures</h2>")
+    for fig_title, caption, body in _figures(result, rope, random_state):
+        h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
+
+    h.append(f"<h2>Ranking ({n_cand} candidates)</h2>")
+    h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
+             "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
+             "<th>mean score</th><th>instances</th><th>status</th></tr>")
+    for rank, idx in enumerate(result.ranking_indices, start=1):
+        rec = records.get(int(idx))
+        status_txt = "survivor" if rec is None else (
+            rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
+        h.append(f"<tr><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                 f"<td class=num>{int(result.n_evaluated[idx])}</td><td>{_esc(status_txt)}</td></tr>")
+    h.append("</table></details>")
+
+    h.append("<h2>What the journal does not say</h2><ul>")
+    h.append("<li>Candidates and instances are shown as the <code>repr</code> text the journal stores.</li>")
+    h.append("<li>Whether the race ended is inferred from its settings and from whether the last "
+             "instance was completed.</li>")
+    h.append("<li>The <code>winner</code> option is not journaled: survivors are ordered by mean score.</li>")
+    if fp.get("on_error") == "worst" and result.failures:
+        h.append("<li>Failed evaluations counted at a substitute score during the race "
+                 "(<code>on_error=\"worst\"</code>); the substitutes are not journaled, so the "
+                 "means here are over successful evaluations only.</li>")
+    h.append("</ul><p class=\"sub\">Generated by racer.report.</p></body></html>")
+    return "\n".join(h)
+
+
+def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: float = 0.0,
+                 title: str | None = None, random_state: int = 0) -> str:
+    """Write a self-contained HTML report of the race journaled at ``journal_path``.
+
+    Works on a finished race, an interrupted one and one still running (the journal is read
+    read-only, without its lock). The page holds the status and settings, the survivors, every
+    elimination with its evidence, the failures, the ranking and the :mod:`racer.plot`
+    figures as inline SVG; it loads nothing from elsewhere. ``rope`` is the region of practical
+    equivalence (in score units) of the posterior simplex of the first two candidates;
+    ``random_state`` seeds the figures' Monte Carlo (posterior draws), so the same journal
+    gives the same figures. Returns ``output_path``.
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...          random_state=0, storage=os.path.join(folder, "race.sqlite"))
+    >>> out = write_report(os.path.join(folder, "race.sqlite"), os.path.join(folder, "r.html"))
+    >>> "<svg" in open(out).read()
+    True
+    """
+    from ._validation import check_int, check_nonnegative
+
+    journal_text = _as_path(journal_path, "journal_path")
+    out = _output_path(output_path, "output_path")
+    rope = check_nonnegative(rope, "rope")
+    random_state = check_int(random_state, "random_state", minimum=0)
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"`title` must be a str or None; got {title!r}")
+    data = _load(journal_text)
+    result = result_from_journal(data)
+    page = _html(journal_text, data, result, rope, random_state, title)
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``racer-report JOURNAL [-o report.html] [--csv runs.csv] [--json race.json]``."""
+    parser = argparse.ArgumentParser(
+        prog="racer-report",
+        description="Write a self-contained HTML report (and CSV/JSON exports) of a race "
+                    "journal, finished, interrupted or still running.",
+    )
+    parser.add_argument("journal", help="the race's journal (Race(storage=...))")
+    parser.add_argument("-o", "--output", help="HTML report to write (default: JOURNAL with "
+                        ".html, unless only --csv/--json are asked for)")
+    parser.add_argument("--csv", help="write one row per evaluation to this CSV file")
+    parser.add_argument("--json", help="write the race (settings, candidates, decisions, "
+                        "evaluations) to this JSON file")
+    parser.add_argument("--rope", type=float, default=0.0,
+                        help="region of practical equivalence for the posterior simplex, in "
+                             "score units (default 0)")
+    parser.add_argument("--title", help="title of the report")
+    args = parser.parse_args(argv)
+    output = args.output
+    if output is None and args.csv is None and args.json is None:
+        output = os.path.splitext(args.journal)[0] + ".html"
+    try:
+        if output is not None:
+            write_report(args.journal, output, rope=args.rope, title=args.title)
+            print(f"racer-report: wrote {output}")
+        if args.csv is not None:
+            export_csv(args.journal, args.csv)
+            print(f"racer-report: wrote {args.csv}")
+        if args.json is not None:
+            export_json(args.journal, args.json)
+            print(f"racer-report: wrote {args.json}")
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"racer-report: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
