@@ -104,28 +104,45 @@ def test_coarse_ties_guard_releases_with_data():
 def test_error_rate_levels_sum_to_at_most_alpha_over_any_race():
     alpha = 0.05
     test = PosteriorBestTest(error_rate=alpha)
+    assert PosteriorBestTest().pair_level(_view(np.eye(3))) is None
     rng = np.random.default_rng(4)
     x = rng.normal(size=(5, 3))
     for budget, instances, m0 in [(3000, 1500, 100), (None, 300, 10), (800, 1500, 30)]:
         # worst case for the sum: survivors fall to 2 at once, so the horizon stays long
-        total, step, spent, rows = 0.0, 1, 0, 5
-        m = m0
-        spent = m * 5
+        total, step, rows = 0.0, 1, 5
+        spent = m0 * 5
         while True:
             view = RaceView(x, np.arange(3), budget_left=None if budget is None else budget - spent,
                             instances_left=instances - rows, each_test=5, n_candidates=m0, step=step)
-            total += test.step_level(view)
-            m = 2
-            if (budget is not None and spent + 5 * m > budget) or rows + 5 > instances:
+            total += test.pair_level(view) * (m0 - 1)
+            if (budget is not None and spent + 10 > budget) or rows + 5 > instances:
                 break
-            spent += 5 * m
+            spent += 10
             rows += 5
             step += 1
         assert total <= alpha + 1e-12
         assert total > 0.5 * alpha  # the schedule does not waste most of alpha
     # no bound at all: 6 / (pi^2 t^2) sums to 1
-    levels = [test.step_level(RaceView(x, np.arange(3), step=t)) for t in range(1, 2000)]
-    assert sum(levels) <= alpha and levels[0] < levels[0] * 2
+    levels = [test.pair_level(RaceView(x, np.arange(3), step=t)) * 2 for t in range(1, 5000)]
+    assert 0.99 * alpha < sum(levels) <= alpha
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_error_rate_eliminates_only_below_the_pairwise_level(seed):
+    rng = np.random.default_rng(seed)
+    m = 15
+    x = rng.normal(np.linspace(0, 3, m), 1.0, size=(30, m))
+    view = _view(x, instances_left=100, each_test=5)
+    bounded = PosteriorBestTest(error_rate=0.05)
+    level = bounded.pair_level(view)
+    out = bounded.decide(view, rng)
+    free = PosteriorBestTest().decide(view, rng)
+    assert {e.index for e in out} <= {e.index for e in free}
+    assert len(out) > 0
+    res = rank_posterior(x)
+    for e in out:
+        diff = (res.mean_ranks[e.by] - res.mean_ranks[e.index]) / (math.sqrt(2) * res.scale)
+        assert stats.t.cdf(diff, res.df) <= level * (1 + 1e-9)
 
 
 def test_warns_when_the_race_cannot_race():
