@@ -101,6 +101,25 @@ def test_coarse_ties_guard_releases_with_data():
     assert [e.probability for e in out] == [1.0]
 
 
+def test_guard_sees_a_single_tie_in_a_large_matrix():
+    # one tie among 8 x 60 continuous scores is enough to switch the guard on
+    rng = np.random.default_rng(3)
+    x = rng.normal(np.r_[np.zeros(59), 1.5], 1.0, size=(8, 60))
+    x[4, 1] = x[4, 0]
+    view = _view(x, budget_left=0)  # gamma = 0.1
+    out = PosteriorBestTest().decide(view, rng)
+    unguarded = PosteriorBestTest(tie_guard=False).decide(view, rng)
+    assert out and {e.index for e in out} < {e.index for e in unguarded}
+    for e in out:
+        wins = np.sum(x[:, e.by] > x[:, e.index])
+        losses = np.sum(x[:, e.by] < x[:, e.index])
+        lower = stats.beta.sf(0.5, wins, losses + 1)  # IDP s = 1 on the loser's side
+        assert lower >= 0.9 and e.probability <= lower + 1e-12
+    x[4, 1] += 1e-9  # no tie left: the guard is off
+    view = _view(x, budget_left=0)
+    assert PosteriorBestTest().decide(view, rng) == PosteriorBestTest(tie_guard=False).decide(view, rng)
+
+
 def test_error_rate_levels_sum_to_at_most_alpha_over_any_race():
     alpha = 0.05
     test = PosteriorBestTest(error_rate=alpha)
