@@ -60,6 +60,7 @@ METHODS = {
     "pbest_g01": lambda: PosteriorBestTest(gamma_min=0.01),
     "pbest_gm2": lambda: PosteriorBestTest(gamma_max=0.2),
     "pbest_gm05": lambda: PosteriorBestTest(gamma_max=0.05),
+    "pbest_g001_gm2": lambda: PosteriorBestTest(gamma_min=0.001, gamma_max=0.2),
 }
 
 
