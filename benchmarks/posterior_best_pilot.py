@@ -6,7 +6,8 @@ all candidates, per-candidate noise scale U(0.25, 1.25), Student t_3 noise). Bud
 30q, 100q and unlimited (1500 instances max), blocks of 5, first test at 5. MAE = true rank
 of the pick - 1; ``lost`` = the true best was eliminated. The loop has the engine's
 semantics (a block starts only if the budget pays for it; view with budget_left,
-instances_left, step; winner = best mean; streams default_rng([seed, step])), checked
+instances_left, step and the engine's incremental statistics; winner = the test's own rule:
+rank sum for the F-race as irace, else best mean; streams default_rng([seed, step])), checked
 against ``racer.Race`` by ``--check``. Defaults of PosteriorBestTest were chosen on these
 seeds only; fresh-seed reports belong to the frontier benchmark.
 
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _racing_sim import BLOCK, MAX_ITERATIONS, make_data, race_seed  # noqa: E402
 
 from racer import PosteriorBestTest, RaceView  # noqa: E402
+from racer._race_stats import RaceStats  # noqa: E402
 from racer.adapters.frace import FRaceTest  # noqa: E402
 from racer.stats._ranks import block_ranks  # noqa: E402
 
@@ -64,31 +66,12 @@ METHODS = {
 }
 
 
-class _Ranks:
-    """Within-instance ranks kept across steps (new rows only while survivors are unchanged),
-    standing in for the engine's incremental statistics."""
-
-    def __init__(self):
-        self.ids = None
-
-    def ranks(self, scores, ids):
-        if self.ids is None or not np.array_equal(ids, self.ids):
-            self.r = block_ranks(scores)
-        elif scores.shape[0] > self.r.shape[0]:
-            self.r = np.vstack([self.r, block_ranks(scores[self.r.shape[0]:])])
-        self.ids = ids
-        return self.r
-
-    def greater(self, scores, ids):
-        return RaceView.from_scores(scores, ids).greater
-
-
 def race_loop(test, scores, seed, budget):
     """One race with the engine's semantics; returns (winner, survivors, evaluations)."""
     n_rows, q = scores.shape
     alive = np.arange(q)
     rows = evaluations = step = 0
-    stats = _Ranks()
+    stats = RaceStats(q)
     while rows < n_rows and len(alive) > 1:
         planned = BLOCK
         if budget is not None and evaluations + len(alive) * planned > budget:
@@ -107,6 +90,10 @@ def race_loop(test, scores, seed, budget):
             gone = np.zeros(len(alive), dtype=bool)
             gone[[e.index for e in out]] = True
             alive = alive[~gone]
+            stats.survivors_changed()
+    if getattr(test, "winner", None) in ("rank_sum", "mean_rank") and len(alive) > 1:
+        key = block_ranks(scores[:rows, alive]).sum(axis=0)  # irace's elite for the F-race
+        return int(alive[np.argmin(key)]), alive, evaluations
     means = scores[:rows, alive].mean(axis=0)
     return int(alive[np.argmax(means)]), alive, evaluations
 

@@ -43,7 +43,7 @@ class PosteriorBestTest(RacingTest):
 
     Parameters
     ----------
-    gamma_max, gamma_min : float in (0, 1), default 0.1 and 0.003
+    gamma_max, gamma_min : float in (0, 1), default 0.2 and 0.001
         The per-step level is ``gamma = max(gamma_min, gamma_max / (1 + b))`` with ``b`` the
         blocks the race can still afford with the current survivors
         (``RaceView.blocks_affordable()``; ``gamma_min`` when nothing bounds the race). Chosen
@@ -97,8 +97,8 @@ class PosteriorBestTest(RacingTest):
     ([0, 1], {'dominated'})
     """
 
-    gamma_max: float = 0.1
-    gamma_min: float = 0.003
+    gamma_max: float = 0.2
+    gamma_min: float = 0.001
     error_rate: float | None = None
     spending: float = 0.5
     tie_guard: bool = True
@@ -172,10 +172,10 @@ class PosteriorBestTest(RacingTest):
         return []
 
     def _many(self, view, gamma, pair):
-        ranks = view.ranks
-        n, m = ranks.shape
-        rank_sums = ranks.sum(axis=0)
-        sum_sq = float(np.einsum("ij,ij->", ranks, ranks))
+        n, m = view.scores.shape
+        # engine-maintained sums (new rows only between steps): the posterior needs no more
+        rank_sums = view.rank_sums
+        sum_sq = float(view.rank_sq_sums.sum())
         loc, scale, df = _posterior_from_sums(rank_sums, sum_sq, n, m)
         p = _prob_smallest(loc, scale, df)
         # Least probable first; equal probabilities: the worse mean rank first.
