@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from .bayesian_test import BayesianTest
 from .elimination import Elimination, RaceView, RacingTest
+from .posterior_best_test import PosteriorBestTest
 from .race import Evaluation, EvaluationError, Race, RaceFailedError, race
 from .result import EliminationRecord, RaceResult
 from .storage import JournalInUseError
@@ -20,6 +21,7 @@ __all__ = [
     "Evaluation",
     "EvaluationError",
     "JournalInUseError",
+    "PosteriorBestTest",
     "Race",
     "RaceFailedError",
     "RaceResult",
