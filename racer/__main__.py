@@ -133,9 +133,13 @@ def _make_test(name):
         from racer.adapters.frace import FRaceTest
 
         return FRaceTest()
-    from racer.bayesian_test import BayesianTest
+    if name == "seed002":
+        from racer.bayesian_test import BayesianTest
 
-    return BayesianTest()
+        return BayesianTest()
+    from racer.posterior_best_test import PosteriorBestTest
+
+    return PosteriorBestTest()
 
 
 def build_parser():
@@ -153,8 +157,9 @@ def build_parser():
                         help=f"SQLite journal (default: ./{DEFAULT_STORAGE}); 'none' disables it")
     parser.add_argument("--fresh", action="store_true",
                         help="delete the journal first and start a new race")
-    parser.add_argument("--test", choices=["bayes", "frace"], default="bayes",
-                        help="racing test: Bayesian (default) or irace's F-race")
+    parser.add_argument("--test", choices=["bayes", "seed002", "frace"], default="bayes",
+                        help="racing test: PosteriorBestTest (bayes, default), seed 002's "
+                             "BayesianTest (seed002) or irace's F-race (frace)")
     parser.add_argument("--budget", type=int, default=1500,
                         help="maximum number of DE runs (default: 1500)")
     parser.add_argument("--seeds", type=int, default=10,

@@ -600,13 +600,12 @@ def test_engine_reproduces_irace_loop_with_the_frace_test(seed, each_test, max_e
     assert sorted(res.survivors) == want_alive
 
 
-def test_default_test_is_the_bayesian_test_and_races_end_to_end():
-    pytest.importorskip("racer.bayesian_test")
+def test_default_test_is_the_posterior_best_test_and_races_end_to_end():
     rng = np.random.default_rng(0)
     means = np.array([0.0, 0.2, 0.4, 1.5])
     table = rng.normal(means, 0.3, size=(60, 4))
-    r = Race(list(range(4)), random_state=0)  # test=None -> BayesianTest()
-    assert type(r._test).__name__ == "BayesianTest"
+    r = Race(list(range(4)), random_state=0)  # test=None -> PosteriorBestTest()
+    assert type(r._test).__name__ == "PosteriorBestTest"
     res = r.run(lambda c, i: table[i, c], range(60), progress=False)
     assert res.best == 3 and len(res.history) >= 1
     assert all(h.reason in ("dominated", "indistinguishable") for h in res.history)
