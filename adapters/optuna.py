@@ -299,7 +299,7 @@ class RacingPruner(BasePruner):
         steps, values = _steps_and_values(trial)
         if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
             return keep
-        refs = self._references(study, direction, trial.number)
+        refs = self._references(study, direction, steps, trial.number)
         if not refs:
             return keep
 
@@ -334,7 +334,13 @@ class RacingPruner(BasePruner):
                 diffs, present, self._prior_strength, self._eps, self._n_samples, rng
             )
 
-        enough = n_common >= self._n_startup_steps
+        # Unpaired guard (WilcoxonPruner's ``average_is_best``): never prune while the trial's
+        # running mean beats the reference's mean over all its instances. A trial that
+        # started on easy instances is then given more instances before it can be pruned,
+        # however the paired test reads them.
+        ref_means = np.array([float(np.mean(_steps_and_values(ref)[1])) for ref in refs])
+        unpaired_ok = sign * (float(np.mean(values)) - ref_means) <= 0
+        enough = (n_common >= self._n_startup_steps) & unpaired_ok
         dominated = enough & (prob_worse > self._prob_threshold) & (mean_gap < 0)
         equivalent = enough & (prob_equiv > self._prob_threshold) & (mean_gap <= 0)
         keep.update(
@@ -354,13 +360,24 @@ class RacingPruner(BasePruner):
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         return bool(self.decide(study, trial)["prune"])
 
-    def _references(self, study, direction, exclude_number) -> list[FrozenTrial]:
+    def _references(self, study, direction, trial_steps, exclude_number) -> list[FrozenTrial]:
+        """The ``top_k`` best COMPLETE trials evaluated on the full instance set.
+
+        "Full" is read from the storage alone, so it holds whatever the objective returns
+        (a partial mean after ``return``-style pruning included) and needs no marking: a
+        reference must have at least as many intermediate values as the COMPLETE trial
+        with the most (the number of instances, once one trial has seen them all) and must
+        cover every step the checked trial has reported. A partial trial can have the best
+        value in the study (a mean over a few easy instances); it is skipped, not trusted.
+        """
         completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        n_full = max((len(t.intermediate_values) for t in completed), default=0)
         usable = [
             t
             for t in completed
             if t.number != exclude_number
-            and t.intermediate_values
+            and len(t.intermediate_values) == n_full
+            and n_full > 0
             and not t.user_attrs.get(PRUNED_ATTR, False)
             and t.value is not None
             and math.isfinite(t.value)
@@ -369,10 +386,12 @@ class RacingPruner(BasePruner):
         usable.sort(key=lambda t: (t.value, -t.number) if reverse else (t.value, t.number),
                     reverse=reverse)
         # Scanning every trial's intermediate values would cost O(trials x instances) per
-        # check; only the best few are scanned, until top_k finite ones are found.
+        # check; only the best few are scanned, until top_k usable ones are found.
         refs = []
         for t in usable:
-            if np.isfinite(_steps_and_values(t)[1]).all():
+            ref_steps, ref_values = _steps_and_values(t)
+            if (np.isfinite(ref_values).all()
+                    and np.isin(trial_steps, ref_steps, assume_unique=True).all()):
                 refs.append(t)
                 if len(refs) == self._top_k:
                     break

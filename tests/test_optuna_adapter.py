@@ -194,17 +194,50 @@ def test_mean_guard_keeps_a_trial_that_loses_often_but_wins_big():
     assert not decision["prune"]
 
 
-def test_top_k_prunes_against_runners_up_when_the_best_shares_few_steps():
-    # The best trial (by value) only reported 2 steps, so it cannot judge anything; the
-    # second best covers all steps and shows the running trial is worse.
+def test_an_unmarked_partial_trial_with_the_best_value_is_never_a_reference():
+    # Issue 11: an objective that returns the mean of the instances seen when pruned (Optuna's
+    # advice for WilcoxonPruner) makes a trial pruned on 3 easy instances the study's best.
+    # It carries no mark; the pruner must still pair against the best *full* trial.
     study = optuna.create_study()
     study.add_trial(create_trial(params={"x": 0.0}, distributions=DIST, value=-10.0,
-                                 intermediate_values={50: -10.0, 51: -10.0}))
+                                 intermediate_values={3: -10.0, 7: -10.0, 11: -10.0}))
     _add_complete(study, np.zeros(20))
+    _add_complete(study, np.full(20, 0.5))
+    assert study.best_trial.number == 0  # Optuna's best is the partial mean
     frozen = _running(study, np.ones(10))
-    assert not RacingPruner(top_k=1, random_state=0).prune(study, frozen)
-    decision = RacingPruner(top_k=2, random_state=0).decide(study, frozen)
+    decision = RacingPruner(top_k=1, random_state=0).decide(study, frozen)
+    assert decision["references"] == [1]
     assert decision["prune"] and decision["reference"] == 1
+
+
+def test_a_reference_must_cover_every_step_of_the_trial():
+    # Two "full" trials (20 values each); the better one lacks step 25, which the running
+    # trial reported, so the other one is the reference.
+    study = optuna.create_study()
+    study.add_trial(create_trial(
+        params={"x": 0.0}, distributions=DIST, value=-1.0,
+        intermediate_values={i: -1.0 for i in range(20)}))
+    study.add_trial(create_trial(
+        params={"x": 0.0}, distributions=DIST, value=0.0,
+        intermediate_values={i: 0.0 for i in list(range(19)) + [25]}))
+    frozen = _running(study, np.ones(6), steps=[0, 1, 2, 3, 4, 25])
+    decision = RacingPruner(random_state=0).decide(study, frozen)
+    assert decision["references"] == [1]
+
+
+def test_unpaired_guard_keeps_a_trial_whose_running_mean_beats_the_reference():
+    # The reference is 0 on easy instances 0-9 and 10 on hard ones 10-19 (mean 5). A trial
+    # that lost each of the 8 easy instances it saw by 1 is paired-worse (8 losses), but
+    # its running mean (1) beats the reference's mean (5): WilcoxonPruner's guard keeps it.
+    study = optuna.create_study()
+    _add_complete(study, np.r_[np.zeros(10), np.full(10, 10.0)])
+    frozen = _running(study, np.ones(8))
+    decision = RacingPruner(random_state=0).decide(study, frozen)
+    assert decision["prob_worse"][0] > 0.95
+    assert not decision["prune"]
+    # The same losses on the hard instances: running mean 11 > 5, pruned.
+    frozen = _running(study, np.full(8, 11.0), steps=range(10, 18))
+    assert RacingPruner(random_state=0).decide(study, frozen)["reason"] == "dominated"
 
 
 def test_partial_means_marked_by_the_helper_are_not_references():
