@@ -164,7 +164,8 @@ class RacingPruner(BasePruner):
     each. (:func:`instance_objective` builds such an objective.)
 
     At every check the running trial ``T`` is paired, on their common steps, with each of the
-    ``top_k`` best COMPLETE trials ``R`` (the references), after orienting so that a positive
+    ``top_k`` best COMPLETE trials ``R`` evaluated on the full instance set (the references,
+    see Notes), after orienting so that a positive
     difference ``Z = T - R`` favours the trial and zeroing differences with
     ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
     of the chosen test,
@@ -226,11 +227,17 @@ class RacingPruner(BasePruner):
 
     Notes
     -----
-    * References are COMPLETE trials with intermediate values. Trials that
-      :func:`instance_objective` stopped early and *returned* a partial mean are COMPLETE in
-      Optuna's eyes; they carry the user attribute ``racer_pruned=True`` and are never used as
-      references (their mean covers a subset of instances). Other partially-evaluated
-      COMPLETE trials cannot be recognised; ``top_k > 1`` limits the damage they can do.
+    * References are the best COMPLETE trials evaluated on the *full* instance set: those
+      with as many intermediate values as the COMPLETE trial with the most, covering every
+      step the checked trial has reported (and not marked ``racer_pruned`` by
+      :func:`instance_objective`). Nothing needs marking: an objective that returns the
+      mean of the instances seen when pruned (Optuna's advice for WilcoxonPruner) stores
+      partial means as COMPLETE trials, one of which is often ``study.best_trial``; it is
+      skipped. Until some trial has completed every instance, the deepest COMPLETE trials
+      serve.
+    * Unpaired guard, as WilcoxonPruner's ``average_is_best``: a trial whose running mean
+      (over all its steps) beats the reference's mean over all the reference's steps is
+      never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
       whole trial is larger than ``1 - prob_threshold`` (seed 002 accepts this for racing).
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
@@ -439,7 +446,7 @@ def instance_objective(
     evaluate: Callable[[optuna.Trial, Any], float],
     instances: Sequence[Any],
     *,
-    on_prune: str = "estimate",
+    on_prune: str = "prune",
     shuffle: bool = True,
     random_state: int | None = None,
 ) -> Callable[[optuna.Trial], float]:
@@ -458,24 +465,24 @@ def instance_objective(
     evaluate : callable ``(trial, instance) -> float``
     instances : sequence
         The instances, in a fixed order: their positions are the steps.
-    on_prune : {"return", "estimate", "raise"}
-        What a pruned trial tells Optuna. ``"return"`` ends the trial COMPLETE with the mean
-        of the instances seen so far (Optuna's advice for WilcoxonPruner: the sampler then
-        learns a value for it, though an optimistic or pessimistic one depending on how hard
-        the instances that came first were). ``"estimate"`` ends it COMPLETE with a paired
-        estimate of its mean over *all* instances, ``mean(R) + mean_common(T - R)``, where
-        ``R`` is the best trial evaluated on every instance (the raw partial mean if there is
-        none): instance hardness cancels in the paired differences, so TPE learns a value on
-        the same scale as the complete trials. ``"raise"`` raises
-        :class:`optuna.TrialPruned`, so the trial is PRUNED and TPE ranks it below every
-        complete trial (by its last step and value). Default ``"estimate"``: on the
-        benchmark's tuning seeds (100-109, all three problems, two budgets) it had a lower
-        or equal median regret than ``"return"`` everywhere (e.g. 0.0008 vs 0.0023 on the
-        synthetic problem at 1,500 evaluations); see ``docs/optuna.md``.
-        In every case the trial gets the user attributes ``racer_pruned`` (True) and
-        ``racer_n_instances``, so that :class:`RacingPruner` never takes a partial mean as a
-        reference. The choice changes what TPE learns: ``benchmarks/optuna_pruning.py``
-        measures all three.
+    on_prune : {"prune", "estimate", "return", "raise"}
+        What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
+        *returns* is COMPLETE, and a PRUNED trial (one that raised
+        :class:`optuna.TrialPruned`) gets as its value the intermediate value at its largest
+        step. ``"prune"`` (default) uses that: it reports the paired estimate of the trial's
+        mean over *all* instances, ``mean(R) + mean_common(T - R)`` with ``R`` the best trial
+        evaluated on every instance (the raw partial mean if there is none yet), at the extra
+        step ``len(instances)``, one past the last instance position, and raises
+        ``TrialPruned``. The trial is PRUNED for Optuna and its dashboard and its value is the
+        estimate; TPE ranks PRUNED trials below COMPLETE ones and, since they all end at the
+        same step, among themselves by the estimate. ``"estimate"`` returns the same estimate,
+        so the trial ends COMPLETE (TPE treats the estimate as a result; the dashboard shows
+        no pruned trial). ``"return"`` returns the mean of the instances seen so far
+        (Optuna's advice for WilcoxonPruner), COMPLETE. ``"raise"`` raises
+        :class:`optuna.TrialPruned` with nothing added, so the trial's value is its value at
+        the largest instance position it happened to see. In every case the trial gets the
+        user attributes ``racer_pruned`` (True) and ``racer_n_instances``. Measured in
+        ``benchmarks/optuna_pruning.py`` (see ``docs/optuna.md``).
     shuffle : bool
         Visit instances in a random order per trial (recommended: otherwise every trial
         starts on the same instances and the search overfits them).
@@ -502,7 +509,7 @@ def instance_objective(
     instances = list(instances)
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
-    on_prune = check_option(on_prune, "on_prune", ("return", "estimate", "raise"))
+    on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
     shuffle = check_bool(shuffle, "shuffle")
     if random_state is None:
         random_state = int(np.random.SeedSequence().generate_state(1)[0])
@@ -527,6 +534,12 @@ def instance_objective(
                 trial.set_user_attr(PRUNED_ATTR, True)
                 trial.set_user_attr(N_INSTANCES_ATTR, count)
                 if on_prune == "raise":
+                    raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
+                if on_prune == "prune":
+                    # Optuna gives a PRUNED trial the value at its largest step: this step,
+                    # past every instance position, carries the estimate.
+                    trial.report(_paired_estimate(trial.study, seen, n_instances, total / count),
+                                 step=n_instances)
                     raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
                 if on_prune == "estimate":
                     return _paired_estimate(trial.study, seen, n_instances, total / count)

@@ -307,7 +307,8 @@ def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0, n_
     return study
 
 
-@pytest.mark.parametrize("on_prune, state", [("return", TrialState.COMPLETE),
+@pytest.mark.parametrize("on_prune, state", [("prune", TrialState.PRUNED),
+                                             ("return", TrialState.COMPLETE),
                                              ("estimate", TrialState.COMPLETE),
                                              ("raise", TrialState.PRUNED)])
 def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
@@ -316,14 +317,22 @@ def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
     full = [t for t in study.trials if not t.user_attrs.get("racer_pruned")]
     assert pruned and full
     assert all(t.state == state for t in pruned)
+    assert all(t.state == TrialState.COMPLETE for t in full)
     for t in full:
         assert sorted(t.intermediate_values) == list(range(20))
         assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
     for t in pruned:
-        assert len(t.intermediate_values) == t.user_attrs["racer_n_instances"] < 20
+        instance_steps = {s: v for s, v in t.intermediate_values.items() if s < 20}
+        assert len(instance_steps) == t.user_attrs["racer_n_instances"] < 20
+        if on_prune == "prune":
+            # The estimate sits at the extra step 20 and Optuna made it the trial's value.
+            assert max(t.intermediate_values) == 20
+            assert t.value == t.intermediate_values[20]
+        else:
+            assert max(t.intermediate_values) < 20
         if on_prune == "return":
             assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
-        if on_prune == "estimate":
+        if on_prune in ("estimate", "prune"):
             assert np.isfinite(t.value)
 
 
@@ -345,7 +354,32 @@ def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
                                       random_state=0), n_trials=2)
     pruned = study.trials[1]
     assert pruned.user_attrs["racer_pruned"]
+    assert pruned.state == TrialState.COMPLETE
+    # Sums of different instances in a different order: a few ulps apart at most.
     assert pruned.value == pytest.approx(hardness.mean() + 1.0)
+
+
+def test_prune_mode_is_pruned_for_optuna_with_the_paired_estimate_as_its_value():
+    # Same set-up, default on_prune: the dashboard's state is PRUNED, the value (Optuna's
+    # copy of the last-step intermediate value) is the paired estimate, not the partial mean,
+    # and study.best_trial is the complete trial.
+    hardness = np.linspace(0.0, 50.0, 12)
+    shift = {"best": 0.0, "worse": 1.0}
+
+    def evaluate(trial, i):
+        kind = trial.suggest_categorical("kind", ["best", "worse"])
+        return hardness[i] + shift[kind]
+
+    study = optuna.create_study(pruner=RacingPruner(random_state=0))
+    study.enqueue_trial({"kind": "best"})
+    study.enqueue_trial({"kind": "worse"})
+    study.optimize(instance_objective(evaluate, list(range(12)), random_state=0), n_trials=2)
+    pruned = study.trials[1]
+    assert pruned.state == TrialState.PRUNED
+    assert pruned.value == pytest.approx(hardness.mean() + 1.0)
+    partial = [v for s, v in pruned.intermediate_values.items() if s < 12]
+    assert len(partial) < 12 and pruned.value != pytest.approx(np.mean(partial))
+    assert study.best_trial.number == 0
 
 
 def test_same_seeds_give_the_same_study():
