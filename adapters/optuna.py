@@ -50,6 +50,7 @@ N_INSTANCES_ATTR = "racer_n_instances"
 SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace candidate
 ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
 STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
+ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
 
 
 # --------------------------------------------------------------------------------------------
@@ -927,6 +928,31 @@ class IteratedRace:
                     race.tell(ev, known)
         return used, out_of_budget
 
+    @staticmethod
+    def _record_answer(study, best, best_mean, scores) -> None:
+        """Add the race's answer to the study as its one COMPLETE trial.
+
+        Its parameters are those of trial ``best``, its value the race mean over every
+        instance ``best`` was evaluated on, its intermediate values those scores (step =
+        instance position), and the user attribute ``racer_answer_of`` names ``best``. Raced
+        trials all end PRUNED, so ``study.best_trial`` is this trial. A resumed run that
+        finds the same answer already recorded adds nothing.
+        """
+        if not math.isfinite(best_mean):
+            return
+        source = next(t for t in study.get_trials(deepcopy=False) if t.number == best)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if (t.user_attrs.get(ANSWER_ATTR) == best
+                    and t.user_attrs.get(N_INSTANCES_ATTR) == len(scores)):
+                return
+        study.add_trial(optuna.trial.create_trial(
+            params=dict(source.params), distributions=dict(source.distributions),
+            value=best_mean,
+            intermediate_values={int(k): float(v) for k, v in scores.items()
+                                 if math.isfinite(v)},
+            user_attrs={ANSWER_ATTR: best, N_INSTANCES_ATTR: len(scores)},
+        ))
+
     def _run(self) -> IteratedRaceResult:
         from racer.race import Race, RaceFailedError, _NoElimination
 
@@ -942,7 +968,9 @@ class IteratedRace:
                 "the study holds an IteratedRace run with another instance order (different "
                 "`instances` or `random_state`); use a new study to start afresh"
             )
-        trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+        # The answers earlier runs added (ANSWER_ATTR) are copies, not candidates.
+        trials = {t.number: t for t in study.get_trials(deepcopy=False)
+                  if ANSWER_ATTR not in t.user_attrs}
         cache: dict[int, dict[int, float]] = {}
         for number, t in trials.items():
             recorded = t.user_attrs.get(SCORES_ATTR)
@@ -1041,13 +1069,17 @@ class IteratedRace:
                 trial = trial_objects[number]
                 seen = [v for v in cache[number].values() if math.isfinite(v)]
                 mean = float(np.mean(seen)) if seen else math.nan
+                # Every raced trial ends PRUNED with its running mean at step k = instances
+                # seen, survivors included (their race mean, at the deepest step): TPE ranks
+                # PRUNED trials by deepest step, then value, i.e. survivors > eliminated late
+                # > eliminated early. No raced trial is COMPLETE, so study.best_trial can only
+                # be the race's answer, added as one COMPLETE trial at the end of run().
+                trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
                 if ci in alive:
-                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
-                    study.tell(trial, float(result.mean_scores[ci]))
+                    trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
                 else:
-                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
                     trial.report(mean, step=len(cache[number]))
-                    study.tell(trial, state=TrialState.PRUNED)
+                study.tell(trial, state=TrialState.PRUNED)
             elites = [int(n) for n in result.survivors[:n_elites]]
             # Rows of an abandoned block are registered but not evaluated: count only the
             # instances every elite has a result on.
@@ -1068,10 +1100,12 @@ class IteratedRace:
             )
         best = elites[0]
         best_scores = [v for v in cache[best].values() if math.isfinite(v)]
+        best_mean = float(np.mean(best_scores)) if best_scores else math.nan
+        self._record_answer(study, best, best_mean, cache[best])
         return IteratedRaceResult(
             best_params=params_of[best],
             best_trial_number=best,
-            best_mean=float(np.mean(best_scores)) if best_scores else math.nan,
+            best_mean=best_mean,
             best_n_instances=len(cache[best]),
             elites=[params_of[n] for n in elites],
             elite_trial_numbers=elites,

@@ -465,8 +465,10 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
     res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
                        random_state=1).run()
     trials = res.study.trials
-    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
-    assert len(trials) == res.n_candidates
+    # Every raced trial is PRUNED; the one COMPLETE trial is the answer, added at the end.
+    assert all(t.state == TrialState.PRUNED for t in trials[:-1])
+    assert trials[-1].state == TrialState.COMPLETE
+    assert len(trials) == res.n_candidates + 1
     first = res.races[0]
     depth = {}
     for rec in first.history:
@@ -479,8 +481,23 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
         assert t.last_step == n_inst
         seen = first.scores[:n_inst, first.candidates.index(number)]
         assert t.intermediate_values[n_inst] == pytest.approx(np.mean(seen))
-    for number in first.survivors:
-        assert trials[number].state == TrialState.COMPLETE
+    for number in first.survivors:  # deepest step, with the race mean
+        ci = first.candidates.index(number)
+        assert trials[number].last_step == len(first.instances)
+        assert trials[number].value == pytest.approx(first.mean_scores[ci])
+
+
+def test_iterated_race_study_best_trial_is_the_race_answer():
+    evaluate, instances, _ = _race_problem()
+    for seed in (0, 1, 2):
+        res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
+                           random_state=seed).run()
+        best = res.study.best_trial
+        assert best.params == res.best_params
+        assert best.user_attrs["racer_answer_of"] == res.best_trial_number
+        assert best.value == pytest.approx(res.best_mean)
+        assert len(best.intermediate_values) == res.best_n_instances
+        assert sum(t.state == TrialState.COMPLETE for t in res.study.trials) == 1
 
 
 def test_iterated_race_is_reproducible():
@@ -607,7 +624,8 @@ def test_failed_evaluations_are_raced_as_worst_and_recorded():
                        random_state=0).run()
     assert res.best_params["x"] <= 0.8
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
-    recorded = [v for t in res.study.trials for v in t.user_attrs["racer_scores"].values()]
+    recorded = [v for t in res.study.trials if "racer_answer_of" not in t.user_attrs
+                for v in t.user_attrs["racer_scores"].values()]
     assert any(np.isnan(v) for v in recorded)  # the failures really happened and were kept
 
 
