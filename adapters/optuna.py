@@ -563,8 +563,9 @@ class IteratedRaceResult:
     Attributes
     ----------
     best_params : dict
-        The answer: the winner of the last race (the best elite), *not* ``study.best_trial``,
-        whose value is a mean over an instance set that differs from trial to trial.
+        The answer: the winner of the last race (the best elite). ``run()`` also adds it to
+        the study as its one COMPLETE trial (user attribute ``racer_answer_of``), so
+        ``study.best_trial`` has these parameters.
     best_trial_number : int
         Its trial in the study.
     best_mean : float
@@ -641,16 +642,17 @@ class IteratedRace:
     the race's best survivors as the next elites. Elites keep their results: the race's
     requests for (elite, old instance) are answered from a cache, not re-evaluated.
 
-    What Optuna is told (so that the sampler refocuses on the elites): a candidate that
-    survives its race ends COMPLETE with its mean score; a candidate eliminated after ``k``
-    instances reports its running mean at ``step=k`` and ends PRUNED. TPE ranks PRUNED
-    trials below every COMPLETE one and, among themselves, by the deepest step and then the
-    value there, so survivors rank above candidates eliminated late, which rank above
-    candidates eliminated early. (Instances are raced in one global order, so ``step=k``
-    means "survived the first k instances" in every iteration.) Elites are told in the
-    iteration that sampled them and never left RUNNING, which constant-liar TPE would read
-    as a bad result. An elite eliminated in a later race keeps its COMPLETE value: Optuna
-    does not let a finished trial change.
+    What Optuna is told (so that the sampler refocuses on the elites): every raced candidate
+    ends PRUNED, once, in the iteration that sampled it, never left RUNNING (constant-liar
+    TPE would read that as a bad result): a survivor reports its race mean at the race's
+    deepest step, a candidate eliminated after ``k`` instances its running mean at
+    ``step=k``. TPE ranks PRUNED trials by the deepest step, then the value there, so
+    survivors rank above candidates eliminated late, which rank above candidates eliminated
+    early. (Instances are raced in one global order, so ``step=k`` means "survived the first
+    k instances" in every iteration.) At the end, the race's answer is added as the study's
+    only COMPLETE trial, with its mean over every instance it saw: ``study.best_trial`` is the
+    race's answer. (Raced trials are not COMPLETE because a told value cannot change, while a
+    survivor's mean only covers its own race's instances.)
 
     Budget, as in irace (``notes/irace-frace.md``): iteration ``j`` may spend
     ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations and races
