@@ -613,7 +613,7 @@ def paired(rows):
 
 
 def paired_differences(rows):
-    """Every racing condition against every Wilcoxon one with the same ``on_prune``, per view.
+    """Every racing condition against every Wilcoxon one (any ``on_prune``), per problem and view.
 
     Reports both medians, the paired difference racing - wilcoxon (mean +- its standard
     error over seeds, and median), and per-seed wins; negative favours RacingPruner.
@@ -621,26 +621,26 @@ def paired_differences(rows):
     reg = {(r["problem"], r["view"], r["condition"], r["on_prune"], r["seed"]): r["regret"]
            for r in rows}
     out = ["\n### Paired regret differences (racing - wilcoxon; negative favours racing)\n",
-           "| problem | view | on_prune | racing | wilcoxon | seeds | median racing | "
+           "| problem | view | racing | wilcoxon | seeds | median racing | "
            "median wilcoxon | mean diff +- SE | median diff | racing lower / higher / tied |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     groups = sorted({k[:4] for k in reg})
     for prob, view, cond, onp in groups:
         if not cond.startswith("racing"):
             continue
         for prob2, view2, cond2, onp2 in groups:
-            if (prob2, view2, onp2) != (prob, view, onp) or not cond2.startswith("wilcoxon"):
+            if (prob2, view2) != (prob, view) or not cond2.startswith("wilcoxon"):
                 continue
             seeds = sorted(s for (p_, v_, c_, o_, s) in reg if (p_, v_, c_, o_) == (
-                prob, view, cond, onp) and (prob, view, cond2, onp, s) in reg)
+                prob, view, cond, onp) and (prob, view, cond2, onp2, s) in reg)
             if not seeds:
                 continue
             a = np.array([reg[prob, view, cond, onp, s] for s in seeds])
-            b = np.array([reg[prob, view, cond2, onp, s] for s in seeds])
+            b = np.array([reg[prob, view, cond2, onp2, s] for s in seeds])
             d = a - b
             se = d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan
             out.append(
-                f"| {prob} | {view} | {onp} | {cond} | {cond2} | {len(d)} | {np.median(a):.4g} | "
+                f"| {prob} | {view} | {cond}:{onp} | {cond2}:{onp2} | {len(d)} | {np.median(a):.4g} | "
                 f"{np.median(b):.4g} | {d.mean():+.4g} +- {se:.2g} | {np.median(d):+.4g} | "
                 f"{int((d < -1e-12).sum())} / {int((d > 1e-12).sum())} / "
                 f"{int((np.abs(d) <= 1e-12).sum())} |")
