@@ -296,6 +296,10 @@ class Multiplicative(Problem):
         self.a = rng.normal(0.3, 0.5, n_instances)
         self.b = rng.normal(-0.2, 0.5, n_instances)
         self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+    def _set_oracle(self):
+        # The same search as Synthetic's: 401 x 401 grid, refined by Nelder-Mead.
         grid = np.linspace(-2, 2, 401)
         gx, gy = np.meshgrid(grid, grid)
         means = self._mean(gx.ravel(), gy.ravel())
@@ -347,20 +351,32 @@ class Clusters(Multiplicative):
         self.b = np.where(hard, -0.4, 0.5) + rng.normal(0, 0.15, n_instances)
         self.phase = rng.uniform(0, 2 * np.pi, n_instances)
         self.n_instances = n_instances
-        grid = np.linspace(-2, 2, 401)
-        gx, gy = np.meshgrid(grid, grid)
-        means = self._mean(gx.ravel(), gy.ravel())
-        k = int(np.argmin(means))
-        from scipy.optimize import minimize
+        self._set_oracle()
 
-        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
-                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
-                       options={"xatol": 1e-8, "fatol": 1e-12})
-        self.oracle = float(min(opt.fun, means[k]))
+
+class Conflicting(Multiplicative):
+    """Held-out (issue 11): instances that disagree on everything, little hardness spread.
+
+    Hardness ~ U(0.8, 1.2) (almost none), but each instance's own optimum ``(a_i, b_i)`` is
+    drawn N(0, 1.2^2) per coordinate, so two configurations swap order from instance to
+    instance (rank reversals): the sign of a paired difference says little, its size matters.
+    40 instances, minimised. Not used to choose any default.
+    """
+
+    name = "conflicting"
+
+    def __init__(self, n_instances=40, seed=9090):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        self.h = rng.uniform(0.8, 1.2, n_instances)
+        self.a = rng.normal(0.0, 1.2, n_instances)
+        self.b = rng.normal(0.0, 1.2, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
 
 
 PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP, "multiplicative": Multiplicative,
-            "clusters": Clusters}
+            "clusters": Clusters, "conflicting": Conflicting}
 
 
 # ---------------------------------------------------------------------------- conditions
