@@ -575,6 +575,15 @@ def test_iterated_race_resumes_after_a_crash(tmp_path):
     assert len(set(calls)) == len(calls)
     assert res.n_evaluations == len(calls) <= 150
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
+    complete = [t for t in res.study.trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == 1 and complete[0].params == res.best_params
+    # Running the finished driver again evaluates nothing and adds no second answer.
+    n_trials = len(res.study.trials)
+    again = IteratedRace(evaluate, space, instances, budget=150, storage=storage,
+                         study_name="s", random_state=0).run()
+    assert len(calls) == res.n_evaluations
+    assert len(again.study.trials) == n_trials
+    assert again.study.best_trial.params == res.best_params
 
 
 def test_iterated_race_arguments_are_checked():
