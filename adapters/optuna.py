@@ -50,6 +50,7 @@ N_INSTANCES_ATTR = "racer_n_instances"
 SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace candidate
 ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
 STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
+ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,7 +165,8 @@ class RacingPruner(BasePruner):
     each. (:func:`instance_objective` builds such an objective.)
 
     At every check the running trial ``T`` is paired, on their common steps, with each of the
-    ``top_k`` best COMPLETE trials ``R`` (the references), after orienting so that a positive
+    ``top_k`` best COMPLETE trials ``R`` evaluated on the full instance set (the references,
+    see Notes), after orienting so that a positive
     difference ``Z = T - R`` favours the trial and zeroing differences with
     ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
     of the chosen test,
@@ -226,11 +228,17 @@ class RacingPruner(BasePruner):
 
     Notes
     -----
-    * References are COMPLETE trials with intermediate values. Trials that
-      :func:`instance_objective` stopped early and *returned* a partial mean are COMPLETE in
-      Optuna's eyes; they carry the user attribute ``racer_pruned=True`` and are never used as
-      references (their mean covers a subset of instances). Other partially-evaluated
-      COMPLETE trials cannot be recognised; ``top_k > 1`` limits the damage they can do.
+    * References are the best COMPLETE trials evaluated on the *full* instance set: those
+      with as many intermediate values as the COMPLETE trial with the most, covering every
+      step the checked trial has reported (and not marked ``racer_pruned`` by
+      :func:`instance_objective`). Nothing needs marking: an objective that returns the
+      mean of the instances seen when pruned (Optuna's advice for WilcoxonPruner) stores
+      partial means as COMPLETE trials, one of which is often ``study.best_trial``; it is
+      skipped. Until some trial has completed every instance, the deepest COMPLETE trials
+      serve.
+    * Unpaired guard, as WilcoxonPruner's ``average_is_best``: a trial whose running mean
+      (over all its steps) beats the reference's mean over all the reference's steps is
+      never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
       whole trial is larger than ``1 - prob_threshold`` (seed 002 accepts this for racing).
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
@@ -299,7 +307,7 @@ class RacingPruner(BasePruner):
         steps, values = _steps_and_values(trial)
         if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
             return keep
-        refs = self._references(study, direction, trial.number)
+        refs = self._references(study, direction, steps, trial.number)
         if not refs:
             return keep
 
@@ -334,7 +342,13 @@ class RacingPruner(BasePruner):
                 diffs, present, self._prior_strength, self._eps, self._n_samples, rng
             )
 
-        enough = n_common >= self._n_startup_steps
+        # Unpaired guard (WilcoxonPruner's ``average_is_best``): never prune while the trial's
+        # running mean beats the reference's mean over all its instances. A trial that
+        # started on easy instances is then given more instances before it can be pruned,
+        # however the paired test reads them.
+        ref_means = np.array([float(np.mean(_steps_and_values(ref)[1])) for ref in refs])
+        unpaired_ok = sign * (float(np.mean(values)) - ref_means) <= 0
+        enough = (n_common >= self._n_startup_steps) & unpaired_ok
         dominated = enough & (prob_worse > self._prob_threshold) & (mean_gap < 0)
         equivalent = enough & (prob_equiv > self._prob_threshold) & (mean_gap <= 0)
         keep.update(
@@ -354,13 +368,24 @@ class RacingPruner(BasePruner):
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         return bool(self.decide(study, trial)["prune"])
 
-    def _references(self, study, direction, exclude_number) -> list[FrozenTrial]:
+    def _references(self, study, direction, trial_steps, exclude_number) -> list[FrozenTrial]:
+        """The ``top_k`` best COMPLETE trials evaluated on the full instance set.
+
+        "Full" is read from the storage alone, so it holds whatever the objective returns
+        (a partial mean after ``return``-style pruning included) and needs no marking: a
+        reference must have at least as many intermediate values as the COMPLETE trial
+        with the most (the number of instances, once one trial has seen them all) and must
+        cover every step the checked trial has reported. A partial trial can have the best
+        value in the study (a mean over a few easy instances); it is skipped, not trusted.
+        """
         completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        n_full = max((len(t.intermediate_values) for t in completed), default=0)
         usable = [
             t
             for t in completed
             if t.number != exclude_number
-            and t.intermediate_values
+            and len(t.intermediate_values) == n_full
+            and n_full > 0
             and not t.user_attrs.get(PRUNED_ATTR, False)
             and t.value is not None
             and math.isfinite(t.value)
@@ -369,10 +394,12 @@ class RacingPruner(BasePruner):
         usable.sort(key=lambda t: (t.value, -t.number) if reverse else (t.value, t.number),
                     reverse=reverse)
         # Scanning every trial's intermediate values would cost O(trials x instances) per
-        # check; only the best few are scanned, until top_k finite ones are found.
+        # check; only the best few are scanned, until top_k usable ones are found.
         refs = []
         for t in usable:
-            if np.isfinite(_steps_and_values(t)[1]).all():
+            ref_steps, ref_values = _steps_and_values(t)
+            if (np.isfinite(ref_values).all()
+                    and np.isin(trial_steps, ref_steps, assume_unique=True).all()):
                 refs.append(t)
                 if len(refs) == self._top_k:
                     break
@@ -420,7 +447,7 @@ def instance_objective(
     evaluate: Callable[[optuna.Trial, Any], float],
     instances: Sequence[Any],
     *,
-    on_prune: str = "estimate",
+    on_prune: str = "prune",
     shuffle: bool = True,
     random_state: int | None = None,
 ) -> Callable[[optuna.Trial], float]:
@@ -439,24 +466,24 @@ def instance_objective(
     evaluate : callable ``(trial, instance) -> float``
     instances : sequence
         The instances, in a fixed order: their positions are the steps.
-    on_prune : {"return", "estimate", "raise"}
-        What a pruned trial tells Optuna. ``"return"`` ends the trial COMPLETE with the mean
-        of the instances seen so far (Optuna's advice for WilcoxonPruner: the sampler then
-        learns a value for it, though an optimistic or pessimistic one depending on how hard
-        the instances that came first were). ``"estimate"`` ends it COMPLETE with a paired
-        estimate of its mean over *all* instances, ``mean(R) + mean_common(T - R)``, where
-        ``R`` is the best trial evaluated on every instance (the raw partial mean if there is
-        none): instance hardness cancels in the paired differences, so TPE learns a value on
-        the same scale as the complete trials. ``"raise"`` raises
-        :class:`optuna.TrialPruned`, so the trial is PRUNED and TPE ranks it below every
-        complete trial (by its last step and value). Default ``"estimate"``: on the
-        benchmark's tuning seeds (100-109, all three problems, two budgets) it had a lower
-        or equal median regret than ``"return"`` everywhere (e.g. 0.0008 vs 0.0023 on the
-        synthetic problem at 1,500 evaluations); see ``docs/optuna.md``.
-        In every case the trial gets the user attributes ``racer_pruned`` (True) and
-        ``racer_n_instances``, so that :class:`RacingPruner` never takes a partial mean as a
-        reference. The choice changes what TPE learns: ``benchmarks/optuna_pruning.py``
-        measures all three.
+    on_prune : {"prune", "estimate", "return", "raise"}
+        What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
+        *returns* is COMPLETE, and a PRUNED trial (one that raised
+        :class:`optuna.TrialPruned`) gets as its value the intermediate value at its largest
+        step. ``"prune"`` (default) uses that: it reports the paired estimate of the trial's
+        mean over *all* instances, ``mean(R) + mean_common(T - R)`` with ``R`` the best trial
+        evaluated on every instance (the raw partial mean if there is none yet), at the extra
+        step ``len(instances)``, one past the last instance position, and raises
+        ``TrialPruned``. The trial is PRUNED for Optuna and its dashboard and its value is the
+        estimate; TPE ranks PRUNED trials below COMPLETE ones and, since they all end at the
+        same step, among themselves by the estimate. ``"estimate"`` returns the same estimate,
+        so the trial ends COMPLETE (TPE treats the estimate as a result; the dashboard shows
+        no pruned trial). ``"return"`` returns the mean of the instances seen so far
+        (Optuna's advice for WilcoxonPruner), COMPLETE. ``"raise"`` raises
+        :class:`optuna.TrialPruned` with nothing added, so the trial's value is its value at
+        the largest instance position it happened to see. In every case the trial gets the
+        user attributes ``racer_pruned`` (True) and ``racer_n_instances``. Measured in
+        ``benchmarks/optuna_pruning.py`` (see ``docs/optuna.md``).
     shuffle : bool
         Visit instances in a random order per trial (recommended: otherwise every trial
         starts on the same instances and the search overfits them).
@@ -483,7 +510,7 @@ def instance_objective(
     instances = list(instances)
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
-    on_prune = check_option(on_prune, "on_prune", ("return", "estimate", "raise"))
+    on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
     shuffle = check_bool(shuffle, "shuffle")
     if random_state is None:
         random_state = int(np.random.SeedSequence().generate_state(1)[0])
@@ -509,6 +536,12 @@ def instance_objective(
                 trial.set_user_attr(N_INSTANCES_ATTR, count)
                 if on_prune == "raise":
                     raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
+                if on_prune == "prune":
+                    # Optuna gives a PRUNED trial the value at its largest step: this step,
+                    # past every instance position, carries the estimate.
+                    trial.report(_paired_estimate(trial.study, seen, n_instances, total / count),
+                                 step=n_instances)
+                    raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
                 if on_prune == "estimate":
                     return _paired_estimate(trial.study, seen, n_instances, total / count)
                 return total / count
@@ -530,8 +563,9 @@ class IteratedRaceResult:
     Attributes
     ----------
     best_params : dict
-        The answer: the winner of the last race (the best elite), *not* ``study.best_trial``,
-        whose value is a mean over an instance set that differs from trial to trial.
+        The answer: the winner of the last race (the best elite). ``run()`` also adds it to
+        the study as its one COMPLETE trial (user attribute ``racer_answer_of``), so
+        ``study.best_trial`` has these parameters.
     best_trial_number : int
         Its trial in the study.
     best_mean : float
@@ -608,16 +642,17 @@ class IteratedRace:
     the race's best survivors as the next elites. Elites keep their results: the race's
     requests for (elite, old instance) are answered from a cache, not re-evaluated.
 
-    What Optuna is told (so that the sampler refocuses on the elites): a candidate that
-    survives its race ends COMPLETE with its mean score; a candidate eliminated after ``k``
-    instances reports its running mean at ``step=k`` and ends PRUNED. TPE ranks PRUNED
-    trials below every COMPLETE one and, among themselves, by the deepest step and then the
-    value there, so survivors rank above candidates eliminated late, which rank above
-    candidates eliminated early. (Instances are raced in one global order, so ``step=k``
-    means "survived the first k instances" in every iteration.) Elites are told in the
-    iteration that sampled them and never left RUNNING, which constant-liar TPE would read
-    as a bad result. An elite eliminated in a later race keeps its COMPLETE value: Optuna
-    does not let a finished trial change.
+    What Optuna is told (so that the sampler refocuses on the elites): every raced candidate
+    ends PRUNED, once, in the iteration that sampled it, never left RUNNING (constant-liar
+    TPE would read that as a bad result): a survivor reports its race mean at the race's
+    deepest step, a candidate eliminated after ``k`` instances its running mean at
+    ``step=k``. TPE ranks PRUNED trials by the deepest step, then the value there, so
+    survivors rank above candidates eliminated late, which rank above candidates eliminated
+    early. (Instances are raced in one global order, so ``step=k`` means "survived the first
+    k instances" in every iteration.) At the end, the race's answer is added as the study's
+    only COMPLETE trial, with its mean over every instance it saw: ``study.best_trial`` is the
+    race's answer. (Raced trials are not COMPLETE because a told value cannot change, while a
+    survivor's mean only covers its own race's instances.)
 
     Budget, as in irace (``notes/irace-frace.md``): iteration ``j`` may spend
     ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations and races
@@ -895,6 +930,31 @@ class IteratedRace:
                     race.tell(ev, known)
         return used, out_of_budget
 
+    @staticmethod
+    def _record_answer(study, best, best_mean, scores) -> None:
+        """Add the race's answer to the study as its one COMPLETE trial.
+
+        Its parameters are those of trial ``best``, its value the race mean over every
+        instance ``best`` was evaluated on, its intermediate values those scores (step =
+        instance position), and the user attribute ``racer_answer_of`` names ``best``. Raced
+        trials all end PRUNED, so ``study.best_trial`` is this trial. A resumed run that
+        finds the same answer already recorded adds nothing.
+        """
+        if not math.isfinite(best_mean):
+            return
+        source = next(t for t in study.get_trials(deepcopy=False) if t.number == best)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            if (t.user_attrs.get(ANSWER_ATTR) == best
+                    and t.user_attrs.get(N_INSTANCES_ATTR) == len(scores)):
+                return
+        study.add_trial(optuna.trial.create_trial(
+            params=dict(source.params), distributions=dict(source.distributions),
+            value=best_mean,
+            intermediate_values={int(k): float(v) for k, v in scores.items()
+                                 if math.isfinite(v)},
+            user_attrs={ANSWER_ATTR: best, N_INSTANCES_ATTR: len(scores)},
+        ))
+
     def _run(self) -> IteratedRaceResult:
         from racer.race import Race, RaceFailedError, _NoElimination
 
@@ -910,7 +970,9 @@ class IteratedRace:
                 "the study holds an IteratedRace run with another instance order (different "
                 "`instances` or `random_state`); use a new study to start afresh"
             )
-        trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+        # The answers earlier runs added (ANSWER_ATTR) are copies, not candidates.
+        trials = {t.number: t for t in study.get_trials(deepcopy=False)
+                  if ANSWER_ATTR not in t.user_attrs}
         cache: dict[int, dict[int, float]] = {}
         for number, t in trials.items():
             recorded = t.user_attrs.get(SCORES_ATTR)
@@ -1009,13 +1071,17 @@ class IteratedRace:
                 trial = trial_objects[number]
                 seen = [v for v in cache[number].values() if math.isfinite(v)]
                 mean = float(np.mean(seen)) if seen else math.nan
+                # Every raced trial ends PRUNED with its running mean at step k = instances
+                # seen, survivors included (their race mean, at the deepest step): TPE ranks
+                # PRUNED trials by deepest step, then value, i.e. survivors > eliminated late
+                # > eliminated early. No raced trial is COMPLETE, so study.best_trial can only
+                # be the race's answer, added as one COMPLETE trial at the end of run().
+                trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
                 if ci in alive:
-                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
-                    study.tell(trial, float(result.mean_scores[ci]))
+                    trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
                 else:
-                    trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
                     trial.report(mean, step=len(cache[number]))
-                    study.tell(trial, state=TrialState.PRUNED)
+                study.tell(trial, state=TrialState.PRUNED)
             elites = [int(n) for n in result.survivors[:n_elites]]
             # Rows of an abandoned block are registered but not evaluated: count only the
             # instances every elite has a result on.
@@ -1036,10 +1102,12 @@ class IteratedRace:
             )
         best = elites[0]
         best_scores = [v for v in cache[best].values() if math.isfinite(v)]
+        best_mean = float(np.mean(best_scores)) if best_scores else math.nan
+        self._record_answer(study, best, best_mean, cache[best])
         return IteratedRaceResult(
             best_params=params_of[best],
             best_trial_number=best,
-            best_mean=float(np.mean(best_scores)) if best_scores else math.nan,
+            best_mean=best_mean,
             best_n_instances=len(cache[best]),
             elites=[params_of[n] for n in elites],
             elite_trial_numbers=elites,

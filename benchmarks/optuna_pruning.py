@@ -277,7 +277,106 @@ class TSP(Tabulated):
                                      self.moves.index(params["move"])))
 
 
-PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP}
+class Multiplicative(Problem):
+    """Held-out (issue 11): instance hardness *multiplies* the loss, heavy-tailed.
+
+    ``f(x, y, i) = h_i * (1 + (x - a_i)^2 + (y - b_i)^2 + 0.3 sin(3x + 2y + phi_i))`` with
+    ``h_i`` log-normal (sigma 1): most instances are easy, a few are very hard, and
+    differences between configurations scale with hardness. 40 instances, minimised. A trial
+    that starts on easy instances has a partial mean far below any full mean. Not used to
+    choose any default.
+    """
+
+    name, direction = "multiplicative", "minimize"
+
+    def __init__(self, n_instances=40, seed=777):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        self.h = rng.lognormal(0.0, 1.0, n_instances)
+        self.a = rng.normal(0.3, 0.5, n_instances)
+        self.b = rng.normal(-0.2, 0.5, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+    def _set_oracle(self):
+        # The same search as Synthetic's: 401 x 401 grid, refined by Nelder-Mead.
+        grid = np.linspace(-2, 2, 401)
+        gx, gy = np.meshgrid(grid, grid)
+        means = self._mean(gx.ravel(), gy.ravel())
+        k = int(np.argmin(means))
+        from scipy.optimize import minimize
+
+        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
+                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
+                       options={"xatol": 1e-8, "fatol": 1e-12})
+        self.oracle = float(min(opt.fun, means[k]))
+
+    def _values(self, x, y):
+        x = np.asarray(x, dtype=float)[:, None]
+        y = np.asarray(y, dtype=float)[:, None]
+        return self.h * (1 + (x - self.a) ** 2 + (y - self.b) ** 2
+                         + 0.3 * np.sin(3 * x + 2 * y + self.phase))
+
+    def _mean(self, x, y):
+        return self._values(x, y).mean(axis=1)
+
+    suggest = Synthetic.suggest
+    params_to_key = Synthetic.params_to_key
+
+    def score(self, key, i):
+        return float(self._values([key[0]], [key[1]])[0, i])
+
+    def true(self, key):
+        return float(self._mean([key[0]], [key[1]])[0])
+
+
+class Clusters(Multiplicative):
+    """Held-out (issue 11): two clusters of instances that disagree on the optimum.
+
+    70% of the 40 instances are easy (hardness ~ U(0.5, 1.5)) with optimum near (-0.6, 0.5);
+    30% are hard (hardness ~ U(4, 8)) with optimum near (0.8, -0.4). The best mean is a
+    compromise pulled towards the hard cluster, so a trial that saw mostly easy instances
+    looks both better and differently located than it is. Minimised. Not used to choose any
+    default.
+    """
+
+    name = "clusters"
+
+    def __init__(self, n_instances=40, seed=4242):
+        rng = np.random.default_rng(seed)
+        hard = np.arange(n_instances) < int(0.3 * n_instances)
+        rng.shuffle(hard)
+        self.h = np.where(hard, rng.uniform(4, 8, n_instances), rng.uniform(0.5, 1.5, n_instances))
+        self.a = np.where(hard, 0.8, -0.6) + rng.normal(0, 0.15, n_instances)
+        self.b = np.where(hard, -0.4, 0.5) + rng.normal(0, 0.15, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self.n_instances = n_instances
+        self._set_oracle()
+
+
+class Conflicting(Multiplicative):
+    """Held-out (issue 11): instances that disagree on everything, little hardness spread.
+
+    Hardness ~ U(0.8, 1.2) (almost none), but each instance's own optimum ``(a_i, b_i)`` is
+    drawn N(0, 1.2^2) per coordinate, so two configurations swap order from instance to
+    instance (rank reversals): the sign of a paired difference says little, its size matters.
+    40 instances, minimised. Not used to choose any default.
+    """
+
+    name = "conflicting"
+
+    def __init__(self, n_instances=40, seed=9090):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        self.h = rng.uniform(0.8, 1.2, n_instances)
+        self.a = rng.normal(0.0, 1.2, n_instances)
+        self.b = rng.normal(0.0, 1.2, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+
+PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP, "multiplicative": Multiplicative,
+            "clusters": Clusters, "conflicting": Conflicting}
 
 
 # ---------------------------------------------------------------------------- conditions
@@ -373,6 +472,27 @@ def make_pruner(name, seed):
     return RacingPruner(**kwargs)
 
 
+def user_objective(evaluate, n_instances, seed):
+    """The loop of Optuna's WilcoxonPruner documentation, as a user writes it (issue 11).
+
+    Random instance order per trial, ``trial.report(value, step=i)``, and on
+    ``should_prune()`` *return* the mean of the values seen so far. No racer helper, no user
+    attribute: the study holds unmarked partial means as COMPLETE trials.
+    """
+    def objective(trial):
+        order = np.random.default_rng([seed, 0xB0B, trial.number]).permutation(n_instances)
+        seen = []
+        for i in order.tolist():
+            value = evaluate(trial, i)
+            seen.append(value)
+            trial.report(value, i)
+            if trial.should_prune():
+                return sum(seen) / len(seen)
+        return sum(seen) / len(seen)
+
+    return objective
+
+
 def run_study(problem, pruner_name, on_prune, seed, n_trials=None, max_evals=None,
               sampler="tpe"):
     """One study; returns its metrics."""
@@ -387,8 +507,11 @@ def run_study(problem, pruner_name, on_prune, seed, n_trials=None, max_evals=Non
         counter["evals"] += 1
         return problem.score(key, i)
 
-    objective = instance_objective(evaluate, list(range(problem.n_instances)),
-                                   on_prune=on_prune, random_state=seed)
+    if on_prune == "user":
+        objective = user_objective(evaluate, problem.n_instances, seed)
+    else:
+        objective = instance_objective(evaluate, list(range(problem.n_instances)),
+                                       on_prune=on_prune, random_state=seed)
     smp = (optuna.samplers.TPESampler(seed=seed) if sampler == "tpe"
            else optuna.samplers.RandomSampler(seed=seed))
     study = optuna.create_study(direction=problem.direction, sampler=smp,
@@ -423,7 +546,12 @@ def summarize_study(problem, study, n_evals, wall):
     key = tuple(key) if isinstance(key, list) else key
     regret = problem.regret(key)
     true_ret = problem.true(key)
-    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    pruned = [t for t in study.trials
+              if t.user_attrs.get("racer_pruned") or t.state == optuna.trial.TrialState.PRUNED
+              or (t.state == optuna.trial.TrialState.COMPLETE and len(t.intermediate_values) < n)]
+    best_key = _key_of(study.best_trial)
+    best_key = tuple(best_key) if isinstance(best_key, list) else best_key
+    best_is_partial = len(study.best_trial.intermediate_values) < n
     wrong = 0
     for t in pruned:
         k = _key_of(t)
@@ -431,7 +559,9 @@ def summarize_study(problem, study, n_evals, wall):
         if sign * problem.true(k) < sign * true_ret - 1e-12:
             wrong += 1
     distinct = {json.dumps(_key_of(t)) for t in study.trials if _key_of(t) is not None}
-    return {"regret": regret, "evals": n_evals, "trials": len(study.trials),
+    return {"regret": regret, "regret_best_trial": problem.regret(best_key),
+            "best_trial_partial": best_is_partial,
+            "evals": n_evals, "trials": len(study.trials),
             "configs": len(distinct),
             "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall}
 
@@ -498,6 +628,41 @@ def paired(rows):
     return "\n".join(out)
 
 
+def paired_differences(rows):
+    """Every racing condition against every Wilcoxon one (any ``on_prune``), per problem and view.
+
+    Reports both medians, the paired difference racing - wilcoxon (mean +- its standard
+    error over seeds, and median), and per-seed wins; negative favours RacingPruner.
+    """
+    reg = {(r["problem"], r["view"], r["condition"], r["on_prune"], r["seed"]): r["regret"]
+           for r in rows}
+    out = ["\n### Paired regret differences (racing - wilcoxon; negative favours racing)\n",
+           "| problem | view | racing | wilcoxon | seeds | median racing | "
+           "median wilcoxon | mean diff +- SE | median diff | racing lower / higher / tied |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    groups = sorted({k[:4] for k in reg})
+    for prob, view, cond, onp in groups:
+        if not cond.startswith("racing"):
+            continue
+        for prob2, view2, cond2, onp2 in groups:
+            if (prob2, view2) != (prob, view) or not cond2.startswith("wilcoxon"):
+                continue
+            seeds = sorted(s for (p_, v_, c_, o_, s) in reg if (p_, v_, c_, o_) == (
+                prob, view, cond, onp) and (prob, view, cond2, onp2, s) in reg)
+            if not seeds:
+                continue
+            a = np.array([reg[prob, view, cond, onp, s] for s in seeds])
+            b = np.array([reg[prob, view, cond2, onp2, s] for s in seeds])
+            d = a - b
+            se = d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+            out.append(
+                f"| {prob} | {view} | {cond}:{onp} | {cond2}:{onp2} | {len(d)} | {np.median(a):.4g} | "
+                f"{np.median(b):.4g} | {d.mean():+.4g} +- {se:.2g} | {np.median(d):+.4g} | "
+                f"{int((d < -1e-12).sum())} / {int((d > 1e-12).sum())} / "
+                f"{int((np.abs(d) <= 1e-12).sum())} |")
+    return "\n".join(out)
+
+
 FULL_CONDITIONS = [
     ("none", "return"),
     ("wilcoxon-0.1", "return"),
@@ -552,7 +717,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--seed-offset", type=int, default=0)
-    parser.add_argument("--problems", default="synthetic,cv,tsp")
+    parser.add_argument("--problems", default="synthetic,cv,tsp",
+                        help="comma list of " + ", ".join(PROBLEMS))
     parser.add_argument("--conditions", default=None,
                         help="comma list of pruner:on_prune, e.g. racing-p0.95:raise")
     parser.add_argument("--n-trials", type=int, default=None)
@@ -573,6 +739,7 @@ def main(argv=None):
         for view in sorted({r["view"] for r in rows}):
             print(table(rows, view))
         print(paired(rows))
+        print(paired_differences(rows))
         return
     _patch_wilcoxon_pruner()
     if args.overhead:
@@ -612,6 +779,7 @@ def main(argv=None):
           "evaluations; TPE)")
     for view in sorted({r["view"] for r in rows}):
         print(table(rows, view))
+    print(paired_differences(rows))
 
 
 if __name__ == "__main__":

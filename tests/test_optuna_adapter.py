@@ -194,17 +194,50 @@ def test_mean_guard_keeps_a_trial_that_loses_often_but_wins_big():
     assert not decision["prune"]
 
 
-def test_top_k_prunes_against_runners_up_when_the_best_shares_few_steps():
-    # The best trial (by value) only reported 2 steps, so it cannot judge anything; the
-    # second best covers all steps and shows the running trial is worse.
+def test_an_unmarked_partial_trial_with_the_best_value_is_never_a_reference():
+    # Issue 11: an objective that returns the mean of the instances seen when pruned (Optuna's
+    # advice for WilcoxonPruner) makes a trial pruned on 3 easy instances the study's best.
+    # It carries no mark; the pruner must still pair against the best *full* trial.
     study = optuna.create_study()
     study.add_trial(create_trial(params={"x": 0.0}, distributions=DIST, value=-10.0,
-                                 intermediate_values={50: -10.0, 51: -10.0}))
+                                 intermediate_values={3: -10.0, 7: -10.0, 11: -10.0}))
     _add_complete(study, np.zeros(20))
+    _add_complete(study, np.full(20, 0.5))
+    assert study.best_trial.number == 0  # Optuna's best is the partial mean
     frozen = _running(study, np.ones(10))
-    assert not RacingPruner(top_k=1, random_state=0).prune(study, frozen)
-    decision = RacingPruner(top_k=2, random_state=0).decide(study, frozen)
+    decision = RacingPruner(top_k=1, random_state=0).decide(study, frozen)
+    assert decision["references"] == [1]
     assert decision["prune"] and decision["reference"] == 1
+
+
+def test_a_reference_must_cover_every_step_of_the_trial():
+    # Two "full" trials (20 values each); the better one lacks step 25, which the running
+    # trial reported, so the other one is the reference.
+    study = optuna.create_study()
+    study.add_trial(create_trial(
+        params={"x": 0.0}, distributions=DIST, value=-1.0,
+        intermediate_values={i: -1.0 for i in range(20)}))
+    study.add_trial(create_trial(
+        params={"x": 0.0}, distributions=DIST, value=0.0,
+        intermediate_values={i: 0.0 for i in list(range(19)) + [25]}))
+    frozen = _running(study, np.ones(6), steps=[0, 1, 2, 3, 4, 25])
+    decision = RacingPruner(random_state=0).decide(study, frozen)
+    assert decision["references"] == [1]
+
+
+def test_unpaired_guard_keeps_a_trial_whose_running_mean_beats_the_reference():
+    # The reference is 0 on easy instances 0-9 and 10 on hard ones 10-19 (mean 5). A trial
+    # that lost each of the 8 easy instances it saw by 1 is paired-worse (8 losses), but
+    # its running mean (1) beats the reference's mean (5): WilcoxonPruner's guard keeps it.
+    study = optuna.create_study()
+    _add_complete(study, np.r_[np.zeros(10), np.full(10, 10.0)])
+    frozen = _running(study, np.ones(8))
+    decision = RacingPruner(random_state=0).decide(study, frozen)
+    assert decision["prob_worse"][0] > 0.95
+    assert not decision["prune"]
+    # The same losses on the hard instances: running mean 11 > 5, pruned.
+    frozen = _running(study, np.full(8, 11.0), steps=range(10, 18))
+    assert RacingPruner(random_state=0).decide(study, frozen)["reason"] == "dominated"
 
 
 def test_partial_means_marked_by_the_helper_are_not_references():
@@ -274,7 +307,8 @@ def _run_study(pruner, on_prune, n_trials=25, storage=None, n_jobs=1, seed=0, n_
     return study
 
 
-@pytest.mark.parametrize("on_prune, state", [("return", TrialState.COMPLETE),
+@pytest.mark.parametrize("on_prune, state", [("prune", TrialState.PRUNED),
+                                             ("return", TrialState.COMPLETE),
                                              ("estimate", TrialState.COMPLETE),
                                              ("raise", TrialState.PRUNED)])
 def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
@@ -283,14 +317,22 @@ def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
     full = [t for t in study.trials if not t.user_attrs.get("racer_pruned")]
     assert pruned and full
     assert all(t.state == state for t in pruned)
+    assert all(t.state == TrialState.COMPLETE for t in full)
     for t in full:
         assert sorted(t.intermediate_values) == list(range(20))
         assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
     for t in pruned:
-        assert len(t.intermediate_values) == t.user_attrs["racer_n_instances"] < 20
+        instance_steps = {s: v for s, v in t.intermediate_values.items() if s < 20}
+        assert len(instance_steps) == t.user_attrs["racer_n_instances"] < 20
+        if on_prune == "prune":
+            # The estimate sits at the extra step 20 and Optuna made it the trial's value.
+            assert max(t.intermediate_values) == 20
+            assert t.value == t.intermediate_values[20]
+        else:
+            assert max(t.intermediate_values) < 20
         if on_prune == "return":
             assert t.value == pytest.approx(np.mean(list(t.intermediate_values.values())))
-        if on_prune == "estimate":
+        if on_prune in ("estimate", "prune"):
             assert np.isfinite(t.value)
 
 
@@ -312,7 +354,32 @@ def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
                                       random_state=0), n_trials=2)
     pruned = study.trials[1]
     assert pruned.user_attrs["racer_pruned"]
+    assert pruned.state == TrialState.COMPLETE
+    # Sums of different instances in a different order: a few ulps apart at most.
     assert pruned.value == pytest.approx(hardness.mean() + 1.0)
+
+
+def test_prune_mode_is_pruned_for_optuna_with_the_paired_estimate_as_its_value():
+    # Same set-up, default on_prune: the dashboard's state is PRUNED, the value (Optuna's
+    # copy of the last-step intermediate value) is the paired estimate, not the partial mean,
+    # and study.best_trial is the complete trial.
+    hardness = np.linspace(0.0, 50.0, 12)
+    shift = {"best": 0.0, "worse": 1.0}
+
+    def evaluate(trial, i):
+        kind = trial.suggest_categorical("kind", ["best", "worse"])
+        return hardness[i] + shift[kind]
+
+    study = optuna.create_study(pruner=RacingPruner(random_state=0))
+    study.enqueue_trial({"kind": "best"})
+    study.enqueue_trial({"kind": "worse"})
+    study.optimize(instance_objective(evaluate, list(range(12)), random_state=0), n_trials=2)
+    pruned = study.trials[1]
+    assert pruned.state == TrialState.PRUNED
+    assert pruned.value == pytest.approx(hardness.mean() + 1.0)
+    partial = [v for s, v in pruned.intermediate_values.items() if s < 12]
+    assert len(partial) < 12 and pruned.value != pytest.approx(np.mean(partial))
+    assert study.best_trial.number == 0
 
 
 def test_same_seeds_give_the_same_study():
@@ -398,8 +465,10 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
     res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
                        random_state=1).run()
     trials = res.study.trials
-    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
-    assert len(trials) == res.n_candidates
+    # Every raced trial is PRUNED; the one COMPLETE trial is the answer, added at the end.
+    assert all(t.state == TrialState.PRUNED for t in trials[:-1])
+    assert trials[-1].state == TrialState.COMPLETE
+    assert len(trials) == res.n_candidates + 1
     first = res.races[0]
     depth = {}
     for rec in first.history:
@@ -412,8 +481,23 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
         assert t.last_step == n_inst
         seen = first.scores[:n_inst, first.candidates.index(number)]
         assert t.intermediate_values[n_inst] == pytest.approx(np.mean(seen))
-    for number in first.survivors:
-        assert trials[number].state == TrialState.COMPLETE
+    for number in first.survivors:  # deepest step, with the race mean
+        ci = first.candidates.index(number)
+        assert trials[number].last_step == len(first.instances)
+        assert trials[number].value == pytest.approx(first.mean_scores[ci])
+
+
+def test_iterated_race_study_best_trial_is_the_race_answer():
+    evaluate, instances, _ = _race_problem()
+    for seed in (0, 1, 2):
+        res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
+                           random_state=seed).run()
+        best = res.study.best_trial
+        assert best.params == res.best_params
+        assert best.user_attrs["racer_answer_of"] == res.best_trial_number
+        assert best.value == pytest.approx(res.best_mean)
+        assert len(best.intermediate_values) == res.best_n_instances
+        assert sum(t.state == TrialState.COMPLETE for t in res.study.trials) == 1
 
 
 def test_iterated_race_is_reproducible():
@@ -491,6 +575,15 @@ def test_iterated_race_resumes_after_a_crash(tmp_path):
     assert len(set(calls)) == len(calls)
     assert res.n_evaluations == len(calls) <= 150
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
+    complete = [t for t in res.study.trials if t.state == TrialState.COMPLETE]
+    assert len(complete) == 1 and complete[0].params == res.best_params
+    # Running the finished driver again evaluates nothing and adds no second answer.
+    n_trials = len(res.study.trials)
+    again = IteratedRace(evaluate, space, instances, budget=150, storage=storage,
+                         study_name="s", random_state=0).run()
+    assert len(calls) == res.n_evaluations
+    assert len(again.study.trials) == n_trials
+    assert again.study.best_trial.params == res.best_params
 
 
 def test_iterated_race_arguments_are_checked():
@@ -540,7 +633,8 @@ def test_failed_evaluations_are_raced_as_worst_and_recorded():
                        random_state=0).run()
     assert res.best_params["x"] <= 0.8
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
-    recorded = [v for t in res.study.trials for v in t.user_attrs["racer_scores"].values()]
+    recorded = [v for t in res.study.trials if "racer_answer_of" not in t.user_attrs
+                for v in t.user_attrs["racer_scores"].values()]
     assert any(np.isnan(v) for v in recorded)  # the failures really happened and were kept
 
 
