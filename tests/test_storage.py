@@ -338,12 +338,20 @@ def test_a_forked_child_does_not_keep_the_lock(tmp_path):
     path = tmp_path / "race.sqlite"
     r = Race([0, 1], test=CoinDrop(), storage=path)
     read_end, write_end = os.pipe()
+    ready_read, ready_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: wait until the parent says so, then leave without cleanup
         os.close(write_end)
+        # os.fork() returns in the child only after the at-fork handlers ran, so the child has
+        # dropped its copy of the lock by now; say so, or a loaded machine may let the parent
+        # test the lock before the child was even scheduled.
+        os.write(ready_write, b"1")
         os.read(read_end, 1)
         os._exit(0)
     os.close(read_end)
+    os.close(ready_write)
+    os.read(ready_read, 1)
+    os.close(ready_read)
     try:
         r.close()
         # The child is alive and was forked while the lock was held; the lock is free anyway.
