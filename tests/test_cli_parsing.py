@@ -283,3 +283,12 @@ def test_docstring_examples_run():
         module = importlib.import_module(f"racer.cli.{name}")
         outcome = doctest.testmod(module)
         assert outcome.attempted > 0 and outcome.failed == 0, name
+
+
+def test_comments_are_stripped_outside_strings_only():
+    from racer.cli.rexpr import strip_comment
+
+    assert strip_comment('a = "x#y" # note') == 'a = "x#y" '
+    assert strip_comment(r'a = "x\"#y" # note') == r'a = "x\"#y" '  # escaped quote stays inside
+    assert strip_comment("b <- 'it''s' # two strings") == "b <- 'it''s' "
+    assert strip_comment("# whole line") == ""

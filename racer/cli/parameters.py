@@ -211,20 +211,6 @@ def _dependency_order(params: list[Parameter], source: str) -> list[Parameter]:
     return order
 
 
-def _strip_comment(line: str) -> str:
-    """Drop a ``#`` comment that is not inside quotes."""
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            return line[:i]
-    return line
-
-
 _PARAM_LINE = re.compile(
     r"""^\s*(?P<name>[A-Za-z0-9._]+)\s+
         (?P<switch>"[^"]*"|'[^']*')\s+
@@ -246,7 +232,7 @@ def _split_domain(text: str) -> list[str]:
 def read_forbidden_lines(lines: list[tuple[int, str]], path: str) -> list[tuple[str, Any]]:
     rules = []
     for lineno, raw in lines:
-        text = _strip_comment(raw).strip()
+        text = rexpr.strip_comment(raw).strip()
         if not text:
             continue
         try:
@@ -273,7 +259,7 @@ def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
     section = "parameters"
     file_digits = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_comment(raw).strip()
+        line = rexpr.strip_comment(raw).strip()
         if not line:
             continue
         m = re.fullmatch(r"\[\s*(\w+)\s*\]", line)

@@ -32,7 +32,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["RSyntaxError", "parse", "evaluate", "names", "truthy"]
+__all__ = ["RSyntaxError", "parse", "evaluate", "names", "strip_comment", "truthy"]
 
 
 class RSyntaxError(ValueError):
@@ -409,3 +409,23 @@ def truthy(value) -> bool | None:
     if len(v) != 1:
         return None if not v else _logical(v[0])
     return _logical(v[0])
+
+
+def strip_comment(line: str) -> str:
+    """Drop an R comment (``#`` to the end of the line) that is not inside a quoted string;
+    a backslash inside a string escapes the next character, as in R."""
+    quote = None
+    escaped = False
+    for i, ch in enumerate(line):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+    return line

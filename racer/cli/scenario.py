@@ -122,21 +122,6 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
 _LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
 
 
-def _strip_comment(line: str) -> str:
-    quote = None
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == "\\":
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            return line[:i]
-    return line
-
-
 def convert(option: Option, value: Any, where: dict) -> Any:
     """``value`` (from a file or a flag) as the option's type; ScenarioError otherwise."""
     name = option.name
@@ -229,7 +214,7 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
     sc.file = path
     base = os.path.dirname(path)
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = _strip_comment(raw).strip()
+        line = rexpr.strip_comment(raw).strip()
         if not line:
             continue
         m = _LINE.match(line)
