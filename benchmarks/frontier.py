@@ -649,6 +649,8 @@ def main(argv=None):
     ap.add_argument("--targets", default="", help="comma-separated methods to check targets for")
     ap.add_argument("--loss-level", default="", help="method=level for the T4 check")
     ap.add_argument("--verify", type=int, default=0, help="check truncation on this many reps")
+    ap.add_argument("--preamble", default=None,
+                    help="markdown file put above the tables (how the CSVs were produced)")
     args = ap.parse_args(argv)
 
     if args.workers < 1 or args.workers > 2:
@@ -678,6 +680,9 @@ def main(argv=None):
         rows = run(families, reps, args.rep0, names, args.extra, args.csv, args.workers)
     command = "python benchmarks/frontier.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = summarize(rows, command)
+    if args.preamble:
+        with open(args.preamble) as fh:
+            text = fh.read().rstrip() + "\n\n" + text
     levels = dict(s.split("=") for s in args.loss_level.split(",") if s)
     for m in [t for t in args.targets.split(",") if t]:
         text += "\n" + targets(rows, m, float(levels[m]) if m in levels else None)
