@@ -463,6 +463,32 @@ def summarize(rows, command=None):
     return "\n".join(out)
 
 
+def overview(rows, methods):
+    """One compact table per method: paired MAE difference against the best F-race, family x
+    budget (markdown)."""
+    by = index_rows(rows)
+    fams = [f for f in FAMILIES if any(r["family"] == f for r in rows)]
+    out = []
+    for m in methods:
+        out.append(f"#### `{m}` − best F-race, MAE (paired; ▼ better, ▲ worse beyond 2 SE)\n")
+        out.append("| family | reps | 10q | 30q | 100q | unlimited | evaluations unlimited, vs Conover |")
+        out.append("|---|---|---|---|---|---|---|")
+        for fam in fams:
+            cells, n = [], 0
+            for label, _ in budgets_of(FAMILIES[fam]["q"]):
+                bf = best_frace(by, fam, label)
+                if bf is None or (fam, label, m) not in by:
+                    cells.append("")
+                    continue
+                d, se, n = paired(by, fam, label, m, bf)
+                cells.append(f"{_fmt(d, se)}{_marker(d, se).replace('**', '')}")
+            em, _ = _mean_se([r["evaluations"] for r in by.get((fam, "unl", m), {}).values()])
+            ec, _ = _mean_se([r["evaluations"] for r in by.get((fam, "unl", "frace_conover"), {}).values()])
+            out.append(f"| {fam} | {n} | " + " | ".join(cells) + f" | {em:.0f} vs {ec:.0f} |")
+        out.append("")
+    return "\n".join(out)
+
+
 def targets(rows, method, loss_level=None):
     """Issue 9's targets for `method`, cell by cell (markdown)."""
     by = index_rows(rows)
@@ -566,7 +592,7 @@ def plot(rows, path):
                             capsize=2, lw=1.2, label=m)
         ax.set_xscale("log")
         ax.set_title(f"{fam} (q={q})", fontsize=10)
-        ax.set_xlabel("evaluations / q (budgets 10, 30, 100, unlimited)", fontsize=8)
+        ax.set_xlabel("mean evaluations / q", fontsize=8)
         ax.set_ylabel("MAE (true rank of pick − 1)", fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         ax.tick_params(labelsize=8)
@@ -684,7 +710,12 @@ def main(argv=None):
         with open(args.preamble) as fh:
             text = fh.read().rstrip() + "\n\n" + text
     levels = dict(s.split("=") for s in args.loss_level.split(",") if s)
-    for m in [t for t in args.targets.split(",") if t]:
+    target_methods = [t for t in args.targets.split(",") if t]
+    if target_methods:
+        text += "\n## Overview\n\n" + overview(rows, target_methods)
+    if target_methods:
+        text += "\n## Targets of issue 9, cell by cell\n"
+    for m in target_methods:
         text += "\n" + targets(rows, m, float(levels[m]) if m in levels else None)
     if args.md:
         with open(args.md, "w") as fh:
