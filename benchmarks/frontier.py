@@ -552,19 +552,21 @@ def targets(rows, method, loss_level=None):
     return "\n".join(out)
 
 
-def plot(rows, path):
+def plot(rows, path, only=None):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if only:
+        rows = [r for r in rows if r["method"] in only]
     by = index_rows(rows)
     fams = [f for f in FAMILIES if any(r["family"] == f for r in rows)]
     methods = sorted({r["method"] for r in rows},
                      key=lambda m: (m not in FRACES, FRACES.index(m) if m in FRACES else 0, m))
     ncol = min(5, len(fams))
     nrow = math.ceil(len(fams) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.6 * nrow), squeeze=False)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 4.2 * nrow), squeeze=False)
     styles = {"frace_conover": ("k", "o", "-"), "frace_s": ("0.45", "s", "--"),
               "frace_mr": ("0.65", "^", ":")}
     colors = iter(["tab:blue", "tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown",
@@ -671,6 +673,7 @@ def main(argv=None):
     ap.add_argument("--csv", default=None, help="append per-race rows here (resumes)")
     ap.add_argument("--md", default=None, help="write the tables here")
     ap.add_argument("--png", default=None, help="write the plot here")
+    ap.add_argument("--plot-methods", default="", help="comma-separated methods to plot (default all)")
     ap.add_argument("--summarize", nargs="*", default=None, help="CSV files to summarize only")
     ap.add_argument("--targets", default="", help="comma-separated methods to check targets for")
     ap.add_argument("--loss-level", default="", help="method=level for the T4 check")
@@ -723,7 +726,7 @@ def main(argv=None):
     else:
         print(text)
     if args.png:
-        plot(rows, args.png)
+        plot(rows, args.png, [m for m in args.plot_methods.split(",") if m] or None)
     return 0
 
 
