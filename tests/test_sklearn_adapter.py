@@ -290,12 +290,12 @@ def test_randomized_candidates(easy_problem):
 
     search = RaceSearchCV(
         KNeighborsClassifier(), param_distributions={"n_neighbors": randint(1, 80)},
-        n_candidates=6, cv=3, n_repeats=2, random_state=0,
+        n_iter=6, cv=3, n_repeats=2, random_state=0,
     ).fit(X, y)
     assert len(search.cv_results_["params"]) == 6
     again = RaceSearchCV(
         KNeighborsClassifier(), param_distributions={"n_neighbors": randint(1, 80)},
-        n_candidates=6, cv=3, n_repeats=2, random_state=0,
+        n_iter=6, cv=3, n_repeats=2, random_state=0,
     ).fit(X, y)
     assert search.cv_results_["params"] == again.cv_results_["params"]
 
@@ -384,13 +384,15 @@ def test_frace_runs_the_same_search(easy_problem):
         (dict(param_grid=None), ValueError, "exactly one of `param_grid`"),
         (dict(param_distributions={"n_neighbors": [1, 2]}), ValueError, "exactly one"),
         (dict(n_candidates=3), ValueError, "`n_candidates` only applies"),
-        (dict(n_repeats=0), ValueError, "n_repeats"),
-        (dict(first_test=0), ValueError, "first_test"),
-        (dict(test="wilcoxon"), ValueError, "`test` must be one of"),
-        (dict(test=3), TypeError, "`test` must be a string"),
-        (dict(rope=-0.1), ValueError, "`rope` must be a finite number >= 0; got -0.1"),
-        (dict(error_score="nan"), ValueError, "`error_score`"),
-        (dict(executor="pool"), TypeError, "`executor`"),
+        (dict(n_iter=3), ValueError, "`n_iter` only applies"),
+        (dict(n_repeats=0), ValueError, "'n_repeats' parameter of RaceSearchCV.*Got 0"),
+        (dict(first_test=0), ValueError, "'first_test' parameter of RaceSearchCV.*Got 0"),
+        (dict(test="wilcoxon"), ValueError, "'test' parameter of RaceSearchCV.*Got 'wilcoxon'"),
+        (dict(test=3), TypeError, "'test' parameter of RaceSearchCV.*Got 3"),
+        (dict(rope=-0.1), ValueError, r"'rope' parameter of RaceSearchCV.*Got -0\.1"),
+        (dict(rope=float("inf")), ValueError, "'rope' parameter of RaceSearchCV.*Got inf"),
+        (dict(error_score="nan"), ValueError, "'error_score' parameter of RaceSearchCV"),
+        (dict(executor="pool"), TypeError, "'executor' parameter of RaceSearchCV"),
     ],
 )
 def test_bad_arguments_name_the_argument(easy_problem, kwargs, exc, match):
@@ -506,3 +508,112 @@ def test_score_resolution_turns_small_differences_into_ties():
     wrapped.decide(RaceView.from_scores(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3)), None)
     np.testing.assert_allclose(seen["scores"], [[0.90, 0.90, 0.93], [0.80, 0.80, 0.70]])
     assert wrapped.get_params()["rope"] == 0.01
+
+
+# ------------------------------------------------- scikit-learn conventions (issue 11)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(verbose="loud"), "verbose"),
+        (dict(return_train_score="yes"), "return_train_score"),
+        (dict(refit=3.5), "refit"),
+        (dict(n_jobs="two"), "n_jobs"),
+        (dict(n_repeats=1.5), "n_repeats"),
+        (dict(first_test=-1), "first_test"),
+        (dict(max_fits=0), "max_fits"),
+        (dict(rope="wide"), "rope"),
+        (dict(test="wilcoxon"), "test"),
+        (dict(timeout=0), "timeout"),
+        (dict(executor=3), "executor"),
+        (dict(random_state="seed"), "random_state"),
+        (dict(param_grid="abc"), "param_grid"),
+    ],
+)
+def test_invalid_parameters_raise_sklearns_invalid_parameter_error(easy_problem, kwargs, name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = easy_problem
+    params = dict(param_grid=KNN_GRID, cv=2)
+    params.update(kwargs)
+    grid = params.pop("param_grid")
+    bad = next(iter(kwargs.values()))
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter of RaceSearchCV.*Got {bad!r}"):
+        RaceSearchCV(KNeighborsClassifier(), grid, **params).fit(X, y)
+
+
+def test_distribution_parameters_are_validated_too(easy_problem):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = easy_problem
+    for kwargs in (dict(n_iter=0), dict(n_iter="ten"), dict(n_candidates=0)):
+        with pytest.raises(InvalidParameterError):
+            RaceSearchCV(KNeighborsClassifier(), param_distributions={"n_neighbors": [1, 3]},
+                         cv=2, **kwargs).fit(X, y)
+
+
+def test_parameter_constraints_cover_every_init_parameter():
+    import inspect
+
+    names = set(inspect.signature(RaceSearchCV.__init__).parameters) - {"self"}
+    assert names == set(RaceSearchCV._parameter_constraints)
+
+
+def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_problem):
+    X, y = easy_problem
+    from scipy.stats import randint
+
+    dists = {"n_neighbors": randint(1, 80)}
+    common = dict(param_distributions=dists, cv=3, n_repeats=2, random_state=0)
+    search = RaceSearchCV(KNeighborsClassifier(), n_iter=4, **common).fit(X, y)
+    assert len(search.cv_results_["params"]) == 4
+    default = RaceSearchCV(KNeighborsClassifier(), **common).fit(X, y)
+    assert len(default.cv_results_["params"]) == 10  # RandomizedSearchCV's default n_iter
+    with pytest.warns(FutureWarning, match="`n_candidates` is deprecated.*`n_iter`"):
+        old = RaceSearchCV(KNeighborsClassifier(), n_candidates=4, **common).fit(X, y)
+    assert old.cv_results_["params"] == search.cv_results_["params"]
+    with pytest.raises(ValueError, match="give only `n_iter`"):
+        RaceSearchCV(KNeighborsClassifier(), n_iter=4, n_candidates=4, **common).fit(X, y)
+
+
+def test_verbose_levels_print_more_at_each_level(easy_problem, capsys):
+    X, y = easy_problem
+    lines = {}
+    for level in (0, 1, 2, 3):
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
+                     verbose=level, random_state=0).fit(X, y)
+        lines[level] = capsys.readouterr().out.splitlines()
+    assert lines[0] == []
+    # 1: the opening summary and one line per race step (a step per split here).
+    assert lines[1][0].startswith(f"Racing {len(KNN_GRID['n_neighbors'])} candidates over 6 splits")
+    steps = [line for line in lines[1] if line.startswith("[RaceSearchCV]")]
+    assert 3 <= len(steps) == len(lines[1]) - 1
+    # 2: plus one [CV] END line per fit (as GridSearchCV at 2) and one per elimination.
+    fits2 = [line for line in lines[2] if line.startswith("[CV] END")]
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
+                          random_state=0).fit(X, y)
+    assert len(fits2) == search.n_fits_
+    assert all("n_neighbors=" in line and "total time=" in line for line in fits2)
+    eliminated = [line for line in lines[2] if "eliminated #" in line]
+    assert len(eliminated) == len(search.race_.history) > 0
+    assert len(lines[2]) > len(lines[1])
+    # 3: the same fit lines with the split (k/N) and its test score.
+    fits3 = [line for line in lines[3] if line.startswith("[CV ")]
+    assert len(fits3) == search.n_fits_
+    assert all("score=" in line and "/6]" in line for line in fits3)
+    assert not any("score=" in line for line in fits2)
+
+
+def test_race_speaks_of_parameters_not_indices(easy_problem):
+    X, y = easy_problem
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
+                          random_state=0).fit(X, y)
+    race = search.race_
+    assert race.best == search.best_params_
+    assert race.candidates == search.cv_results_["params"]
+    for record in race.history:
+        assert record.candidate == search.cv_results_["params"][record.candidate_index]
+        assert record.by == search.cv_results_["params"][record.by_index]
+    text = race.summary()
+    assert f"'n_neighbors': {search.best_params_['n_neighbors']}" in text.splitlines()[3]
