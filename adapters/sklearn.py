@@ -241,6 +241,62 @@ class _ScoreResolution(RacingTest):
         return {"inner": type(self.inner).__name__, "rope": self.rope, **inner}
 
 
+class _ImpreciseEquivalence(RacingTest):
+    """Keeps an inner test's "indistinguishable" eliminations only where the imprecise DP
+    (IDP) lower probability of the equivalence band still exceeds ``credibility``.
+
+    Under the DP of seed 002 the prior pseudo-observation sits at the tie, so a pair tied on
+    every split is certain to be equivalent (``Pr = 1``) after any number of splits: with coarse
+    scores (accuracies on small folds) five tied splits removed most of a grid "with p=1".
+    The IDP (seed 002 section 7) lets the pseudo-observation be anywhere; its lower
+    probability moves it to the worst place for the statement, a win for one side. The band
+    is then ``Pr[w < 2 eps]`` with ``w ~ Beta(s, n)`` when every split ties: 0.41 after 5,
+    0.65 after 10 (``eps=0.05``), so near-certainty has to come from many splits, not from
+    where the prior sits. The probability recorded is that lower probability. The formula is
+    :func:`racer.stats.bayesian_sign.prob_indistinguishable` with the pseudo-observation as
+    one more win (and a vanishing weight left at the tie).
+    """
+
+    def __init__(self, inner, credibility: float, eps: float, prior_strength: float = 1.0):
+        self.inner = inner
+        self.credibility = credibility
+        self.eps = eps
+        self.prior_strength = prior_strength
+
+    def decide(self, view, rng):
+        from racer.stats.bayesian_sign import prob_indistinguishable
+
+        out = self.inner.decide(view, rng)
+        equivalent = [e for e in out if e.reason == "indistinguishable"]
+        if not equivalent:
+            return out
+        # The pseudo-observation enters as whole counts: s = 1, seed 002's strength.
+        greater, n, s = view.greater, view.scores.shape[0], int(round(self.prior_strength))
+        kept = []
+        for e in out:
+            if e.reason != "indistinguishable":
+                kept.append(e)
+                continue
+            wins, losses = int(greater[e.by, e.index]), int(greater[e.index, e.by])
+            lower = min(
+                prob_indistinguishable(wins + s, losses, n + s, _VANISHING, self.eps),
+                prob_indistinguishable(wins, losses + s, n + s, _VANISHING, self.eps),
+            )
+            if lower > self.credibility:
+                kept.append(dataclasses.replace(e, probability=float(lower)))
+        return kept
+
+    def get_params(self) -> dict[str, Any]:
+        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
+        return {"inner": type(self.inner).__name__, "credibility": self.credibility,
+                "eps": self.eps, "prior_strength": self.prior_strength, **inner}
+
+
+# Weight left at the tie by the IDP band (prob_indistinguishable needs a positive one); at
+# 1e-12 the band equals the pure "one more win" Beta value to 1e-12 (checked in the tests).
+_VANISHING = 1e-12
+
+
 @dataclasses.dataclass
 class CorrelatedTTestRacing(RacingTest):
     """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
@@ -828,7 +884,12 @@ class RaceSearchCV(BaseSearchCV):
             # pilot seeds (docs/sklearn.md) "chi2" sometimes never opened the gate (100% of
             # the fits), while "reject" (pairwise joint sign tests decide alone) used 39% of
             # the fits with a median reference rank of 1.
-            inner = BayesianTest(small_n=_BAYES_SMALL_N)
+            # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
+            # the IDP lower band for equivalence: coarse tied scores give no near-certain
+            # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
+            bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp")
+            inner = _ImpreciseEquivalence(bayes, bayes.credibility, bayes.eps,
+                                          bayes.prior_strength)
             return _ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "frace":
             from racer.adapters.frace import FRaceTest
@@ -881,7 +942,7 @@ class RaceSearchCV(BaseSearchCV):
                 f"at most {n_candidates * len(splits)} fits"
             )
         position = {int(s): k for k, s in enumerate(self.split_order_)}
-        n_history = 0
+        n_history, seen = 0, set()
         while True:
             batch = race.ask()
             if not batch:
@@ -896,12 +957,13 @@ class RaceSearchCV(BaseSearchCV):
             if verbose > 1:
                 for (c, s), out in zip(units, outcomes):
                     print(_fit_line(candidates[c], position[s], len(splits), out, verbose))
+            seen.update(s for _, s in units)
             if verbose > 0:
                 history = race.history
                 new = history[n_history:]
                 n_history = len(history)
                 print(
-                    f"[RaceSearchCV] {race.n_instances}/{len(splits)} splits, "
+                    f"[RaceSearchCV] {len(seen)}/{len(splits)} splits, "
                     f"{race.n_evaluations} fits: {len(units)} fits of "
                     f"{len({c for c, _ in units})} candidates; eliminated {len(new)}, "
                     f"{len(race.survivor_indices)} left"

@@ -482,7 +482,7 @@ def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
 
     search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
     test = search._racing_test(rho=0.2)
-    assert isinstance(test, BayesianTest) and test.small_n == "reject"
+    assert isinstance(test.inner, BayesianTest) and test.inner.small_n == "reject"
     # 6 splits, 10 candidates: one clearly worse candidate is dropped.
     rng = np.random.default_rng(0)
     scores = rng.normal(0.9, 0.01, size=(6, 10))
@@ -579,29 +579,32 @@ def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_prob
 
 def test_verbose_levels_print_more_at_each_level(easy_problem, capsys):
     X, y = easy_problem
+    common = dict(cv=3, n_repeats=4, first_test=3, random_state=0)
     lines = {}
     for level in (0, 1, 2, 3):
-        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
-                     verbose=level, random_state=0).fit(X, y)
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, verbose=level, **common).fit(X, y)
         lines[level] = capsys.readouterr().out.splitlines()
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, **common).fit(X, y)
     assert lines[0] == []
     # 1: the opening summary and one line per race step (a step per split here).
-    assert lines[1][0].startswith(f"Racing {len(KNN_GRID['n_neighbors'])} candidates over 6 splits")
+    assert lines[1][0].startswith(
+        f"Racing {len(KNN_GRID['n_neighbors'])} candidates over 12 splits")
     steps = [line for line in lines[1] if line.startswith("[RaceSearchCV]")]
-    assert 3 <= len(steps) == len(lines[1]) - 1
+    assert len(steps) == len(lines[1]) - 1 == search.race_.n_instances - 3 + 1
+    assert steps[0].startswith("[RaceSearchCV] 3/12 splits, 15 fits")
+    assert steps[-1].startswith(f"[RaceSearchCV] {search.race_.n_instances}/12 splits, "
+                                f"{search.n_fits_} fits")
     # 2: plus one [CV] END line per fit (as GridSearchCV at 2) and one per elimination.
     fits2 = [line for line in lines[2] if line.startswith("[CV] END")]
-    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
-                          random_state=0).fit(X, y)
     assert len(fits2) == search.n_fits_
     assert all("n_neighbors=" in line and "total time=" in line for line in fits2)
     eliminated = [line for line in lines[2] if "eliminated #" in line]
     assert len(eliminated) == len(search.race_.history) > 0
-    assert len(lines[2]) > len(lines[1])
+    assert len(lines[2]) == len(lines[1]) + len(fits2) + len(eliminated)
     # 3: the same fit lines with the split (k/N) and its test score.
     fits3 = [line for line in lines[3] if line.startswith("[CV ")]
     assert len(fits3) == search.n_fits_
-    assert all("score=" in line and "/6]" in line for line in fits3)
+    assert all("score=" in line and "/12]" in line for line in fits3)
     assert not any("score=" in line for line in fits2)
 
 
@@ -617,3 +620,42 @@ def test_race_speaks_of_parameters_not_indices(easy_problem):
         assert record.by == search.cv_results_["params"][record.by_index]
     text = race.summary()
     assert f"'n_neighbors': {search.best_params_['n_neighbors']}" in text.splitlines()[3]
+
+
+# ------------------------------------------------------------ tied coarse scores (issue 11)
+
+
+def test_tied_coarse_scores_give_no_near_certain_elimination_before_ten_splits(iris):
+    # Accuracy on 30-sample folds moves in steps of 1/30: most of this grid ties split by split.
+    # The DP sign test used to drop 20-22 of the 24 at the first test "with p=1".
+    X, y = iris
+    grid = {"C": np.logspace(-2, 3, 12).tolist(), "fit_intercept": [True, False]}
+    search = RaceSearchCV(LogisticRegression(max_iter=500), grid, cv=5, n_repeats=3,
+                          random_state=0).fit(X, y)
+    history = search.race_.history
+    assert len(history) > 0  # the race still races
+    for record in history:
+        if record.n_instances < 10:
+            assert record.probability < 0.999, record
+
+
+def test_all_tied_splits_are_not_evidence_of_equivalence():
+    # Six candidates tied on every split, one clearly worse. The tie is the DP prior's own
+    # point, so the DP band is exactly 1 after any number of splits; the IDP lower band is
+    # Pr[Beta(1, n) < 2 eps] = 1 - (1 - 2 eps)^n, which needs ~35 tied splits for 0.975.
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
+    test = search._racing_test(rho=0.2)
+    eps = test.inner.eps
+    for n, expect_equivalence in ((9, False), (60, True)):
+        scores = np.full((n, 6), 0.9)
+        scores[:, 5] = 0.5
+        out = test.decide(RaceView.from_scores(scores, np.arange(6)), np.random.default_rng(0))
+        equivalent = [e for e in out if e.reason == "indistinguishable"]
+        assert bool(equivalent) == expect_equivalence
+        for e in equivalent:
+            # the quadrature of prob_indistinguishable is accurate to ~2e-5
+            assert e.probability == pytest.approx(1 - (1 - 2 * eps) ** n, abs=1e-4)
+        dominated = [e for e in out if e.reason == "dominated"]
+        assert [e.index for e in dominated] == [5]
+        # n wins and no loss: the IDP lower probability is at most 1 - 2^-n
+        assert dominated[0].probability <= 1 - 2.0**-n + 1e-12
