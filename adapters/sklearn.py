@@ -380,7 +380,7 @@ class CorrelatedTTestRacing(RacingTest):
 # --------------------------------------------------------------------------------------------
 
 
-_TEST_NAMES = ("bayes", "frace", "correlated-t")
+_TEST_NAMES = ("bayes", "posterior-best", "frace", "correlated-t")
 
 
 class RaceSearchCV(BaseSearchCV):
@@ -428,10 +428,14 @@ class RaceSearchCV(BaseSearchCV):
         The base splitter (``None``: 5-fold, stratified for classifiers).
     n_repeats : int, default=3
         How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
-    test : {"bayes", "frace", "correlated-t"} or RacingTest, default="bayes"
+    test : {"bayes", "posterior-best", "frace", "correlated-t"} or RacingTest, default="bayes"
         ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
         seed 002 sections 5-7) with ``small_n="reject"``, so that it can decide while there
-        are fewer splits than candidates. ``"frace"``: the F-race baseline
+        are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
+        dominance, the IDP lower probability of the equivalence band): tied coarse scores are
+        not evidence, so no elimination reaches 0.999 before 10 splits (``docs/sklearn.md``,
+        "Tied scores"). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
+        guard). ``"frace"``: the F-race baseline
         (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
         with the Nadeau-Bengio correction. A :class:`racer.elimination.RacingTest` instance
@@ -890,6 +894,12 @@ class RaceSearchCV(BaseSearchCV):
             bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp")
             inner = _ImpreciseEquivalence(bayes, bayes.credibility, bayes.eps,
                                           bayes.prior_strength)
+            return _ScoreResolution(inner, rope) if rope > 0 else inner
+        if test == "posterior-best":
+            from racer.posterior_best_test import PosteriorBestTest
+
+            # Its tie guard caps every elimination on tied splits by the IDP sign test.
+            inner = PosteriorBestTest()
             return _ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "frace":
             from racer.adapters.frace import FRaceTest

@@ -659,3 +659,16 @@ def test_all_tied_splits_are_not_evidence_of_equivalence():
         assert [e.index for e in dominated] == [5]
         # n wins and no loss: the IDP lower probability is at most 1 - 2^-n
         assert dominated[0].probability <= 1 - 2.0**-n + 1e-12
+
+
+def test_posterior_best_test_is_available_by_name(easy_problem):
+    from racer.posterior_best_test import PosteriorBestTest
+
+    X, y = easy_problem
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=4, first_test=3,
+                          test="posterior-best", random_state=0)
+    assert isinstance(search._racing_test(rho=0.2).inner, PosteriorBestTest)
+    search.fit(X, y)
+    assert {r.reason for r in search.race_.history} <= {"dominated"}
+    assert search.best_params_["n_neighbors"] in (1, 3, 5)
+    assert search.n_fits_ < 5 * 12
