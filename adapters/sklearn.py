@@ -576,7 +576,8 @@ class RaceSearchCV(BaseSearchCV):
         "first_test": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_fits": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "executor": [HasMethods(["submit"]), None],
-        "timeout": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        # The range (> 0, finite) is racer's check_timeout, shared with IteratedRace.
+        "timeout": [numbers.Real, None],
         # scikit-learn's "random_state" (None, int, RandomState) plus racer's Generator.
         "random_state": ["random_state", np.random.Generator],
     }

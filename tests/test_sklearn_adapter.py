@@ -525,7 +525,7 @@ def test_score_resolution_turns_small_differences_into_ties():
         (dict(max_fits=0), "max_fits"),
         (dict(rope="wide"), "rope"),
         (dict(test="wilcoxon"), "test"),
-        (dict(timeout=0), "timeout"),
+        (dict(timeout="1"), "timeout"),
         (dict(executor=3), "executor"),
         (dict(random_state="seed"), "random_state"),
         (dict(param_grid="abc"), "param_grid"),
