@@ -422,8 +422,8 @@ class RaceSearchCV(BaseSearchCV):
         As in ``GridSearchCV``: ``0`` silent; ``>= 1`` one summary line of the whole search
         (candidates, splits, most fits) and one line per race step (splits seen, fits so far,
         eliminated, left); ``>= 2`` also one line per eliminated candidate (its parameters,
-        reason, by whom, probability) and one ``[CV k/N] END <params>; total time=...`` line
-        per fit; ``>= 3`` those fit lines also carry the split's test score.
+        reason, by whom, probability) and one ``[CV] END <params>; total time=...`` line per
+        fit; ``>= 3`` those fit lines also carry the split (``[CV k/N]``) and its test score.
     cv : int, cross-validation generator or iterable, default=None
         The base splitter (``None``: 5-fold, stratified for classifiers).
     n_repeats : int, default=3
