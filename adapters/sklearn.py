@@ -264,8 +264,6 @@ class _ImpreciseEquivalence(RacingTest):
         self.prior_strength = prior_strength
 
     def decide(self, view, rng):
-        from racer.stats.bayesian_sign import prob_indistinguishable
-
         out = self.inner.decide(view, rng)
         equivalent = [e for e in out if e.reason == "indistinguishable"]
         if not equivalent:
@@ -278,10 +276,7 @@ class _ImpreciseEquivalence(RacingTest):
                 kept.append(e)
                 continue
             wins, losses = int(greater[e.by, e.index]), int(greater[e.index, e.by])
-            lower = min(
-                prob_indistinguishable(wins + s, losses, n + s, _VANISHING, self.eps),
-                prob_indistinguishable(wins, losses + s, n + s, _VANISHING, self.eps),
-            )
+            lower = _idp_lower_band(wins, losses, n, self.eps, s)
             if lower > self.credibility:
                 kept.append(dataclasses.replace(e, probability=float(lower)))
         return kept
@@ -290,6 +285,18 @@ class _ImpreciseEquivalence(RacingTest):
         inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
         return {"inner": type(self.inner).__name__, "credibility": self.credibility,
                 "eps": self.eps, "prior_strength": self.prior_strength, **inner}
+
+
+def _idp_lower_band(wins: int, losses: int, n: int, eps: float = 0.05, s: int = 1) -> float:
+    """IDP lower probability of ``|theta - 1/2| < eps`` from a pair's sign counts over ``n``
+    blocks: the ``s`` pseudo-observations moved to a win for either side, whichever is lower
+    (see :class:`_ImpreciseEquivalence`)."""
+    from racer.stats.bayesian_sign import prob_indistinguishable
+
+    return min(
+        prob_indistinguishable(wins + s, losses, n + s, _VANISHING, eps),
+        prob_indistinguishable(wins, losses + s, n + s, _VANISHING, eps),
+    )
 
 
 # Weight left at the tie by the IDP band (prob_indistinguishable needs a positive one); at
@@ -363,6 +370,23 @@ class CorrelatedTTestRacing(RacingTest):
         lower = np.where(point, (loc < -rope).astype(float), lower)
         prob_dominated = 1.0 - upper
         prob_equivalent = upper - lower if rope > 0 else np.zeros(m)
+        # Coarse scores: tied splits, or differences so regular that the t posterior is a
+        # point mass (p = 1 from a few splits). There both probabilities are capped by the
+        # IDP sign test on the same splits, as the default test does (docs/sklearn.md,
+        # "Tied scores").
+        tied = (diff == 0).any(axis=0) | point
+        tied[leader] = False
+        if tied.any():
+            from racer.stats.bayesian_sign import prob_greater_from_counts
+
+            wins = (diff > 0).sum(axis=0)[tied]
+            losses = (diff < 0).sum(axis=0)[tied]
+            prob_dominated[tied] = np.minimum(
+                prob_dominated[tied], prob_greater_from_counts(wins, losses + 1)
+            )
+            if rope > 0:
+                band = [_idp_lower_band(int(w), int(lo), n) for w, lo in zip(wins, losses)]
+                prob_equivalent[tied] = np.minimum(prob_equivalent[tied], band)
         out = []
         for j in np.flatnonzero(prob_dominated > self.credibility):
             if j != leader:

@@ -412,7 +412,10 @@ def test_correlated_ttest_matches_baycomp():
     rng = np.random.default_rng(4)
     n_folds, runs = 5, 3
     base = rng.normal(0.8, 0.03, size=n_folds * runs)
-    scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size), base + 0.005])
+    # Column 2 gets its own noise: a constant difference is a point mass, which the test caps
+    # by the IDP sign test on purpose (issue 11) and baycomp does not.
+    scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size),
+                              base + 0.005 + rng.normal(0, 0.002, base.size)])
     rope = 0.01
     test = CorrelatedTTestRacing(rho=1 / n_folds, rope=rope, credibility=0.5000001)
     decisions = {e.index: e for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
@@ -432,6 +435,11 @@ def test_correlated_ttest_leader_is_never_eliminated_and_zero_variance():
     scores = np.tile([0.9, 0.9, 0.5], (6, 1))
     test = CorrelatedTTestRacing(rho=0.2, rope=0.01)
     out = {e.index: e.reason for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
+    # Six splits tied with the leader are not evidence of equivalence (issue 11: the IDP cap);
+    # forty are.
+    assert out == {2: "dominated"}
+    many = np.tile([0.9, 0.9, 0.5], (40, 1))
+    out = {e.index: e.reason for e in test.decide(RaceView.from_scores(many, np.arange(3)), None)}
     assert out == {1: "indistinguishable", 2: "dominated"}
     assert CorrelatedTTestRacing(rho=0.2, rope=0.0).decide(RaceView.from_scores(scores[:, :2], np.arange(2)), None) == []
     with pytest.raises(ValueError, match="rho"):
@@ -672,3 +680,23 @@ def test_posterior_best_test_is_available_by_name(easy_problem):
     assert {r.reason for r in search.race_.history} <= {"dominated"}
     assert search.best_params_["n_neighbors"] in (1, 3, 5)
     assert search.n_fits_ < 5 * 12
+
+
+def test_correlated_t_is_capped_on_tied_splits():
+    # Differences that are all equal make the t posterior a point mass: p = 1 from 5 splits.
+    # On tied splits the test's probabilities are capped by the IDP sign test.
+    scores = np.array([[0.9, 0.9, 0.8], [0.9, 0.9, 0.8], [0.9, 0.9, 0.8], [0.9, 0.9, 0.8],
+                       [0.9, 0.9, 0.8]])
+    scores[:, 0] += 0.001  # the leader: no tie with candidate 2, tied-like with 1 within rope
+    scores[:, 1] = scores[:, 0]  # candidate 1 ties the leader on every split
+    test = CorrelatedTTestRacing(rho=0.2, rope=0.01, credibility=0.95)
+    out = test.decide(RaceView.from_scores(scores), None)
+    # 2 loses every split by the same margin: a point mass, capped by the IDP sign test at
+    # 1 - 2^-5; 1 ties the leader on every split: equivalence capped at 1 - 0.9^5 = 0.41.
+    assert [(e.index, e.reason) for e in out] == [(2, "dominated")]
+    assert out[0].probability == pytest.approx(1 - 2.0**-5, rel=1e-12)
+    many = np.tile(scores[:1], (40, 1))
+    out = test.decide(RaceView.from_scores(many), None)
+    reasons = {e.index: (e.reason, e.probability) for e in out}
+    assert reasons[1][0] == "indistinguishable"
+    assert reasons[1][1] == pytest.approx(1 - 0.9**40, abs=1e-4)
