@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import t as student_t
-from sklearn.base import clone, is_classifier
+from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import (
@@ -37,6 +37,7 @@ from sklearn.model_selection import (
 )
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
 
 from racer._validation import (
@@ -240,6 +241,69 @@ class _ScoreResolution(RacingTest):
         return {"inner": type(self.inner).__name__, "rope": self.rope, **inner}
 
 
+class _ImpreciseEquivalence(RacingTest):
+    """Keeps an inner test's "indistinguishable" eliminations only where the imprecise DP
+    (IDP) lower probability of the equivalence band still exceeds ``credibility``.
+
+    Under the DP of seed 002 the prior pseudo-observation sits at the tie, so a pair tied on
+    every split is certain to be equivalent (``Pr = 1``) after any number of splits: with coarse
+    scores (accuracies on small folds) five tied splits removed most of a grid "with p=1".
+    The IDP (seed 002 section 7) lets the pseudo-observation be anywhere; its lower
+    probability moves it to the worst place for the statement, a win for one side. The band
+    is then ``Pr[w < 2 eps]`` with ``w ~ Beta(s, n)`` when every split ties: 0.41 after 5,
+    0.65 after 10 (``eps=0.05``), so near-certainty has to come from many splits, not from
+    where the prior sits. The probability recorded is that lower probability. The formula is
+    :func:`racer.stats.bayesian_sign.prob_indistinguishable` with the pseudo-observation as
+    one more win (and a vanishing weight left at the tie).
+    """
+
+    def __init__(self, inner, credibility: float, eps: float, prior_strength: float = 1.0):
+        self.inner = inner
+        self.credibility = credibility
+        self.eps = eps
+        self.prior_strength = prior_strength
+
+    def decide(self, view, rng):
+        out = self.inner.decide(view, rng)
+        equivalent = [e for e in out if e.reason == "indistinguishable"]
+        if not equivalent:
+            return out
+        # The pseudo-observation enters as whole counts: s = 1, seed 002's strength.
+        greater, n, s = view.greater, view.scores.shape[0], int(round(self.prior_strength))
+        kept = []
+        for e in out:
+            if e.reason != "indistinguishable":
+                kept.append(e)
+                continue
+            wins, losses = int(greater[e.by, e.index]), int(greater[e.index, e.by])
+            lower = _idp_lower_band(wins, losses, n, self.eps, s)
+            if lower > self.credibility:
+                kept.append(dataclasses.replace(e, probability=float(lower)))
+        return kept
+
+    def get_params(self) -> dict[str, Any]:
+        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
+        return {"inner": type(self.inner).__name__, "credibility": self.credibility,
+                "eps": self.eps, "prior_strength": self.prior_strength, **inner}
+
+
+def _idp_lower_band(wins: int, losses: int, n: int, eps: float = 0.05, s: int = 1) -> float:
+    """IDP lower probability of ``|theta - 1/2| < eps`` from a pair's sign counts over ``n``
+    blocks: the ``s`` pseudo-observations moved to a win for either side, whichever is lower
+    (see :class:`_ImpreciseEquivalence`)."""
+    from racer.stats.bayesian_sign import prob_indistinguishable
+
+    return min(
+        prob_indistinguishable(wins + s, losses, n + s, _VANISHING, eps),
+        prob_indistinguishable(wins, losses + s, n + s, _VANISHING, eps),
+    )
+
+
+# Weight left at the tie by the IDP band (prob_indistinguishable needs a positive one); at
+# 1e-12 the band equals the pure "one more win" Beta value to 1e-12 (checked in the tests).
+_VANISHING = 1e-12
+
+
 @dataclasses.dataclass
 class CorrelatedTTestRacing(RacingTest):
     """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
@@ -306,6 +370,23 @@ class CorrelatedTTestRacing(RacingTest):
         lower = np.where(point, (loc < -rope).astype(float), lower)
         prob_dominated = 1.0 - upper
         prob_equivalent = upper - lower if rope > 0 else np.zeros(m)
+        # Coarse scores: tied splits, or differences so regular that the t posterior is a
+        # point mass (p = 1 from a few splits). There both probabilities are capped by the
+        # IDP sign test on the same splits, as the default test does (docs/sklearn.md,
+        # "Tied scores").
+        tied = (diff == 0).any(axis=0) | point
+        tied[leader] = False
+        if tied.any():
+            from racer.stats.bayesian_sign import prob_greater_from_counts
+
+            wins = (diff > 0).sum(axis=0)[tied]
+            losses = (diff < 0).sum(axis=0)[tied]
+            prob_dominated[tied] = np.minimum(
+                prob_dominated[tied], prob_greater_from_counts(wins, losses + 1)
+            )
+            if rope > 0:
+                band = [_idp_lower_band(int(w), int(lo), n) for w, lo in zip(wins, losses)]
+                prob_equivalent[tied] = np.minimum(prob_equivalent[tied], band)
         out = []
         for j in np.flatnonzero(prob_dominated > self.credibility):
             if j != leader:
@@ -321,6 +402,9 @@ class CorrelatedTTestRacing(RacingTest):
 # --------------------------------------------------------------------------------------------
 # The search
 # --------------------------------------------------------------------------------------------
+
+
+_TEST_NAMES = ("bayes", "posterior-best", "frace", "correlated-t")
 
 
 class RaceSearchCV(BaseSearchCV):
@@ -349,22 +433,33 @@ class RaceSearchCV(BaseSearchCV):
     param_grid : dict or list of dicts, optional
         As in ``GridSearchCV``. Exactly one of ``param_grid`` and ``param_distributions``.
     param_distributions : dict or list of dicts, optional
-        As in ``RandomizedSearchCV``; ``n_candidates`` settings are drawn with
-        ``random_state``.
+        As in ``RandomizedSearchCV``; ``n_iter`` settings are drawn with ``random_state``.
+    n_iter : int, optional
+        Number of settings drawn from ``param_distributions`` (default 10), as in
+        ``RandomizedSearchCV``. Not allowed with ``param_grid``.
     n_candidates : int, optional
-        Number of settings drawn from ``param_distributions`` (default 10). Not allowed with
-        ``param_grid``.
-    scoring, refit, n_jobs, pre_dispatch, error_score, return_train_score, verbose
+        Deprecated alias of ``n_iter`` (a FutureWarning); it will be removed.
+    scoring, refit, n_jobs, pre_dispatch, error_score, return_train_score
         As in ``GridSearchCV``. With several metrics, the ``refit`` metric drives the race and
         the others are recorded.
+    verbose : int, default=0
+        As in ``GridSearchCV``: ``0`` silent; ``>= 1`` one summary line of the whole search
+        (candidates, splits, most fits) and one line per race step (splits seen, fits so far,
+        eliminated, left); ``>= 2`` also one line per eliminated candidate (its parameters,
+        reason, by whom, probability) and one ``[CV] END <params>; total time=...`` line per
+        fit; ``>= 3`` those fit lines also carry the split (``[CV k/N]``) and its test score.
     cv : int, cross-validation generator or iterable, default=None
         The base splitter (``None``: 5-fold, stratified for classifiers).
     n_repeats : int, default=3
         How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
-    test : {"bayes", "frace", "correlated-t"} or RacingTest, default="bayes"
+    test : {"bayes", "posterior-best", "frace", "correlated-t"} or RacingTest, default="bayes"
         ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
         seed 002 sections 5-7) with ``small_n="reject"``, so that it can decide while there
-        are fewer splits than candidates. ``"frace"``: the F-race baseline
+        are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
+        dominance, the IDP lower probability of the equivalence band): tied coarse scores are
+        not evidence, so no elimination reaches 0.999 before 10 splits (``docs/sklearn.md``,
+        "Tied scores"). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
+        guard). ``"frace"``: the F-race baseline
         (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
         with the Nadeau-Bengio correction. A :class:`racer.elimination.RacingTest` instance
@@ -421,8 +516,10 @@ class RaceSearchCV(BaseSearchCV):
     n_candidates_, n_remaining_candidates_ : int
         Candidates raced, and survivors at the end.
     race_ : racer.RaceResult
-        The engine's result, with the history of eliminations; its candidates are indices into
-        ``cv_results_["params"]`` and its instances are split indices.
+        The engine's result, with the history of eliminations; its candidates are the
+        parameter dicts (``race_.best`` is ``best_params_``, ``race_.summary()`` lists
+        parameters), in the order of ``cv_results_["params"]`` (so ``race_.best_index`` and
+        ``EliminationRecord.candidate_index`` index it), and its instances are split indices.
 
     Examples
     --------
@@ -444,6 +541,7 @@ class RaceSearchCV(BaseSearchCV):
         param_grid=None,
         *,
         param_distributions=None,
+        n_iter=None,
         n_candidates=None,
         scoring=None,
         refit=True,
@@ -475,6 +573,7 @@ class RaceSearchCV(BaseSearchCV):
         )
         self.param_grid = param_grid
         self.param_distributions = param_distributions
+        self.n_iter = n_iter
         self.n_candidates = n_candidates
         self.n_repeats = n_repeats
         self.test = test
@@ -484,6 +583,28 @@ class RaceSearchCV(BaseSearchCV):
         self.executor = executor
         self.timeout = timeout
         self.random_state = random_state
+
+    # scikit-learn's own validation (InvalidParameterError, a ValueError and TypeError naming
+    # the parameter and quoting the value), run by fit's _fit_context as in every search CV;
+    # _check_race_params adds what a per-parameter constraint cannot say (exclusive pairs,
+    # finiteness, the timeout/executor clash).
+    _parameter_constraints: dict = {
+        **BaseSearchCV._parameter_constraints,
+        "param_grid": [dict, list, None],
+        "param_distributions": [dict, list, None],
+        "n_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "n_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "test": [StrOptions(set(_TEST_NAMES)), HasMethods(["decide"])],
+        "rope": [Interval(numbers.Real, 0, None, closed="left")],
+        "first_test": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_fits": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "executor": [HasMethods(["submit"]), None],
+        # The range (> 0, finite) is racer's check_timeout, shared with IteratedRace.
+        "timeout": [numbers.Real, None],
+        # scikit-learn's "random_state" (None, int, RandomState) plus racer's Generator.
+        "random_state": ["random_state", np.random.Generator],
+    }
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
         # BaseSearchCV.fit would fit every candidate on every split; the race has its own fit.
@@ -498,11 +619,25 @@ class RaceSearchCV(BaseSearchCV):
                 f"param_grid={_describe(self.param_grid)}, "
                 f"param_distributions={_describe(self.param_distributions)}"
             )
-        if self.param_grid is not None and self.n_candidates is not None:
+        for name in ("n_iter", "n_candidates"):
+            if self.param_grid is not None and getattr(self, name) is not None:
+                raise ValueError(
+                    f"`{name}` only applies to `param_distributions`; got "
+                    f"{name}={getattr(self, name)!r} with a param_grid"
+                )
+        if self.n_iter is not None and self.n_candidates is not None:
             raise ValueError(
-                "`n_candidates` only applies to `param_distributions`; got "
-                f"n_candidates={self.n_candidates!r} with a param_grid"
+                "`n_candidates` is a deprecated alias of `n_iter`; give only `n_iter`; got "
+                f"n_iter={self.n_iter!r} and n_candidates={self.n_candidates!r}"
             )
+        if self.n_candidates is not None:
+            warnings.warn(
+                "`n_candidates` is deprecated and will be removed; use `n_iter` (as "
+                f"RandomizedSearchCV does): n_iter={self.n_candidates!r}",
+                FutureWarning,
+                stacklevel=4,
+            )
+        check_int(self.n_iter, "n_iter", minimum=1, allow_none=True)
         check_int(self.n_candidates, "n_candidates", minimum=1, allow_none=True)
         check_int(self.n_repeats, "n_repeats", minimum=1)
         check_int(self.first_test, "first_test", minimum=1)
@@ -549,7 +684,8 @@ class RaceSearchCV(BaseSearchCV):
         if self.param_grid is not None:
             candidates = list(ParameterGrid(self.param_grid))
         else:
-            n = 10 if self.n_candidates is None else int(self.n_candidates)
+            n = self.n_iter if self.n_iter is not None else self.n_candidates
+            n = 10 if n is None else int(n)
             seed = int(rng.integers(0, 2**31 - 1))
             candidates = list(ParameterSampler(self.param_distributions, n, random_state=seed))
         if not candidates:
@@ -581,6 +717,10 @@ class RaceSearchCV(BaseSearchCV):
 
     # ------------------------------------------------------------------------------ fit
 
+    @_fit_context(
+        # The estimator inside is validated by its own fit, as in BaseSearchCV.fit.
+        prefer_skip_nested_validation=False
+    )
     def fit(self, X, y=None, **params):
         """Race the candidates over the cross-validation splits, then refit the winner.
 
@@ -640,11 +780,6 @@ class RaceSearchCV(BaseSearchCV):
 
         def evaluate_units(units: list[tuple[int, int]]) -> list[dict]:
             """Run the (candidate, split) units of one block; return their outcomes in order."""
-            if self.verbose > 0:
-                print(
-                    f"[RaceSearchCV] fitting {len(units)} units "
-                    f"({len({c for c, _ in units})} candidates)"
-                )
             args = [
                 (
                     base_estimator,
@@ -694,7 +829,7 @@ class RaceSearchCV(BaseSearchCV):
 
         try:
             with parallel:
-                race = self._race(len(candidates), splits, evaluate_units, race_score, seed_race)
+                race = self._race(candidates, splits, evaluate_units, race_score, seed_race)
         finally:
             if pool is not None:
                 pool.close()
@@ -778,7 +913,18 @@ class RaceSearchCV(BaseSearchCV):
             # pilot seeds (docs/sklearn.md) "chi2" sometimes never opened the gate (100% of
             # the fits), while "reject" (pairwise joint sign tests decide alone) used 39% of
             # the fits with a median reference rank of 1.
-            inner = BayesianTest(small_n=_BAYES_SMALL_N)
+            # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
+            # the IDP lower band for equivalence: coarse tied scores give no near-certain
+            # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
+            bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp")
+            inner = _ImpreciseEquivalence(bayes, bayes.credibility, bayes.eps,
+                                          bayes.prior_strength)
+            return _ScoreResolution(inner, rope) if rope > 0 else inner
+        if test == "posterior-best":
+            from racer.posterior_best_test import PosteriorBestTest
+
+            # Its tie guard caps every elimination on tied splits by the IDP sign test.
+            inner = PosteriorBestTest()
             return _ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "frace":
             from racer.adapters.frace import FRaceTest
@@ -787,9 +933,11 @@ class RaceSearchCV(BaseSearchCV):
             return _ScoreResolution(inner, rope) if rope > 0 else inner
         return CorrelatedTTestRacing(rho=rho, rope=rope)
 
-    def _race(self, n_candidates, splits, evaluate_units, race_score, rng):
+    def _race(self, candidates, splits, evaluate_units, race_score, rng):
         """Drive :class:`racer.race.Race` block by block; return its :class:`RaceResult`."""
         from racer.race import Race, _NoElimination
+
+        n_candidates = len(candidates)
 
         n_test = np.mean([len(test) for _, test in splits])
         n_total = np.mean([len(train) + len(test) for train, test in splits])
@@ -805,7 +953,9 @@ class RaceSearchCV(BaseSearchCV):
             # refuses first_test > max_instances (a race that can never test), so say it.
             racing_test = _NoElimination()
         race = Race(
-            list(range(n_candidates)),
+            # The parameter dicts themselves, so that race_.best and race_.summary() speak of
+            # parameters; positions still index cv_results_.
+            candidates,
             test=racing_test,
             maximize=True,
             budget=self.max_fits,
@@ -818,6 +968,16 @@ class RaceSearchCV(BaseSearchCV):
             winner="mean",
             random_state=int(rng.integers(0, 2**63 - 1)),
         )
+        verbose = int(self.verbose)
+        if verbose > 0:
+            # GridSearchCV's opening line, with the race's ceiling instead of its total.
+            print(
+                f"Racing {n_candidates} candidates over {len(splits)} splits "
+                f"({len(splits) // self.n_repeats_} folds x {self.n_repeats_} repeats), "
+                f"at most {n_candidates * len(splits)} fits"
+            )
+        position = {int(s): k for k, s in enumerate(self.split_order_)}
+        n_history, seen = 0, set()
         while True:
             batch = race.ask()
             if not batch:
@@ -829,6 +989,31 @@ class RaceSearchCV(BaseSearchCV):
                     race.tell(ev, error=out["error"])
                 else:
                     race.tell(ev, race_score(out))
+            if verbose > 1:
+                for (c, s), out in zip(units, outcomes):
+                    print(_fit_line(candidates[c], position[s], len(splits), out, verbose))
+            seen.update(s for _, s in units)
+            if verbose > 0:
+                history = race.history
+                new = history[n_history:]
+                n_history = len(history)
+                print(
+                    f"[RaceSearchCV] {len(seen)}/{len(splits)} splits, "
+                    f"{race.n_evaluations} fits: {len(units)} fits of "
+                    f"{len({c for c, _ in units})} candidates; eliminated {len(new)}, "
+                    f"{len(race.survivor_indices)} left"
+                )
+                if verbose > 1:
+                    for record in new:
+                        by = "" if record.by_index is None else (
+                            f" by #{record.by_index} {_params_text(candidates[record.by_index])}"
+                        )
+                        print(
+                            f"[RaceSearchCV]   eliminated #{record.candidate_index} "
+                            f"{_params_text(candidates[record.candidate_index])}: "
+                            f"{record.reason}{by} (p={record.probability:.4g}) "
+                            f"after {record.n_instances} splits"
+                        )
         return race.result()
 
     # -------------------------------------------------------------------------- results
@@ -906,8 +1091,34 @@ class RaceSearchCV(BaseSearchCV):
         return results
 
 
-_TEST_NAMES = ("bayes", "frace", "correlated-t")
 _BAYES_SMALL_N = "reject"
+
+
+def _params_text(params: Mapping) -> str:
+    """``a=1, b=x``, keys sorted, as scikit-learn's fit lines print parameters."""
+    return ", ".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def _fit_line(params, position, n_splits, out, verbose) -> str:
+    """One fit as ``GridSearchCV`` prints it at ``verbose >= 2`` (``>= 3``: with the split
+    and its score), right-aligned to 80 columns like scikit-learn's ``[CV] END`` lines."""
+    progress = f" {position + 1}/{n_splits}" if verbose > 2 else ""
+    start = f"[CV{progress}] END "
+    result = _params_text(params) + ";"
+    if verbose > 2:
+        if out["failed"]:
+            result += " score=failed"
+        else:
+            for name in sorted(out["test"]):
+                label = "score" if name == "score" else name
+                if out["train"]:
+                    result += (f" {label}=(train={out['train'][name]:.3f}, "
+                               f"test={out['test'][name]:.3f})")
+                else:
+                    result += f" {label}={out['test'][name]:.3f}"
+    total = out["fit_time"] + out["score_time"]
+    result += f" total time={total:5.1f}s"
+    return start + "." * max(0, 80 - len(start) - len(result)) + result
 
 
 def _mean_std_over(array, evaluated, n_evaluated):

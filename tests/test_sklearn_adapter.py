@@ -290,12 +290,12 @@ def test_randomized_candidates(easy_problem):
 
     search = RaceSearchCV(
         KNeighborsClassifier(), param_distributions={"n_neighbors": randint(1, 80)},
-        n_candidates=6, cv=3, n_repeats=2, random_state=0,
+        n_iter=6, cv=3, n_repeats=2, random_state=0,
     ).fit(X, y)
     assert len(search.cv_results_["params"]) == 6
     again = RaceSearchCV(
         KNeighborsClassifier(), param_distributions={"n_neighbors": randint(1, 80)},
-        n_candidates=6, cv=3, n_repeats=2, random_state=0,
+        n_iter=6, cv=3, n_repeats=2, random_state=0,
     ).fit(X, y)
     assert search.cv_results_["params"] == again.cv_results_["params"]
 
@@ -384,13 +384,15 @@ def test_frace_runs_the_same_search(easy_problem):
         (dict(param_grid=None), ValueError, "exactly one of `param_grid`"),
         (dict(param_distributions={"n_neighbors": [1, 2]}), ValueError, "exactly one"),
         (dict(n_candidates=3), ValueError, "`n_candidates` only applies"),
-        (dict(n_repeats=0), ValueError, "n_repeats"),
-        (dict(first_test=0), ValueError, "first_test"),
-        (dict(test="wilcoxon"), ValueError, "`test` must be one of"),
-        (dict(test=3), TypeError, "`test` must be a string"),
-        (dict(rope=-0.1), ValueError, "`rope` must be a finite number >= 0; got -0.1"),
-        (dict(error_score="nan"), ValueError, "`error_score`"),
-        (dict(executor="pool"), TypeError, "`executor`"),
+        (dict(n_iter=3), ValueError, "`n_iter` only applies"),
+        (dict(n_repeats=0), ValueError, "'n_repeats' parameter of RaceSearchCV.*Got 0"),
+        (dict(first_test=0), ValueError, "'first_test' parameter of RaceSearchCV.*Got 0"),
+        (dict(test="wilcoxon"), ValueError, "'test' parameter of RaceSearchCV.*Got 'wilcoxon'"),
+        (dict(test=3), TypeError, "'test' parameter of RaceSearchCV.*Got 3"),
+        (dict(rope=-0.1), ValueError, r"'rope' parameter of RaceSearchCV.*Got -0\.1"),
+        (dict(rope=float("inf")), ValueError, "'rope' parameter of RaceSearchCV.*Got inf"),
+        (dict(error_score="nan"), ValueError, "'error_score' parameter of RaceSearchCV"),
+        (dict(executor="pool"), TypeError, "'executor' parameter of RaceSearchCV"),
     ],
 )
 def test_bad_arguments_name_the_argument(easy_problem, kwargs, exc, match):
@@ -410,7 +412,10 @@ def test_correlated_ttest_matches_baycomp():
     rng = np.random.default_rng(4)
     n_folds, runs = 5, 3
     base = rng.normal(0.8, 0.03, size=n_folds * runs)
-    scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size), base + 0.005])
+    # Column 2 gets its own noise: a constant difference is a point mass, which the test caps
+    # by the IDP sign test on purpose (issue 11) and baycomp does not.
+    scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size),
+                              base + 0.005 + rng.normal(0, 0.002, base.size)])
     rope = 0.01
     test = CorrelatedTTestRacing(rho=1 / n_folds, rope=rope, credibility=0.5000001)
     decisions = {e.index: e for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
@@ -430,6 +435,11 @@ def test_correlated_ttest_leader_is_never_eliminated_and_zero_variance():
     scores = np.tile([0.9, 0.9, 0.5], (6, 1))
     test = CorrelatedTTestRacing(rho=0.2, rope=0.01)
     out = {e.index: e.reason for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
+    # Six splits tied with the leader are not evidence of equivalence (issue 11: the IDP cap);
+    # forty are.
+    assert out == {2: "dominated"}
+    many = np.tile([0.9, 0.9, 0.5], (40, 1))
+    out = {e.index: e.reason for e in test.decide(RaceView.from_scores(many, np.arange(3)), None)}
     assert out == {1: "indistinguishable", 2: "dominated"}
     assert CorrelatedTTestRacing(rho=0.2, rope=0.0).decide(RaceView.from_scores(scores[:, :2], np.arange(2)), None) == []
     with pytest.raises(ValueError, match="rho"):
@@ -480,7 +490,7 @@ def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
 
     search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
     test = search._racing_test(rho=0.2)
-    assert isinstance(test, BayesianTest) and test.small_n == "reject"
+    assert isinstance(test.inner, BayesianTest) and test.inner.small_n == "reject"
     # 6 splits, 10 candidates: one clearly worse candidate is dropped.
     rng = np.random.default_rng(0)
     scores = rng.normal(0.9, 0.01, size=(6, 10))
@@ -506,3 +516,187 @@ def test_score_resolution_turns_small_differences_into_ties():
     wrapped.decide(RaceView.from_scores(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3)), None)
     np.testing.assert_allclose(seen["scores"], [[0.90, 0.90, 0.93], [0.80, 0.80, 0.70]])
     assert wrapped.get_params()["rope"] == 0.01
+
+
+# ------------------------------------------------- scikit-learn conventions (issue 11)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(verbose="loud"), "verbose"),
+        (dict(return_train_score="yes"), "return_train_score"),
+        (dict(refit=3.5), "refit"),
+        (dict(n_jobs="two"), "n_jobs"),
+        (dict(n_repeats=1.5), "n_repeats"),
+        (dict(first_test=-1), "first_test"),
+        (dict(max_fits=0), "max_fits"),
+        (dict(rope="wide"), "rope"),
+        (dict(test="wilcoxon"), "test"),
+        (dict(timeout="1"), "timeout"),
+        (dict(executor=3), "executor"),
+        (dict(random_state="seed"), "random_state"),
+        (dict(param_grid="abc"), "param_grid"),
+    ],
+)
+def test_invalid_parameters_raise_sklearns_invalid_parameter_error(easy_problem, kwargs, name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = easy_problem
+    params = dict(param_grid=KNN_GRID, cv=2)
+    params.update(kwargs)
+    grid = params.pop("param_grid")
+    bad = next(iter(kwargs.values()))
+    with pytest.raises(InvalidParameterError, match=rf"'{name}' parameter of RaceSearchCV.*Got {bad!r}"):
+        RaceSearchCV(KNeighborsClassifier(), grid, **params).fit(X, y)
+
+
+def test_distribution_parameters_are_validated_too(easy_problem):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = easy_problem
+    for kwargs in (dict(n_iter=0), dict(n_iter="ten"), dict(n_candidates=0)):
+        with pytest.raises(InvalidParameterError):
+            RaceSearchCV(KNeighborsClassifier(), param_distributions={"n_neighbors": [1, 3]},
+                         cv=2, **kwargs).fit(X, y)
+
+
+def test_parameter_constraints_cover_every_init_parameter():
+    import inspect
+
+    names = set(inspect.signature(RaceSearchCV.__init__).parameters) - {"self"}
+    assert names == set(RaceSearchCV._parameter_constraints)
+
+
+def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_problem):
+    X, y = easy_problem
+    from scipy.stats import randint
+
+    dists = {"n_neighbors": randint(1, 80)}
+    common = dict(param_distributions=dists, cv=3, n_repeats=2, random_state=0)
+    search = RaceSearchCV(KNeighborsClassifier(), n_iter=4, **common).fit(X, y)
+    assert len(search.cv_results_["params"]) == 4
+    default = RaceSearchCV(KNeighborsClassifier(), **common).fit(X, y)
+    assert len(default.cv_results_["params"]) == 10  # RandomizedSearchCV's default n_iter
+    with pytest.warns(FutureWarning, match="`n_candidates` is deprecated.*`n_iter`"):
+        old = RaceSearchCV(KNeighborsClassifier(), n_candidates=4, **common).fit(X, y)
+    assert old.cv_results_["params"] == search.cv_results_["params"]
+    with pytest.raises(ValueError, match="give only `n_iter`"):
+        RaceSearchCV(KNeighborsClassifier(), n_iter=4, n_candidates=4, **common).fit(X, y)
+
+
+def test_verbose_levels_print_more_at_each_level(easy_problem, capsys):
+    X, y = easy_problem
+    common = dict(cv=3, n_repeats=4, first_test=3, random_state=0)
+    lines = {}
+    for level in (0, 1, 2, 3):
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, verbose=level, **common).fit(X, y)
+        lines[level] = capsys.readouterr().out.splitlines()
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, **common).fit(X, y)
+    assert lines[0] == []
+    # 1: the opening summary and one line per race step (a step per split here).
+    assert lines[1][0].startswith(
+        f"Racing {len(KNN_GRID['n_neighbors'])} candidates over 12 splits")
+    steps = [line for line in lines[1] if line.startswith("[RaceSearchCV]")]
+    assert len(steps) == len(lines[1]) - 1 == search.race_.n_instances - 3 + 1
+    assert steps[0].startswith("[RaceSearchCV] 3/12 splits, 15 fits")
+    assert steps[-1].startswith(f"[RaceSearchCV] {search.race_.n_instances}/12 splits, "
+                                f"{search.n_fits_} fits")
+    # 2: plus one [CV] END line per fit (as GridSearchCV at 2) and one per elimination.
+    fits2 = [line for line in lines[2] if line.startswith("[CV] END")]
+    assert len(fits2) == search.n_fits_
+    assert all("n_neighbors=" in line and "total time=" in line for line in fits2)
+    eliminated = [line for line in lines[2] if "eliminated #" in line]
+    assert len(eliminated) == len(search.race_.history) > 0
+    assert len(lines[2]) == len(lines[1]) + len(fits2) + len(eliminated)
+    # 3: the same fit lines with the split (k/N) and its test score.
+    fits3 = [line for line in lines[3] if line.startswith("[CV ")]
+    assert len(fits3) == search.n_fits_
+    assert all("score=" in line and "/12]" in line for line in fits3)
+    assert not any("score=" in line for line in fits2)
+
+
+def test_race_speaks_of_parameters_not_indices(easy_problem):
+    X, y = easy_problem
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=2, first_test=3,
+                          random_state=0).fit(X, y)
+    race = search.race_
+    assert race.best == search.best_params_
+    assert race.candidates == search.cv_results_["params"]
+    for record in race.history:
+        assert record.candidate == search.cv_results_["params"][record.candidate_index]
+        assert record.by == search.cv_results_["params"][record.by_index]
+    text = race.summary()
+    assert f"'n_neighbors': {search.best_params_['n_neighbors']}" in text.splitlines()[3]
+
+
+# ------------------------------------------------------------ tied coarse scores (issue 11)
+
+
+def test_tied_coarse_scores_give_no_near_certain_elimination_before_ten_splits(iris):
+    # Accuracy on 30-sample folds moves in steps of 1/30: most of this grid ties split by split.
+    # The DP sign test used to drop 20-22 of the 24 at the first test "with p=1".
+    X, y = iris
+    grid = {"C": np.logspace(-2, 3, 12).tolist(), "fit_intercept": [True, False]}
+    search = RaceSearchCV(LogisticRegression(max_iter=500), grid, cv=5, n_repeats=3,
+                          random_state=0).fit(X, y)
+    history = search.race_.history
+    assert len(history) > 0  # the race still races
+    for record in history:
+        if record.n_instances < 10:
+            assert record.probability < 0.999, record
+
+
+def test_all_tied_splits_are_not_evidence_of_equivalence():
+    # Six candidates tied on every split, one clearly worse. The tie is the DP prior's own
+    # point, so the DP band is exactly 1 after any number of splits; the IDP lower band is
+    # Pr[Beta(1, n) < 2 eps] = 1 - (1 - 2 eps)^n, which needs ~35 tied splits for 0.975.
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
+    test = search._racing_test(rho=0.2)
+    eps = test.inner.eps
+    for n, expect_equivalence in ((9, False), (60, True)):
+        scores = np.full((n, 6), 0.9)
+        scores[:, 5] = 0.5
+        out = test.decide(RaceView.from_scores(scores, np.arange(6)), np.random.default_rng(0))
+        equivalent = [e for e in out if e.reason == "indistinguishable"]
+        assert bool(equivalent) == expect_equivalence
+        for e in equivalent:
+            # the quadrature of prob_indistinguishable is accurate to ~2e-5
+            assert e.probability == pytest.approx(1 - (1 - 2 * eps) ** n, abs=1e-4)
+        dominated = [e for e in out if e.reason == "dominated"]
+        assert [e.index for e in dominated] == [5]
+        # n wins and no loss: the IDP lower probability is at most 1 - 2^-n
+        assert dominated[0].probability <= 1 - 2.0**-n + 1e-12
+
+
+def test_posterior_best_test_is_available_by_name(easy_problem):
+    from racer.posterior_best_test import PosteriorBestTest
+
+    X, y = easy_problem
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=4, first_test=3,
+                          test="posterior-best", random_state=0)
+    assert isinstance(search._racing_test(rho=0.2).inner, PosteriorBestTest)
+    search.fit(X, y)
+    assert {r.reason for r in search.race_.history} <= {"dominated"}
+    assert search.best_params_["n_neighbors"] in (1, 3, 5)
+    assert search.n_fits_ < 5 * 12
+
+
+def test_correlated_t_is_capped_on_tied_splits():
+    # Differences that are all equal make the t posterior a point mass: p = 1 from 5 splits.
+    # On tied splits the test's probabilities are capped by the IDP sign test.
+    scores = np.array([[0.9, 0.9, 0.8], [0.9, 0.9, 0.8], [0.9, 0.9, 0.8], [0.9, 0.9, 0.8],
+                       [0.9, 0.9, 0.8]])
+    scores[:, 0] += 0.001  # the leader: no tie with candidate 2, tied-like with 1 within rope
+    scores[:, 1] = scores[:, 0]  # candidate 1 ties the leader on every split
+    test = CorrelatedTTestRacing(rho=0.2, rope=0.01, credibility=0.95)
+    out = test.decide(RaceView.from_scores(scores), None)
+    # 2 loses every split by the same margin: a point mass, capped by the IDP sign test at
+    # 1 - 2^-5; 1 ties the leader on every split: equivalence capped at 1 - 0.9^5 = 0.41.
+    assert [(e.index, e.reason) for e in out] == [(2, "dominated")]
+    assert out[0].probability == pytest.approx(1 - 2.0**-5, rel=1e-12)
+    many = np.tile(scores[:1], (40, 1))
+    out = test.decide(RaceView.from_scores(many), None)
+    reasons = {e.index: (e.reason, e.probability) for e in out}
+    assert reasons[1][0] == "indistinguishable"
+    assert reasons[1][1] == pytest.approx(1 - 0.9**40, abs=1e-4)
