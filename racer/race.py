@@ -484,6 +484,36 @@ class Race:
 
         if instances is not None:
             self.add_instances(instances)
+        self._warn_if_no_racing()
+
+    def _warn_if_no_racing(self) -> None:
+        """Say at the start when nothing a test decides can save an evaluation.
+
+        After the first block, an elimination only pays off if the race can still afford a
+        block (``each_test`` instances for at least two survivors). When the budget or the
+        instances known at construction rule that out, the race is uniform allocation with a
+        winner picked on the first block: said now, not discovered afterwards.
+        """
+        n_cand = len(self._candidates)
+        if n_cand < 2 or isinstance(self._test, _NoElimination):
+            return  # the adapters' documented plain grid search is no racing on purpose
+        first_len = self._first_test
+        why = None
+        if self._budget is not None and self._budget - n_cand * first_len < 2 * self._each_test:
+            why = (f"`budget`={self._budget} pays for the first block ({n_cand} candidates x "
+                   f"{first_len} instances) and not for one more")
+        elif self._n_sources_added:  # instances given now; the ask/tell path may add later
+            left = self._instances_left()
+            if left is not None and left <= first_len:
+                why = f"only {left} instance(s) are available, all in the first block"
+        if why is not None:
+            warnings.warn(
+                f"{why}: no test can save an evaluation, so this race is uniform allocation "
+                "(every candidate on the same instances), not racing. Raise the budget, add "
+                "instances or lower `first_test`.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     # ------------------------------------------------------------------ public state
 

@@ -668,3 +668,27 @@ def test_a_failed_journaled_race_fails_again_on_resume(tmp_path):
             fixed, range(10), progress=False
         )
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (dict(budget=20, instances=range(100)), "budget`=20 pays for the first block"),
+        (dict(budget=21, instances=range(100), each_test=2), "pays for the first block"),
+        (dict(instances=range(5)), "only 5 instance"),
+        (dict(max_instances=5, instances=range(100)), "only 5 instance"),
+    ],
+)
+def test_a_race_that_cannot_race_says_so_at_the_start(options, match):
+    with pytest.warns(RuntimeWarning, match=match):
+        Race([0, 1, 2, 3], first_test=5, random_state=0, **options)
+
+
+def test_a_race_that_can_race_does_not_warn():
+    import warnings as _warnings
+
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        Race([0, 1, 2, 3], first_test=5, budget=22, instances=range(100), random_state=0)
+        Race([0, 1, 2, 3], first_test=5, instances=range(6), random_state=0)
+        Race([0, 1, 2, 3], first_test=5, instances=iter(range(5)), random_state=0)  # unknown size
