@@ -91,6 +91,11 @@ def run_engine(test, scores, seed):
         range(q), test=test, first_test=BLOCK, each_test=BLOCK, max_instances=n_rows,
         instances=range(n_rows), random_state=seed, winner="mean",
     )
+    return race_on_matrix(race, scores)
+
+
+def race_on_matrix(race, scores):
+    """Run ``race`` (instances = row indices) to its end on a pre-generated score matrix."""
     while not race.finished:
         batch = race.ask()
         if not batch:

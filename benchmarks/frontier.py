@@ -65,7 +65,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _racing_sim import SETTINGS, make_data, race_seed  # noqa: E402
+from _racing_sim import SETTINGS, make_data, race_on_matrix, race_seed  # noqa: E402
 
 BLOCK = 5
 MAX_INSTANCES = 1500
@@ -269,13 +269,8 @@ def race_budgeted(test, scores, seed, truth, budget):
     n_rows, q = scores.shape
     true_rank, best = _truth_ranks(truth)
     race = _new_race(test, n_rows, q, seed, budget=budget)
-    while not race.finished:
-        batch = race.ask()
-        if not batch:
-            break
-        for ev in batch:
-            race.tell(ev, float(scores[ev.instance, ev.candidate]))
-    return _snapshot(race, truth, true_rank, best, race.n_evaluations, race.n_instances), race.result()
+    result = race_on_matrix(race, scores)
+    return _snapshot(race, truth, true_rank, best, race.n_evaluations, race.n_instances), result
 
 
 def _truth_ranks(truth):

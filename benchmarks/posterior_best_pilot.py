@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _racing_sim import BLOCK, MAX_ITERATIONS, make_data, race_seed  # noqa: E402
+from _racing_sim import BLOCK, MAX_ITERATIONS, make_data, race_on_matrix, race_seed  # noqa: E402
 
 from racer import PosteriorBestTest, RaceView  # noqa: E402
 from racer._race_stats import RaceStats  # noqa: E402
@@ -132,13 +132,7 @@ def check_against_engine():
             race = Race(range(q), test=METHODS[name](), first_test=BLOCK, each_test=BLOCK,
                         max_instances=N_ROWS, instances=range(N_ROWS), random_state=11,
                         budget=budget)
-            while not race.finished:
-                batch = race.ask()
-                if not batch:
-                    break
-                for ev in batch:
-                    race.tell(ev, float(scores[ev.instance, ev.candidate]))
-            res = race.result()
+            res = race_on_matrix(race, scores)
             win, alive, ev = race_loop(METHODS[name](), scores, 11, budget)
             same = (res.best_index == win and ev == res.n_evaluations
                     and sorted(res.survivor_indices.tolist()) == sorted(alive.tolist()))
