@@ -71,6 +71,20 @@ class Problem:
         gap = value - self.oracle if self.direction == "minimize" else self.oracle - value
         return 0.0 if abs(gap) < 1e-12 else gap  # the oracle itself, up to rounding
 
+    def _set_oracle(self):
+        # Exact oracle of a 2-D mean surface on [-2, 2]^2: a 401 x 401 grid, refined by
+        # Nelder-Mead (subclasses define _mean(x, y)).
+        grid = np.linspace(-2, 2, 401)
+        gx, gy = np.meshgrid(grid, grid)
+        means = self._mean(gx.ravel(), gy.ravel())
+        k = int(np.argmin(means))
+        from scipy.optimize import minimize
+
+        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
+                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
+                       options={"xatol": 1e-8, "fatol": 1e-12})
+        self.oracle = float(min(opt.fun, means[k]))
+
 
 class Synthetic(Problem):
     name, direction = "synthetic", "minimize"
@@ -83,16 +97,7 @@ class Synthetic(Problem):
         self.b = rng.normal(0.0, 0.4, n_instances)
         self.amp = rng.uniform(0.0, 0.3, n_instances)
         self.phase = rng.uniform(0, 2 * np.pi, n_instances)
-        grid = np.linspace(-2, 2, 401)
-        gx, gy = np.meshgrid(grid, grid)
-        means = self._mean(gx.ravel(), gy.ravel())
-        k = int(np.argmin(means))
-        from scipy.optimize import minimize
-
-        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
-                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
-                       options={"xatol": 1e-8, "fatol": 1e-12})
-        self.oracle = float(min(opt.fun, means[k]))
+        self._set_oracle()
 
     def _values(self, x, y):  # (len(x), n_instances)
         x = np.asarray(x, dtype=float)[:, None]
@@ -298,18 +303,6 @@ class Multiplicative(Problem):
         self.phase = rng.uniform(0, 2 * np.pi, n_instances)
         self._set_oracle()
 
-    def _set_oracle(self):
-        # The same search as Synthetic's: 401 x 401 grid, refined by Nelder-Mead.
-        grid = np.linspace(-2, 2, 401)
-        gx, gy = np.meshgrid(grid, grid)
-        means = self._mean(gx.ravel(), gy.ravel())
-        k = int(np.argmin(means))
-        from scipy.optimize import minimize
-
-        opt = minimize(lambda p: self._mean(np.array([p[0]]), np.array([p[1]]))[0],
-                       [gx.ravel()[k], gy.ravel()[k]], method="Nelder-Mead",
-                       options={"xatol": 1e-8, "fatol": 1e-12})
-        self.oracle = float(min(opt.fun, means[k]))
 
     def _values(self, x, y):
         x = np.asarray(x, dtype=float)[:, None]
