@@ -35,8 +35,11 @@ from racer._validation import (
     check_int,
     check_nonnegative,
     check_option,
+    check_eps,
     check_positive,
     check_probability,
+    renamed_argument,
+    seed_from_random_state,
 )
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
@@ -177,8 +180,8 @@ class RacingPruner(BasePruner):
     under the Dirichlet-process posterior with prior strength ``prior_strength`` on the tie,
     the trial is pruned when, for some reference,
 
-    * ``P(theta < 1/2) > prob_threshold`` (*dominated*), or
-    * ``P(|theta - 1/2| < eps) > prob_threshold`` (*practically equivalent*, seed 002
+    * ``P(theta < 1/2) > credibility`` (*dominated*), or
+    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, seed 002
       section 7.1's band) **and** the reference is at least as good on the common steps.
 
     In both cases the reference's mean over the common steps must also be better than the
@@ -191,16 +194,20 @@ class RacingPruner(BasePruner):
     test : {"sign", "signed-rank"}
         The paired Bayesian test. The sign test has a closed form for dominance and looks only
         at who wins each instance; the signed-rank test also weighs how much (Monte Carlo).
-    prob_threshold : float in (0, 1)
+    credibility : float in (0, 1), default 0.95
         Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
         0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
-        see ``docs/optuna.md``).
+        see ``docs/optuna.md``). Named as in :class:`racer.BayesianTest` and
+        :mod:`racer.stats`.
+    prob_threshold : float, optional
+        Deprecated alias of ``credibility`` (a DeprecationWarning; giving both is a
+        ValueError).
     rope : float >= 0
         Region of practical equivalence on the score scale: paired differences no larger than
         this count as ties. ``0`` (default) counts only exact ties.
     eps : float in [0, 1/2)
         Half-width of the equivalence band on ``theta`` (seed 002 uses 0.05). ``0`` disables
-        pruning for equivalence.
+        pruning for equivalence. The same range as everywhere in racer.
     top_k : int >= 1
         Number of best completed trials used as references. With ``1`` the pruner trusts the
         single best, like WilcoxonPruner; a larger value also prunes against the runners-up,
@@ -220,11 +227,12 @@ class RacingPruner(BasePruner):
         ``"idp"`` (sign test only): the lower probability of the imprecise DP, with the
         pseudo-observation counted as a win of the trial, so a short losing streak is not
         certainty. The equivalence band always uses the DP.
-    random_state : int or None
-        Seed. Draws for a check come from ``default_rng([random_state, trial.number,
-        n_steps])``, so a decision depends only on what is in storage: the pruner keeps no
-        state, and any process re-checking the same trial at the same step agrees.
-        ``None`` draws one seed when the pruner is created.
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
+        Seed. Draws for a check come from ``default_rng([seed, trial.number, n_steps])``, so
+        a decision depends only on what is in storage: the pruner keeps no state, and any
+        process re-checking the same trial at the same step agrees. ``seed`` is
+        ``random_state`` itself for an int, one draw from it otherwise; ``None`` draws one
+        seed when the pruner is created.
 
     Notes
     -----
@@ -240,7 +248,7 @@ class RacingPruner(BasePruner):
       (over all its steps) beats the reference's mean over all the reference's steps is
       never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
-      whole trial is larger than ``1 - prob_threshold`` (seed 002 accepts this for racing).
+      whole trial is larger than ``1 - credibility`` (seed 002 accepts this for racing).
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
       reference holding one is skipped.
     * Single-objective studies only (Optuna's intermediate values are single-objective).
@@ -265,7 +273,7 @@ class RacingPruner(BasePruner):
         self,
         *,
         test: str = "sign",
-        prob_threshold: float = 0.95,
+        credibility: float | None = None,
         rope: float = 0.0,
         eps: float = 0.05,
         top_k: int = 1,
@@ -273,24 +281,23 @@ class RacingPruner(BasePruner):
         prior_strength: float = 1.0,
         n_samples: int = 2000,
         prior: str = "dp",
-        random_state: int | None = None,
+        random_state: Any = None,
+        prob_threshold: float | None = None,
     ) -> None:
         self._test = check_option(test, "test", ("sign", "signed-rank"))
         self._prior = check_option(prior, "prior", ("dp", "idp"))
         if self._prior == "idp" and self._test != "sign":
             raise ValueError("`prior='idp'` is implemented for test='sign' only")
-        self._prob_threshold = check_probability(prob_threshold, "prob_threshold")
+        credibility = renamed_argument(credibility, "credibility", prob_threshold,
+                                       "prob_threshold", 0.95)
+        self._prob_threshold = check_probability(credibility, "credibility")
         self._rope = check_nonnegative(rope, "rope")
-        self._eps = check_nonnegative(eps, "eps")
-        if self._eps >= 0.5:
-            raise ValueError(f"`eps` must lie in [0, 0.5); got {self._eps}")
+        self._eps = check_eps(eps, "eps")
         self._top_k = check_int(top_k, "top_k", minimum=1)
         self._n_startup_steps = check_int(n_startup_steps, "n_startup_steps", minimum=2)
         self._prior_strength = check_positive(prior_strength, "prior_strength")
         self._n_samples = check_int(n_samples, "n_samples", minimum=100)
-        if random_state is None:
-            random_state = int(np.random.SeedSequence().generate_state(1)[0])
-        self._seed = check_int(random_state, "random_state", minimum=0)
+        self._seed = seed_from_random_state(random_state)
 
     # The decision is split from ``prune`` so that tests and the benchmarks can read the
     # probabilities behind it.
@@ -449,7 +456,7 @@ def instance_objective(
     *,
     on_prune: str = "prune",
     shuffle: bool = True,
-    random_state: int | None = None,
+    random_state: Any = None,
 ) -> Callable[[optuna.Trial], float]:
     """Turn ``evaluate(trial, instance)`` into an objective with the instance-wise reporting loop.
 
@@ -487,10 +494,10 @@ def instance_objective(
     shuffle : bool
         Visit instances in a random order per trial (recommended: otherwise every trial
         starts on the same instances and the search overfits them).
-    random_state : int or None
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seed for the visiting orders; the order of trial ``t`` is drawn from
-        ``default_rng([random_state, t.number])``, so it is reproducible and the same in every
-        worker process.
+        ``default_rng([seed, t.number])`` (``seed`` is ``random_state`` for an int, one draw
+        from it otherwise), so it is reproducible and the same in every worker process.
 
     Examples
     --------
@@ -512,9 +519,7 @@ def instance_objective(
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
     on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
     shuffle = check_bool(shuffle, "shuffle")
-    if random_state is None:
-        random_state = int(np.random.SeedSequence().generate_state(1)[0])
-    seed = check_int(random_state, "random_state", minimum=0)
+    seed = seed_from_random_state(random_state)
     n_instances = len(instances)
 
     def objective(trial: optuna.Trial) -> float:
@@ -710,8 +715,9 @@ class IteratedRace:
         and replaced) and, like one whose worker died, recorded as failed (NaN in the trial's
         scores, raced as worst); ``evaluate`` must be importable by name. Cannot be combined
         with ``executor``.
-    random_state : int or None
-        Seeds the instance order, the default sampler and every race.
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
+        Seeds the instance order, the default sampler and every race (one seed: the int
+        itself, or one draw from the others).
 
     Examples
     --------
@@ -747,7 +753,7 @@ class IteratedRace:
         executor: Any = None,
         n_jobs: int | None = None,
         timeout: float | None = None,
-        random_state: int | None = None,
+        random_state: Any = None,
     ) -> None:
         from racer.elimination import RacingTest
 
@@ -788,9 +794,7 @@ class IteratedRace:
         self._n_elites = check_int(n_elites, "n_elites", minimum=1, allow_none=True)
         self._first_test = check_int(first_test, "first_test", minimum=1)
         self._each_test = check_int(each_test, "each_test", minimum=1)
-        if random_state is None:
-            random_state = int(np.random.SeedSequence().generate_state(1)[0])
-        self._seed = check_int(random_state, "random_state", minimum=0)
+        self._seed = seed_from_random_state(random_state)
         if executor is not None and not hasattr(executor, "submit"):
             raise TypeError(
                 f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
@@ -817,7 +821,8 @@ class IteratedRace:
             self._study = study
         else:
             if sampler is None:
-                sampler = optuna.samplers.TPESampler(seed=self._seed)
+                # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
+                sampler = optuna.samplers.TPESampler(seed=self._seed % 2**32)
             self._study = optuna.create_study(
                 storage=storage, sampler=sampler, study_name=study_name,
                 direction=self._direction, load_if_exists=True,
@@ -959,7 +964,6 @@ class IteratedRace:
         from racer.race import Race, RaceFailedError, _NoElimination
 
         study = self._study
-        maximize = self._direction == "maximize"
         n_total = len(self._instances)
         order = np.random.default_rng([self._seed, 0x0DE5]).permutation(n_total).tolist()
 
@@ -1044,7 +1048,7 @@ class IteratedRace:
                 candidates,
                 test=_NoElimination() if short else _protect_elites_test(
                     self._test, len(elites), n_seen),
-                maximize=maximize,
+                direction=self._direction,
                 budget=race_budget,
                 first_test=n_total if short else self._first_test,
                 each_test=self._each_test,

@@ -484,7 +484,7 @@ class RaceSearchCV(BaseSearchCV):
         as failed fits (``error_score``, ``n_fits_failed``). The estimator, data and
         ``fit_params`` must then be picklable and the estimator's class importable. Cannot be
         combined with ``executor`` (a ValueError).
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.
 
     Attributes
@@ -602,8 +602,9 @@ class RaceSearchCV(BaseSearchCV):
         "executor": [HasMethods(["submit"]), None],
         # The range (> 0, finite) is racer's check_timeout, shared with IteratedRace.
         "timeout": [numbers.Real, None],
-        # scikit-learn's "random_state" (None, int, RandomState) plus racer's Generator.
-        "random_state": ["random_state", np.random.Generator],
+        # scikit-learn's "random_state" (None, int, RandomState) plus racer's Generator and
+        # SeedSequence: racer's one seed convention (README, "Conventions").
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
     }
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
@@ -678,7 +679,7 @@ class RaceSearchCV(BaseSearchCV):
         if timeout is not None:
             effective_n_jobs(self.n_jobs)
         if not isinstance(self.random_state, np.random.RandomState):
-            check_random_state(self.random_state)
+            check_random_state(self.random_state)  # a RandomState would advance: fit draws
 
     def _candidate_params(self, rng: np.random.Generator) -> list[dict]:
         if self.param_grid is not None:
@@ -737,11 +738,7 @@ class RaceSearchCV(BaseSearchCV):
         self
         """
         self._check_race_params()
-        rng = check_random_state(
-            self.random_state.randint(0, 2**31 - 1)
-            if isinstance(self.random_state, np.random.RandomState)
-            else self.random_state
-        )
+        rng = check_random_state(self.random_state)  # racer's one seed convention
         # Draw every seed up front so that each use has its own stream whatever the others do.
         seed_candidates, seed_splits, seed_order, seed_race = (
             np.random.default_rng(s) for s in rng.integers(0, 2**63 - 1, size=4)
@@ -957,7 +954,7 @@ class RaceSearchCV(BaseSearchCV):
             # parameters; positions still index cv_results_.
             candidates,
             test=racing_test,
-            maximize=True,
+            direction="maximize",  # scikit-learn scorers: greater is better
             budget=self.max_fits,
             max_instances=len(splits),
             first_test=first_test,

@@ -89,7 +89,7 @@ def run_engine(test, scores, seed):
     # irace rank sum, would make the methods' winners incomparable).
     race = Race(
         range(q), test=test, first_test=BLOCK, each_test=BLOCK, max_instances=n_rows,
-        instances=range(n_rows), random_state=seed, winner="mean",
+        instances=range(n_rows), random_state=seed, winner="mean", direction="maximize"
     )
     return race_on_matrix(race, scores)
 

@@ -226,7 +226,7 @@ def _new_race(test, n_rows, q, seed, budget=None):
     from racer.race import Race
 
     return Race(range(q), test=test, first_test=BLOCK, each_test=BLOCK, max_instances=n_rows,
-                instances=range(n_rows), random_state=seed, budget=budget)
+                instances=range(n_rows), random_state=seed, budget=budget, direction="maximize")
 
 
 def _snapshot(race, truth, true_rank, best, evaluations, rows):

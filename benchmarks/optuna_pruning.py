@@ -457,7 +457,7 @@ def make_pruner(name, seed):
         elif part.startswith("top"):
             kwargs["top_k"] = int(part[3:])
         elif part.startswith("p"):
-            kwargs["prob_threshold"] = float(part[1:])
+            kwargs["credibility"] = float(part[1:])
         elif part.startswith("s"):
             kwargs["n_startup_steps"] = int(part[1:])
         elif part.startswith("eps"):

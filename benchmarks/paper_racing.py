@@ -321,7 +321,7 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
             irace_counts = [int(v) for v in out.split("COUNTS")[1].split("ELITE")[0].split()]
             irace_elite = int(out.split("ELITE")[1].split()[0]) - 1
             race = Race(range(q), test=FRaceTest(post_hoc="conover"), first_test=5, each_test=1,
-                        max_instances=n_rows, instances=range(n_rows), random_state=0)
+                        max_instances=n_rows, instances=range(n_rows), random_state=0, direction="maximize")
             while not race.finished:
                 for ev in race.ask():
                     race.tell(ev, float(scores[ev.instance, ev.candidate]))

@@ -131,7 +131,7 @@ def check_against_engine():
         for name in ("pbest", "conover"):
             race = Race(range(q), test=METHODS[name](), first_test=BLOCK, each_test=BLOCK,
                         max_instances=N_ROWS, instances=range(N_ROWS), random_state=11,
-                        budget=budget)
+                        budget=budget, direction="maximize")
             res = race_on_matrix(race, scores)
             win, alive, ev = race_loop(METHODS[name](), scores, 11, budget)
             same = (res.best_index == win and ev == res.n_evaluations

@@ -248,7 +248,7 @@ def _replay(scores, order, test, first_test):
 
     race = Race(
         list(range(scores.shape[1])), test=test, first_test=first_test,
-        instances=order.tolist(), random_state=0,
+        instances=order.tolist(), random_state=0, direction="maximize"
     )
     while not race.finished:
         for ev in race.ask():

@@ -67,7 +67,7 @@ def race_speed(name, test, scores, means, seed):
     timed = Timed(test)
     lookup = scores.__getitem__
     start = time.perf_counter()
-    res = Race(range(n_candidates), test=timed, first_test=5, each_test=1, random_state=seed).run(
+    res = Race(range(n_candidates), test=timed, first_test=5, each_test=1, random_state=seed, direction="maximize").run(
         lambda c, i: lookup((i, c)), range(n_instances), progress=False
     )
     wall = time.perf_counter() - start

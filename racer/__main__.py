@@ -216,7 +216,7 @@ def main(argv=None):
         race = Race(
             candidates,
             test=_make_test(args.test),
-            maximize=False,
+            direction="minimize",
             budget=args.budget,
             first_test=args.first_test,
             each_test=args.each_test,

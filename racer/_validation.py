@@ -8,6 +8,7 @@ value, so that a user reading a traceback knows what to change.
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,10 @@ __all__ = [
     "as_paired",
     "as_1d",
     "check_random_state",
+    "seed_from_random_state",
+    "check_direction",
+    "check_eps",
+    "renamed_argument",
     "check_option",
     "check_probability",
     "check_positive",
@@ -155,28 +160,64 @@ def as_paired(
     return xa, ya
 
 
-def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
-    """Turn None, an int, a SeedSequence or a Generator into a ``numpy.random.Generator``.
+_SEED_TYPES = (
+    "None, a non-negative int, a numpy Generator, RandomState or SeedSequence"
+)
 
-    An existing Generator is returned as is (so the caller's stream advances), as in SciPy.
+
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+    """Turn any accepted ``random_state`` into a ``numpy.random.Generator``: racer's one seed
+    convention (README, "Conventions").
+
+    Accepted: None (fresh OS entropy), a non-negative int, a ``numpy.random.SeedSequence``, a
+    ``numpy.random.Generator`` (returned as is, so the caller's stream advances, as in SciPy)
+    or a legacy ``numpy.random.RandomState`` (scikit-learn's convention: one integer is drawn
+    from it, so it advances too, and the same RandomState state gives the same Generator).
+
+    >>> import numpy as np
+    >>> a = check_random_state(np.random.RandomState(0)).integers(1000)
+    >>> b = check_random_state(np.random.RandomState(0)).integers(1000)
+    >>> bool(a == b)
+    True
     """
     # bool is an Integral, but `random_state=True` is a mistake (a flag passed by position),
     # not seed 1.
     if isinstance(random_state, (bool, np.bool_)):
-        raise TypeError(
-            f"`{name}` must be None, an int, a numpy SeedSequence or a numpy Generator; "
-            f"got {_describe(random_state)}"
-        )
+        raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         if isinstance(random_state, numbers.Integral) and random_state < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.Generator):
         return random_state
-    raise TypeError(
-        f"`{name}` must be None, an int, a numpy SeedSequence or a numpy Generator; "
-        f"got {_describe(random_state)}"
-    )
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(0, 2**63 - 1, dtype=np.int64)))
+    raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
+
+
+def seed_from_random_state(random_state: Any, name: str = "random_state") -> int:
+    """One non-negative integer seed from any accepted ``random_state`` (see
+    :func:`check_random_state`), for what must store or derive its seed as a number (a race's
+    journal, ``default_rng([seed, step])`` streams, an Optuna sampler's ``seed``).
+
+    An int is returned unchanged and None draws fresh entropy; a Generator, RandomState or
+    SeedSequence gives one draw of the Generator :func:`check_random_state` makes of it, so a
+    Generator or RandomState advances and the same state gives the same seed.
+
+    >>> seed_from_random_state(7)
+    7
+    >>> import numpy as np
+    >>> seed_from_random_state(np.random.SeedSequence(3)) == seed_from_random_state(
+    ...     np.random.SeedSequence(3))
+    True
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> np.uint64(1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")
+        return int(random_state)
+    return int(check_random_state(random_state, name).integers(0, 2**63 - 1))
 
 
 def check_option(value: Any, name: str, options: Sequence[str]) -> str:
@@ -240,6 +281,82 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be True or False; got {_describe(value)}")
     return bool(value)
+
+
+_DIRECTIONS = ("minimize", "maximize")
+
+
+def check_direction(direction: Any, maximize: Any = None, *, stacklevel: int = 3) -> str:
+    """Resolve ``direction`` and the deprecated ``maximize`` flag into ``"minimize"`` or
+    ``"maximize"``: racer's one direction convention (README, "Conventions").
+
+    ``direction=None`` means the default, ``"minimize"`` (as in irace, Optuna and
+    ``scipy.optimize``). ``maximize`` (racer's old keyword, whose default was True) is accepted
+    with a DeprecationWarning saying what to write instead; giving both is a ValueError, so
+    that neither silently wins.
+
+    >>> check_direction(None), check_direction("maximize")
+    ('minimize', 'maximize')
+    """
+    if maximize is not None:
+        if direction is not None:
+            raise ValueError(
+                "give `direction` only (`maximize` is its deprecated alias); got "
+                f"direction={_describe(direction)} and maximize={_describe(maximize)}"
+            )
+        new = "maximize" if check_bool(maximize, "maximize") else "minimize"
+        warnings.warn(
+            f"`maximize={bool(maximize)}` is deprecated and will be removed; write "
+            f"direction={new!r} (the default direction is 'minimize')",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        return new
+    if direction is None:
+        return "minimize"
+    return check_option(direction, "direction", _DIRECTIONS)
+
+
+def renamed_argument(
+    value: Any, name: str, old_value: Any, old_name: str, default: Any, *, stacklevel: int = 3
+) -> Any:
+    """The value of an argument that was renamed: ``value`` (``default`` when it is None), or
+    the deprecated ``old_name``'s value with a DeprecationWarning saying what to write; giving
+    both is a ValueError. Range checks are the caller's, under the new name.
+
+    >>> renamed_argument(None, "credibility", None, "prob_threshold", 0.95)
+    0.95
+    """
+    if old_value is None:
+        return default if value is None else value
+    if value is not None:
+        raise ValueError(
+            f"give `{name}` only (`{old_name}` is its deprecated alias); got "
+            f"{name}={_describe(value)} and {old_name}={_describe(old_value)}"
+        )
+    warnings.warn(
+        f"`{old_name}` is deprecated and will be removed; write {name}={_describe(old_value)}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+    return old_value
+
+
+def check_eps(value: Any, name: str = "eps") -> float:
+    """Check the half-width ``eps`` of the indistinguishability band ``|theta - 1/2| < eps``
+    (``theta = P(X > Y) + 1/2 P(X = Y)``, seed 002 section 7.1): a practical-equivalence width
+    on the probability scale, the same range everywhere in racer, ``[0, 0.5)``.
+
+    ``0`` is an empty band (no pair is ever indistinguishable: equivalence eliminations off);
+    ``0.5`` or more would cover every value theta can take and call every pair equivalent.
+    """
+    v = _as_real(value, name)
+    if not 0.0 <= v < 0.5:
+        raise ValueError(
+            f"`{name}` (half-width of the band |theta - 1/2| < {name}) must lie in [0, 0.5): 0 "
+            f"turns equivalence off, 0.5 would call every pair equivalent; got {v}"
+        )
+    return v
 
 
 def orient(scores: np.ndarray, maximize: bool) -> np.ndarray:

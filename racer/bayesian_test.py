@@ -41,6 +41,7 @@ from scipy import special
 
 from racer._validation import (
     check_bool,
+    check_eps,
     check_int,
     check_option,
     check_positive,
@@ -83,8 +84,9 @@ class BayesianTest(RacingTest):
         and posterior probability of the band ``|theta - 1/2| < eps`` that declares a pair
         indistinguishable (``1 - gamma`` in seed 002; a loss ratio ``K1/(K0+K1)`` in eq. 12).
         The paper used 0.95; 0.975 was chosen on pilot seeds (see ``docs/racing-tests.md``).
-    eps : float, default 0.05
-        Half-width of the practical-equivalence band around ``theta = 1/2``.
+    eps : float in [0, 0.5), default 0.05
+        Half-width of the practical-equivalence band around ``theta = 1/2`` (``0`` turns
+        indistinguishability eliminations off; the same range everywhere in racer).
     prior_strength : float, default 1.0
         DP prior strength ``s``; the prior point sits at the all-tied outcome.
     n_samples : int, default 10_000
@@ -161,9 +163,7 @@ class BayesianTest(RacingTest):
 
     def __post_init__(self):
         self.credibility = check_probability(self.credibility, "credibility")
-        self.eps = check_probability(self.eps, "eps")
-        if self.eps >= 0.5:
-            raise ValueError(f"`eps` must be < 0.5; got {self.eps}")
+        self.eps = check_eps(self.eps, "eps")
         self.prior_strength = check_positive(self.prior_strength, "prior_strength")
         self.n_samples = check_int(self.n_samples, "n_samples", minimum=100)
         self.gate_credibility = check_probability(self.gate_credibility, "gate_credibility")

@@ -31,7 +31,13 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from ._race_stats import RaceStats
-from ._validation import check_bool, check_int, check_option
+from ._validation import (
+    check_bool,
+    check_direction,
+    check_int,
+    check_option,
+    seed_from_random_state,
+)
 from .elimination import Elimination, RaceView, RacingTest
 from .result import EliminationRecord, RaceResult
 from .stats._ranks import block_ranks
@@ -114,22 +120,6 @@ def _stable_repr(obj: Any) -> str:
 def _clip(obj: Any, width: int = 80) -> str:
     text = _stable_repr(obj)
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _seed_from(random_state: Any) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"`random_state` must be a non-negative integer; got {random_state}")
-        return int(random_state)
-    if isinstance(random_state, np.random.Generator):
-        # Drawing one integer advances the caller's generator, as scikit-learn and SciPy do.
-        return int(random_state.integers(0, 2**63 - 1))
-    raise TypeError(
-        f"`random_state` must be None, a non-negative int or a numpy Generator; "
-        f"got {random_state!r}"
-    )
 
 
 def _describe_value(value: Any) -> str:
@@ -227,9 +217,13 @@ class Race:
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
         (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
         ``racer.BayesianTest()`` is seed 002's procedure.
-    maximize : bool, default True
-        Whether larger scores are better. The test always sees larger-is-better scores
-        (negated when ``maximize=False``).
+    direction : {"minimize", "maximize"}, default "minimize"
+        Whether smaller or larger scores are better (Optuna's word; irace, Optuna and
+        ``scipy.optimize`` all minimise by default; racer 0.1 maximised, see CHANGELOG.md). The test
+        always sees larger-is-better scores (negated when minimising).
+    maximize : bool, optional
+        Deprecated alias: ``maximize=True`` is ``direction="maximize"`` (a
+        DeprecationWarning; it will be removed). Giving both is a ValueError.
     budget : int, optional
         Maximum number of evaluations. A block is only started when the budget can pay for
         all of it (survivors x its planned number of instances), as in irace, so the race may
@@ -281,8 +275,10 @@ class Race:
         alike here, because every survivor has seen the same instances. None uses the
         rule the test states (its class attribute ``winner``; ``FRaceTest`` states
         ``"rank_sum"`` so that the F-race baseline returns irace's elite), else ``"mean"``.
-    random_state : None, int or numpy.random.Generator
-        Seeds the race. The test at step ``k`` receives ``numpy.random.default_rng([seed, k])``,
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
+        Seeds the race (racer's one seed convention, see
+        :func:`racer._validation.check_random_state`: a Generator or RandomState gives one
+        draw and advances). The test at step ``k`` receives ``numpy.random.default_rng([seed, k])``,
         never a shared sequential generator, so a resumed race decides exactly as an
         uninterrupted one. With ``storage`` and ``random_state=None``, a resumed race reuses the
         seed in the journal.
@@ -356,8 +352,8 @@ class Race:
     ...         return [Elimination(worst, "dominated", best, 1.0)] if worst != best else []
     ...     def get_params(self):
     ...         return {}
-    >>> r = Race([0.1, 0.5, 0.9], test=DropWorstMean(), first_test=2, max_instances=10,
-    ...          instances=range(100), random_state=0)
+    >>> r = Race([0.1, 0.5, 0.9], test=DropWorstMean(), direction="maximize", first_test=2,
+    ...          max_instances=10, instances=range(100), random_state=0)
     >>> while not r.finished:
     ...     for ev in r.ask():
     ...         r.tell(ev, ev.candidate + 0.01 * ev.instance)
@@ -370,7 +366,7 @@ class Race:
         candidates: Iterable,
         *,
         test: RacingTest | None = None,
-        maximize: bool = True,
+        direction: str | None = None,
         budget: int | None = None,
         max_instances: int | None = None,
         first_test: int = 5,
@@ -383,6 +379,7 @@ class Race:
         random_state: Any = None,
         storage: Any = None,
         metadata: dict | None = None,
+        maximize: bool | None = None,
     ) -> None:
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
@@ -399,7 +396,8 @@ class Race:
         if not isinstance(test, RacingTest):
             raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
         self._test = test
-        self._maximize = check_bool(maximize, "maximize")
+        self._direction = check_direction(direction, maximize)
+        self._maximize = self._direction == "maximize"
         self._budget = check_int(budget, "budget", minimum=1, allow_none=True)
         self._max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
         self._first_test = check_int(first_test, "first_test", minimum=1)
@@ -443,7 +441,7 @@ class Race:
         if storage is not None:
             self._open_storage(storage, random_state)
         else:
-            self._seed = _seed_from(random_state)
+            self._seed = seed_from_random_state(random_state)
 
         # Scores grow by doubling so appending a row is amortised O(survivors).
         capacity = 64
@@ -1042,7 +1040,7 @@ class Race:
             "candidates": [_stable_repr(c) for c in self._candidates],
             "test": f"{type(self._test).__module__}.{type(self._test).__qualname__}",
             "test_params": {k: _stable_repr(v) for k, v in sorted(params.items())},
-            "maximize": self._maximize,
+            "direction": self._direction,
             "budget": self._budget,
             "max_instances": self._max_instances,
             "first_test": self._first_test,
@@ -1069,7 +1067,7 @@ class Race:
             if random_state is None and stored_seed is not None:
                 seed = stored_seed
             else:
-                seed = _seed_from(random_state)
+                seed = seed_from_random_state(random_state)
             fingerprint = self._fingerprint(seed_spec)
             fingerprint["seed"] = str(seed)
             journal.claim(fingerprint, seed)
@@ -1315,7 +1313,7 @@ def race(
     """Race ``candidates`` over ``instances`` with ``evaluate(candidate, instance) -> float``.
 
     One call for scripts: ``Race(candidates, **options).run(evaluate, instances, executor=...,
-    n_jobs=..., timeout=..., progress=...)`` (see :meth:`Race.run` for ``timeout``). See :class:`Race` for the options (``test``, ``maximize``,
+    n_jobs=..., timeout=..., progress=...)`` (see :meth:`Race.run` for ``timeout``). See :class:`Race` for the options (``test``, ``direction``,
     ``budget``, ``max_instances``, ``first_test``, ``each_test``, ``min_survivors``,
     ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``).
 
@@ -1325,8 +1323,8 @@ def race(
     ...         return []
     ...     def get_params(self):
     ...         return {}
-    >>> res = race(lambda c, i: -abs(c - 3), [1, 2, 3, 4], range(6), test=KeepAll(),
-    ...            progress=False, random_state=0)
+    >>> res = race(lambda c, i: abs(c - 3), [1, 2, 3, 4], range(6), test=KeepAll(),
+    ...            progress=False, random_state=0)  # a loss: minimised by default
     >>> res.best, res.n_evaluations
     (3, 24)
     """

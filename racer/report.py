@@ -115,7 +115,7 @@ def result_from_journal(journal: Any) -> RaceResult:
     ...            random_state=0, storage=path)
     >>> back = result_from_journal(path)
     >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
-    (5.0, True, True)
+    (0.0, True, True)
     """
     data = _load(journal)
     fp = data["fingerprint"]
@@ -123,7 +123,7 @@ def result_from_journal(journal: Any) -> RaceResult:
     n_cand = len(cand_reprs)
     if n_cand == 0:
         raise ValueError("the journal's fingerprint lists no candidates")
-    maximize = bool(fp.get("maximize", True))
+    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
     instances = [Repr(t) for t in data["instances"]]
     n_rows = len(instances)
     for cand, inst, _v, _e in data["evaluations"]:
@@ -554,7 +554,7 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
 
 
 def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: float = 0.0,
-                 title: str | None = None, random_state: int = 0) -> str:
+                 title: str | None = None, random_state: Any = 0) -> str:
     """Write a self-contained HTML report of the race journaled at ``journal_path``.
 
     Works on a finished race, an interrupted one and one still running (the journal is read
@@ -574,12 +574,12 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     >>> "<svg" in open(out).read()
     True
     """
-    from ._validation import check_int, check_nonnegative
+    from ._validation import check_nonnegative, seed_from_random_state
 
     journal_text = _as_path(journal_path, "journal_path")
     out = _output_path(output_path, "output_path")
     rope = check_nonnegative(rope, "rope")
-    random_state = check_int(random_state, "random_state", minimum=0)
+    random_state = seed_from_random_state(random_state)  # one seed shared by the figures
     if title is not None and not isinstance(title, str):
         raise TypeError(f"`title` must be a str or None; got {title!r}")
     data = _load(journal_text)

@@ -119,7 +119,7 @@ class RaceResult:
         ``"min_survivors"``, ``"budget"``, ``"max_instances"`` or ``"instances_exhausted"``
         (``"running"`` for the result of an unfinished race).
     maximize : bool
-        Whether larger scores were better.
+        Whether larger scores were better (``direction == "maximize"``).
     budget : int or None
         The evaluation budget given.
     seed : int
@@ -139,8 +139,9 @@ class RaceResult:
     ...         return [Elimination(int(means.argmin()), "dominated", int(means.argmax()), 1.0)]
     ...     def get_params(self):
     ...         return {}
+    >>> loss = lambda c, i: abs(c["lr"] - 0.3) + 0.01 * i  # minimised (the default direction)
     >>> res = Race([{"lr": 0.1}, {"lr": 0.2}, {"lr": 0.3}], test=DropWorst(), first_test=2,
-    ...            random_state=0).run(lambda c, i: c["lr"] + 0.01 * i, range(10), progress=False)
+    ...            random_state=0).run(loss, range(10), progress=False)
     >>> res.best, res.n_evaluations, [h.n_instances for h in res.history]
     ({'lr': 0.3}, 8, [2, 3])
     >>> res.history[0]
@@ -167,6 +168,11 @@ class RaceResult:
     budget: int | None
     seed: int
     n_instances_available: int | None = None
+
+    @property
+    def direction(self) -> str:
+        """``"maximize"`` or ``"minimize"``: the race's ``direction``."""
+        return "maximize" if self.maximize else "minimize"
 
     def __repr__(self) -> str:
         return (

@@ -177,6 +177,15 @@ def _as_path(path: Any, arg: str) -> str:
     return text
 
 
+def _upgrade_fingerprint(fingerprint: Any) -> Any:
+    """A fingerprint in today's keys: journals of racer 0.1 stored ``maximize`` (a bool) where
+    races now store ``direction``; both name the same setting, so an old journal resumes."""
+    if isinstance(fingerprint, dict) and "maximize" in fingerprint and "direction" not in fingerprint:
+        fingerprint = dict(fingerprint)
+        fingerprint["direction"] = "maximize" if fingerprint.pop("maximize") else "minimize"
+    return fingerprint
+
+
 def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
     """Return the absolute path after checking that it can be a journal file."""
     absolute = os.path.abspath(text)
@@ -497,14 +506,20 @@ class Journal:
                     (json.dumps(fingerprint, sort_keys=True), str(seed)),
                 )
             return
-        old = json.loads(stored)
+        old = _upgrade_fingerprint(json.loads(stored))
         if old != fingerprint:
             diffs = [k for k in sorted(set(old) | set(fingerprint)) if old.get(k) != fingerprint.get(k)]
             details = "; ".join(
                 f"{k}: journal {_clip(old.get(k))} vs now {_clip(fingerprint.get(k))}" for k in diffs
             )
+            hint = ""
+            if "direction" in diffs and old.get("direction") in ("minimize", "maximize"):
+                # The likeliest cause: a journal of racer 0.1, which maximised by default,
+                # resumed under today's default, "minimize".
+                hint = (f" (its race ran with direction={old['direction']!r}: pass "
+                        f"direction={old['direction']!r} to resume it)")
             raise ValueError(
-                f"`storage`={self.path!r} holds a different race ({details}); "
+                f"`storage`={self.path!r} holds a different race ({details}){hint}; "
                 "pass the same candidates, test and options to resume it, or use a new file"
             )
 
@@ -598,7 +613,8 @@ def read_journal(path: Any) -> dict:
     Returns ``{"fingerprint": dict, "seed": int, "instances": [repr, ...],
     "evaluations": [(candidate, instance, value, error), ...], "decisions": [(step,
     n_instances, candidate, reason, by, probability), ...]}`` (``fingerprint`` and ``seed``
-    are None before the race claimed the journal).
+    are None before the race claimed the journal; a racer 0.1 fingerprint's ``maximize``
+    flag is returned as today's ``direction``).
 
     >>> import os, tempfile
     >>> from racer import Race
@@ -639,7 +655,8 @@ def read_journal(path: Any) -> dict:
 
         meta = dict(rows("SELECT key, value FROM meta", "meta"))
         result = {
-            "fingerprint": json.loads(meta["fingerprint"]) if "fingerprint" in meta else None,
+            "fingerprint": (_upgrade_fingerprint(json.loads(meta["fingerprint"]))
+                            if "fingerprint" in meta else None),
             "seed": int(meta["seed"]) if "seed" in meta else None,
             "instances": [r[0] for r in rows("SELECT repr FROM instances ORDER BY idx", "instances")],
             "evaluations": rows(

@@ -139,8 +139,12 @@ def test_band_edge_cases():
     expected = stats.beta.cdf(0.4, 7, 3 + 1.0)
     assert prob_indistinguishable(0, 7, 10, 1.0, 0.2) == pytest.approx(expected, rel=1e-12)
     assert prob_indistinguishable(7, 0, 10, 1.0, 0.2) == pytest.approx(expected, rel=1e-12)
-    # The widest band contains every theta.
-    assert prob_indistinguishable(30, 2, 40, 1.0, 0.5) == 1.0
+    # eps=0 is an empty band: nothing lies strictly inside, not even theta = 1/2 from ties.
+    assert prob_indistinguishable(30, 2, 40, 1.0, 0.0) == 0.0
+    assert prob_indistinguishable(0, 0, 7, eps=0.0) == 0.0
+    counts = SignCounts.from_scores(np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 3.0]]))
+    band = counts.prob_indistinguishable(eps=0.0)
+    assert band[0, 1] == band[0, 2] == 0.0
     # Symmetric in wins and losses, and vectorised with broadcasting.
     out = prob_indistinguishable([3, 10], [10, 3], 20)
     # Swapping wins and losses evaluates I_x(b, a) instead of I_x(a, b): equal in exact
@@ -378,7 +382,7 @@ def test_direction_symmetry_and_maximize():
         (dict(x=[1.0, np.nan, 2.0]), ValueError, "`x` must be finite"),
         (dict(prior_strength=0.0), ValueError, "prior_strength"),
         (dict(rope=-0.1), ValueError, "rope"),
-        (dict(eps=0.0), ValueError, "eps"),
+        (dict(eps=0.5), ValueError, "eps"),
         (dict(eps=0.7), ValueError, "eps"),
         (dict(n_samples=-1), ValueError, "n_samples"),
         (dict(n_samples=10.5), TypeError, "n_samples"),

@@ -136,8 +136,11 @@ CASES = [
     # --- RacingPruner ---
     pytest.param(lambda: RacingPruner(test="wilcoxon"), ValueError, r"`test`",
                  id="pruner-unknown-test"),
-    pytest.param(lambda: RacingPruner(prob_threshold=1.0), ValueError, r"`prob_threshold`",
-                 id="pruner-threshold-one"),
+    pytest.param(lambda: RacingPruner(credibility=1.0), ValueError,
+                 r"`credibility` must lie in \(0, 1\); got 1.0", id="pruner-credibility-one"),
+    pytest.param(lambda: RacingPruner(credibility=0.9, prob_threshold=0.9), ValueError,
+                 r"give `credibility` only \(`prob_threshold` is its deprecated alias\); got "
+                 r"credibility=0.9 and prob_threshold=0.9", id="pruner-credibility-and-alias"),
     pytest.param(lambda: RacingPruner(eps=0.5), ValueError, r"`eps`", id="pruner-eps-half"),
     pytest.param(lambda: RacingPruner(rope=np.nan), ValueError, r"`rope`", id="pruner-rope-nan"),
     pytest.param(lambda: RacingPruner(top_k=0), ValueError, r"`top_k`", id="pruner-top-k-zero"),
@@ -145,8 +148,9 @@ CASES = [
                  id="pruner-one-startup-step"),
     pytest.param(lambda: RacingPruner(random_state=True), TypeError, r"`random_state`",
                  id="pruner-random-state-bool"),
-    pytest.param(lambda: RacingPruner(random_state=np.random.default_rng(0)), TypeError,
-                 r"`random_state`", id="pruner-random-state-generator"),
+    pytest.param(lambda: RacingPruner(random_state=np.random.PCG64(0)), TypeError,
+                 r"`random_state` must be .*; got <numpy\.random\._pcg64\.PCG64",
+                 id="pruner-random-state-bit-generator"),
     pytest.param(lambda: RacingPruner(test="signed-rank", prior="idp"), ValueError, r"`prior",
                  id="pruner-idp-signed-rank"),
     # --- instance_objective ---

@@ -269,13 +269,26 @@ REFUSED = [
                  id="test-class-not-instance"),
     pytest.param(lambda: fresh_race(random_state=1.5), TypeError, r"`random_state` must be",
                  id="random_state-float"),
-    pytest.param(lambda: fresh_race(random_state=np.random.RandomState(0)), TypeError,
-                 r"`random_state` must be None, a non-negative int or a numpy Generator",
-                 id="random_state-legacy-RandomState"),
+    pytest.param(lambda: fresh_race(random_state=np.random.PCG64(0)), TypeError,
+                 r"`random_state` must be None, a non-negative int, a numpy Generator, "
+                 r"RandomState or SeedSequence; got <numpy\.random\._pcg64\.PCG64",
+                 id="random_state-bit-generator"),
+    pytest.param(lambda: fresh_race(random_state=-3), ValueError,
+                 r"`random_state` must be a non-negative integer; got -3",
+                 id="random_state-negative"),
     pytest.param(lambda: fresh_race(test="frace"), TypeError, r"`test` must be a racer",
                  id="test-str"),
-    pytest.param(lambda: fresh_race(maximize=None), TypeError, r"`maximize` must be True or False",
-                 id="maximize-None"),
+    pytest.param(lambda: fresh_race(maximize="yes"), TypeError,
+                 r"`maximize` must be True or False; got 'yes'", id="maximize-str"),
+    pytest.param(lambda: fresh_race(direction="max"), ValueError,
+                 r"`direction` must be one of 'minimize', 'maximize'; got 'max'",
+                 id="direction-abbreviated"),
+    pytest.param(lambda: fresh_race(direction=True), ValueError,
+                 r"`direction` must be one of 'minimize', 'maximize'; got True",
+                 id="direction-bool"),
+    pytest.param(lambda: fresh_race(direction="maximize", maximize=True), ValueError,
+                 r"give `direction` only \(`maximize` is its deprecated alias\); got "
+                 r"direction='maximize' and maximize=True", id="direction-and-maximize"),
     pytest.param(lambda: fresh_race(on_error=None), (TypeError, ValueError), r"`on_error`",
                  id="on_error-None"),
     pytest.param(lambda: fresh_race(metadata=["v1"]), TypeError, r"`metadata` must be a dict",
@@ -345,7 +358,7 @@ def test_refusals_of_evaluate_come_before_any_evaluation():
 
 def failing_candidate(bad):
     """evaluate where candidate ``bad`` returns None everywhere and the others succeed."""
-    return lambda c, i: None if c == bad else -abs(c - 2.0) + 0.01 * i
+    return lambda c, i: None if c == bad else abs(c - 2.0) + 0.01 * i  # a loss: minimised
 
 
 def behaviour_failing_first_candidate_is_not_the_winner():
@@ -396,13 +409,13 @@ def behaviour_fail_fast_spends_two_instances_worth():
 
 def behaviour_one_instance_failing_everywhere_is_a_tie_not_an_error():
     res = run_quiet(lambda c, i: None if i == 0 else float(c), candidates=(1, 2, 3))
-    assert res.best == 3 and len(res.failures) == 3
+    assert res.best == 1 and len(res.failures) == 3
 
 
 def behaviour_builtins_and_ufuncs_without_a_usable_signature_are_accepted():
-    assert run_quiet(max).best == 3  # no inspect.signature for max
-    assert run_quiet(np.subtract).best == 3  # c - i
-    assert run_quiet(functools.partial(lambda c, i, k: c * k, k=2.0)).best == 3
+    assert run_quiet(max).best == 1  # no inspect.signature for max
+    assert run_quiet(np.subtract).best == 1  # c - i
+    assert run_quiet(functools.partial(lambda c, i, k: c * k, k=2.0)).best == 1
 
 
 def behaviour_summary_cost_against_all_instances():

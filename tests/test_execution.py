@@ -102,7 +102,8 @@ def _wait_gone(pids, bound=20.0):
 
 def test_hanging_evaluation_is_stopped_recorded_and_the_race_goes_on():
     start = time.monotonic()
-    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=3, first_test=3, random_state=0).run(
+    res = Race([0, 1, 2, 3], test=KeepAll(), max_instances=3, first_test=3, random_state=0,
+               direction="maximize").run(
         hang_on_c2_i1, range(10), n_jobs=2, timeout=0.5, progress=False
     )
     # Generous bound: the evaluation would otherwise sleep for an hour.

@@ -265,7 +265,7 @@ def test_multi_objective_study_is_refused_clearly():
     "kwargs, match",
     [
         ({"test": "wilcoxon"}, "`test` must be one of"),
-        ({"prob_threshold": 1.5}, "`prob_threshold`"),
+        ({"credibility": 1.5}, "`credibility`"),
         ({"rope": -0.1}, "`rope` must be >= 0"),
         ({"eps": 0.5}, "`eps`"),
         ({"top_k": 0}, "`top_k` must be >= 1"),

@@ -29,7 +29,7 @@ def result():
     """8 candidates, 40 instances: 5 eliminated at instance 11, 3 survivors."""
     # The test is pinned: the figures are checked against this race's known history.
     return race(_evaluate, CANDIDATES, range(40), test=BayesianTest(), random_state=0,
-                progress=False)
+                progress=False, direction="maximize")
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def minimize_result():
             raise RuntimeError("boom")
         return -_evaluate(c, inst)
 
-    return Race(CANDIDATES, test=BayesianTest(), maximize=False, on_error="eliminate",
+    return Race(CANDIDATES, test=BayesianTest(), direction="minimize", on_error="eliminate",
                 random_state=1).run(
         evaluate, range(30), progress=False
     )

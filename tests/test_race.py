@@ -114,12 +114,12 @@ def test_test_sees_all_rows_of_survivors_oriented_and_ids():
     test = KeepAll()
     cands = [{"a": 1}, {"a": 2}, {"a": 3}]
     evaluate = lambda c, i: c["a"] * 10.0 + i  # noqa: E731
-    Race(cands, test=test, first_test=2, max_instances=3, maximize=False, random_state=0).run(
+    Race(cands, test=test, first_test=2, max_instances=3, direction="minimize", random_state=0).run(
         evaluate, range(10), progress=False
     )
     scores, ids, _ = test.calls[-1]
     expected = -np.array([[10.0 * a + i for a in (1, 2, 3)] for i in range(3)])
-    np.testing.assert_array_equal(scores, expected)  # negated because maximize=False
+    np.testing.assert_array_equal(scores, expected)  # negated because direction="minimize"
     np.testing.assert_array_equal(ids, [0, 1, 2])
 
 
@@ -134,7 +134,7 @@ def test_rng_of_step_k_is_default_rng_seed_k():
 
 def test_no_test_with_a_single_survivor_and_stop_at_min_survivors():
     test = DropWorstMean()
-    res = Race([0, 1, 2, 3], test=test, first_test=2, random_state=0).run(
+    res = Race([0, 1, 2, 3], test=test, first_test=2, random_state=0, direction="maximize").run(
         linear_evaluate, range(100), progress=False
     )
     # One elimination per test from instance 2 on: 4 -> 1 survivors at instance 4.
@@ -146,7 +146,8 @@ def test_no_test_with_a_single_survivor_and_stop_at_min_survivors():
 
 
 def test_min_survivors_two_keeps_two():
-    res = Race([0, 1, 2, 3], test=DropWorstMean(), first_test=2, min_survivors=2, random_state=0).run(
+    res = Race([0, 1, 2, 3], test=DropWorstMean(), first_test=2, min_survivors=2, random_state=0,
+               direction="maximize").run(
         linear_evaluate, range(100), progress=False
     )
     assert sorted(res.survivors) == [2, 3] and res.best == 3 and res.n_instances == 3
@@ -228,7 +229,7 @@ def test_shuffle_is_seeded_and_needs_a_sequence():
 def test_unhashable_candidates_are_returned_as_given():
     cands = [{"x": [1]}, {"x": [3]}, {"x": [2]}]
     res = race(lambda c, i: c["x"][0] + 0.01 * i, cands, range(8), test=DropWorstMean(), first_test=2,
-               progress=False, random_state=0)
+               progress=False, random_state=0, direction="maximize")
     assert res.best is cands[1]
     assert res.history[0].candidate is cands[0] and res.history[0].by is cands[1]
     assert [id(c) for c in res.ranking] == [id(cands[1]), id(cands[2]), id(cands[0])]
@@ -343,7 +344,7 @@ def flaky(candidate, instance):
 def test_on_error_worst_substitutes_below_every_success():
     test = KeepAll()
     res = Race([0, 1, 2, 3], test=test, first_test=3, max_instances=3, on_error="worst",
-               random_state=0).run(flaky, range(10), progress=False)
+               random_state=0, direction="maximize").run(flaky, range(10), progress=False)
     scores = test.calls[0][0]
     # instance 0: successes 1,2,3 -> lowest 1, spread 2 -> substitute -1 for candidate 0.
     # instance 1: successes 1,3,4 -> substitute 1 - 3 = -2; instance 2: 2,3,5 -> 2 - 3 = -1.
@@ -360,7 +361,7 @@ def test_on_error_worst_substitutes_below_every_success():
 def test_on_error_worst_with_minimize_and_all_failed_rows():
     test = KeepAll()
     evaluate = lambda c, i: float("inf") if i == 1 else (10.0 if c == 0 else 20.0) + (c == 1 and i == 0) * 5  # noqa: E731
-    Race([0, 1, 2], test=test, first_test=2, max_instances=2, maximize=False, random_state=0).run(
+    Race([0, 1, 2], test=test, first_test=2, max_instances=2, direction="minimize", random_state=0).run(
         evaluate, range(5), progress=False
     )
     scores = test.calls[0][0]
@@ -431,15 +432,17 @@ def test_winner_mean_versus_mean_rank():
     # worse mean.
     table = {0: [1.0, 1.0, 1.0, -10.0], 1: [0.0, 0.0, 0.0, 0.0]}
     evaluate = lambda c, i: table[c][i]  # noqa: E731
-    by_mean = Race([0, 1], test=KeepAll(), first_test=4).run(evaluate, range(4), progress=False)
-    by_rank = Race([0, 1], test=KeepAll(), first_test=4, winner="mean_rank").run(evaluate, range(4),
-                                                                                   progress=False)
+    by_mean = Race([0, 1], test=KeepAll(), first_test=4, direction="maximize").run(
+        evaluate, range(4), progress=False)
+    by_rank = Race([0, 1], test=KeepAll(), first_test=4, winner="mean_rank",
+                   direction="maximize").run(evaluate, range(4), progress=False)
     assert by_mean.best == 1 and by_rank.best == 0
     assert by_mean.ranking == [1, 0] and by_rank.ranking == [0, 1]
 
 
 def test_ranking_orders_eliminated_by_instances_seen_then_mean():
-    res = Race(list(range(5)), test=DropWorstMean(), first_test=2, random_state=0).run(
+    res = Race(list(range(5)), test=DropWorstMean(), first_test=2, random_state=0,
+               direction="maximize").run(
         linear_evaluate, range(20), progress=False
     )
     assert res.ranking == [4, 3, 2, 1, 0]
@@ -448,7 +451,8 @@ def test_ranking_orders_eliminated_by_instances_seen_then_mean():
 
 def test_summary_frame_and_repr():
     pd = pytest.importorskip("pandas")
-    res = Race([0.0, 0.5, 1.0], test=DropWorstMean(), first_test=2, random_state=0).run(
+    res = Race([0.0, 0.5, 1.0], test=DropWorstMean(), first_test=2, random_state=0,
+               direction="maximize").run(
         linear_evaluate, range(20), progress=False
     )
     text = res.summary()
@@ -591,7 +595,7 @@ def test_engine_reproduces_irace_loop_with_the_frace_test(seed, each_test, max_e
     want_elim, want_used, want_alive = irace_loop(
         costs, frace.FRaceTest(), first_test, each_test, 1, max_exp
     )
-    res = Race(list(range(q)), test=frace.FRaceTest(), maximize=False, first_test=first_test,
+    res = Race(list(range(q)), test=frace.FRaceTest(), direction="minimize", first_test=first_test,
                each_test=each_test, budget=max_exp or None, random_state=0).run(
         lambda c, i: costs[i, c], range(n_tasks), progress=False
     )
@@ -604,7 +608,7 @@ def test_default_test_is_the_posterior_best_test_and_races_end_to_end():
     rng = np.random.default_rng(0)
     means = np.array([0.0, 0.2, 0.4, 1.5])
     table = rng.normal(means, 0.3, size=(60, 4))
-    r = Race(list(range(4)), random_state=0)  # test=None -> PosteriorBestTest()
+    r = Race(list(range(4)), random_state=0, direction="maximize")  # test=None -> PosteriorBestTest()
     assert type(r._test).__name__ == "PosteriorBestTest"
     res = r.run(lambda c, i: table[i, c], range(60), progress=False)
     assert res.best == 3 and len(res.history) >= 1

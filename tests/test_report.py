@@ -28,7 +28,7 @@ CANDIDATES = [{"mu": float(m), "id": i} for i, m in enumerate(np.linspace(0.0, 1
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fin") / "race.sqlite")
-    with Race(CANDIDATES, max_instances=30, random_state=0, storage=path) as r:
+    with Race(CANDIDATES, max_instances=30, random_state=0, storage=path, direction="maximize") as r:
         res = r.run(_evaluate, range(60), progress=False)
     return path, res
 
@@ -37,7 +37,7 @@ def finished(tmp_path_factory):
 def interrupted(tmp_path_factory):
     """A race stopped in the middle of its 14th instance, with one failed evaluation."""
     path = str(tmp_path_factory.mktemp("int") / "race.sqlite")
-    r = Race(CANDIDATES, random_state=0, storage=path)
+    r = Race(CANDIDATES, random_state=0, storage=path, direction="maximize")
     r.add_instances(range(60))
     last = 0
     while last < 13:
@@ -215,7 +215,7 @@ def test_csv_and_json_exports(finished, tmp_path):
         c = by_index[rec.candidate_index]
         assert c["reason"] == rec.reason and c["by_index"] == rec.by_index
         assert math.isclose(c["probability"], rec.probability, rel_tol=0, abs_tol=0)
-    assert data["settings"]["maximize"] is True
+    assert data["settings"]["direction"] == "maximize"
 
 
 def test_json_has_no_nan(interrupted, tmp_path):

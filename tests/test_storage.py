@@ -114,7 +114,7 @@ def test_random_state_none_resumes_with_the_journaled_seed(tmp_path):
         (dict(candidates=list(range(7))), "candidates"),
         (dict(test=CoinDrop(p=0.5)), "test_params"),
         (dict(first_test=4), "first_test"),
-        (dict(maximize=False), "maximize"),
+        (dict(direction="maximize"), "direction"),
         (dict(random_state=6), "random_state"),
         (dict(on_error="eliminate"), "on_error"),
     ],

@@ -28,6 +28,7 @@ class KeepAllByRankSum(KeepAll):
 
 def _best(test, scores=SCORES, **options):
     n, q = scores.shape
+    options.setdefault("direction", "maximize")  # SCORES are larger-is-better
     race = Race(range(q), test=test, first_test=n, max_instances=n, instances=range(n),
                 random_state=0, **options)
     while not race.finished:
@@ -51,7 +52,7 @@ def test_frace_states_irace_rank_sum_order():
     assert res.history == () and res.best_index == 1
     assert _best(FRaceTest(), winner="mean").best_index == 0
     # Minimised costs: ranks are taken on the oriented scores, so the order flips with them.
-    assert _best(FRaceTest(), scores=-SCORES, maximize=False).best_index == 1
+    assert _best(FRaceTest(), scores=-SCORES, direction="minimize").best_index == 1
 
 
 def test_equal_rank_sums_go_to_the_earlier_candidate():

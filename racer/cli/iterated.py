@@ -253,7 +253,7 @@ class Tuner:
         ``protect_rows`` instances (those the elites have results for) are done."""
         settings = self.settings
         race = Race(
-            candidates, test=test, maximize=False, budget=budget, first_test=first_test,
+            candidates, test=test, direction="minimize", budget=budget, first_test=first_test,
             each_test=settings.each_test, min_survivors=min_survivors, instances=tasks,
             on_error="worst" if settings.error_policy == "worst" else "eliminate",
             winner=self.winner, random_state=_derived_seed(settings.seed, 4, iteration),

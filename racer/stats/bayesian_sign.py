@@ -33,6 +33,7 @@ from .._validation import (
     as_paired,
     as_score_matrix,
     check_bool,
+    check_eps,
     check_int,
     check_nonnegative,
     check_positive,
@@ -133,6 +134,9 @@ def _band_distinct(a, b, n_ties, s, eps):
     a = np.asarray(a, dtype=np.int64)
     b = np.asarray(b, dtype=np.int64)
     n_ties = np.asarray(n_ties, dtype=np.int64)
+    if eps <= 0:
+        # An empty band: no theta, not even an exact 1/2 from ties alone, lies strictly inside.
+        return np.zeros(a.shape, dtype=np.float64)
     delta = 2.0 * eps
     out = np.ones(a.shape, dtype=np.float64)
     total = a + b
@@ -176,13 +180,6 @@ def _as_count_array(value, name):
     return arr.astype(np.int64)
 
 
-def _check_eps(eps):
-    eps = check_positive(eps, "eps")
-    if eps > 0.5:
-        raise ValueError(f"`eps` must lie in (0, 0.5] (theta lives in [0, 1]); got {eps}")
-    return eps
-
-
 def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=0.05):
     """Posterior probability that ``|theta - 1/2| < eps``: the pair is indistinguishable.
 
@@ -203,7 +200,7 @@ def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=
         Blocks seen by the pair (ties are ``n_blocks - n_greater - n_less``).
     prior_strength : float > 0
         ``s``, the weight of the pseudo-observation at the tie.
-    eps : float in (0, 0.5]
+    eps : float in [0, 0.5)
         Half-width of the band around 1/2.
 
     Returns
@@ -222,7 +219,7 @@ def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=
     n_less = _as_count_array(n_less, "n_less")
     n_blocks = _as_count_array(n_blocks, "n_blocks")
     s = check_positive(prior_strength, "prior_strength")
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     try:
         g, l, n = np.broadcast_arrays(n_greater, n_less, n_blocks)
     except ValueError as exc:
@@ -520,7 +517,7 @@ class SignCounts:
         """
         idx = self._index(active)
         s = check_positive(prior_strength, "prior_strength")
-        eps = _check_eps(eps)
+        eps = check_eps(eps)
         m = idx.size
         out = np.ones((m, m), dtype=np.float64)
         if m < 2:
@@ -655,7 +652,7 @@ def bayesian_sign_test(
         ``s``, the DP prior strength (seed 002 default 1).
     rope : float >= 0
         Half-width of the region of practical equivalence on ``x - y``.
-    eps : float in (0, 0.5]
+    eps : float in [0, 0.5)
         Half-width of the indistinguishability band around ``theta = 1/2`` (default 0.05,
         seed 002 section 7.1).
     n_samples : int >= 0
@@ -680,7 +677,7 @@ def bayesian_sign_test(
     xa, ya = as_paired(x, y)
     s = check_positive(prior_strength, "prior_strength")
     rope = check_nonnegative(rope, "rope")
-    eps = _check_eps(eps)
+    eps = check_eps(eps)
     n_samples = check_int(n_samples, "n_samples", minimum=0)
     rng = check_random_state(random_state)
     if not check_bool(maximize, "maximize"):
