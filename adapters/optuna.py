@@ -31,6 +31,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
+    _describe,
     check_bool,
     check_int,
     check_nonnegative,
@@ -446,7 +447,7 @@ def _check_instances(instances: Any) -> None:
     ):
         raise TypeError(
             "`instances` must be an ordered sequence (list, tuple, array); got "
-            f"{type(instances).__name__}"
+            f"{type(instances).__name__} {_describe(instances)}"
         )
 
 
@@ -820,6 +821,11 @@ class IteratedRace:
                 raise TypeError(f"`study` must be an optuna.Study; got {study!r}")
             self._study = study
         else:
+            if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
+                raise TypeError(
+                    f"`sampler` must be an optuna sampler (optuna.samplers.BaseSampler); got "
+                    f"{_describe(sampler)}"
+                )
             if sampler is None:
                 # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
                 sampler = optuna.samplers.TPESampler(seed=self._seed % 2**32)

@@ -193,6 +193,21 @@ CASES = [
                  TypeError, r"`random_state`", id="iterated-random-state-string"),
     pytest.param(lambda: IteratedRace(_evaluate, SPACE, [1, 2], budget=10, study="s"),
                  TypeError, r"`study`", id="iterated-study-string"),
+    pytest.param(lambda: IteratedRace(_evaluate, SPACE, [1, 2], budget=10, sampler="tpe"),
+                 TypeError, r"`sampler` must be an optuna sampler .*; got 'tpe'",
+                 id="iterated-sampler-string"),  # fixed: was accepted, failed at the first ask
+    pytest.param(lambda: IteratedRace(_evaluate, SPACE, 5, budget=10), TypeError,
+                 r"`instances` must be an ordered sequence .*; got int 5",
+                 id="iterated-instances-int"),  # fixed: the value is quoted
+    pytest.param(lambda: IteratedRace(_evaluate, SPACE, [1, 2], budget=10, random_state=-2),
+                 ValueError, r"`random_state` must be a non-negative integer; got -2",
+                 id="iterated-random-state-negative"),
+    pytest.param(lambda: instance_objective(_evaluate, [1, 2], random_state=np.random.PCG64(1)),
+                 TypeError, r"`random_state` must be None, a non-negative int, a numpy Generator, "
+                 r"RandomState or SeedSequence; got <numpy", id="objective-random-state-bit-generator"),
+    pytest.param(lambda: RacingPruner(eps=-0.01), ValueError,
+                 r"`eps` \(half-width of the band \|theta - 1/2\| < eps\) must lie in \[0, 0.5\)"
+                 r".*; got -0.01", id="pruner-eps-negative"),
     pytest.param(lambda: IteratedRace(_evaluate, SPACE, list(range(6)), budget=1,
                                       random_state=0).run(),
                  RuntimeError, r"`budget`=1 cannot pay", id="iterated-budget-below-one-race"),
