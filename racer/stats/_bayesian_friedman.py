@@ -300,7 +300,7 @@ def bayesian_friedman(
     method : {"auto", "ellipsoid", "montecarlo"}
     n_samples : int >= 100
         Posterior draws for the Monte Carlo region.
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
 
     Returns
     -------

@@ -253,7 +253,7 @@ def bayesian_signed_rank(
         The threshold is ``l1 / (l0 + l1)`` ((1, 19) gives 0.95).
     n_samples : int
         Monte Carlo samples; the standard error of a probability p is sqrt(p (1 - p) / n).
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
 
     Returns
     -------

@@ -307,7 +307,7 @@ def hierarchical_test(
         Warm-up iterations discarded and draws kept, per chain (doubled on each retry).
     max_retries : int >= 0
         Reruns allowed when the diagnostics fail.
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
 
     Returns
     -------

@@ -657,7 +657,7 @@ def bayesian_sign_test(
         seed 002 section 7.1).
     n_samples : int >= 0
         Posterior draws kept in ``posterior_samples``.
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seed of those draws.
     maximize : bool
         If False, smaller scores are better.

@@ -378,7 +378,7 @@ def joint_prefix_probabilities(signs, n_samples, random_state=None, *, stop_belo
         ``sign(x_winner - x_loser)`` per statement (row) and block (column), values in
         {-1, 0, 1} (int8 or float32 avoid a copy-conversion cost; any numeric dtype works).
     n_samples : int >= 1
-    random_state : None, int, SeedSequence or numpy Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
         Stream of the Dirichlet weights (a Generator is advanced, not copied).
     stop_below : float in [0, 1], optional
         Early stop: statements are simulated in blocks of 64 and the pass ends after the
@@ -550,7 +550,7 @@ def joint_comparisons(
     credibility : float in (0, 1)
         ``1 - gamma`` of the paper.
     n_samples : int >= 100
-    random_state : None, int or numpy Generator
+    random_state : None, int, numpy Generator, RandomState or SeedSequence
 
     Returns
     -------
