@@ -602,9 +602,11 @@ class RaceSearchCV(BaseSearchCV):
         "executor": [HasMethods(["submit"]), None],
         # The range (> 0, finite) is racer's check_timeout, shared with IteratedRace.
         "timeout": [numbers.Real, None],
-        # scikit-learn's "random_state" (None, int, RandomState) plus racer's Generator and
-        # SeedSequence: racer's one seed convention (README, "Conventions").
-        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+        # racer's one seed convention (README, "Conventions"): scikit-learn's "random_state"
+        # (None, RandomState, an int below 2**32) with any non-negative int, as racer takes,
+        # a Generator and a SeedSequence.
+        "random_state": [Interval(numbers.Integral, 0, None, closed="left"),
+                         np.random.RandomState, np.random.Generator, np.random.SeedSequence, None],
     }
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):

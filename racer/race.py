@@ -1331,6 +1331,9 @@ def race(
     from .execution import check_timeout
 
     check_timeout(timeout)  # before Race() opens a journal
+    if "maximize" in options:
+        # Resolved here so that the DeprecationWarning points at the caller of race().
+        options["direction"] = check_direction(options.get("direction"), options.pop("maximize"))
     runner = Race(candidates, **options)
     return runner.run(
         evaluate, instances, executor=executor, n_jobs=n_jobs, timeout=timeout, progress=progress

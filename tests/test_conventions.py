@@ -87,6 +87,16 @@ def test_maximize_is_a_deprecated_alias_that_says_what_to_write(flag, word):
     assert _decisions(old) == _decisions(_run(direction=word)) and old.direction == word
 
 
+def test_the_deprecation_warning_points_at_the_callers_line():
+    # Python shows a DeprecationWarning by default only when it is attributed to __main__, so
+    # it must name the user's file, not racer's, for race() and Race() alike.
+    for call in (lambda: _run(maximize=True),
+                 lambda: Race(CANDIDATES, test=DropWorstMean(), maximize=True)):
+        with pytest.warns(DeprecationWarning) as record:
+            call()
+        assert [w.filename for w in record] == [__file__]
+
+
 def test_direction_and_maximize_together_are_refused_even_when_they_agree():
     with pytest.raises(ValueError, match=r"give `direction` only .*got direction='minimize' "
                                          r"and maximize=False"):
@@ -291,6 +301,13 @@ def _search(random_state):
     X, y = load_iris(return_X_y=True)
     return RaceSearchCV(KNeighborsClassifier(), {"n_neighbors": [1, 5, 15, 40]}, cv=3,
                         n_repeats=2, random_state=random_state).fit(X, y)
+
+
+def test_race_search_cv_takes_the_seeds_racer_takes():
+    # scikit-learn's own constraint stops at 2**32 - 1; racer takes any non-negative int.
+    assert _search(2**40).n_fits_ > 0
+    with pytest.raises(ValueError, match=r"'random_state' parameter of RaceSearchCV.*Got -1"):
+        _search(-1)
 
 
 @pytest.mark.parametrize("kind", ["RandomState", "SeedSequence", "Generator"])
