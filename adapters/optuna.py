@@ -689,7 +689,8 @@ class IteratedRace:
         of its trial) and the driver's state after each iteration (study user attribute
         ``racer_iterated_race``): running the same driver on the same study resumes a crashed
         run, re-using every recorded evaluation.
-    direction : {"minimize", "maximize"}
+    direction : {"minimize", "maximize"}, default "minimize"
+        As in Optuna and :class:`racer.Race` (racer's one direction convention).
     test : racer.elimination.RacingTest, optional
         The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
         is undefined while a race has fewer instances than candidates, and the test's

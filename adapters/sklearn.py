@@ -441,7 +441,8 @@ class RaceSearchCV(BaseSearchCV):
         Deprecated alias of ``n_iter`` (a FutureWarning); it will be removed.
     scoring, refit, n_jobs, pre_dispatch, error_score, return_train_score
         As in ``GridSearchCV``. With several metrics, the ``refit`` metric drives the race and
-        the others are recorded.
+        the others are recorded. There is no ``direction``: scikit-learn's scorers are
+        greater-is-better (losses come negated, ``"neg_log_loss"``), so the race maximises.
     verbose : int, default=0
         As in ``GridSearchCV``: ``0`` silent; ``>= 1`` one summary line of the whole search
         (candidates, splits, most fits) and one line per race step (splits seen, fits so far,
