@@ -160,9 +160,7 @@ def as_paired(
     return xa, ya
 
 
-_SEED_TYPES = (
-    "None, a non-negative int, a numpy Generator, RandomState or SeedSequence"
-)
+_SEED_TYPES = "None, a non-negative int, a numpy Generator, RandomState or SeedSequence"
 
 
 def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
