@@ -219,8 +219,8 @@ class Race:
         ``racer.BayesianTest()`` is seed 002's procedure.
     direction : {"minimize", "maximize"}, default "minimize"
         Whether smaller or larger scores are better (Optuna's word; irace, Optuna and
-        ``scipy.optimize`` all minimise by default; racer 0.1 maximised, see CHANGELOG.md). The test
-        always sees larger-is-better scores (negated when minimising).
+        ``scipy.optimize`` all minimise by default; racer 0.1 maximised, see CHANGELOG.md).
+        The test always sees larger-is-better scores (negated when minimising).
     maximize : bool, optional
         Deprecated alias: ``maximize=True`` is ``direction="maximize"`` (a
         DeprecationWarning; it will be removed). Giving both is a ValueError.
@@ -278,7 +278,8 @@ class Race:
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the race (racer's one seed convention, see
         :func:`racer._validation.check_random_state`: a Generator or RandomState gives one
-        draw and advances). The test at step ``k`` receives ``numpy.random.default_rng([seed, k])``,
+        draw and advances). The test at step ``k`` receives
+        ``numpy.random.default_rng([seed, k])``,
         never a shared sequential generator, so a resumed race decides exactly as an
         uninterrupted one. With ``storage`` and ``random_state=None``, a resumed race reuses the
         seed in the journal.
