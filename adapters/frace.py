@@ -28,7 +28,13 @@ import dataclasses
 import numpy as np
 from scipy import special, stats
 
-from racer._validation import check_bool, check_option, check_probability, check_view
+from racer._validation import (
+    as_score_matrix,
+    check_bool,
+    check_option,
+    check_probability,
+    check_view,
+)
 from racer.elimination import Elimination, RacingTest
 from racer.stats._ranks import block_ranks, tie_group_sizes_term
 
@@ -52,7 +58,7 @@ def friedman_chi2(scores):
     >>> round(t, 4), r.tolist()
     (4.6667, [3.0, 7.0, 8.0])
     """
-    scores = np.asarray(scores, dtype=np.float64)
+    scores, _ = as_score_matrix(scores, "scores", min_blocks=1)
     n, k = scores.shape
     ranks = _ranks_best_first(scores)
     rank_sums = ranks.sum(axis=0)
@@ -64,8 +70,13 @@ def conover_threshold(ranks, alpha):
     """Conover's critical rank-sum difference ``t*`` for the Friedman test (irace's form).
 
     ``t* = qt(1 - alpha/2, (n-1)(k-1)) sqrt(2 (n A - sum_j R_j^2) / ((n-1)(k-1)))`` with
-    ``A = sum_ij r_ij^2`` and ``R_j`` the rank sums of ``ranks`` (n, k).
+    ``A = sum_ij r_ij^2`` and ``R_j`` the rank sums of ``ranks`` (n, k), n >= 2.
+
+    >>> round(conover_threshold([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0]], 0.05), 4)
+    6.0849
     """
+    ranks, _ = as_score_matrix(ranks, "ranks")
+    alpha = check_probability(alpha, "alpha")
     n, k = ranks.shape
     dof = (n - 1) * (k - 1)
     sum_sq = float(np.sum(ranks**2))
