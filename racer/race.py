@@ -602,6 +602,8 @@ class Race:
         self._sources.append([source, size])
         if self._stop_reason == "instances_exhausted":
             self._stop_reason = None
+            if self._journal is not None:
+                self._journal.set_meta("stop_reason", None)
 
     def _draw_instances(self, k: int) -> list:
         drawn = []
@@ -656,6 +658,33 @@ class Race:
             if (ev.candidate_index, ev.instance_index) in pending:
                 out.append(ev)
         return out
+
+    def stop(self, reason: str) -> None:
+        """End the race now, by a rule of the caller's that the race does not know (irace's
+        ``elitistLimit``, a budget shared by several races, a deadline).
+
+        ``reason`` (a short word such as ``"elitist_limit"``) becomes :attr:`stop_reason` and
+        is written to the journal. Evaluations of the open block that were not told are
+        dropped, so :meth:`ask` and :meth:`pending` return ``[]`` and :meth:`result` ranks the
+        survivors on the completed instances only. A race that already stopped keeps its
+        first reason.
+
+        >>> from racer import Race
+        >>> race = Race([1, 2, 3], first_test=2, instances=range(10), random_state=0)
+        >>> for ev in race.ask():
+        ...     race.tell(ev, ev.candidate * ev.instance)
+        >>> race.stop("deadline")
+        >>> race.finished, race.stop_reason, race.ask()
+        (True, 'deadline', [])
+        """
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"`reason` must be a non-empty str; got {reason!r}")
+        self._raise_if_failed()
+        if self._stop_reason is not None:
+            return
+        self._pending.clear()
+        self._unasked.clear()
+        self._stop(reason)
 
     def pending(self) -> list[Evaluation]:
         """Evaluations of the current block that are not yet told (asked or not)."""
@@ -888,6 +917,8 @@ class Race:
             n_evaluations=self._n_evaluations,
         )
         self._stop_reason = "failed"
+        if self._journal is not None:
+            self._journal.set_meta("stop_reason", "failed")
         self._block_active = False
         self._pending.clear()
         self._unasked.clear()
@@ -1025,6 +1056,8 @@ class Race:
 
     def _stop(self, reason: str) -> None:
         self._stop_reason = reason
+        if self._journal is not None:
+            self._journal.set_meta("stop_reason", reason)
         logger.info(
             "race stopped (%s) after %d instances and %d evaluations; %d survivors",
             reason, len(self._instances), self._n_evaluations, len(self._survivor_idx),
@@ -1072,6 +1105,11 @@ class Race:
             fingerprint = self._fingerprint(seed_spec)
             fingerprint["seed"] = str(seed)
             journal.claim(fingerprint, seed)
+            # Not in the fingerprint (journals from before it was recorded resume unchanged):
+            # the report reads the rule instead of guessing it. A race on this journal is
+            # running again, so any earlier stop reason is stale until it stops anew.
+            journal.set_meta("winner", self._winner)
+            journal.set_meta("stop_reason", None)
             self._replay = journal.load_evaluations()
             self._stored_instance_reprs = journal.load_instances()
         except BaseException:

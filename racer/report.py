@@ -17,11 +17,15 @@ What a journal does not hold, and what the report does about it (see docs/report
 
 * the candidates and instances are stored as their ``repr`` text, not as objects; the rebuilt
   result holds :class:`Repr` objects that print as that text;
-* whether the race ended is not stored: it is inferred from the settings in the fingerprint
+* why the race stopped and the ``winner`` rule are journaled (``meta`` keys ``stop_reason``
+  and ``winner``, see :mod:`racer.storage`) and shown as stored. A journal that has the rule
+  but no stop reason belongs to a race that has not stopped: still running, or interrupted
+  (the report says which when the last block is incomplete). Journals written before racer
+  recorded them lack both: their status is inferred from the settings in the fingerprint
   (``min_survivors``, ``max_instances``, ``budget``) and from whether the last instance was
-  evaluated by every survivor; a race that ran out of instances and one stopped between
-  blocks look alike ("stopped between blocks");
-* the ``winner`` option is not in the fingerprint: survivors are ordered by mean score;
+  evaluated by every survivor (a race that ran out of instances and one stopped between
+  blocks look alike, "stopped between blocks"), and their survivors are ordered by mean
+  score; the report says that it inferred them;
 * under ``on_error="worst"`` the substitute scores of failed evaluations are not journaled:
   means are over the successful evaluations.
 """
@@ -77,7 +81,19 @@ _STATUS_TEXT = {
         "two blocks (a journal does not record which)"
     ),
     "not_started": "not started: no instance has been raced yet",
+    "unfinished": ("not finished: the race is still running, or was interrupted between two "
+                   "blocks (its journal records no stop)"),
+    "instances_exhausted": "finished: the instances ran out",
+    "failed": "failed: no candidate had a usable score",
+    "elitist_limit": "finished: elitistLimit tests in a row eliminated nobody (irace's elitist race)",
 }
+# Stop reasons of a race that ended by its own rules (or its driver's): shown as finished.
+_FINISHED = {"min_survivors", "max_instances", "budget", "instances_exhausted", "elitist_limit"}
+
+
+def status_text(reason: str) -> str:
+    """A sentence for a stop reason (journaled or inferred)."""
+    return _STATUS_TEXT.get(reason, f"stopped: {reason}")
 
 
 def _load(journal: Any) -> dict:
@@ -104,9 +120,12 @@ def result_from_journal(journal: Any) -> RaceResult:
 
     ``journal`` is a journal path or the dict returned by
     :func:`racer.storage.read_journal`. Candidates and instances are :class:`Repr` objects
-    (the journal stores their ``repr``); ``stop_reason`` is inferred (``"min_survivors"``,
-    ``"max_instances"``, ``"budget"``, ``"interrupted"``, ``"stopped_between_blocks"`` or
-    ``"not_started"``; see the module docstring for what a journal cannot tell).
+    (the journal stores their ``repr``). ``stop_reason`` is the journaled one; for a race
+    that has not stopped it is ``"interrupted"`` (last block incomplete) or ``"unfinished"``;
+    for a journal of an older racer, which did not record it, it is inferred
+    (``"min_survivors"``, ``"max_instances"``, ``"budget"``, ``"interrupted"``,
+    ``"stopped_between_blocks"`` or ``"not_started"``). Survivors are ordered by the
+    journaled ``winner`` rule (by mean score in older journals).
 
     >>> import os, tempfile
     >>> from racer import race
@@ -165,6 +184,19 @@ def result_from_journal(journal: Any) -> RaceResult:
     idx = np.arange(n_cand)
     survivors = idx[alive]
     surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
+    winner = data.get("winner")
+    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
+    if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
+        from .stats._ranks import block_ranks
+
+        # As Race._order_survivors: rank sums over the instances every survivor completed; a
+        # failure ranks last on its instance (its substitute score is not journaled, but any
+        # substitute ranks last).
+        block = scores[np.ix_(complete_rows, survivors)]
+        block = block if maximize else -block
+        block = np.where(np.isnan(block), -np.inf, block)
+        rank_key = block_ranks(block).sum(axis=0)
+        surv_sorted = survivors[np.lexsort((survivors, rank_key))]
     elim = idx[~alive]
     elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
     ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
@@ -177,10 +209,15 @@ def result_from_journal(journal: Any) -> RaceResult:
     budget = fp.get("budget")
     max_inst = fp.get("max_instances")
     each = int(fp.get("each_test", 1) or 1)
-    if n_rows == 0:
+    journaled = data.get("stop_reason")
+    if journaled:
+        stop = str(journaled)
+    elif n_rows == 0:
         stop = "not_started"
     elif not complete:
         stop = "interrupted"
+    elif winner is not None:  # this journal records stops: it has not stopped
+        stop = "unfinished"
     elif len(survivors) <= int(fp.get("min_survivors", 1)):
         stop = "min_survivors"
     elif max_inst is not None and n_rows >= int(max_inst):
@@ -294,7 +331,9 @@ def race_record(journal: Any) -> dict:
     return {
         "format": "racer-race/1",
         "status": result.stop_reason,
-        "status_text": _STATUS_TEXT.get(result.stop_reason, result.stop_reason),
+        "status_text": status_text(result.stop_reason),
+        "status_journaled": bool(data.get("stop_reason")),
+        "winner": data.get("winner"),
         "best_index": result.best_index,
         "survivor_indices": [int(i) for i in result.survivor_indices],
         "n_candidates": len(result.candidates),
@@ -359,6 +398,13 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .best{background:#eef8f0}
 details{margin:6px 0}summary{cursor:pointer;color:#245}
 """
+
+
+_WINNER_TEXT = {
+    "mean": "survivors ordered by mean score",
+    "mean_rank": "survivors ordered by mean rank on the instances they all completed",
+    "rank_sum": "survivors ordered by sum of ranks on the instances they all completed (irace's order)",
+}
 
 
 def _esc(value: Any) -> str:
@@ -435,10 +481,12 @@ def _figures(result: RaceResult, rope: float, random_state: int) -> list[tuple[s
 def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_state: int,
           title: str | None) -> str:
     fp = data["fingerprint"]
-    finished = result.stop_reason in ("min_survivors", "max_instances", "budget")
+    finished = result.stop_reason in _FINISHED
     status_cls = "finished" if finished else (
-        "interrupted" if result.stop_reason == "interrupted" else "unknown")
-    status = _STATUS_TEXT.get(result.stop_reason, result.stop_reason)
+        "interrupted" if result.stop_reason in ("interrupted", "failed") else "unknown")
+    status = status_text(result.stop_reason)
+    journaled_stop = bool(data.get("stop_reason"))
+    winner = data.get("winner")
     n_cand = len(result.candidates)
     full = n_cand * result.n_instances
     share = f" ({100.0 * result.n_evaluations / full:.0f}% of every candidate on every instance)" if full else ""
@@ -454,7 +502,8 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
     h.append(f"<h1>{_esc(title or 'Race report')}</h1>")
     h.append(f'<p class="sub">Journal <code>{_esc(path_text)}</code>, read '
              f'{datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}</p>')
-    h.append(f'<p><span class="status {status_cls}">{_esc(status)}</span></p>')
+    h.append(f'<p><span class="status {status_cls}">{_esc(status)}</span> '
+             f'<span class="sub">({"as journaled" if journaled_stop else "inferred: this journal records no stop"})</span></p>')
 
     h.append("<h2>Summary</h2><table class=\"kv\">")
     best_mean = result.mean_scores[result.best_index]
@@ -466,6 +515,10 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
         ("Instances raced", str(result.n_instances)),
         ("Evaluations", f"{result.n_evaluations}{share}; failed: {len(result.failures)}"),
         ("Budget", "none" if result.budget is None else str(result.budget)),
+        ("Stop reason", f"<code>{_esc(result.stop_reason)}</code>"
+                        + ("" if journaled_stop else " (inferred)")),
+        ("Winner rule", f"<code>{_esc(winner)}</code> ({_WINNER_TEXT.get(winner, '')})"
+                        if winner else "not journaled (older racer): survivors ordered by mean score"),
         ("Test", f"<code>{_esc(test)}</code>"),
         ("Test settings", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp.get("test_params", {}).items()) or "&ndash;"),
         ("Race settings", ", ".join(
@@ -542,9 +595,12 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
 
     h.append("<h2>What the journal does not say</h2><ul>")
     h.append("<li>Candidates and instances are shown as the <code>repr</code> text the journal stores.</li>")
-    h.append("<li>Whether the race ended is inferred from its settings and from whether the last "
-             "instance was completed.</li>")
-    h.append("<li>The <code>winner</code> option is not journaled: survivors are ordered by mean score.</li>")
+    if not journaled_stop:
+        h.append("<li>No stop reason is journaled: the status is inferred from the race's "
+                 "settings and from whether the last instance was completed.</li>")
+    if not winner:
+        h.append("<li>The <code>winner</code> rule is not journaled (a journal of an older racer): "
+                 "survivors are ordered by mean score.</li>")
     if fp.get("on_error") == "worst" and result.failures:
         h.append("<li>Failed evaluations counted at a substitute score during the race "
                  "(<code>on_error=\"worst\"</code>); the substitutes are not journaled, so the "

@@ -65,6 +65,12 @@ value, error)`` (value NULL when the evaluation failed, ``error`` says why) and
 ``decisions(step, n_instances, candidate, reason, by, probability)`` (step 0 = eliminated for
 failing). They are plain SQL, so a race can be inspected with any SQLite client, or with
 :func:`read_journal`, which opens the file read-only and never takes the lock.
+
+``meta`` also holds ``winner``, the rule that orders the survivors (written when the race
+claims the journal), and ``stop_reason``, written when the race stops (``Race.stop_reason``)
+and removed when it runs again (a resume, or new instances after ``instances_exhausted``), so
+a report reads why a race ended instead of guessing it. Journals written before these keys
+existed lack both and still read (:func:`read_journal` returns None for them).
 """
 
 from __future__ import annotations
@@ -100,7 +106,9 @@ _TABLES = {
     "evaluations": ("candidate", "instance", "value", "error"),
     "decisions": ("step", "n_instances", "candidate", "reason", "by", "probability"),
 }
-_META_KEYS = {"schema", "fingerprint", "seed"}
+# Keys a racer journal's meta may hold; "winner" and "stop_reason" came later, but accepting
+# them in a marker-less file costs nothing and keeps the check about the tables' shape.
+_META_KEYS = {"schema", "fingerprint", "seed", "winner", "stop_reason"}
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS instances (idx INTEGER PRIMARY KEY, repr TEXT NOT NULL)",
@@ -523,6 +531,13 @@ class Journal:
                 "pass the same candidates, test and options to resume it, or use a new file"
             )
 
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Write (or, with None, delete) one ``meta`` entry: ``winner``, ``stop_reason``."""
+        if value is None:
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
+
     def load_evaluations(self) -> dict[tuple[int, int], tuple[float, str | None]]:
         rows = self._conn.execute("SELECT candidate, instance, value, error FROM evaluations")
         return {
@@ -612,9 +627,11 @@ def read_journal(path: Any) -> dict:
 
     Returns ``{"fingerprint": dict, "seed": int, "instances": [repr, ...],
     "evaluations": [(candidate, instance, value, error), ...], "decisions": [(step,
-    n_instances, candidate, reason, by, probability), ...]}`` (``fingerprint`` and ``seed``
-    are None before the race claimed the journal; a racer 0.1 fingerprint's ``maximize``
-    flag is returned as today's ``direction``).
+    n_instances, candidate, reason, by, probability), ...], "winner": str, "stop_reason":
+    str}`` (``fingerprint`` and ``seed`` are None before the race claimed the journal; a racer
+    0.1 fingerprint's ``maximize`` flag is returned as today's ``direction``; ``stop_reason``
+    is None while the race runs or after it was interrupted; ``winner`` and ``stop_reason``
+    are None in journals written before racer recorded them).
 
     >>> import os, tempfile
     >>> from racer import Race
@@ -664,6 +681,8 @@ def read_journal(path: Any) -> dict:
                 "evaluations",
             ),
             "decisions": rows("SELECT * FROM decisions ORDER BY step, candidate", "decisions"),
+            "winner": meta.get("winner"),
+            "stop_reason": meta.get("stop_reason"),
         }
         conn.execute("COMMIT")
         return result

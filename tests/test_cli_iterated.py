@@ -132,9 +132,9 @@ def test_quiet_tests_counts_back_to_the_last_elimination():
 def test_elitist_limit_shortens_races(tmp_path):
     limited = tuner(tmp_path / "a", FakeRunner(), elitist_limit=2).run()
     unlimited = tuner(tmp_path / "b", FakeRunner(), elitist_limit=0).run()
-    # A race the limit ended is left unfinished ("running"): some in `limited`, none otherwise.
-    assert any(res.stop_reason == "running" for _, res, _ in limited.races)
-    assert not any(res.stop_reason == "running" for _, res, _ in unlimited.races)
+    # A race the limit ended says so (Race.stop, journaled): some in `limited`, none otherwise.
+    assert any(res.stop_reason == "elitist_limit" for _, res, _ in limited.races)
+    assert not any(res.stop_reason == "elitist_limit" for _, res, _ in unlimited.races)
     assert limited.iterations > unlimited.iterations  # shorter races leave budget for more
 
 

@@ -299,3 +299,66 @@ def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
     assert "not started: no instance has been raced yet" in text
     # Every figure says why it is missing instead of failing the report.
     assert text.count("Not drawn:") == 7
+
+
+# --------------------------------------------------------------------------- journaled stop
+
+
+def test_journal_records_stop_reason_and_winner(finished, tmp_path):
+    from racer.storage import read_journal
+
+    path, res = finished
+    data = read_journal(path)
+    assert data["stop_reason"] == res.stop_reason == "max_instances"
+    assert data["winner"] == "mean"
+    # A stop by the driver (Race.stop) is journaled too, and a resume clears it while running.
+    stopped = str(tmp_path / "stopped.sqlite")
+    with Race(CANDIDATES, random_state=0, storage=stopped, instances=range(60)) as r:
+        for ev in r.ask():
+            r.tell(ev, _evaluate(ev.candidate, ev.instance))
+        r.stop("deadline")
+        assert r.ask() == [] and r.pending() == [] and r.finished
+    assert read_journal(stopped)["stop_reason"] == "deadline"
+    assert report.result_from_journal(stopped).stop_reason == "deadline"
+    r = Race(CANDIDATES, random_state=0, storage=stopped, instances=range(60))
+    assert read_journal(stopped)["stop_reason"] is None  # running again
+    r.close()
+    # Not stopped, and the block opened after instance 5 holds no evaluation yet.
+    assert report.result_from_journal(stopped).stop_reason == "interrupted"
+    with pytest.raises(ValueError, match="reason"):
+        Race(CANDIDATES, random_state=0).stop("")
+
+
+def test_report_orders_survivors_by_the_journaled_winner_rule(tmp_path):
+    from racer.adapters.frace import FRaceTest
+
+    path = str(tmp_path / "frace.sqlite")
+    # Candidate 0 wins on rank sums (best on most instances) but loses on the mean (one
+    # instance where it is far worse): the two rules disagree.
+    def evaluate(c, i):
+        return (-50.0 if i == 0 else 1.0) if c == 0 else float(c == 1) * 0.5
+    with Race([0, 1, 2], test=FRaceTest(), max_instances=6, first_test=6, random_state=0,
+              storage=path) as r:
+        res = r.run(evaluate, range(6), progress=False)
+    back = report.result_from_journal(path)
+    assert res.survivor_indices.tolist() == back.survivor_indices.tolist()
+    by_mean = np.argsort(-res.mean_scores[res.survivor_indices], kind="stable")
+    assert res.survivor_indices[by_mean].tolist() != back.survivor_indices.tolist()
+    page = report.write_report(path, tmp_path / "r.html")
+    assert "rank_sum" in open(page, encoding="utf-8").read()
+
+
+def test_old_journal_without_stop_reason_is_inferred(finished, tmp_path):
+    import sqlite3
+
+    path, res = finished
+    old = tmp_path / "old.sqlite"
+    shutil.copy(path, old)
+    conn = sqlite3.connect(old)
+    conn.execute("DELETE FROM meta WHERE key IN ('winner', 'stop_reason')")
+    conn.commit()
+    conn.close()
+    back = report.result_from_journal(str(old))
+    assert back.stop_reason == "max_instances"  # inferred from the fingerprint
+    text = open(report.write_report(str(old), tmp_path / "old.html"), encoding="utf-8").read()
+    assert "inferred" in text and "not journaled" in text

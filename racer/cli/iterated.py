@@ -272,6 +272,7 @@ class Tuner:
                     # resumed race (whose journaled blocks are replayed unseen) stops alike.
                     if (rows_done >= protect_rows and
                             _quiet_tests(race, rows_done, first_test, settings.each_test) >= elitist_limit):
+                        race.stop("elitist_limit")  # journaled, so the report says why
                         break
                 batch = race.ask() or race.pending()
                 if not batch:
@@ -283,6 +284,7 @@ class Tuner:
                 replayed_real = self._real_runs(race, cached_before)
                 if (max_total is not None and used_before + replayed_real + len(runs) > max_total):
                     # irace never exceeds maxExperiments: stop before a block it cannot pay.
+                    race.stop("budget")
                     break
                 for ev in hits:
                     key = (ev.candidate.id, ev.instance)
