@@ -26,6 +26,15 @@ columns named by ``candidates`` and the instances on which all of them were eval
 * :func:`plot_bayesian_critical_difference` -- its Bayesian counterpart (see its docstring);
 * :func:`plot_posterior_simplex` -- the posterior of a Bayesian sign test with a rope on the
   (y better, equivalent, x better) simplex.
+
+Figures of an iterated race take a :class:`racer.iterated_run.IteratedRun`, the path of a
+``racer --scenario`` execution directory, or the result of
+:class:`racer.adapters.optuna.IteratedRace`:
+
+* :func:`plot_parameter_frequencies` -- for each parameter, how often each value was sampled,
+  iteration by iteration (irace's sampling frequencies);
+* :func:`plot_elite_parallel_coordinates` -- the elites of every iteration as lines across
+  the parameters' ranges (irace's parallel coordinates of the elites).
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ from .result import RaceResult, _short_repr
 
 __all__ = [
     "plot_bayesian_critical_difference",
+    "plot_elite_parallel_coordinates",
+    "plot_parameter_frequencies",
     "plot_critical_difference",
     "plot_evaluations",
     "plot_pairwise_probabilities",
@@ -675,4 +686,199 @@ def plot_posterior_simplex(
         f"{res.n_y_better} blocks ({name_x} better / rope / {name_y} better)",
         fontsize=9,
     )
+    return fig
+
+
+# --------------------------------------------------------------------------- iterated races
+
+
+def _clip_text(text: Any, width: int) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _iteration_colors(iterations: Sequence[int]) -> dict:
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    n = len(iterations)
+    return {it: cmap(0.85 * k / max(n - 1, 1)) for k, it in enumerate(iterations)}
+
+
+def _check_parameters(run, parameters: Any) -> list:
+    if parameters is None:
+        return list(run.parameters)
+    by_name = {p.name: p for p in run.parameters}
+    if isinstance(parameters, str) or not isinstance(parameters, Sequence):
+        raise TypeError(f"`parameters` must be a sequence of parameter names or None; got {parameters!r}")
+    unknown = [n for n in parameters if n not in by_name]
+    if unknown or not parameters:
+        raise ValueError(f"`parameters` must name parameters of the run ({sorted(by_name)}); got "
+                         f"{list(parameters)!r}")
+    return [by_name[n] for n in parameters]
+
+
+def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any = None):
+    """How often each parameter value was sampled, iteration by iteration.
+
+    One panel per parameter (``parameters``: names, default all). A categorical or ordinal
+    parameter gets, for each level, one bar per iteration: the share of that iteration's new
+    configurations that took the level. A numerical one gets one histogram line per iteration
+    (shares per bin; log-spaced bins for a log parameter). Colours run from the first
+    iteration (dark) to the last (light), so a parameter whose sampling concentrates shows
+    the light bars or lines piling up on a few values -- what irace's model does as it learns.
+    Configurations where the parameter is inactive (a condition is false) are counted in the
+    panel's title, not in the bars.
+
+    ``run`` is a :class:`racer.iterated_run.IteratedRun`, a ``racer`` execDir path or an
+    :class:`racer.adapters.optuna.IteratedRaceResult`.
+
+    >>> from racer.iterated_run import IteratedRun, ParameterInfo
+    >>> run = IteratedRun(
+    ...     parameters=[ParameterInfo("algo", "categorical", ("a", "b")),
+    ...                 ParameterInfo("x", "real", (0.0, 1.0))],
+    ...     configurations={1: {"algo": "a", "x": 0.1}, 2: {"algo": "b", "x": 0.9},
+    ...                     3: {"algo": "b", "x": 0.8}},
+    ...     iteration_of={1: 1, 2: 1, 3: 2}, elites={1: [2], 2: [3]}, races=[],
+    ...     candidate_ids=[], final_elites=[3])
+    >>> fig = plot_parameter_frequencies(run)
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['algo', 'x']
+    """
+    from .iterated_run import as_iterated_run
+
+    run = as_iterated_run(run)
+    params = _check_parameters(run, parameters)
+    iterations = sorted(set(run.iteration_of.values()))
+    if not iterations:
+        raise ValueError("`run` holds no sampled configuration: there is nothing to plot")
+    colors = _iteration_colors(iterations)
+    by_iter = {it: [cid for cid, i in run.iteration_of.items() if i == it] for it in iterations}
+    n_cols = min(3, len(params))
+    n_rows = math.ceil(len(params) / n_cols)
+    fig = _figure(figsize, (4.2 * n_cols, 3.0 * n_rows + 0.6))
+    axes = np.atleast_1d(fig.subplots(n_rows, n_cols, squeeze=False)).ravel()
+    width = 0.8 / len(iterations)
+    for ax, p in zip(axes, params):
+        inactive = sum(run.configurations[c].get(p.name) is None for c in run.configurations)
+        if not p.numeric:
+            levels = [str(v) for v in p.domain]
+            for k, it in enumerate(iterations):
+                values = [run.configurations[c].get(p.name) for c in by_iter[it]]
+                active = [str(v) for v in values if v is not None]
+                shares = [active.count(lv) / len(active) if active else 0.0 for lv in levels]
+                ax.bar(np.arange(len(levels)) - 0.4 + width * (k + 0.5), shares, width,
+                       color=colors[it], label=f"iteration {it} ({len(by_iter[it])})",
+                       gid=f"freq-{p.name}-{it}")
+            ax.set_xticks(range(len(levels)))
+            ax.set_xticklabels([_clip_text(lv, 12) for lv in levels],
+                               rotation=45 if len(levels) > 4 else 0, fontsize=8)
+        else:
+            lo, hi = float(p.domain[0]), float(p.domain[1])
+            log = p.log and lo > 0
+            edges = (np.geomspace(lo, hi, 11) if log else np.linspace(lo, hi, 11)) if hi > lo else None
+            for it in iterations:
+                values = np.array([float(v) for c in by_iter[it]
+                                   if (v := run.configurations[c].get(p.name)) is not None])
+                if values.size == 0 or edges is None:
+                    continue
+                counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
+                ax.stairs(counts / values.size, edges, color=colors[it], lw=1.8,
+                          label=f"iteration {it} ({len(by_iter[it])})", gid=f"freq-{p.name}-{it}")
+            if log:
+                ax.set_xscale("log")
+            ax.set_xlim(lo, hi) if hi > lo else None
+        ax.set_title(p.name, fontsize=10)
+        if inactive:
+            ax.set_title(f"{p.name}\n({inactive} of {len(run.configurations)} inactive)", fontsize=9)
+        ax.set_ylabel("share of the iteration's samples", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes[len(params):]:
+        ax.set_axis_off()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=min(len(iterations), 6),
+               fontsize=8, title="sampled in (new configurations)", title_fontsize=8)
+    return fig
+
+
+def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize: Any = None):
+    """The elites of every iteration as lines across the parameters (parallel coordinates).
+
+    One vertical axis per parameter (``parameters``: names, default all), running over its
+    domain: bottom to top from its lower to its upper bound (log scale for a log parameter),
+    or its levels in order for a categorical or ordinal one, each labelled at both ends (and
+    every level when there are at most six). Each elite an iteration kept is one line,
+    coloured by iteration (dark: first, light: last); the final elites are drawn thick and
+    black, dashed beyond the best one. A value at "NA", below an axis, means the parameter was
+    inactive. Lines that converge iteration by iteration show where the tuning settled.
+
+    ``run``: see :func:`plot_parameter_frequencies`.
+
+    >>> from racer.iterated_run import IteratedRun, ParameterInfo
+    >>> run = IteratedRun(
+    ...     parameters=[ParameterInfo("algo", "categorical", ("a", "b")),
+    ...                 ParameterInfo("x", "real", (0.0, 1.0))],
+    ...     configurations={1: {"algo": "a", "x": 0.1}, 2: {"algo": "b", "x": 0.9},
+    ...                     3: {"algo": "b", "x": 0.8}},
+    ...     iteration_of={1: 1, 2: 1, 3: 2}, elites={1: [2, 1], 2: [3, 2]}, races=[],
+    ...     candidate_ids=[], final_elites=[3, 2])
+    >>> fig = plot_elite_parallel_coordinates(run)
+    >>> len([ln for ln in fig.axes[0].lines if (ln.get_gid() or "").startswith("elite-")])
+    4
+    """
+    from .iterated_run import as_iterated_run, normalized
+
+    run = as_iterated_run(run)
+    params = _check_parameters(run, parameters)
+    if not run.elites:
+        raise ValueError("`run` has no elites yet (no race finished): there is nothing to plot")
+    iterations = sorted(run.elites)
+    colors = _iteration_colors(iterations)
+    k = len(params)
+    fig = _figure(figsize, (min(2.0 + 1.6 * k, 15.0), 5.0))
+    ax = fig.subplots()
+    na = -0.12
+    xs = np.arange(k)
+
+    def ys(cid):
+        values = run.configurations[cid]
+        out = np.array([normalized(p, values.get(p.name)) for p in params])
+        return np.where(np.isnan(out), na, out)
+
+    for it in iterations:
+        for rank, cid in enumerate(run.elites[it]):
+            ax.plot(xs, ys(cid), color=colors[it], lw=1.2, alpha=0.75, marker="o", ms=3,
+                    gid=f"elite-{it}-{cid}",
+                    label=f"iteration {it}" if rank == 0 else None)
+    for rank, cid in enumerate(run.final_elites):
+        if cid in run.configurations:
+            ax.plot(xs, ys(cid), color="black", lw=2.6 if rank == 0 else 1.6,
+                    ls="-" if rank == 0 else "--", zorder=4, gid=f"final-{cid}",
+                    label=(f"final elites (best: #{cid})" if rank == 0 else None))
+    for x, p in zip(xs, params):
+        ax.vlines(x, 0, 1, color="#555555", lw=1)
+        if p.numeric:
+            lo, hi = p.domain[0], p.domain[1]
+            ticks = [(0.0, f"{lo:g}"), (1.0, f"{hi:g}")]
+        else:
+            levels = [str(v) for v in p.domain]
+            step = 1 if len(levels) <= 6 else len(levels) - 1
+            ticks = [(i / max(len(levels) - 1, 1), _clip_text(levels[i], 10))
+                     for i in range(0, len(levels), step)]
+        for y, label in ticks:
+            ax.text(x + 0.04, y, label, fontsize=7, va="center", ha="left", color="#333333")
+        ax.text(x + 0.04, na, "NA", fontsize=7, va="center", ha="left", color="#999999")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([_clip_text(p.name, 16) + (" (log)" if p.log else "") for p in params],
+                       fontsize=8, rotation=30 if k > 6 else 0)
+    ax.set_yticks([])
+    ax.set_ylim(na - 0.08, 1.08)
+    ax.set_xlim(-0.3, k - 0.4)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    n_el = sum(len(v) for v in run.elites.values())
+    ax.set_title(f"elites of {len(iterations)} iterations ({n_el} lines); black: final elites",
+                 fontsize=10)
     return fig
