@@ -228,6 +228,10 @@ def read_exec_dir(path: Any) -> IteratedRun:
                                           "max_time", "seed", "time_used") if k in saved}
         except (OSError, ValueError, KeyError, TypeError):
             info = {"note": "results.json could not be read"}
+    runs_csv = os.path.join(text, "runs.csv")
+    if "experiments" not in info and os.path.exists(runs_csv):
+        with open(runs_csv, encoding="utf-8", errors="replace") as fh:
+            info["runs_logged"] = max(sum(1 for _ in fh) - 1, 0)
     test = None
     if "test.sqlite" in names:
         tdata = read_journal(os.path.join(jdir, "test.sqlite"))

@@ -3,11 +3,15 @@
     racer --scenario scenario.txt [--parallel N] [--seed S] [--max-experiments N] ...
     racer --check --scenario scenario.txt     # validate; run one configuration once
     racer --init                               # write template files here
+    racer report EXECDIR|JOURNAL [-o report.html]   # the HTML report (racer.report)
 
 Flags are irace's (``racer --help``); see docs/cli.md. Exit codes: 0 success, 1 internal
 error, 2 bad scenario or command line (including a budget too small to race), 3 a failing
 target-runner, 130 interrupted (Ctrl-C or SIGTERM). An interrupted or killed run resumes
-when the same command is run again (journal in ``<execDir>/racer-journal``).
+when the same command is run again (journal in ``<execDir>/racer-journal``). At the end of a
+run (and after an interruption) the HTML report is written to ``<execDir>/report.html``
+unless ``--no-report`` is given; without matplotlib (the ``plot`` extra) racer says how to get
+it and goes on, with the same exit code.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ def _parser():
         description="Tune an algorithm's parameters from an irace scenario (irace's files and "
                     "flags), racing configurations with racer. Exit codes: 0 ok, 1 internal "
                     "error, 2 bad scenario, 3 failing target-runner, 130 interrupted.",
+        epilog="`racer report PATH -o report.html` writes the HTML report of a race journal "
+               "or of an execDir (`racer report --help`).",
     )
     p.add_argument("-s", "--scenario", metavar="FILE", help="irace scenario file (default ./scenario.txt if it exists)")
     p.add_argument("-c", "--check", action="store_true", help="validate the scenario and run one configuration on one instance")
@@ -70,6 +76,9 @@ def _parser():
                         "the whole budget (no sampling)")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")
+    g.add_argument("--no-report", action="store_true",
+                   help="do not write the HTML report execDir/report.html at the end of the run "
+                        "(it needs matplotlib; `racer report EXECDIR` writes it later)")
     o = p.add_argument_group("irace options (scenario file names in brackets)")
     for name, opt in OPTIONS.items():
         if opt.flag is None or name == "quiet":
@@ -244,6 +253,25 @@ def _seed(sc, journal_dir: str) -> int:
     return seed
 
 
+def write_run_report(exec_dir: str) -> str | None:
+    """Write ``<execDir>/report.html``; never fails the run: without matplotlib, or on any
+    error, it warns (saying how to get the report) and returns None."""
+    try:
+        import matplotlib  # noqa: F401  (the figures need it; the core install has none)
+    except ImportError:
+        _warn("report.html not written: the HTML report needs matplotlib "
+              "(pip install 'bayes-racer[plot]'), then: racer report " + exec_dir)
+        return None
+    path = os.path.join(exec_dir, "report.html")
+    try:
+        from ..report import write_report
+
+        return write_report(exec_dir, path)
+    except Exception as exc:  # a report is a by-product: it never changes the run's outcome
+        _warn(f"report.html not written ({type(exc).__name__}: {exc}); try: racer report {exec_dir}")
+        return None
+
+
 def do_check(loaded: dict, args) -> int:
     from .iterated import _derived_seed
     from .sampler import Sampler
@@ -338,13 +366,31 @@ def do_run(loaded: dict, args) -> int:
         print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
               f"parallel = {settings.parallel}; test {type(test).__name__}"
               + ("; resuming from the journal" if resuming else ""), flush=True)
+    report = not getattr(args, "no_report", False)
     try:
         result = tuner.run()
-    finally:
+    except KeyboardInterrupt:
         progress.end()
+        if report:
+            # What the journals hold so far; a second Ctrl-C skips it.
+            print(f"racer: interrupted; writing the report of the run so far to "
+                  f"{os.path.join(exec_dir, 'report.html')} (Ctrl-C again to skip)",
+                  file=sys.stderr, flush=True)
+            try:
+                if write_run_report(exec_dir):
+                    print(f"racer: report: {os.path.join(exec_dir, 'report.html')}", file=sys.stderr)
+            except KeyboardInterrupt:
+                pass
+        raise
+    except BaseException:
+        progress.end()
+        raise
+    finally:
         log.close()
         reaper.close()
         close_executor()
+    progress.end(f"done: {result.stop_reason}; {result.experiments} runs; "
+                 f"{result.iterations} iteration(s)")
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:
@@ -364,8 +410,11 @@ def do_run(loaded: dict, args) -> int:
             costs = [c for c in result.test["costs"][e.id] if c is not None]
             mean = f"{np.mean(costs):.6g}" if costs else "NA"
             print(f"{e.id}  {mean}")
+    written = write_run_report(exec_dir) if report else None
     print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
-          + (" test.csv" if result.test is not None else ""))
+          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+    if written:
+        print(f"# Report: {written}")
     return EXIT_OK
 
 
@@ -451,6 +500,14 @@ def main(argv: list | None = None) -> int:
     from ..race import RaceFailedError
     from ..storage import JournalInUseError
 
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "report":
+        # `racer report ...`: the report's own command line (also installed as racer-report).
+        # Dispatched on the first word so every `racer --scenario ...` command stays as it was.
+        from ..report import main as report_main
+
+        return report_main(list(argv[1:]), prog="racer report")
     parser = _parser()
     args = parser.parse_args(argv)
     if args.version:

@@ -15,9 +15,7 @@ import csv
 import json
 import os
 import shlex
-import sys
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -142,24 +140,22 @@ def _mean(costs: list) -> float | None:
 
 class Progress:
     """The live progress line on stderr: iteration, race state, runs used of the budget, best
-    so far. Redrawn in place at most ten times a second on a terminal; on a file or pipe one
-    line every ten seconds."""
+    so far, drawn by :class:`racer.progress.ProgressBar` as every racer progress display is: a
+    bar over the budget (maxExperiments) redrawn in place on a terminal or in a notebook, and
+    in a log or pipe one line at each quarter of the budget (without a run budget, maxTime,
+    only the final line)."""
 
     def __init__(self, stream: Any = None, quiet: bool = False) -> None:
-        self.stream = sys.stderr if stream is None else stream
-        self.quiet = quiet
-        isatty = getattr(self.stream, "isatty", None)
-        self.tty = bool(isatty and isatty())
-        self.interval = 0.1 if self.tty else 10.0
-        self.start = time.monotonic()
-        self.last = -float("inf")
-        self.text = ""
+        from ..progress import ProgressBar
 
-    def __call__(self, state: dict, race) -> None:
-        now = time.monotonic()
-        if self.quiet or now - self.last < self.interval:
-            return
-        self.last = now
+        self.quiet = quiet
+        self._bar = ProgressBar(stream=stream, enabled=not quiet)
+        self.text = ""
+        self._state: dict = {}
+        self._races = 0
+        self._race_id = None
+
+    def _describe(self, state: dict, race) -> str:
         it = state.get("iteration")
         where = "test phase" if it == "test" else f"iteration {it}/{state.get('n_iterations', '?')}"
         budget = state.get("budget") or 0
@@ -171,16 +167,20 @@ class Progress:
             b = res.survivors[0]
             mean = res.mean_scores[res.best_index]
             best = f" | best #{b.id} mean {mean:.6g}" if np.isfinite(mean) else f" | best #{b.id}"
-        self.text = (f"[racer] {where} | instance {race.n_instances} | "
-                     f"{len(race.survivor_indices)}/{len(race.candidates)} alive | {spent}{best} | "
-                     f"{now - self.start:.0f}s")
-        if self.tty:
-            self.stream.write("\r" + self.text[:119].ljust(79))
-        else:
-            self.stream.write(self.text + "\n")
-        self.stream.flush()
+        self.text = (f"{where} | race {self._races}: instance {race.n_instances}, "
+                     f"{len(race.survivor_indices)}/{len(race.candidates)} alive | {spent}{best}")
+        return self.text
 
-    def end(self) -> None:
-        if self.tty and self.text and not self.quiet:
-            self.stream.write("\n")
-            self.stream.flush()
+    def __call__(self, state: dict, race) -> None:
+        if id(race) != self._race_id:
+            self._race_id = id(race)
+            self._races += 1
+        self._state = state
+        budget = state.get("budget") or 0
+        used = state.get("experiments", 0)
+        self._bar.update(min(used / budget, 1.0) if budget else None,
+                         lambda: self._describe(state, race))
+
+    def end(self, summary: str | None = None) -> None:
+        """End the line; ``summary`` (e.g. why the tuning stopped) is drawn as the final line."""
+        self._bar.close(summary)
