@@ -720,6 +720,11 @@ class IteratedRace:
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the instance order, the default sampler and every race (one seed: the int
         itself, or one draw from the others).
+    progress : bool, default True
+        Show progress on stderr (:class:`racer.progress.ProgressBar`, as ``Race.run`` does): a
+        bar over the budget with the iteration, the race's instance and survivors, the
+        evaluations used and the best elite so far, redrawn in place in a terminal or a
+        notebook; in a log, a line at each quarter of the budget and a final one.
 
     Examples
     --------
@@ -756,9 +761,11 @@ class IteratedRace:
         n_jobs: int | None = None,
         timeout: float | None = None,
         random_state: Any = None,
+        progress: bool = True,
     ) -> None:
         from racer.elimination import RacingTest
 
+        self._progress = check_bool(progress, "progress")
         if not callable(evaluate):
             raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
         if isinstance(search_space, dict):
@@ -910,11 +917,13 @@ class IteratedRace:
             self._pool.close()
             self._pool = None
 
-    def _race_iteration(self, race, cache, params_of, trial_objects, study, used):
+    def _race_iteration(self, race, cache, params_of, trial_objects, study, used, progress=None):
         """Drive one race to its end (or to the budget); returns (evaluations used, whether
-        the budget ran out)."""
+        the budget ran out). ``progress(race, used)`` is called after every block."""
         out_of_budget = False
         while not race.finished:
+            if progress is not None:
+                progress(race, used)
             batch = race.ask()
             n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
             if used + n_real > self._budget:
@@ -1006,6 +1015,9 @@ class IteratedRace:
         )
         races = []
         n_sampled = 0
+        from racer.progress import ProgressBar
+
+        bar = ProgressBar(enabled=self._progress)
         while True:
             j = iteration + 1
             remaining = self._budget - used
@@ -1064,9 +1076,22 @@ class IteratedRace:
                 random_state=int(np.random.SeedSequence([self._seed, j]).generate_state(1)[0]),
             )
             trial_objects = {t.number: t for t, _ in pending}
+
+            def show(race, used, j=j, elites=tuple(elites)):
+                def text():
+                    best = ""
+                    if elites and cache.get(elites[0]):
+                        seen = [v for v in cache[elites[0]].values() if math.isfinite(v)]
+                        if seen:
+                            best = f" | best so far #{elites[0]} mean {np.mean(seen):.6g}"
+                    return (f"iteration {j} | race: instance {race.n_instances}, "
+                            f"{len(race.survivor_indices)}/{len(race.candidates)} alive | "
+                            f"{used}/{self._budget} evaluations{best}")
+                bar.update(min(used / self._budget, 1.0), text)
+
             try:
                 used, out_of_budget = self._race_iteration(
-                    race, cache, params_of, trial_objects, study, used)
+                    race, cache, params_of, trial_objects, study, used, show)
             except RaceFailedError:
                 # Nothing usable came back: not a crash to resume from, so the trials of this
                 # iteration end FAIL instead of staying RUNNING forever.
@@ -1106,6 +1131,8 @@ class IteratedRace:
             if out_of_budget:
                 break
 
+        bar.close(f"done: {iteration} iterations | {used}/{self._budget} evaluations"
+                  + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
         if not elites:
             raise RuntimeError(
                 f"`budget`={self._budget} cannot pay for a first race of two candidates on "

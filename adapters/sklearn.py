@@ -487,6 +487,11 @@ class RaceSearchCV(BaseSearchCV):
         combined with ``executor`` (a ValueError).
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.
+    progress : bool, default=False
+        Show the race's progress on stderr (:class:`racer.progress.ProgressLine`: a bar over
+        the splits, or ``max_fits``, redrawn in place in a terminal or a notebook; a line at
+        each quarter in a log). Off by default: a search is silent at ``verbose=0``, as in
+        scikit-learn.
 
     Attributes
     ----------
@@ -560,6 +565,7 @@ class RaceSearchCV(BaseSearchCV):
         return_train_score=False,
         random_state=None,
         verbose=0,
+        progress=False,
     ):
         super().__init__(
             estimator=estimator,
@@ -584,6 +590,7 @@ class RaceSearchCV(BaseSearchCV):
         self.executor = executor
         self.timeout = timeout
         self.random_state = random_state
+        self.progress = progress
 
     # scikit-learn's own validation (InvalidParameterError, a ValueError and TypeError naming
     # the parameter and quoting the value), run by fit's _fit_context as in every search CV;
@@ -608,6 +615,7 @@ class RaceSearchCV(BaseSearchCV):
         # a Generator and a SeedSequence.
         "random_state": [Interval(numbers.Integral, 0, None, closed="left"),
                          np.random.RandomState, np.random.Generator, np.random.SeedSequence, None],
+        "progress": ["boolean"],
     }
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
@@ -978,9 +986,16 @@ class RaceSearchCV(BaseSearchCV):
             )
         position = {int(s): k for k, s in enumerate(self.split_order_)}
         n_history, seen = 0, set()
+        from racer.progress import ProgressLine
+
+        bar = ProgressLine(race) if self.progress else None
         while True:
+            if bar is not None:
+                bar.update()
             batch = race.ask()
             if not batch:
+                if bar is not None:
+                    bar.close()
                 break
             units = [(ev.candidate_index, ev.instance) for ev in batch]
             outcomes = evaluate_units(units)

@@ -67,6 +67,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _racing_sim import SETTINGS, make_data, race_on_matrix, race_seed  # noqa: E402
 
+from racer.progress import track  # noqa: E402
+
 BLOCK = 5
 MAX_INSTANCES = 1500
 BUDGET_FACTORS = (10, 30, 100)  # budgets in multiples of q; "unl" = unlimited
@@ -628,7 +630,6 @@ def run(families, reps, rep0, names, extra, csv_path, workers, progress=True):
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new:
             writer.writeheader()
-    t0 = time.time()
     try:
         if workers > 1:
             pool = mp.get_context("fork").Pool(workers)
@@ -636,13 +637,12 @@ def run(families, reps, rep0, names, extra, csv_path, workers, progress=True):
         else:
             pool = None
             it = map(one_repetition, tasks)
-        for i, res in enumerate(it, 1):
+        # A bar on a terminal, nothing in a log (racer.progress.track, shared by the scripts).
+        for res in track(it, total=len(tasks), label="frontier tasks", enabled=progress):
             rows.extend(res)
             if fh:
                 writer.writerows(res)
                 fh.flush()
-            if progress and (i % 10 == 0 or i == len(tasks)):
-                print(f"[{time.time() - t0:7.0f}s] {i}/{len(tasks)} tasks", file=sys.stderr, flush=True)
         if pool:
             pool.close()
             pool.join()

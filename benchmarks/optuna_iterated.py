@@ -39,6 +39,7 @@ import optuna  # noqa: E402
 from optuna_pruning import PROBLEMS, _fmt, _patch_wilcoxon_pruner, run_study  # noqa: E402
 
 from racer.adapters.optuna import IteratedRace  # noqa: E402
+from racer.progress import track  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
@@ -111,7 +112,8 @@ def main(argv=None):
         problem = PROBLEMS[pname]()
         budget = eval_factor * problem.n_instances
         for cond in args.conditions.split(","):
-            for s in range(args.seed_offset, args.seed_offset + n_seeds):
+            for s in track(range(args.seed_offset, args.seed_offset + n_seeds),
+                           label=f"{pname} {cond} seeds"):
                 r = run_condition(problem, cond, s, budget)
                 r.update(problem=pname, condition=cond, seed=s, budget=budget)
                 rows.append(r)

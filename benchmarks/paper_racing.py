@@ -45,6 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _racing_sim import PAPER, PAPER_INDIST, SETTINGS, one_repetition  # noqa: E402
 
+from racer.progress import track  # noqa: E402
+
 FIELDS = [
     "q", "rho", "rep", "method", "driver", "data_seed", "race_seed", "iterations", "iter", "evaluations",
     "winner", "mae", "best_eliminated", "n_indist", "n_indist_true", "n_survivors", "seconds",
@@ -417,16 +419,15 @@ def main(argv=None):
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new:
             writer.writeheader()
-    t0 = time.time()
     ctx = mp.get_context("fork")
     with ctx.Pool(args.jobs) as pool:
-        for k, result in enumerate(pool.imap_unordered(one_repetition, tasks, chunksize=1)):
+        # A bar on a terminal, nothing in a log (racer.progress.track, shared by the scripts).
+        for result in track(pool.imap_unordered(one_repetition, tasks, chunksize=1),
+                            total=len(tasks), label="paper_racing repetitions"):
             rows.extend(result)
             if writer:
                 writer.writerows(result)
                 fh.flush()
-            if (k + 1) % 20 == 0:
-                print(f"[{k + 1}/{len(tasks)} repetitions, {time.time() - t0:.0f} s]", file=sys.stderr)
     if fh:
         fh.close()
     text = summarize(rows)

@@ -56,6 +56,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from racer.adapters.sklearn import RaceSearchCV
+from racer.progress import track
 
 N_FOLDS, N_REPEATS = 5, 3
 
@@ -265,7 +266,7 @@ def ablation(problems, seeds):
     """Replay test variants on the full grid of each (problem, seed): same splits, no refits."""
     per_variant: dict[str, list] = {}
     for name in problems:
-        for seed in seeds:
+        for seed in track(seeds, label=f"ablation {name} seeds"):
             X, y, est, grid, classifier = problem(name, seed)
             X_tr, _, y_tr, _ = train_test_split(
                 X, y, test_size=0.25, random_state=seed, stratify=y if classifier else None
