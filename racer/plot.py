@@ -787,7 +787,8 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
                           label=f"iteration {it} ({len(by_iter[it])})", gid=f"freq-{p.name}-{it}")
             if log:
                 ax.set_xscale("log")
-            ax.set_xlim(lo, hi) if hi > lo else None
+            if hi > lo:
+                ax.set_xlim(lo, hi)
         ax.set_title(p.name, fontsize=10)
         if inactive:
             ax.set_title(f"{p.name}\n({inactive} of {len(run.configurations)} inactive)", fontsize=9)

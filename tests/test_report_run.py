@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ pytest.importorskip("matplotlib")
 from racer import plot  # noqa: E402
 from racer.cli import EXIT_INTERRUPTED, EXIT_OK, main  # noqa: E402
 from racer.iterated_run import (  # noqa: E402
-    IteratedRun, ParameterInfo, from_iterated_race, normalized, read_exec_dir,
+    ParameterInfo, from_iterated_race, normalized, read_exec_dir,
 )
 from racer.progress import ProgressBar, redraws_in_place, track  # noqa: E402
 
@@ -347,3 +346,14 @@ def test_iterated_race_and_search_cv_progress(capsys):
     assert "[racer]" in err and "done:" in err
     with pytest.raises(ValueError, match="progress"):
         RaceSearchCV(KNeighborsClassifier(), grid, progress="yes").fit(X, y)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import racer.iterated_run
+    import racer.progress
+
+    for module in (racer.iterated_run, racer.progress):
+        failures, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert attempted > 0 and failures == 0, module.__name__
