@@ -1,6 +1,8 @@
 """A self-contained HTML report of a race, read from its journal; CSV and JSON exports.
 
-``write_report("race.sqlite", "report.html")`` (or ``racer-report race.sqlite -o report.html``)
+``write_report("race.sqlite", "report.html")`` (or ``racer report race.sqlite -o report.html``;
+``racer-report`` is the same command; a ``racer`` execDir instead of a journal gives the report
+of the whole tuning, see :func:`write_report`)
 reads the journal with :func:`racer.storage.read_journal` -- read-only and without the
 writer's lock, so it works on a finished race, an interrupted one, and one still running --
 and writes one HTML file: the race's status and settings, the best candidate and the
@@ -9,7 +11,7 @@ record against the candidate that beat or matched it on the instances seen at th
 the failed evaluations, the whole ranking, and the figures of :mod:`racer.plot` as inline SVG.
 The file has no external scripts, styles, fonts or images: it can be mailed or archived.
 
-``racer-report race.sqlite --csv runs.csv --json race.json`` exports the journal for other
+``racer report race.sqlite --csv runs.csv --json race.json`` exports the journal for other
 tools: the CSV has one row per evaluation, the JSON holds the settings, one record per
 candidate, the decisions and the evaluations (NaN written as null).
 

@@ -255,7 +255,9 @@ def _seed(sc, journal_dir: str) -> int:
 
 def write_run_report(exec_dir: str) -> str | None:
     """Write ``<execDir>/report.html``; never fails the run: without matplotlib, or on any
-    error, it warns (saying how to get the report) and returns None."""
+    error, it warns (saying how to get the report) and returns None. The one place where the
+    command line calls the report front end (imported here, lazily, so the core install and
+    ``racer --check`` never load it)."""
     try:
         import matplotlib  # noqa: F401  (the figures need it; the core install has none)
     except ImportError:
