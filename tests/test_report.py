@@ -330,22 +330,23 @@ def test_journal_records_stop_reason_and_winner(finished, tmp_path):
 
 
 def test_report_orders_survivors_by_the_journaled_winner_rule(tmp_path):
-    from racer.adapters.frace import FRaceTest
+    from racer.cli.iterated import KeepAll
 
-    path = str(tmp_path / "frace.sqlite")
-    # Candidate 0 wins on rank sums (best on most instances) but loses on the mean (one
-    # instance where it is far worse): the two rules disagree.
+    path = str(tmp_path / "ranks.sqlite")
+    # Candidate 0 is best on five instances and far worst on one, 2 and 1 are constant: the
+    # rank-sum order and the mean order disagree whichever direction the race takes.
     def evaluate(c, i):
         return (-50.0 if i == 0 else 1.0) if c == 0 else float(c == 1) * 0.5
-    with Race([0, 1, 2], test=FRaceTest(), max_instances=6, first_test=6, random_state=0,
-              storage=path) as r:
+    with Race([0, 1, 2], test=KeepAll(), winner="rank_sum", max_instances=6, first_test=6,
+              random_state=0, storage=path) as r:
         res = r.run(evaluate, range(6), progress=False)
     back = report.result_from_journal(path)
     assert res.survivor_indices.tolist() == back.survivor_indices.tolist()
-    by_mean = np.argsort(-res.mean_scores[res.survivor_indices], kind="stable")
+    oriented = res.mean_scores if res.maximize else -res.mean_scores
+    by_mean = np.argsort(-oriented[res.survivor_indices], kind="stable")
     assert res.survivor_indices[by_mean].tolist() != back.survivor_indices.tolist()
     page = report.write_report(path, tmp_path / "r.html")
-    assert "rank_sum" in open(page, encoding="utf-8").read()
+    assert "<code>rank_sum</code>" in open(page, encoding="utf-8").read()
 
 
 def test_old_journal_without_stop_reason_is_inferred(finished, tmp_path):
