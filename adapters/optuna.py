@@ -614,31 +614,6 @@ class IteratedRaceResult:
         )
 
 
-def _protect_elites_test(inner, n_elites: int, n_old: int):
-    """Wrap a racing test so that elites survive while the race is on instances they know.
-
-    irace's elitist racing (``elitist = 1``): an elite cannot be eliminated before the race
-    has covered every instance seen in earlier iterations, because up to that point the new
-    candidates are catching up on instances the elite already won its place on.
-    """
-    from racer.elimination import RacingTest
-
-    class _ProtectElites(RacingTest):
-        winner = inner.winner  # the inner test's winner rule (FRaceTest: irace's rank sum)
-
-        def decide(self, view, rng):
-            scores, ids = view.scores, view.ids
-            out = inner.decide(view, rng)
-            if scores.shape[0] >= n_old or n_elites == 0:
-                return out
-            return [e for e in out if int(ids[e.index]) >= n_elites]
-
-        def get_params(self):
-            return {"inner": type(inner).__name__, "n_elites": n_elites, "n_old": n_old}
-
-    return _ProtectElites()
-
-
 class IteratedRace:
     """irace's iterated racing with any Optuna sampler as the proposal model.
 
@@ -977,6 +952,7 @@ class IteratedRace:
         ))
 
     def _run(self) -> IteratedRaceResult:
+        from racer.elimination import ProtectElites
         from racer.race import Race, RaceFailedError, _NoElimination
 
         study = self._study
@@ -1065,7 +1041,7 @@ class IteratedRace:
             short = n_total < self._first_test
             race = Race(
                 candidates,
-                test=_NoElimination() if short else _protect_elites_test(
+                test=_NoElimination() if short else ProtectElites(
                     self._test, len(elites), n_seen),
                 direction=self._direction,
                 budget=race_budget,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Elimination", "RaceView", "RacingTest"]
+__all__ = ["Elimination", "ProtectElites", "RaceView", "RacingTest"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,3 +274,67 @@ class RacingTest(abc.ABC):
         if dataclasses.is_dataclass(self):
             return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.compare}
         raise NotImplementedError(f"{type(self).__name__} must implement get_params()")
+
+
+class ProtectElites(RacingTest):
+    """irace's elitist protection (``elitist = 1``) around any racing test.
+
+    The first ``n_elites`` candidates by id (the previous iteration's elites) cannot be
+    eliminated while the race is on its first ``until`` instances: up to there the new
+    candidates are catching up on instances the elites already won their place on. The inner
+    test still sees every survivor, so the others are judged against the elites exactly as
+    irace does; only the elites' own eliminations are held back. The one implementation
+    shared by the irace-style CLI (:mod:`racer.cli.iterated`) and the Optuna adapter's
+    :class:`~racer.adapters.optuna.IteratedRace`.
+
+    Parameters
+    ----------
+    inner : RacingTest
+        The test that decides; its ``winner`` rule is kept.
+    n_elites : int >= 0
+        Candidates with ids ``0 .. n_elites - 1`` are the elites (``0``: nothing protected).
+    until : int >= 0
+        Number of instances (rows of the race) before which the elites are protected.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from racer.elimination import Elimination, ProtectElites, RaceView, RacingTest
+    >>> class DropAllButFirst(RacingTest):
+    ...     def decide(self, view, rng):
+    ...         return [Elimination(j, "dominated", 0, 1.0) for j in range(1, len(view.ids))]
+    ...     def get_params(self):
+    ...         return {}
+    >>> test = ProtectElites(DropAllButFirst(), n_elites=2, until=4)
+    >>> ids = np.array([2, 1, 0, 3])
+    >>> early = RaceView.from_scores(np.zeros((3, 4)), ids)
+    >>> sorted(int(ids[e.index]) for e in test.decide(early, np.random.default_rng(0)))
+    [3]
+    >>> late = RaceView.from_scores(np.zeros((4, 4)), ids)
+    >>> sorted(int(ids[e.index]) for e in test.decide(late, np.random.default_rng(0)))
+    [0, 1, 3]
+    """
+
+    def __init__(self, inner: RacingTest, n_elites: int, until: int) -> None:
+        from racer._validation import check_int
+
+        if not isinstance(inner, RacingTest):
+            raise TypeError(f"`inner` must be a racer.elimination.RacingTest; got {inner!r}")
+        self.inner = inner
+        self.n_elites = check_int(n_elites, "n_elites", minimum=0)
+        self.until = check_int(until, "until", minimum=0)
+        self.winner = getattr(inner, "winner", None)
+
+    def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
+        decisions = self.inner.decide(view, rng)
+        if view.scores.shape[0] >= self.until or self.n_elites == 0:
+            return decisions
+        return [d for d in decisions if int(view.ids[d.index]) >= self.n_elites]
+
+    def get_params(self) -> dict[str, Any]:
+        try:
+            inner = self.inner.get_params()
+        except NotImplementedError:
+            inner = {"repr": repr(self.inner)}
+        return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
+                "n_elites": self.n_elites, "until": self.until}

@@ -541,7 +541,9 @@ def test_elites_are_protected_on_old_instances():
         def get_params(self):
             return {}
 
-    wrapped = racer_optuna._protect_elites_test(AlwaysDropFirst(), n_elites=1, n_old=6)
+    from racer.elimination import ProtectElites
+
+    wrapped = ProtectElites(AlwaysDropFirst(), n_elites=1, until=6)
     ids = np.array([0, 1, 2])
     assert wrapped.decide(RaceView.from_scores(np.zeros((5, 3)), ids), None) == []
     assert len(wrapped.decide(RaceView.from_scores(np.zeros((6, 3)), ids), None)) == 1
@@ -674,10 +676,10 @@ def test_one_test_object_serves_several_races_like_fresh_ones():
 
 def test_elite_protection_keeps_the_inner_tests_winner_rule():
     from racer.adapters.frace import FRaceTest
-    from racer.adapters.optuna import _protect_elites_test
+    from racer.elimination import ProtectElites
 
-    assert _protect_elites_test(FRaceTest(), 2, 10).winner == "rank_sum"
-    assert _protect_elites_test(RaceOnlyTest(), 2, 10).winner is None
+    assert ProtectElites(FRaceTest(), 2, 10).winner == "rank_sum"
+    assert ProtectElites(RaceOnlyTest(), 2, 10).winner is None
 
 
 class RaceOnlyTest(RacingTest):

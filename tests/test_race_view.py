@@ -75,3 +75,21 @@ def test_rank_sums_and_moments_match_scipy_ranks_and_the_tie_identity():
     n, m = scores.shape
     ties = 12.0 * (n * m * (m + 1) * (2 * m + 1) / 6.0 - view.rank_sq_sums.sum())
     assert ties == tie_group_sizes_term(scores) > 0
+
+
+def test_protect_elites_rejects_bad_arguments_naming_them():
+    from racer.elimination import ProtectElites
+
+    class Keep(RacingTest):
+        def decide(self, view, rng):
+            return []
+
+        def get_params(self):
+            return {}
+
+    with pytest.raises(TypeError, match="`inner`.*'not a test'"):
+        ProtectElites("not a test", 1, 3)
+    with pytest.raises(ValueError, match="`n_elites` must be >= 0; got -1"):
+        ProtectElites(Keep(), -1, 3)
+    with pytest.raises(TypeError, match="`until`"):
+        ProtectElites(Keep(), 1, 2.5)

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..elimination import RacingTest
+from ..elimination import ProtectElites, RacingTest
 from ..race import Race
 from .parameters import ParameterSpace, format_value
 from .sampler import Sampler
@@ -76,34 +76,6 @@ class KeepAll(RacingTest):
 
     def get_params(self):
         return {}
-
-
-class ProtectElites(RacingTest):
-    """irace's elitist protection around any racing test: the first ``n_elites`` candidates
-    (the previous iteration's elites) cannot be eliminated while the race is still on the
-    first ``until`` instances (the new instance(s) first, then every instance they have
-    results for). The inner test still sees every survivor, so the others are judged against
-    the elites exactly as irace does."""
-
-    def __init__(self, inner: RacingTest, n_elites: int, until: int) -> None:
-        self.inner = inner
-        self.n_elites = int(n_elites)
-        self.until = int(until)
-        self.winner = getattr(inner, "winner", None)
-
-    def decide(self, view, rng):
-        decisions = self.inner.decide(view, rng)
-        if view.scores.shape[0] >= self.until:
-            return decisions
-        return [d for d in decisions if int(view.ids[d.index]) >= self.n_elites]
-
-    def get_params(self):
-        try:
-            inner = self.inner.get_params()
-        except NotImplementedError:
-            inner = {"repr": repr(self.inner)}
-        return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
-                "n_elites": self.n_elites, "until": self.until}
 
 
 @dataclasses.dataclass
