@@ -368,8 +368,92 @@ class Conflicting(Multiplicative):
         self._set_oracle()
 
 
+class HeavyTail(Multiplicative):
+    """Held out (issue 11, second round): Pareto-tailed instance difficulty.
+
+    ``f = h_i + sqrt(h_i) * ((x - a_i)^2 + (y - b_i)^2) + 0.2 sin(2x - 3y + phi_i)`` with
+    ``h_i = 1 + Pareto(1.3)``: most instances are easy, one or two are tens of times harder,
+    and the hard ones also weigh the configuration's gaps more (scale ``sqrt(h_i)``), so the
+    mean is dominated by instances a trial may not have met when it is pruned. Optima
+    ``(a_i, b_i) ~ N((0.4, -0.3), 0.5^2)``. 40 instances, minimised. Added with the
+    pilot/held-out split of the second round: never run before the defaults were frozen.
+    """
+
+    name = "heavytail"
+
+    def __init__(self, n_instances=40, seed=31337):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        self.h = 1.0 + rng.pareto(1.3, n_instances)
+        self.a = rng.normal(0.4, 0.5, n_instances)
+        self.b = rng.normal(-0.3, 0.5, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+    def _values(self, x, y):
+        x = np.asarray(x, dtype=float)[:, None]
+        y = np.asarray(y, dtype=float)[:, None]
+        return (self.h + np.sqrt(self.h) * ((x - self.a) ** 2 + (y - self.b) ** 2)
+                + 0.2 * np.sin(2 * x - 3 * y + self.phase))
+
+
+class FewHard(Multiplicative):
+    """Held out (issue 11, second round): three very hard instances decide where the optimum is.
+
+    37 of 40 instances have scale 1 and optimum near (-0.7, -0.5); 3 have scale 15 and optimum
+    near (0.9, 0.8). The best mean sits between, pulled towards the three hard instances, so
+    the order of configurations on most instances (the easy ones) is the reverse of their
+    order on the mean: a paired test that counts wins is misled by design. Minimised. Never
+    run before the defaults were frozen.
+    """
+
+    name = "fewhard"
+
+    def __init__(self, n_instances=40, seed=2718):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        hard = np.zeros(n_instances, dtype=bool)
+        hard[rng.choice(n_instances, 3, replace=False)] = True
+        self.h = np.where(hard, 15.0, 1.0) * rng.uniform(0.9, 1.1, n_instances)
+        self.a = np.where(hard, 0.9, -0.7) + rng.normal(0, 0.1, n_instances)
+        self.b = np.where(hard, 0.8, -0.5) + rng.normal(0, 0.1, n_instances)
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+
+class NoisyRidge(Multiplicative):
+    """Held out (issue 11, second round): optimum moving with an instance feature, noisy scores.
+
+    Instance ``i`` has a feature ``t_i ~ U(-1.2, 1.2)``; its optimum is ``(t_i, 0.6 t_i^2 -
+    0.3)`` (structured rank reversals along a ridge, unlike ``conflicting``'s independent
+    optima), its scale ``U(0.5, 2)``, and every evaluation adds Student-t(3) noise of scale
+    0.15, a deterministic function of (configuration, instance) so that a configuration
+    scores the same when met again. The true mean is the noiseless one (the expectation over
+    the noise). 40 instances, minimised. Never run before the defaults were frozen.
+    """
+
+    name = "noisyridge"
+
+    def __init__(self, n_instances=40, seed=16180):
+        rng = np.random.default_rng(seed)
+        self.n_instances = n_instances
+        t = rng.uniform(-1.2, 1.2, n_instances)
+        self.h = rng.uniform(0.5, 2.0, n_instances)
+        self.a = t
+        self.b = 0.6 * t ** 2 - 0.3
+        self.phase = rng.uniform(0, 2 * np.pi, n_instances)
+        self._set_oracle()
+
+    def score(self, key, i):
+        noise_rng = np.random.default_rng(
+            [16180, i] + np.array(key, dtype=np.float64).view(np.uint32).tolist())
+        return float(self._values([key[0]], [key[1]])[0, i]
+                     + 0.15 * noise_rng.standard_t(3))
+
+
 PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP, "multiplicative": Multiplicative,
-            "clusters": Clusters, "conflicting": Conflicting}
+            "clusters": Clusters, "conflicting": Conflicting, "heavytail": HeavyTail,
+            "fewhard": FewHard, "noisyridge": NoisyRidge}
 
 
 # ---------------------------------------------------------------------------- conditions
