@@ -103,6 +103,40 @@ def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
     return prob_worse, np.atleast_1d(np.asarray(prob_equiv, dtype=np.float64))
 
 
+def _dp_weights(diffs, present, prior_strength, n_samples, rng):
+    """The DP posterior's weights on ``Z_0 = 0, Z_1, ..., Z_n``, one set per reference.
+
+    ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)`` (a step the reference lacks gets weight exactly
+    zero, a Gamma(0) variate). Returns ``z`` (k, n+1) with ``z_0 = 0`` and ``weights``
+    (k, n_samples, n+1).
+    """
+    n_refs, n = diffs.shape
+    z = np.concatenate([np.zeros((n_refs, 1)), diffs], axis=1)  # (k, n+1), z_0 = 0
+    shapes = np.concatenate(
+        [np.full((n_refs, 1), float(prior_strength)), present.astype(np.float64)], axis=1
+    )
+    gammas = rng.standard_gamma(np.broadcast_to(shapes[:, None, :], (n_refs, n_samples, n + 1)))
+    return z, gammas / gammas.sum(axis=2, keepdims=True)
+
+
+def _mean_posteriors(diffs, present, prior_strength, rope, n_samples, rng):
+    """P(trial worse) and P(practically equivalent) on the *mean* paired difference.
+
+    The DP posterior of the mean of ``Z = T - R`` (Rubin's Bayesian bootstrap with the prior
+    pseudo-observation ``Z_0 = 0`` of weight ``s``, as in the other two tests):
+    ``theta = sum_i w_i Z_i``. The trial is worse when ``theta < 0`` and practically
+    equivalent when ``|theta| <= rope`` (on the score scale: ``eps`` has no meaning here).
+    Monte Carlo over ``n_samples`` weight vectors; shapes as in
+    :func:`_signed_rank_posteriors`.
+    """
+    z, weights = _dp_weights(diffs, present, prior_strength, n_samples, rng)
+    theta = np.einsum("ksi,ki->sk", weights, z)
+    prob_worse = np.mean(theta < 0, axis=0)
+    if rope <= 0:
+        return prob_worse, np.zeros_like(prob_worse)
+    return prob_worse, np.mean(np.abs(theta) <= rope, axis=0)
+
+
 def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng):
     """P(trial worse) and P(practically equivalent) for the DP signed-rank test, per reference.
 
@@ -118,15 +152,9 @@ def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng)
     trial's n steps, and a step the reference lacks gets weight exactly zero (a Gamma(0)
     variate), so all references are computed in one batched contraction.
     """
-    n_refs, n = diffs.shape
-    z = np.concatenate([np.zeros((n_refs, 1)), diffs], axis=1)  # (k, n+1), z_0 = 0
+    z, weights = _dp_weights(diffs, present, prior_strength, n_samples, rng)
     pair_sum = z[:, :, None] + z[:, None, :]
     heaviside = np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))
-    shapes = np.concatenate(
-        [np.full((n_refs, 1), float(prior_strength)), present.astype(np.float64)], axis=1
-    )
-    gammas = rng.standard_gamma(np.broadcast_to(shapes[:, None, :], (n_refs, n_samples, n + 1)))
-    weights = gammas / gammas.sum(axis=2, keepdims=True)  # (k, S, n+1)
     # theta_s = w_s' H w_s, one batched matrix product per reference (BLAS, no Python loop).
     theta = np.einsum("ksi,ksi->sk", weights @ heaviside, weights)
     prob_worse = np.mean(theta < 0.5, axis=0)
@@ -176,7 +204,9 @@ class RacingPruner(BasePruner):
     of the chosen test,
 
     * ``test="sign"`` (seed 002, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
-    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``,
+    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
+    * ``test="mean"``: ``theta - 1/2`` replaced by the mean of ``Z`` under the same posterior
+      (the Bayesian bootstrap, with the raw differences and the band ``|mean| <= rope``),
 
     under the Dirichlet-process posterior with prior strength ``prior_strength`` on the tie,
     the trial is pruned when, for some reference,
@@ -192,9 +222,13 @@ class RacingPruner(BasePruner):
 
     Parameters
     ----------
-    test : {"sign", "signed-rank"}
+    test : {"sign", "signed-rank", "mean"}
         The paired Bayesian test. The sign test has a closed form for dominance and looks only
-        at who wins each instance; the signed-rank test also weighs how much (Monte Carlo).
+        at who wins each instance; the signed-rank test also weighs how much (Monte Carlo);
+        the mean test asks about the mean difference itself, the quantity the study
+        optimises (Monte Carlo; its equivalence band is ``rope``, ``eps`` is unused). On the
+        benchmark's pilot problems the mean test tied the sign test, so the sign test stays
+        the default (``docs/optuna.md``).
     credibility : float in (0, 1), default 0.95
         Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
         0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
@@ -218,7 +252,7 @@ class RacingPruner(BasePruner):
     prior_strength : float > 0
         ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
     n_samples : int >= 100
-        Monte Carlo draws per check of the signed-rank test (the sign test needs none: its
+        Monte Carlo draws per check of the signed-rank and mean tests (the sign test needs none: its
         dominance probability is closed-form and its band a deterministic quadrature).
         The standard error of a probability near the threshold ``p`` is
         ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
@@ -285,7 +319,7 @@ class RacingPruner(BasePruner):
         random_state: Any = None,
         prob_threshold: float | None = None,
     ) -> None:
-        self._test = check_option(test, "test", ("sign", "signed-rank"))
+        self._test = check_option(test, "test", ("sign", "signed-rank", "mean"))
         self._prior = check_option(prior, "prior", ("dp", "idp"))
         if self._prior == "idp" and self._test != "sign":
             raise ValueError("`prior='idp'` is implemented for test='sign' only")
@@ -329,6 +363,7 @@ class RacingPruner(BasePruner):
                                                  return_indices=True)
             present[r, in_trial] = True
             diffs[r, in_trial] = sign * (values[in_trial] - ref_values[in_ref])
+        raw_diffs = diffs.copy()
         diffs[np.abs(diffs) <= self._rope] = 0.0
         diffs[~present] = 0.0
         n_common = present.sum(axis=1)
@@ -345,9 +380,15 @@ class RacingPruner(BasePruner):
             )
             if self._prior == "idp":
                 prob_worse = _sign_prob_worse_idp(n_better, n_worse, self._prior_strength)
-        else:
+        elif self._test == "signed-rank":
             prob_worse, prob_equiv = _signed_rank_posteriors(
                 diffs, present, self._prior_strength, self._eps, self._n_samples, rng
+            )
+        else:
+            # The rope zeroed the small differences above: the mean test reads the raw ones.
+            raw = np.where(present, raw_diffs, 0.0)
+            prob_worse, prob_equiv = _mean_posteriors(
+                raw, present, self._prior_strength, self._rope, self._n_samples, rng
             )
 
         # Unpaired guard (WilcoxonPruner's ``average_is_best``): never prune while the trial's

@@ -538,6 +538,8 @@ def make_pruner(name, seed):
             kwargs["prior"] = "idp"
         elif part == "sr":
             kwargs["test"] = "signed-rank"
+        elif part == "mean":
+            kwargs["test"] = "mean"
         elif part.startswith("top"):
             kwargs["top_k"] = int(part[3:])
         elif part.startswith("p"):
