@@ -26,6 +26,11 @@ instance, the rule a careful WilcoxonPruner user follows; ``study.best_trial`` i
 evaluations spent, the trials run, and the *wrong prunes*: pruned trials whose true mean over
 all instances beats the returned configuration's.
 
+Issue 11 added instance-wise problems with other hardness structures (``multiplicative``,
+``clusters``, ``conflicting``, ``heavytail``, ``fewhard``, ``noisyridge``; see each class) and
+the ``user`` condition (the objective of Optuna's WilcoxonPruner documentation). Which of them
+were pilot problems and which held out, with seeds, is in ``benchmarks/results/optuna.md``.
+
 Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
 ``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
 pick RacingPruner's defaults (kept apart from the reported seeds 0-9).
