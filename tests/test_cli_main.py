@@ -403,7 +403,7 @@ def test_dask_executor_gives_the_same_elites_as_threads(tmp_path, capsys):
     assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
     assert len(read_runs(b)) == len(read_runs(a))
     assert main(["--scenario", scen_b, "--executor", "spark"]) == EXIT_SCENARIO
-    assert "--executor must be 'threads', 'dask' or 'dask:ADDRESS'" in capsys.readouterr().err
+    assert "--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'" in capsys.readouterr().err
 
 
 def test_a_runner_failing_everywhere_exits_3_even_under_reject(tmp_path, capsys, monkeypatch):

@@ -70,7 +70,9 @@ def _parser():
     g.add_argument("--executor", default="threads", metavar="SPEC",
                    help="where runs go: 'threads' (default: --parallel threads here), 'dask' "
                         "(a local Dask cluster of --parallel worker processes) or "
-                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786)")
+                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786), "
+                        "'ray' (a local Ray instance of --parallel CPUs) or 'ray:ADDRESS' (an "
+                        "existing Ray cluster, e.g. ray:auto)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
@@ -235,7 +237,18 @@ def make_executor(spec: str, parallel: int):
             client = Client(spec[len("dask:"):])
             close = client.close
         return client.get_executor(), close
-    raise UsageError(f"--executor must be 'threads', 'dask' or 'dask:ADDRESS'; got {spec!r}")
+    if spec == "ray" or spec.startswith("ray:"):
+        from .ray_executor import RayExecutor
+
+        try:
+            if spec == "ray":
+                ex = RayExecutor(num_cpus=parallel)
+            else:
+                ex = RayExecutor(address=spec[len("ray:"):])
+        except ImportError as exc:
+            raise UsageError(f"--executor ray: {exc}") from None
+        return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
+    raise UsageError(f"--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'; got {spec!r}")
 
 
 def _seed(sc, journal_dir: str) -> int:

@@ -169,7 +169,8 @@ class Tuner:
     progress : callable, optional
         Called with a dict of the state after every result.
     executor : concurrent.futures.Executor, optional
-        Where runs go (a Dask ``client.get_executor()``...); default: a thread pool of
+        Where runs go (a Dask ``client.get_executor()``, a
+        :class:`~racer.cli.ray_executor.RayExecutor`...); default: a thread pool of
         ``settings.parallel`` threads, each running one target-runner process.
     sampler : Sampler, optional
         irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
