@@ -136,6 +136,9 @@ def load(args) -> dict:
                  "nbIterations", "nbConfigurations", "parallel", "digits"):
         if v[name] < 0:
             raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
+        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
+                            **sc.where("softRestartThreshold"))
     if v["targetRunnerTimeout"] < 0:
         raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
 
@@ -348,7 +351,8 @@ def do_run(loaded: dict, args) -> int:
         elitist_limit=v["elitistLimit"],
         deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
-        error_policy=args.on_error, fixed_list=args.fixed_list)
+        error_policy=args.on_error, fixed_list=args.fixed_list,
+        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
     from .target_runner import Reaper
 
     reaper = Reaper()
@@ -411,12 +415,15 @@ def do_run(loaded: dict, args) -> int:
     if result.test is not None:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
     write_results(os.path.join(exec_dir, "results.json"), space, result,
-                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"]})
+                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
+                   "soft_restarts": result.soft_restarts})
     stated = winner or getattr(test, "winner", None) or "mean"
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
             if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
-    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)")
+    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)"
+          + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
+             if result.soft_restarts else ""))
     print(elites_report(space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "
