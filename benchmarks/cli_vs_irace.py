@@ -1,29 +1,61 @@
-"""The ``racer`` command against irace 3.5 on the same scenario, budget, seeds and parallelism.
+"""The ``racer`` command against irace 3.5 on the same scenarios, budgets, seeds and parallelism.
 
-Scenario: ``examples/tsp-sa`` (simulated annealing on 25-35-city TSP instances; a
-categorical, a log-scale real, a real, an ordinal, a conditional parameter and a forbidden
-rule; 400 runs). For each seed both tools run the scenario unchanged with ``--seed S
---parallel 2`` and the same interpreter as ``targetRunnerLauncher`` (no pyenv shim). Each
-tool's final best configuration is then re-evaluated on the 8 held-out test instances with 5
-fixed seeds each (the same 40 runs for both tools), so the quality comparison does not depend
-on the tools' own test phases.
+Scenarios (each runs unchanged under both tools):
 
-Reported per tool: median (over seeds) of the held-out mean tour length, runs used, wall time;
-and racer's dispatch overhead against the floor (the same runs through a bare thread pool).
+* ``tsp-sa`` (``examples/tsp-sa``): simulated annealing on 25-35-city TSP instances, a real
+  algorithm; a categorical, a log-scale real, a real, an ordinal, a conditional parameter and
+  a forbidden rule; 400 runs.
+* ``optim-mixed`` (``benchmarks/scenarios/optim-mixed``): differential evolution, Nelder-Mead
+  and pattern search (pure Python) on shifted test functions; 10 parameters, 8 of them
+  conditional, 2 ordinal, an integer, 2 log-scale, and 3 forbidden rules; 500 runs.
+* ``optim-faults`` (``benchmarks/scenarios/optim-faults``): the same optimisers, where some
+  configurations crash (exit 1) and some hang; the configurations file lists a crashing and a
+  hanging one after the default. racer runs it with ``--target-runner-timeout 1 --on-error
+  reject``. irace 3.5 has no per-run timeout and stops at a failing run, so it runs the
+  scenario with ``--target-runner target-runner-guarded`` (a 1 s ``timeout`` around the runner
+  and ``Inf`` on a crash or timeout, what an irace user writes), and once, on the first seed,
+  unchanged (it hangs or fails: the outcome is recorded; the run is killed after 30 s).
+
+For each scenario and seed both tools run with ``--seed S --parallel 2``, alternately, under
+the same load. Every target-runner call goes through the same tiny launcher
+(``/bin/sh`` that appends the call to a log, then ``exec``-s the interpreter: the venv's own
+Python, never a pyenv shim), so both tools pay the same per-run cost. Every runner starts in
+a session of its own: racer does that for its runners (to kill a run's whole process group),
+and on Linux with ``sched_autogroup_enabled = 1`` (this machine) each session is a separate
+scheduling group, which on a loaded machine gives a runner in its own session a larger CPU
+share than one in its parent's session. So that this does not favour racer, irace's runners
+go through ``setsid`` in the launcher (except in the unchanged faults run, whose hanging
+runner must die with irace), and the floor replay starts each call in a new session too. Each tool's final best
+configuration is re-evaluated on the scenario's held-out test instances with 5 fixed seeds
+each (the same runs for both tools), so the quality comparison does not depend on the tools'
+own test phases.
+
+**The floor**, measured in the same benchmark run, right after each racer run: every call
+racer made (from the launcher's log, test phase included), replayed in the same order through
+a bare ``ThreadPoolExecutor`` of ``--parallel`` threads running ``subprocess.run`` (with the
+same per-run timeout). ``racer / floor`` is racer's wall time (process start to exit) over
+the floor's; ``(racer - start-up) / floor`` removes the interpreter and import start-up,
+measured separately. Also reported: racer against a bare pool on a 20 ms ``sleep`` runner,
+and racer's own cost per run without processes (``inprocess_overhead``).
+
 Needs irace (Debian: ``apt-get install r-cran-irace``); the irace executable is found with
 ``Rscript -e 'cat(system.file(package="irace"))'``.
 
-``python benchmarks/cli_vs_irace.py --quick`` (2 seeds) or ``--seeds 5``; writes
-``benchmarks/results/cli_vs_irace.md``.
+``nice python benchmarks/cli_vs_irace.py --seeds 5 [--scenarios tsp-sa,optim-mixed,optim-faults]``
+(``--quick``: 1 seed); writes ``--out`` (default ``benchmarks/results/cli_vs_irace_tables.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
+import csv
+import dataclasses
 import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -32,8 +64,34 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "tsp-sa"
 PYTHON = sys.executable  # the venv interpreter itself (its realpath would leave the venv)
+RACER = [PYTHON, "-c", "import sys; from racer.cli import main; sys.exit(main())"]
+LAUNCHER = """#!/bin/sh
+IFS='	'
+printf '%s\n' "$*" >> "$RACER_BENCH_LOG"
+[ -n "$RACER_BENCH_SETSID" ] && exec setsid "$RACER_BENCH_INTERP" "$@"
+exec "$RACER_BENCH_INTERP" "$@"
+"""
+
+
+@dataclasses.dataclass
+class Scenario:
+    path: Path
+    test_dir: str | None = None  # prefix of test instance names for the held-out runs
+    racer_args: tuple = ()
+    irace_runner: str | None = None  # irace's targetRunner when it must differ (a wrapper)
+    run_timeout: float | None = None  # per-run limit (racer's, the floor's, the held-out's)
+    irace_unchanged_once: bool = False
+
+
+SCENARIOS = {
+    "tsp-sa": Scenario(ROOT / "examples" / "tsp-sa", test_dir="instances"),
+    "optim-mixed": Scenario(ROOT / "benchmarks" / "scenarios" / "optim-mixed"),
+    "optim-faults": Scenario(ROOT / "benchmarks" / "scenarios" / "optim-faults",
+                             racer_args=("--target-runner-timeout", "1", "--on-error", "reject"),
+                             irace_runner="target-runner-guarded", run_timeout=1.0,
+                             irace_unchanged_once=True),
+}
 
 
 def irace_executable() -> str:
@@ -44,57 +102,132 @@ def irace_executable() -> str:
     return os.path.join(out, "bin", "irace")
 
 
-def fresh_copy(base: Path, name: str) -> Path:
+def budget_of(sc: Scenario) -> int:
+    return int(re.search(r"^maxExperiments\s*=\s*(\d+)", (sc.path / "scenario.txt").read_text(), re.M).group(1))
+
+
+def fresh_copy(sc: Scenario, base: Path, name: str) -> Path:
     dest = base / name
-    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("arena"))
+    shutil.copytree(sc.path, dest, ignore=shutil.ignore_patterns("arena"))
     (dest / "arena").mkdir()
+    if sc.path.name == "optim-faults":  # its runner loads ../optim-mixed/target-runner
+        mixed = base / "optim-mixed"
+        if not mixed.exists():
+            shutil.copytree(SCENARIOS["optim-mixed"].path, mixed, ignore=shutil.ignore_patterns("arena"))
     return dest
 
 
-def run_irace(folder: Path, seed: int, parallel: int) -> dict:
+def launcher(base: Path) -> str:
+    path = base / "bench-launcher"
+    if not path.exists():
+        path.write_text(LAUNCHER)
+        path.chmod(0o755)
+    return str(path)
+
+
+def tool_env(folder: Path, interp: str, setsid: bool = False) -> dict:
+    return {**os.environ, "RACER_BENCH_LOG": str(folder / "launches.log"),
+            "RACER_BENCH_INTERP": interp, "RUNNER_PYTHON": PYTHON, "OPENBLAS_NUM_THREADS": "1",
+            "RACER_BENCH_SETSID": "1" if setsid else ""}
+
+
+def run_irace(sc: Scenario, folder: Path, seed: int, parallel: int, unchanged: bool = False,
+              limit: float | None = None) -> dict:
+    runner = None if unchanged else sc.irace_runner
+    interp = "/bin/sh" if runner and not runner.endswith("target-runner") else PYTHON
     cmd = [irace_executable(), "--scenario", "scenario.txt", "--seed", str(seed),
-           "--parallel", str(parallel), "--target-runner-launcher", PYTHON]
+           "--parallel", str(parallel), "--target-runner-launcher", launcher(folder.parent)]
+    if runner:
+        cmd += ["--target-runner", runner]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=tool_env(folder, interp, setsid=not unchanged),
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return {"wall": time.perf_counter() - t0, "runs": _count(folder), "best": None,
+                "outcome": f"killed after {limit:g} s (no answer)"}
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
-        raise RuntimeError(f"irace failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    used = [int(x) for x in re.findall(r"experimentsUsedSoFar: (\d+)", proc.stdout)]
-    lines = proc.stdout.splitlines()
+        if unchanged:
+            tail = " / ".join(ln.strip() for ln in (out + err).splitlines()[-4:] if ln.strip())
+            return {"wall": wall, "runs": _count(folder), "best": None,
+                    "outcome": f"exit {proc.returncode}: {tail[:200]}"}
+        raise RuntimeError(f"irace failed:\n{out[-3000:]}\n{err[-3000:]}")
+    used = [int(x) for x in re.findall(r"experimentsUsedSoFar: (\d+)", out)]
+    lines = out.splitlines()
     k = next(i for i, ln in enumerate(lines) if ln.startswith("# Best configurations as commandlines"))
     best = lines[k + 1].split()[1:]
-    return {"wall": wall, "runs": max(used) if used else None, "best": best}
+    return {"wall": wall, "runs": max(used) if used else None, "best": best, "outcome": "ok"}
 
 
-def run_racer(folder: Path, seed: int, parallel: int) -> dict:
-    cmd = [PYTHON, "-c", "import sys; from racer.cli import main; sys.exit(main())",
-           "--scenario", "scenario.txt", "--seed", str(seed), "--parallel", str(parallel),
-           "--target-runner-launcher", PYTHON, "--quiet", "1"]
+def _count(folder: Path) -> int:
+    log = folder / "launches.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int) -> dict:
+    cmd = RACER + ["--scenario", "scenario.txt", "--seed", str(seed), "--parallel", str(parallel),
+                   "--target-runner-launcher", launcher(folder.parent), "--quiet", "1",
+                   *sc.racer_args]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
-                          env=os.environ.copy())
+    proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=tool_env(folder, PYTHON))
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"racer failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     res = json.loads((folder / "arena" / "results.json").read_text())
-    import csv
     with open(folder / "arena" / "runs.csv") as f:
-        runs = [r for r in csv.DictReader(f) if r["iteration"] != "0"]
-    run_wall = sum(float(r["wall"]) for r in runs)
+        rows = list(csv.DictReader(f))
+    failed = sum(r["status"] != "ok" for r in rows)
     return {"wall": wall, "runs": res["experiments"], "best": res["elites"][0]["command_line"],
-            "run_wall": run_wall}
+            "outcome": "ok", "failed": failed}
 
 
-def held_out(best: list, seeds_per_instance: int = 5) -> float:
-    names = (EXAMPLE / "test.txt").read_text().split()
+def floor(folder: Path, parallel: int, timeout: float | None) -> dict:
+    """The calls in ``folder/launches.log``, in order, through a bare pool of ``parallel``
+    threads (the launcher again, logging to /dev/null)."""
+    calls = [ln.split("\t") for ln in (folder / "launches.log").read_text().splitlines()]
+    env = {**tool_env(folder, PYTHON), "RACER_BENCH_LOG": os.devnull}
+    argv0 = launcher(folder.parent)
+
+    def one(args):
+        try:
+            subprocess.run([argv0, *args], cwd=folder / "arena", capture_output=True, env=env,
+                           timeout=timeout, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            pass
+
+    t0 = time.perf_counter()
+    with cf.ThreadPoolExecutor(parallel) as pool:
+        list(pool.map(one, calls))
+    return {"calls": len(calls), "wall": time.perf_counter() - t0}
+
+
+def held_out(sc: Scenario, best: list | None, seeds_per_instance: int = 5) -> float:
+    if best is None:
+        return float("nan")
+    names = (sc.path / "test.txt").read_text().split()
+    runner = sc.path / "target-runner"
     costs = []
     for k, name in enumerate(names):
+        inst = str(sc.path / sc.test_dir / name) if sc.test_dir else name
         for s in range(seeds_per_instance):
-            out = subprocess.run([PYTHON, str(EXAMPLE / "target-runner"), "0", str(k + 1),
-                                  str(1000 + 17 * k + s), str(EXAMPLE / "instances" / name), *best],
-                                 capture_output=True, text=True, check=True).stdout
-            costs.append(float(out.split()[-1]))
+            try:
+                proc = subprocess.run([PYTHON, str(runner), "0", str(k + 1), str(1000 + 17 * k + s), inst, *best],
+                                      capture_output=True, text=True, timeout=sc.run_timeout)
+                costs.append(float(proc.stdout.split()[-1]) if proc.returncode == 0 else float("inf"))
+            except subprocess.TimeoutExpired:
+                costs.append(float("inf"))
     return statistics.fmean(costs)
+
+
+def startup_time() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.adapters.frace, racer.cli.iterated"], check=True)
+    return time.perf_counter() - t0
 
 
 OVERHEAD_RUNNER = """import sys, time
@@ -107,8 +240,6 @@ print((float(opts["--x"]) - 1.0) ** 2 + int(sys.argv[2]) % 7)
 def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
     """Dispatch overhead: racer on a runner that sleeps 20 ms, against the floor (the same
     number of the same runner calls through a bare thread pool of the same size)."""
-    import concurrent.futures as cf
-
     folder = base / "overhead"
     (folder / "arena").mkdir(parents=True)
     runner = folder / "target-runner"
@@ -129,7 +260,8 @@ def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
     argv = [str(runner), "1", "1", "1", "i1", "--x", "0.5", "--y", "0"]
     t0 = time.perf_counter()
     with cf.ThreadPoolExecutor(parallel) as pool:
-        list(pool.map(lambda _: subprocess.run(argv, capture_output=True, cwd=folder), range(runs)))
+        list(pool.map(lambda _: subprocess.run(argv, capture_output=True, cwd=folder,
+                                               start_new_session=True), range(runs)))
     floor = time.perf_counter() - t0
     t0 = time.perf_counter()
     subprocess.run([PYTHON, "-c", "import racer.cli, racer.adapters.frace, racer.cli.iterated"],
@@ -172,55 +304,99 @@ def inprocess_overhead(budget: int = 2000) -> dict:
     return {"runs": res.experiments, "wall": wall}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 seeds")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--parallel", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cli_vs_irace.md"))
-    args = ap.parse_args()
-    seeds = list(range(1, (2 if args.quick else args.seeds) + 1))
+def load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Path, startup: float) -> list:
+    lines = [f"## {name}", "", f"`{sc.path.relative_to(ROOT)}`, budget {budget_of(sc)} runs, "
+             f"`--parallel {parallel}`" + (f", racer also `{' '.join(sc.racer_args)}`" if sc.racer_args else "")
+             + (f", irace `--target-runner {sc.irace_runner}`" if sc.irace_runner else "")
+             + f". Load average (1/5/15 min) at start: {load()}.", "",
+             "| seed | tool | held-out | runs | wall (s) | floor (s) | racer / floor | (racer - start-up) / floor |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        for seed in seeds:
-            for tool, runner in (("irace", run_irace), ("racer", run_racer)):
-                folder = fresh_copy(base, f"{tool}-{seed}")
-                got = runner(folder, seed, args.parallel)
-                got["test"] = held_out(got["best"])
-                got.update(tool=tool, seed=seed)
-                rows.append(got)
-                print(f"seed {seed} {tool}: held-out {got['test']:.2f}, runs {got['runs']}, "
-                      f"wall {got['wall']:.1f}s, best {' '.join(got['best'])}", flush=True)
-    lines = ["# `racer` vs irace 3.5 on examples/tsp-sa", "",
-             f"Budget 400 runs, `--parallel {args.parallel}`, seeds {seeds}, same interpreter as "
-             "targetRunnerLauncher for both; held-out = mean tour length of the final best "
-             "configuration on 8 test instances x 5 fixed seeds (lower is better).", "",
-             "| seed | tool | held-out | runs | wall (s) |", "| --- | --- | --- | --- | --- |"]
+    for seed in seeds:
+        if sc.irace_unchanged_once and seed == seeds[0]:
+            folder = fresh_copy(sc, base, f"{name}-irace-unchanged-{seed}")
+            got = run_irace(sc, folder, seed, parallel, unchanged=True, limit=30)
+            print(f"{name} seed {seed} irace unchanged: {got['outcome']} after {got['wall']:.1f}s, "
+                  f"{got['runs']} runner calls", flush=True)
+            lines.insert(-2, f"irace 3.5 on the scenario unchanged (seed {seed}): {got['outcome']}; "
+                         f"{got['wall']:.1f} s, {got['runs']} runner calls started.\n")
+        for tool in ("irace", "racer"):
+            folder = fresh_copy(sc, base, f"{name}-{tool}-{seed}")
+            got = run_irace(sc, folder, seed, parallel) if tool == "irace" else run_racer(sc, folder, seed, parallel)
+            if tool == "racer":
+                fl = floor(folder, parallel, sc.run_timeout)
+                got["floor"] = fl["wall"]
+                got["ratio"] = got["wall"] / fl["wall"]
+                got["ratio_net"] = (got["wall"] - startup) / fl["wall"]
+            got["test"] = held_out(sc, got["best"])
+            got.update(tool=tool, seed=seed)
+            rows.append(got)
+            extra = (f", floor {got['floor']:.1f}s, ratio {got['ratio']:.3f} ({got['ratio_net']:.3f} net), "
+                     f"{got['failed']} failed runs" if tool == "racer" else "")
+            print(f"{name} seed {seed} {tool}: held-out {got['test']:.4g}, runs {got['runs']}, "
+                  f"wall {got['wall']:.1f}s{extra}, best {' '.join(got['best'])}", flush=True)
     for r in rows:
-        lines.append(f"| {r['seed']} | {r['tool']} | {r['test']:.2f} | {r['runs']} | {r['wall']:.1f} |")
-    lines += ["", "| tool | median held-out | median wall (s) |", "| --- | --- | --- |"]
+        fl = (f"{r['floor']:.1f} | {r['ratio']:.3f} | {r['ratio_net']:.3f}" if r["tool"] == "racer" else " | | ")
+        lines.append(f"| {r['seed']} | {r['tool']} | {r['test']:.4f} | {r['runs']} | {r['wall']:.1f} | {fl} |")
+    lines += ["", "| tool | median held-out | median runs | median wall (s) | median racer / floor | median (racer - start-up) / floor |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for tool in ("irace", "racer"):
         mine = [r for r in rows if r["tool"] == tool]
-        lines.append(f"| {tool} | {statistics.median(r['test'] for r in mine):.2f} | "
-                     f"{statistics.median(r['wall'] for r in mine):.1f} |")
-    racer_rows = [r for r in rows if r["tool"] == "racer"]
-    if racer_rows:
-        lines += ["", "racer's runs.csv: sum of run wall times / parallel vs racer's wall time "
-                  "(includes start-up, the test phase and the journal): "
-                  + ", ".join(f"seed {r['seed']}: {r['run_wall'] / args.parallel:.1f}s of {r['wall']:.1f}s"
-                              for r in racer_rows)]
+        ratio = (f"{statistics.median(r['ratio'] for r in mine):.3f} | "
+                 f"{statistics.median(r['ratio_net'] for r in mine):.3f}" if tool == "racer" else " | ")
+        lines.append(f"| {tool} | {statistics.median(r['test'] for r in mine):.4f} | "
+                     f"{statistics.median(r['runs'] for r in mine):g} | "
+                     f"{statistics.median(r['wall'] for r in mine):.1f} | {ratio} |")
+    wins = sum(1 for s in seeds
+               if [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'racer'][0]
+               <= [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'irace'][0])
+    lines += ["", f"racer's held-out cost <= irace's on {wins} of {len(seeds)} seeds. "
+              f"Load average at end: {load()}.", ""]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1 seed")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=1)
+    ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--no-overhead", action="store_true", help="skip the synthetic overhead measurements")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cli_vs_irace_tables.md"))
+    args = ap.parse_args()
+    seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds)))
+    names = args.scenarios.split(",")
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise SystemExit(f"unknown scenarios {unknown}; choose from {list(SCENARIOS)}")
+    startup = statistics.median(startup_time() for _ in range(3))
+    lines = [f"# `racer` vs irace 3.5 ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
+             f"Command: `{' '.join(['python', 'benchmarks/cli_vs_irace.py', *sys.argv[1:]])}`; seeds {seeds}. "
+             f"held-out = mean cost of the final best configuration on the test instances x 5 fixed "
+             f"seeds (lower is better). racer's interpreter and import start-up: {startup:.2f} s "
+             "(median of 3).", ""]
     with tempfile.TemporaryDirectory() as tmp:
-        oh = overhead(Path(tmp), args.parallel)
-    per_run = (oh["racer"] - oh["startup"] - oh["floor"]) / oh["runs"] * 1000
-    lines += ["", f"Dispatch overhead ({oh['runs']} runs of a 20 ms runner, `--parallel {args.parallel}`): "
-              f"racer {oh['racer']:.2f} s, of which {oh['startup']:.2f} s interpreter and import start-up; "
-              f"the same runs through a bare thread pool {oh['floor']:.2f} s; "
-              f"racer / floor excluding start-up = {(oh['racer'] - oh['startup']) / oh['floor']:.3f}; "
-              f"overhead {per_run:.2f} ms per run."]
-    ip = inprocess_overhead()
-    lines += ["", f"racer's own cost per run (no process start-up, {ip['runs']} runs, "
-              f"journal on): {ip['wall'] / ip['runs'] * 1000:.2f} ms."]
+        for name in names:
+            lines += bench_scenario(name, SCENARIOS[name], seeds, args.parallel, Path(tmp), startup)
+            Path(args.out).write_text("\n".join(lines) + "\n")
+    if not args.no_overhead:
+        with tempfile.TemporaryDirectory() as tmp:
+            oh = overhead(Path(tmp), args.parallel)
+        per_run = (oh["racer"] - oh["startup"] - oh["floor"]) / oh["runs"] * 1000
+        lines += ["## Dispatch overhead", "",
+                  f"{oh['runs']} runs of a 20 ms runner, `--parallel {args.parallel}` (load {load()}): "
+                  f"racer {oh['racer']:.2f} s, of which {oh['startup']:.2f} s interpreter and import start-up; "
+                  f"the same runs through a bare thread pool {oh['floor']:.2f} s; "
+                  f"racer / floor = {oh['racer'] / oh['floor']:.3f}, excluding start-up "
+                  f"{(oh['racer'] - oh['startup']) / oh['floor']:.3f}; overhead {per_run:.2f} ms per run."]
+        ip = inprocess_overhead()
+        lines += ["", f"racer's own cost per run (no process start-up, {ip['runs']} runs, "
+                  f"journal on, load {load()}): {ip['wall'] / ip['runs'] * 1000:.2f} ms."]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

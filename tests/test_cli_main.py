@@ -147,11 +147,12 @@ def test_too_small_budget_is_a_scenario_error(tmp_path, capsys):
 
 
 def test_unimplemented_options_are_named_in_a_warning(tmp_path, capsys):
-    scen = make_scenario(tmp_path, extra="capping = 1\nsoftRestart = 0\n")
+    scen = make_scenario(tmp_path, extra="capping = 1\nsoftRestart = 0\ntargetEvaluator = \"./ev\"\n")
     assert main(["--scenario", scen, "--check"]) == EXIT_OK
     err = capsys.readouterr().err
     assert "not implemented by racer, ignored: capping = True" in err
-    assert "softRestart = False" in err
+    assert "not implemented by racer, ignored: targetEvaluator = " in err
+    assert "softRestart" not in err  # implemented: turning it off is honoured, not warned
 
 
 def test_check_shows_the_exact_command(tmp_path, capsys):
@@ -403,7 +404,7 @@ def test_dask_executor_gives_the_same_elites_as_threads(tmp_path, capsys):
     assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
     assert len(read_runs(b)) == len(read_runs(a))
     assert main(["--scenario", scen_b, "--executor", "spark"]) == EXIT_SCENARIO
-    assert "--executor must be 'threads', 'dask' or 'dask:ADDRESS'" in capsys.readouterr().err
+    assert "--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'" in capsys.readouterr().err
 
 
 def test_a_runner_failing_everywhere_exits_3_even_under_reject(tmp_path, capsys, monkeypatch):

@@ -70,7 +70,9 @@ def _parser():
     g.add_argument("--executor", default="threads", metavar="SPEC",
                    help="where runs go: 'threads' (default: --parallel threads here), 'dask' "
                         "(a local Dask cluster of --parallel worker processes) or "
-                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786)")
+                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786), "
+                        "'ray' (a local Ray instance of --parallel CPUs) or 'ray:ADDRESS' (an "
+                        "existing Ray cluster, e.g. ray:auto)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
@@ -134,6 +136,9 @@ def load(args) -> dict:
                  "nbIterations", "nbConfigurations", "parallel", "digits"):
         if v[name] < 0:
             raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
+        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
+                            **sc.where("softRestartThreshold"))
     if v["targetRunnerTimeout"] < 0:
         raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
 
@@ -235,7 +240,18 @@ def make_executor(spec: str, parallel: int):
             client = Client(spec[len("dask:"):])
             close = client.close
         return client.get_executor(), close
-    raise UsageError(f"--executor must be 'threads', 'dask' or 'dask:ADDRESS'; got {spec!r}")
+    if spec == "ray" or spec.startswith("ray:"):
+        from .ray_executor import RayExecutor
+
+        try:
+            if spec == "ray":
+                ex = RayExecutor(num_cpus=parallel)
+            else:
+                ex = RayExecutor(address=spec[len("ray:"):])
+        except ImportError as exc:
+            raise UsageError(f"--executor ray: {exc}") from None
+        return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
+    raise UsageError(f"--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'; got {spec!r}")
 
 
 def _seed(sc, journal_dir: str) -> int:
@@ -335,7 +351,8 @@ def do_run(loaded: dict, args) -> int:
         elitist_limit=v["elitistLimit"],
         deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
-        error_policy=args.on_error, fixed_list=args.fixed_list)
+        error_policy=args.on_error, fixed_list=args.fixed_list,
+        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
     from .target_runner import Reaper
 
     reaper = Reaper()
@@ -398,12 +415,15 @@ def do_run(loaded: dict, args) -> int:
     if result.test is not None:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
     write_results(os.path.join(exec_dir, "results.json"), space, result,
-                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"]})
+                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
+                   "soft_restarts": result.soft_restarts})
     stated = winner or getattr(test, "winner", None) or "mean"
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
             if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
-    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)")
+    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)"
+          + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
+             if result.soft_restarts else ""))
     print(elites_report(space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "

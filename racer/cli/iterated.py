@@ -102,6 +102,8 @@ class Settings:
     test_n_elites: int = 1  # testNbElites
     error_policy: str = "stop"  # racer: stop | reject | worst
     fixed_list: bool = False  # racer: race the configurations file only
+    soft_restart: bool = True  # softRestart
+    soft_restart_threshold: float | None = None  # softRestartThreshold (None: 10^-digits)
 
 
 @dataclasses.dataclass
@@ -113,6 +115,7 @@ class TuningResult:
     races: list  # (iteration, Race result, candidates)
     test: dict | None = None  # {"instances": [...], "costs": {id: [..]}}
     time_used: float = 0.0
+    soft_restarts: list = dataclasses.field(default_factory=list)  # iterations with one
 
 
 def _derived_seed(*key: int) -> int:
@@ -141,7 +144,8 @@ class Tuner:
     progress : callable, optional
         Called with a dict of the state after every result.
     executor : concurrent.futures.Executor, optional
-        Where runs go (a Dask ``client.get_executor()``...); default: a thread pool of
+        Where runs go (a Dask ``client.get_executor()``, a
+        :class:`~racer.cli.ray_executor.RayExecutor`...); default: a thread pool of
         ``settings.parallel`` threads, each running one target-runner process.
     sampler : Sampler, optional
         irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
@@ -441,6 +445,7 @@ class Tuner:
         next_id = 1
         n_seen = 0  # training tasks seen so far (always a prefix of the stream)
         seen_keys: set = set()
+        soft_restarts: list = []
         races = []
         stop_reason = "budget exhausted"
         iteration = 0
@@ -514,7 +519,22 @@ class Tuner:
             else:
                 n_new = n_conf - n_elites
                 self.sampler.update_model(elites, iteration, n_iterations, n_new, elitist=s.elitist)
+                seen_before = set(seen_keys)
                 got = self.sampler.sample_model(elites, n_new, rng, seen_keys)
+                if s.soft_restart:
+                    # irace's soft restart: near-copies in the race mean the model has
+                    # collapsed; widen it and sample this iteration's configurations again
+                    # (the first sample is discarded, as irace does).
+                    threshold = (10.0 ** -self.space.digits if s.soft_restart_threshold is None
+                                 else s.soft_restart_threshold)
+                    race_confs = elites + self._new_configurations(
+                        [v for v, _ in got], [p for _, p in got], next_id)
+                    similar = self.sampler.similar(race_confs, threshold)
+                    if similar:
+                        self.sampler.soft_restart(race_confs, similar, n_new)
+                        soft_restarts.append(iteration)
+                        seen_keys = seen_before
+                        got = self.sampler.sample_model(elites, n_new, rng, seen_keys)
                 new_values = [v for v, _ in got]
                 parents = [p for _, p in got]
             new = self._new_configurations(new_values, parents, next_id)
@@ -564,7 +584,8 @@ class Tuner:
             if self.experiments - used_before == 0:
                 stop_reason = "no runs possible within the remaining budget"
                 break
-        return TuningResult(elites, len(races), self.experiments, stop_reason, races)
+        return TuningResult(elites, len(races), self.experiments, stop_reason, races,
+                            soft_restarts=soft_restarts)
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])

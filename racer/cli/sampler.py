@@ -20,7 +20,16 @@ Read from irace 3.5's ``sampleUniform``, ``initialiseModel``, ``updateModel``, `
   also resamples exact duplicates of configurations already raced (irace does not), and skips
   a configuration when only duplicates come out.
 
-Soft restarts (irace's ``softRestart``) are not implemented.
+Soft restarts (irace's ``softRestart``, read from ``similarConfigurations``,
+``numeric.configurations.equal`` and ``restartConfigurations``): after sampling, if two of the
+race's configurations (elites and new ones) are *similar* -- the same value of every
+categorical and ordinal parameter, and every numerical one either inactive in both or within
+``softRestartThreshold`` (default ``10^-digits``) of each other relative to its domain's width
+-- the model of each similar configuration's elite (its own, or its parent's for a new one) is
+widened: categorical probabilities ``0.9 p + 0.1 max(p)``, renormalised; every standard
+deviation ``min(sd * nbNew^(2/nbVariable), sd0 * (1/nbNew)^(1/nbVariable))`` with ``sd0`` the
+initial one; and the new configurations are sampled again. See :meth:`Sampler.similar` and
+:meth:`Sampler.soft_restart`.
 
 >>> import numpy as np
 >>> from racer.cli.parameters import Parameter, ParameterSpace
@@ -201,6 +210,96 @@ class Sampler:
             new_model[e.id] = entry
         self.model = new_model
 
+    def similar(self, configurations: list, threshold: float) -> list:
+        """irace's ``similarConfigurations``: the ids of the configurations (objects with ``id``
+        and ``values``) that are similar to another one of the list (see the module docstring),
+        in the order given; empty if none is.
+
+        >>> from types import SimpleNamespace as C
+        >>> from racer.cli.parameters import Parameter, ParameterSpace
+        >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 10.0)),
+        ...                         Parameter("k", "--k ", "c", ("a", "b"))], digits=2)
+        >>> confs = [C(id=1, values={"x": 1.0, "k": "a"}), C(id=2, values={"x": 1.05, "k": "a"}),
+        ...          C(id=3, values={"x": 1.0, "k": "b"})]
+        >>> Sampler(space).similar(confs, 0.01)   # |1.05 - 1.0| / 10 <= 0.01; k differs for 3
+        [1, 2]
+        """
+        variable = [p for p in self.space.declared if not p.is_fixed]
+        cats = [p for p in variable if p.type in ("c", "o")]
+        nums = [p for p in variable if p.type not in ("c", "o")]
+        groups: dict = {}
+        for c in configurations:
+            groups.setdefault(tuple(c.values.get(p.name) for p in cats), []).append(c)
+        found: set = set()
+        for group in groups.values():
+            if len(group) < 2:
+                continue
+            if not nums:  # equal on every categorical parameter, and there is nothing else
+                found.update(c.id for c in group)
+                continue
+            for i, x in enumerate(group):
+                for y in group[i + 1:]:
+                    if self._numerically_equal(x.values, y.values, nums, threshold):
+                        found.update((x.id, y.id))
+        return [c.id for c in configurations if c.id in found]
+
+    @staticmethod
+    def _numerically_equal(x: dict, y: dict, nums: list, threshold: float) -> bool:
+        """irace's ``numeric.configurations.equal`` for one pair: every parameter inactive in
+        both, or within ``threshold`` of each other relative to the domain's width (on the
+        declared scale, also for ``,log``, as irace)."""
+        for p in nums:
+            a, b = x.get(p.name), y.get(p.name)
+            if a is None and b is None:
+                continue
+            if a is None or b is None:
+                return False
+            width = p.domain[1] - p.domain[0]
+            if abs(float(a) - float(b)) / width > threshold:
+                return False
+        return True
+
+    def soft_restart(self, configurations: list, ids: list, n_new: int) -> list:
+        """irace's ``restartConfigurations``: widen the model of the elites behind ``ids`` (a
+        new configuration's elite is its ``parent``) before ``n_new`` configurations are
+        sampled again. Returns the elite ids whose model was widened.
+
+        >>> from types import SimpleNamespace as C
+        >>> from racer.cli.parameters import Parameter, ParameterSpace
+        >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 10.0))], digits=2)
+        >>> s = Sampler(space)
+        >>> elite = C(id=1, values={"x": 1.0}, parent=None)
+        >>> s.init_model([elite])
+        >>> s.model[1]["x"][0] = 0.01            # a model that has shrunk
+        >>> s.soft_restart([elite, C(id=2, values={"x": 1.0}, parent=1)], [2], n_new=4)
+        [1]
+        >>> s.model[1]["x"][0]                   # min(0.01 * 4^2, 5 * (1/4)^1)
+        0.16
+        """
+        by_id = {c.id: c for c in configurations}
+        elites: list = []
+        for cid in ids:
+            eid = cid if cid in self.model else by_id[cid].parent
+            if eid not in elites:
+                elites.append(eid)
+        n_var = max(self.space.n_variable, 1)
+        grow = max(n_new, 1) ** (2.0 / n_var)
+        cap = (1.0 / max(n_new, 1)) ** (1.0 / n_var)
+        for eid in elites:
+            entry = self.model[eid]
+            for p in self.space.declared:
+                if p.is_fixed:
+                    continue
+                vec = list(entry[p.name])
+                if p.type == "c":
+                    probs = np.asarray(vec, dtype=float)
+                    probs = 0.9 * probs + 0.1 * probs.max()
+                    vec = list(probs / probs.sum())
+                else:
+                    vec[0] = min(vec[0] * grow, self._initial(p, None)[0] * cap)
+                entry[p.name] = vec
+        return elites
+
     def sample_model(self, elites: list, n: int, rng: np.random.Generator,
                      seen: set | None = None) -> list[tuple[dict, int]]:
         """``n`` configurations sampled around ``elites`` (best first), as (values, parent id)."""
@@ -313,6 +412,10 @@ class OptunaSampler(Sampler):
     def sample_model(self, elites: list, n: int, rng: np.random.Generator,
                      seen: set | None = None) -> list[tuple[dict, int]]:
         return [(v, None) for v in self._ask(n, set() if seen is None else seen)]
+
+    def similar(self, configurations: list, threshold: float) -> list:
+        """Optuna's sampler has no model around the elites to restart: never similar."""
+        return []
 
     def observe(self, candidates: list, result: Any) -> None:
         """Tell each configuration's trial its mean cost in ``result`` (failures: a failed

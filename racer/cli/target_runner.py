@@ -46,6 +46,8 @@ from .scenario import Instance
 __all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
 
 _TAIL_LINES = 10
+# Longest single wait for a runner (see TargetRunner._communicate).
+_WAIT_SLICE = 1.0
 
 
 @dataclasses.dataclass
@@ -242,7 +244,7 @@ class TargetRunner:
         timed_out = False
         try:
             try:
-                out, err = proc.communicate(timeout=self.timeout)
+                out, err = self._communicate(proc)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 self._kill_group(proc.pid)
@@ -282,6 +284,22 @@ class TargetRunner:
         if cost == math.inf:
             return RunResult("inf", cost, run_time, "cost Inf: configuration rejected", argv, code, out, err, wall)
         return RunResult("ok", cost, run_time, "", argv, code, out, err, wall)
+
+    def _communicate(self, proc: subprocess.Popen) -> tuple:
+        """``proc.communicate(timeout=self.timeout)``, waiting in slices of at most
+        ``_WAIT_SLICE`` seconds. Why: a Ray task is cancelled by an asynchronous KeyboardInterrupt,
+        which Python delivers only between bytecodes, never inside one long blocking wait; in
+        slices it arrives within a slice and the ``finally`` above kills the runner's group
+        (checked: with a single blocking wait a cancelled run went on to its end). A retried
+        ``communicate`` loses no output, and a run that ends returns at once, not at a slice end."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            step = _WAIT_SLICE if deadline is None else max(0.0, min(_WAIT_SLICE, deadline - time.monotonic()))
+            try:
+                return proc.communicate(timeout=step)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     def _kill_group(self, pid: int) -> None:
         try:
