@@ -372,11 +372,21 @@ def do_run(loaded: dict, args) -> int:
         except ImportError as exc:
             raise UsageError(str(exc)) from None
         metadata["sampler"] = "optuna-tpe"
-    executor, close_executor = make_executor(args.executor, settings.parallel)
-    tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
-                  sampler=sampler, executor=executor,
-                  test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
-                  progress=progress, winner=winner, metadata=metadata, prior_times=prior_times)
+    close_executor = None
+    try:
+        executor, close_executor = make_executor(args.executor, settings.parallel)
+        tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
+                      sampler=sampler, executor=executor,
+                      test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
+                      progress=progress, winner=winner, metadata=metadata,
+                      prior_times=prior_times)
+    except BaseException:
+        # Nothing ran yet, but the run log, the reaper and a started cluster are open.
+        log.close()
+        reaper.close()
+        if close_executor is not None:
+            close_executor()
+        raise
     if not quiet:
         mode = "one race of the configurations file" if args.fixed_list else (
             f"iterated racing, {tuner.n_iterations} iterations planned, minNbSurvival = {tuner.min_survival}")
