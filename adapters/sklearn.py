@@ -361,31 +361,46 @@ _VANISHING = 1e-12
 class _HalvingFloor(RacingTest):
     """Caps an inner test's eliminations so that, while the race is on a subsample level
     below the last, at least as many candidates survive as ``HalvingGridSearchCV`` would keep
-    after that level (``ceil(n_candidates / factor**(level + 1))``); the best-scoring of the
-    condemned are spared first. Low-fidelity scores (a k-NN fitted on 16 samples) can order
+    after that level (``ceil(n_candidates / factor**(level + 1))``, and at least two); the
+    best-scoring of the condemned are spared first. With ``cut``, the end of such a level
+    also cuts the field down to that quota by the level's mean, as Halving does. Low-fidelity scores (a k-NN fitted on 16 samples) can order
     candidates differently from full ones, so the subsample levels may thin the field but not
     decide it alone (``resource="n_samples"``; docs/sklearn.md)."""
 
     def __init__(self, inner, n_candidates: int, splits_per_level: int, n_levels: int,
-                 factor: float):
+                 factor: float, cut: bool = False):
         self.inner = inner
         self.n_candidates = n_candidates
         self.splits_per_level = splits_per_level
         self.n_levels = n_levels
         self.factor = factor
+        self.cut = cut
 
     def decide(self, view, rng):
         out = self.inner.decide(view, rng)
         n, m = view.scores.shape
         level = (n - 1) // self.splits_per_level
-        if not out or level >= self.n_levels - 1:
+        if level >= self.n_levels - 1:
             return out
-        floor = int(np.ceil(self.n_candidates / self.factor ** (level + 1)))
+        # At least two reach the last level, so that the winner is chosen on full training
+        # parts (Halving's "exhaust" ends on the full size too).
+        floor = max(2, int(np.ceil(self.n_candidates / self.factor ** (level + 1))))
         allowed = max(0, m - floor)
-        if len(out) <= allowed:
-            return out
         means = view.scores.mean(axis=0)
-        return sorted(out, key=lambda e: means[e.index])[:allowed]
+        if len(out) > allowed:
+            out = sorted(out, key=lambda e: means[e.index])[:allowed]
+        if self.cut and n % self.splits_per_level == 0 and m - len(out) > floor:
+            # End of a level with more survivors than Halving keeps: cut to Halving's quota
+            # by the mean over this level's splits, as Halving does at the end of a rung. No
+            # test stands behind it, hence no probability (NaN; cv_results_ says "halving").
+            rows = view.scores[n - self.splits_per_level:]
+            level_mean = rows.mean(axis=0)
+            gone = {e.index for e in out}
+            alive = [j for j in np.argsort(-level_mean, kind="stable") if j not in gone]
+            best = int(alive[0])
+            out = list(out) + [Elimination(int(j), "dominated", best, float("nan"))
+                               for j in alive[floor:]]
+        return out
 
     def get_params(self) -> dict[str, Any]:
         inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
@@ -549,7 +564,10 @@ class RaceSearchCV(BaseSearchCV):
         are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
         dominance, the IDP lower probability of the equivalence band): tied coarse scores are
         not evidence, so no elimination reaches 0.999 before 10 splits (``docs/sklearn.md``,
-        "Tied scores"). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
+        "Tied scores"). Its levels (joint dominance credibility 0.85, equivalence band
+        ``eps=0.1`` at lower probability 0.8) were chosen on pilot seeds to spend at most
+        half the grid's fits: tied pairs leave after 8 tied splits (p = 0.83), a candidate
+        losing every split after 4 (p = 0.94). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
         guard). ``"frace"``: the F-race baseline
         (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
@@ -560,10 +578,34 @@ class RaceSearchCV(BaseSearchCV):
         ROPE of the mean difference; for the rank tests a score resolution: scores are
         rounded to multiples of ``rope`` before the test sees them, so smaller differences
         count as ties (see ``docs/sklearn.md``). ``0`` disables it.
-    first_test : int, default=5
+    first_test : int, default=4
         Splits every candidate is evaluated on before the first test.
     max_fits : int, optional
         Budget of fits for the race (the final refit not included).
+    resource : {"splits", "n_samples"}, default="splits"
+        What grows as the race goes on. ``"splits"``: every fit trains on its split's whole
+        training part; only the number of splits grows. ``"n_samples"``: racing on growing
+        subsamples *and* folds, for a wall time like ``HalvingGridSearchCV``'s. The splits of
+        repeat ``r`` (the race visits repeat by repeat) train on
+        ``min(n_train, first * factor**r)`` samples drawn without replacement from their
+        training part (stratified for classifiers); test parts are whole, and all survivors
+        of a split train on the same subsample, so each split is still a fair block for the
+        rank tests. Below the last repeat, eliminations never leave fewer survivors than
+        Halving would keep after that level (``ceil(n_candidates / factor**(r + 1))``):
+        low-fidelity scores may thin the field but not decide it. The winner is ranked on its
+        mean at the largest size it reached (``best_score_`` too); at least two candidates
+        reach the last repeat, so the winner is chosen on whole training parts unless the
+        test decides between those two earlier. At the end of each level below the last the
+        field is also cut to that quota by the level's mean, as Halving cuts a rung
+        (``elimination_reason`` ``"halving"``, probability NaN; in ``race_`` these are
+        "dominated" with a NaN probability). Needs ``n_repeats >= 2`` to subsample at all.
+    min_resources : int or "exhaust", default="exhaust"
+        ``resource="n_samples"`` only: training samples of the first repeat's fits.
+        ``"exhaust"``: the size whose last repeat trains on everything, but at least
+        Halving's "smallest" (2 samples per class and fold, for classifiers).
+    factor : float, default=3
+        ``resource="n_samples"`` only: growth of the training size from one repeat to the
+        next, and the share of candidates Halving would keep (as in ``HalvingGridSearchCV``).
     executor : concurrent.futures.Executor, optional
         Runs the fits of a block instead of joblib (``n_jobs`` is then ignored); any object
         with ``submit`` returning futures works (a Dask ``Client``, a process pool).
@@ -592,7 +634,8 @@ class RaceSearchCV(BaseSearchCV):
         survivors), ``elimination_reason`` (``"dominated"``, ``"indistinguishable"``,
         ``"failed"`` or ``""``), ``eliminated_by`` (candidate index or -1),
         ``elimination_probability`` (the test's probability behind the decision, NaN for
-        survivors) and ``n_fits_failed``. ``rank_test_<metric>`` ranks first by
+        survivors), ``n_fits_failed`` and ``n_resources`` (the largest training size the
+        candidate was fitted on, as ``HalvingGridSearchCV``'s key). ``rank_test_<metric>`` ranks first by
         ``n_splits_evaluated`` (further is better, as in irace) and then by the mean, so that
         means over different sets of splits are never compared.
     best_estimator_, best_index_, best_params_, best_score_, refit_time_, scorer_,
@@ -601,6 +644,9 @@ class RaceSearchCV(BaseSearchCV):
         repeats) and ``best_score_`` is the winner's mean over the splits it was evaluated on.
     n_repeats_ : int
         Repeats actually used.
+    n_resources_ : ndarray of int
+        Training samples of the fits on split ``k`` (the whole training part unless
+        ``resource="n_samples"``).
     splits_ : list of (ndarray, ndarray)
         The materialised (train, test) index arrays, split ``k`` at position ``k``: pass them
         as ``GridSearchCV(cv=search.splits_)`` to see what the full grid would have said on
@@ -629,6 +675,17 @@ class RaceSearchCV(BaseSearchCV):
     True
     >>> int(search.n_fits_) < 5 * search.n_splits_
     True
+
+    Racing on growing subsamples (here 30, 90 and all 120 training samples per split):
+
+    >>> fast = RaceSearchCV(KNeighborsClassifier(), {"n_neighbors": [1, 5, 15, 40, 80]},
+    ...                     resource="n_samples", random_state=0).fit(X, y)
+    >>> sorted(set(fast.n_resources_.tolist()))
+    [30, 90, 120]
+    >>> fast.best_params_["n_neighbors"] in (1, 5, 15)
+    True
+    >>> int(fast.cv_results_["n_resources"][fast.best_index_])  # chosen on full training parts
+    120
     """
 
     def __init__(
@@ -1088,7 +1145,7 @@ class RaceSearchCV(BaseSearchCV):
         if self.resource == "n_samples" and self.n_repeats_ > 1:
             racing_test = _HalvingFloor(racing_test, n_candidates,
                                         len(splits) // self.n_repeats_, self.n_repeats_,
-                                        float(self.factor))
+                                        float(self.factor), cut=_SUBSAMPLE_CUT)
         if first_test < int(self.first_test):
             # Fewer splits than first_test: no test may run (exactly GridSearchCV). The engine
             # refuses first_test > max_instances (a race that can never test), so say it.
@@ -1227,6 +1284,8 @@ class RaceSearchCV(BaseSearchCV):
             i = record.candidate_index
             eliminated_at[i] = record.n_instances
             reason[i] = record.reason
+            if record.reason == "dominated" and np.isnan(record.probability):
+                reason[i] = "halving"  # _HalvingFloor's quota cut, not a test's decision
             probability[i] = record.probability
             if record.by_index is not None:
                 eliminated_by[i] = record.by_index
@@ -1240,6 +1299,8 @@ class RaceSearchCV(BaseSearchCV):
 
 
 _BAYES_SMALL_N = "reject"
+# resource="n_samples": cut to Halving's quota at the end of each subsample level.
+_SUBSAMPLE_CUT = True
 # Chosen by replaying variants on the full grids of pilot seeds 100-104 (issue 11, second
 # round; docs/sklearn.md "Tied scores"): the 0.975/0.975/0.05 of the first round picked the
 # reference best but spent a median 68% of the grid's fits, as the IDP needs 6 straight wins
