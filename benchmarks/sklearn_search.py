@@ -16,6 +16,11 @@ Reported per method: CV fits (final refit excluded; for Halving also the full-da
 count ``sum(n_resources) * 5 / n_train``), wall time, held-out score of the refitted pick, the
 pick's rank in the reference ranking, and how often the reference best was eliminated.
 
+``--tests`` takes racing tests by name plus ``subsample`` (``resource="n_samples"``); with
+``--cache DIR`` the reference grids are stored and reused by ``--ablation`` and later runs on
+the same problem-seeds, and ``--table-from`` also prints issue 11's per-problem target table
+and the wall-time comparison with Halving, paired seed by seed.
+
 Run ``python benchmarks/sklearn_search.py --quick`` (2 problems, 2 seeds, ~3 min on 2 shared
 cores) or without ``--quick`` for every problem with 5 seeds. Set ``OPENBLAS_NUM_THREADS=1
 OMP_NUM_THREADS=1``: every method then runs with ``n_jobs=1`` on one thread, so wall times
@@ -451,14 +456,41 @@ def table(rows, methods):
     return "\n".join(lines)
 
 
+def target_table(rows, methods, held_out=()):
+    """Issue 11's first target per problem: median reference rank <= 2 with a median of at
+    most 50% of the reference grid's fits, for each race method."""
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    head = " | ".join(f"{m}: median rank, median fits % (max), met" for m in methods)
+    lines = [f"| problem | seeds | {head} |", "|---|---|" + "---|" * len(methods)]
+    met = dict.fromkeys(methods, 0)
+    for name in problems:
+        cells = []
+        n = 0
+        for m in methods:
+            mine = [r for r in rows if r["problem"] == name and r["method"] == m]
+            n = len(mine)
+            rank = _median([r["ref_rank"] for r in mine])
+            fits = [100 * r["fits"] / r["ref_fits"] for r in mine]
+            ok = rank <= 2 and _median(fits) <= 50
+            met[m] += ok
+            cells.append(f"{rank:g}, {_median(fits):.0f}% ({max(fits):.0f}%), "
+                         f"{'**yes**' if ok else 'no'}")
+        label = f"{name} (held out)" if name in held_out else name
+        lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("problems meeting it: " + ", ".join(f"{m} {met[m]} of {len(problems)}"
+                                                     for m in methods))
+    return "\n".join(lines)
+
+
 def paired_table(rows, method, against="halving-5fold"):
     """Per problem: ``method`` against ``against`` in the same run, seed by seed."""
     lines = [
         f"| problem | seeds | wall ratio {method} / {against} (median) | wall <= in | "
         f"ref. rank of pick <= in | both (wall <= and rank <=) in | median rank ({method} / "
         f"{against}) | fits % of grid ({method} / {against}, median) | "
-        f"full-data eq. fits (median) | target met |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"full-data eq. fits (median) | regret diff (mean +- SE) | target met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     met = 0
     problems = list(dict.fromkeys(r["problem"] for r in rows))
@@ -473,6 +505,8 @@ def paired_table(rows, method, against="halving-5fold"):
         better = sum(a[k]["ref_rank"] <= b[k]["ref_rank"] for k in seeds)
         both = sum(a[k]["wall"] <= b[k]["wall"] and a[k]["ref_rank"] <= b[k]["ref_rank"]
                    for k in seeds)
+        diff = np.array([a[k]["ref_regret"] - b[k]["ref_regret"] for k in seeds])
+        se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
         ok = np.median(ratio) <= 1 and np.median([a[k]["ref_rank"] for k in seeds]) <= np.median(
             [b[k]["ref_rank"] for k in seeds])
         met += bool(ok)
@@ -485,6 +519,7 @@ def paired_table(rows, method, against="halving-5fold"):
             f"{_median([100 * b[k]['fits'] / b[k]['ref_fits'] for k in seeds]):.0f} | "
             f"{_median([a[k]['full_equiv_fits'] for k in seeds]):.0f} / "
             f"{_median([b[k]['full_equiv_fits'] for k in seeds]):.0f} | "
+            f"{diff.mean():+.4f} +- {se:.4f} | "
             f"{'yes' if ok else 'no'} |"
         )
     lines.append(f"\nproblems where the median wall ratio <= 1 and the median reference rank "
@@ -506,6 +541,7 @@ def main(argv=None):
         "--ablation", action="store_true",
         help="replay racing-test variants on full grids (pilot seeds: use --seed0 100)",
     )
+    parser.add_argument("--held-out", default="", help="problems to mark as held out")
     parser.add_argument("--no-grid5", action="store_true", help="skip GridSearchCV 5-fold")
     parser.add_argument("--cache", default=None,
                         help="directory caching the reference grids' score matrices (reused by "
@@ -517,6 +553,9 @@ def main(argv=None):
         with open(args.table_from) as fh:
             rows = [json.loads(line) for line in fh if line.strip()]
         print(table(rows, methods))
+        print()
+        print(target_table(rows, [m for m in methods if m.startswith("race-")],
+                           held_out=args.held_out.split(",")))
         for m in methods:
             if m.startswith("race-"):
                 print()
