@@ -127,6 +127,60 @@ def _visit_order(repeat_of_split: np.ndarray, rng: np.random.Generator) -> np.nd
     return np.concatenate(order)
 
 
+def _resource_schedule(splits, repeat_of_split, n_repeats, resource, min_resources, factor,
+                       y_strata, rng: np.random.Generator):
+    """Training-set sizes per split and the splits the fits actually use.
+
+    ``resource="splits"``: every fit trains on its split's whole training part. With
+    ``resource="n_samples"`` the splits of repeat ``r`` (the race visits repeat by repeat, see
+    :func:`_visit_order`) train on ``min(n_train, min_resources * factor**r)`` samples drawn
+    without replacement from their training part (stratified for classifiers, through
+    scikit-learn's public ``resample``); ``min_resources="exhaust"`` picks the smallest
+    first size whose last repeat trains on everything, as ``HalvingGridSearchCV`` does for
+    its last iteration. Test parts are never subsampled, so every score is comparable
+    within a split, which is all the rank tests compare.
+
+    Returns ``(n_resources, fit_splits)``: one training size per split and the (possibly
+    subsampled) ``(train, test)`` pairs.
+    """
+    from sklearn.utils import resample
+
+    n_train = np.array([len(train) for train, _ in splits])
+    if resource == "splits":
+        return n_train.astype(np.int64), splits
+    if min_resources == "exhaust":
+        first = int(np.ceil(n_train.min() / float(factor) ** (n_repeats - 1)))
+        if y_strata is not None:
+            # HalvingGridSearchCV's "smallest" floor (2 samples per class and fold): below it
+            # a classifier's scores say little about the same classifier on the full data.
+            n_folds = len(splits) // n_repeats
+            first = max(first, 2 * len(np.unique(y_strata)) * n_folds)
+        first = min(first, int(n_train.min()))
+    else:
+        first = int(min_resources)
+        if first > n_train.min():
+            raise ValueError(
+                f"`min_resources`={min_resources!r} exceeds the smallest training part of the "
+                f"splits ({int(n_train.min())} samples)"
+            )
+    sizes = np.minimum(n_train, np.ceil(first * float(factor) ** repeat_of_split)).astype(np.int64)
+    fit_splits = []
+    for (train, test), size in zip(splits, sizes):
+        if size >= len(train):
+            fit_splits.append((train, test))
+            continue
+        seed = int(rng.integers(0, 2**31 - 1))
+        strata = None if y_strata is None else np.asarray(y_strata)[train]
+        try:
+            sub = resample(train, replace=False, n_samples=int(size), random_state=seed,
+                           stratify=strata)
+        except ValueError:
+            # Too few samples for every class (or a class with a single member): plain draw.
+            sub = resample(train, replace=False, n_samples=int(size), random_state=seed)
+        fit_splits.append((np.sort(np.asarray(sub)), test))
+    return sizes, fit_splits
+
+
 # --------------------------------------------------------------------------------------------
 # One (candidate, split) unit
 # --------------------------------------------------------------------------------------------
@@ -304,6 +358,57 @@ def _idp_lower_band(wins: int, losses: int, n: int, eps: float = 0.05, s: int = 
 _VANISHING = 1e-12
 
 
+class _HalvingFloor(RacingTest):
+    """Caps an inner test's eliminations so that, while the race is on a subsample level
+    below the last, at least as many candidates survive as ``HalvingGridSearchCV`` would keep
+    after that level (``ceil(n_candidates / factor**(level + 1))``, and at least two); the
+    best-scoring of the condemned are spared first. With ``cut``, the end of such a level
+    also cuts the field down to that quota by the level's mean, as Halving does. Low-fidelity scores (a k-NN fitted on 16 samples) can order
+    candidates differently from full ones, so the subsample levels may thin the field but not
+    decide it alone (``resource="n_samples"``; docs/sklearn.md)."""
+
+    def __init__(self, inner, n_candidates: int, splits_per_level: int, n_levels: int,
+                 factor: float, cut: bool = False):
+        self.inner = inner
+        self.n_candidates = n_candidates
+        self.splits_per_level = splits_per_level
+        self.n_levels = n_levels
+        self.factor = factor
+        self.cut = cut
+
+    def decide(self, view, rng):
+        out = self.inner.decide(view, rng)
+        n, m = view.scores.shape
+        level = (n - 1) // self.splits_per_level
+        if level >= self.n_levels - 1:
+            return out
+        # At least two reach the last level, so that the winner is chosen on full training
+        # parts (Halving's "exhaust" ends on the full size too).
+        floor = max(2, int(np.ceil(self.n_candidates / self.factor ** (level + 1))))
+        allowed = max(0, m - floor)
+        means = view.scores.mean(axis=0)
+        if len(out) > allowed:
+            out = sorted(out, key=lambda e: means[e.index])[:allowed]
+        if self.cut and n % self.splits_per_level == 0 and m - len(out) > floor:
+            # End of a level with more survivors than Halving keeps: cut to Halving's quota
+            # by the mean over this level's splits, as Halving does at the end of a rung. No
+            # test stands behind it, hence no probability (NaN; cv_results_ says "halving").
+            rows = view.scores[n - self.splits_per_level:]
+            level_mean = rows.mean(axis=0)
+            gone = {e.index for e in out}
+            alive = [j for j in np.argsort(-level_mean, kind="stable") if j not in gone]
+            best = int(alive[0])
+            out = list(out) + [Elimination(int(j), "dominated", best, float("nan"))
+                               for j in alive[floor:]]
+        return out
+
+    def get_params(self) -> dict[str, Any]:
+        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
+        return {"inner": type(self.inner).__name__, "n_candidates": self.n_candidates,
+                "splits_per_level": self.splits_per_level, "n_levels": self.n_levels,
+                "factor": self.factor, **inner}
+
+
 @dataclasses.dataclass
 class CorrelatedTTestRacing(RacingTest):
     """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
@@ -459,7 +564,10 @@ class RaceSearchCV(BaseSearchCV):
         are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
         dominance, the IDP lower probability of the equivalence band): tied coarse scores are
         not evidence, so no elimination reaches 0.999 before 10 splits (``docs/sklearn.md``,
-        "Tied scores"). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
+        "Tied scores"). Its levels (joint dominance credibility 0.85, equivalence band
+        ``eps=0.1`` at lower probability 0.8) were chosen on pilot seeds to spend at most
+        half the grid's fits: tied pairs leave after 8 tied splits (p = 0.83), a candidate
+        losing every split after 4 (p = 0.94). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
         guard). ``"frace"``: the F-race baseline
         (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
@@ -470,10 +578,34 @@ class RaceSearchCV(BaseSearchCV):
         ROPE of the mean difference; for the rank tests a score resolution: scores are
         rounded to multiples of ``rope`` before the test sees them, so smaller differences
         count as ties (see ``docs/sklearn.md``). ``0`` disables it.
-    first_test : int, default=5
+    first_test : int, default=4
         Splits every candidate is evaluated on before the first test.
     max_fits : int, optional
         Budget of fits for the race (the final refit not included).
+    resource : {"splits", "n_samples"}, default="splits"
+        What grows as the race goes on. ``"splits"``: every fit trains on its split's whole
+        training part; only the number of splits grows. ``"n_samples"``: racing on growing
+        subsamples *and* folds, for a wall time like ``HalvingGridSearchCV``'s. The splits of
+        repeat ``r`` (the race visits repeat by repeat) train on
+        ``min(n_train, first * factor**r)`` samples drawn without replacement from their
+        training part (stratified for classifiers); test parts are whole, and all survivors
+        of a split train on the same subsample, so each split is still a fair block for the
+        rank tests. Below the last repeat, eliminations never leave fewer survivors than
+        Halving would keep after that level (``ceil(n_candidates / factor**(r + 1))``):
+        low-fidelity scores may thin the field but not decide it. The winner is ranked on its
+        mean at the largest size it reached (``best_score_`` too); at least two candidates
+        reach the last repeat, so the winner is chosen on whole training parts unless the
+        test decides between those two earlier. At the end of each level below the last the
+        field is also cut to that quota by the level's mean, as Halving cuts a rung
+        (``elimination_reason`` ``"halving"``, probability NaN; in ``race_`` these are
+        "dominated" with a NaN probability). Needs ``n_repeats >= 2`` to subsample at all.
+    min_resources : int or "exhaust", default="exhaust"
+        ``resource="n_samples"`` only: training samples of the first repeat's fits.
+        ``"exhaust"``: the size whose last repeat trains on everything, but at least
+        Halving's "smallest" (2 samples per class and fold, for classifiers).
+    factor : float, default=3
+        ``resource="n_samples"`` only: growth of the training size from one repeat to the
+        next, and the share of candidates Halving would keep (as in ``HalvingGridSearchCV``).
     executor : concurrent.futures.Executor, optional
         Runs the fits of a block instead of joblib (``n_jobs`` is then ignored); any object
         with ``submit`` returning futures works (a Dask ``Client``, a process pool).
@@ -502,7 +634,8 @@ class RaceSearchCV(BaseSearchCV):
         survivors), ``elimination_reason`` (``"dominated"``, ``"indistinguishable"``,
         ``"failed"`` or ``""``), ``eliminated_by`` (candidate index or -1),
         ``elimination_probability`` (the test's probability behind the decision, NaN for
-        survivors) and ``n_fits_failed``. ``rank_test_<metric>`` ranks first by
+        survivors), ``n_fits_failed`` and ``n_resources`` (the largest training size the
+        candidate was fitted on, as ``HalvingGridSearchCV``'s key). ``rank_test_<metric>`` ranks first by
         ``n_splits_evaluated`` (further is better, as in irace) and then by the mean, so that
         means over different sets of splits are never compared.
     best_estimator_, best_index_, best_params_, best_score_, refit_time_, scorer_,
@@ -511,6 +644,9 @@ class RaceSearchCV(BaseSearchCV):
         repeats) and ``best_score_`` is the winner's mean over the splits it was evaluated on.
     n_repeats_ : int
         Repeats actually used.
+    n_resources_ : ndarray of int
+        Training samples of the fits on split ``k`` (the whole training part unless
+        ``resource="n_samples"``).
     splits_ : list of (ndarray, ndarray)
         The materialised (train, test) index arrays, split ``k`` at position ``k``: pass them
         as ``GridSearchCV(cv=search.splits_)`` to see what the full grid would have said on
@@ -539,6 +675,17 @@ class RaceSearchCV(BaseSearchCV):
     True
     >>> int(search.n_fits_) < 5 * search.n_splits_
     True
+
+    Racing on growing subsamples (here 30, 90 and all 120 training samples per split):
+
+    >>> fast = RaceSearchCV(KNeighborsClassifier(), {"n_neighbors": [1, 5, 15, 40, 80]},
+    ...                     resource="n_samples", random_state=0).fit(X, y)
+    >>> sorted(set(fast.n_resources_.tolist()))
+    [30, 90, 120]
+    >>> fast.best_params_["n_neighbors"] in (1, 5, 15)
+    True
+    >>> int(fast.cv_results_["n_resources"][fast.best_index_])  # chosen on full training parts
+    120
     """
 
     def __init__(
@@ -555,8 +702,11 @@ class RaceSearchCV(BaseSearchCV):
         n_repeats=3,
         test="bayes",
         rope=0.005,
-        first_test=5,
+        first_test=4,
         max_fits=None,
+        resource="splits",
+        min_resources="exhaust",
+        factor=3,
         n_jobs=None,
         executor=None,
         timeout=None,
@@ -587,6 +737,9 @@ class RaceSearchCV(BaseSearchCV):
         self.rope = rope
         self.first_test = first_test
         self.max_fits = max_fits
+        self.resource = resource
+        self.min_resources = min_resources
+        self.factor = factor
         self.executor = executor
         self.timeout = timeout
         self.random_state = random_state
@@ -607,6 +760,10 @@ class RaceSearchCV(BaseSearchCV):
         "rope": [Interval(numbers.Real, 0, None, closed="left")],
         "first_test": [Interval(numbers.Integral, 1, None, closed="left")],
         "max_fits": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "resource": [StrOptions({"splits", "n_samples"})],
+        "min_resources": [Interval(numbers.Integral, 1, None, closed="left"),
+                          StrOptions({"exhaust"})],
+        "factor": [Interval(numbers.Real, 1, None, closed="neither")],
         "executor": [HasMethods(["submit"]), None],
         # The range (> 0, finite) is racer's check_timeout, shared with IteratedRace.
         "timeout": [numbers.Real, None],
@@ -754,6 +911,8 @@ class RaceSearchCV(BaseSearchCV):
         seed_candidates, seed_splits, seed_order, seed_race = (
             np.random.default_rng(s) for s in rng.integers(0, 2**63 - 1, size=4)
         )
+        # Drawn after the four above so that resource="splits" races keep their seeds.
+        seed_subsample = np.random.default_rng(int(rng.integers(0, 2**63 - 1)))
         candidates = self._candidate_params(seed_candidates)
 
         X, y = indexable(X, y)
@@ -768,6 +927,12 @@ class RaceSearchCV(BaseSearchCV):
         self.n_splits_ = len(splits)
         self.splits_ = splits
         self.split_order_ = _visit_order(repeat_of_split, seed_order)
+        # What the fits train on: the whole training part of each split, or (resource=
+        # "n_samples") a subsample of it that grows with the repeat the split belongs to.
+        self.n_resources_, splits = _resource_schedule(
+            splits, repeat_of_split, self.n_repeats_, self.resource, self.min_resources,
+            self.factor, y if is_classifier(self.estimator) else None, seed_subsample,
+        )
 
         base_estimator = clone(self.estimator)
         return_train = bool(self.return_train_score)
@@ -858,6 +1023,21 @@ class RaceSearchCV(BaseSearchCV):
             _warn_fit_failures(failures, len(outcomes), self.error_score)
 
         results = self._format_race_results(candidates, outcomes, state["names"], race)
+        # The largest training size each candidate was fitted on (HalvingGridSearchCV has the
+        # same key, per iteration); with resource="splits" the full training parts.
+        reached = np.zeros(len(candidates), dtype=np.int64)
+        evaluated = np.zeros((len(candidates), self.n_splits_), dtype=bool)
+        for c, s in outcomes:
+            reached[c] = max(reached[c], int(self.n_resources_[s]))
+            evaluated[c, s] = True
+        results["n_resources"] = reached
+        if self.resource == "n_samples":
+            # Rank on the largest training size: among candidates that went equally far, the
+            # mean over the splits of the largest size they reached (Halving's last
+            # iteration), not a mean mixing subsample sizes.
+            for name in state["names"]:
+                top = _top_level_mean(results, name, self.n_resources_, reached, evaluated)
+                results[f"rank_test_{name}"] = _stage_rank(results["n_splits_evaluated"], top)
         self.cv_results_ = results
 
         if self.refit or not self.multimetric_:
@@ -870,6 +1050,11 @@ class RaceSearchCV(BaseSearchCV):
             else:
                 best_index = int(np.argmin(results[f"rank_test_{refit_metric}"]))
                 self.best_score_ = results[f"mean_test_{refit_metric}"][best_index]
+                if self.resource == "n_samples":
+                    self.best_score_ = _top_level_mean(
+                        results, refit_metric, self.n_resources_, results["n_resources"],
+                        evaluated,
+                    )[best_index]
             self.best_index_ = int(best_index)
             self.best_params_ = results["params"][self.best_index_]
 
@@ -924,8 +1109,9 @@ class RaceSearchCV(BaseSearchCV):
             # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
             # the IDP lower band for equivalence: coarse tied scores give no near-certain
             # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
-            bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp")
-            inner = _ImpreciseEquivalence(bayes, bayes.credibility, bayes.eps,
+            bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp",
+                                 credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
+            inner = _ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
                                           bayes.prior_strength)
             return _ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "posterior-best":
@@ -956,6 +1142,10 @@ class RaceSearchCV(BaseSearchCV):
                 f"candidates x {first_test} splits = {n_candidates * first_test} fits"
             )
         racing_test = self._racing_test(rho=float(n_test / n_total))
+        if self.resource == "n_samples" and self.n_repeats_ > 1:
+            racing_test = _HalvingFloor(racing_test, n_candidates,
+                                        len(splits) // self.n_repeats_, self.n_repeats_,
+                                        float(self.factor), cut=_SUBSAMPLE_CUT)
         if first_test < int(self.first_test):
             # Fewer splits than first_test: no test may run (exactly GridSearchCV). The engine
             # refuses first_test > max_instances (a race that can never test), so say it.
@@ -1094,6 +1284,8 @@ class RaceSearchCV(BaseSearchCV):
             i = record.candidate_index
             eliminated_at[i] = record.n_instances
             reason[i] = record.reason
+            if record.reason == "dominated" and np.isnan(record.probability):
+                reason[i] = "halving"  # _HalvingFloor's quota cut, not a test's decision
             probability[i] = record.probability
             if record.by_index is not None:
                 eliminated_by[i] = record.by_index
@@ -1107,6 +1299,16 @@ class RaceSearchCV(BaseSearchCV):
 
 
 _BAYES_SMALL_N = "reject"
+# resource="n_samples": cut to Halving's quota at the end of each subsample level.
+_SUBSAMPLE_CUT = True
+# Chosen by replaying variants on the full grids of pilot seeds 100-104 (issue 11, second
+# round; docs/sklearn.md "Tied scores"): the 0.975/0.975/0.05 of the first round picked the
+# reference best but spent a median 68% of the grid's fits, as the IDP needs 6 straight wins
+# for 0.975 and 22 all-tied splits for the band. These are the loosest values whose picks
+# stayed within reference rank 2 on every pilot problem-seed.
+_DOMINANCE_CREDIBILITY = 0.85
+_EQUIVALENCE_CREDIBILITY = 0.8
+_EQUIVALENCE_EPS = 0.1
 
 
 def _params_text(params: Mapping) -> str:
@@ -1168,6 +1370,18 @@ def _stage_rank(n_evaluated: np.ndarray, mean: np.ndarray) -> np.ndarray:
             previous = key
         ranks[i] = current
     return ranks
+
+
+def _top_level_mean(results, name, n_resources, reached, evaluated):
+    """Each candidate's mean ``name`` test score over the splits it was evaluated on at the
+    largest training size it reached (a failed fit scored NaN makes it NaN, as every mean)."""
+    out = np.full(len(reached), np.nan)
+    scores = np.column_stack([results[f"split{k}_test_{name}"] for k in range(len(n_resources))])
+    for c in range(len(reached)):
+        mask = evaluated[c] & (n_resources == reached[c])
+        if mask.any():
+            out[c] = scores[c, mask].mean()
+    return out
 
 
 def _warn_fit_failures(failures, n_fits, error_score):

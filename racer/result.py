@@ -245,7 +245,11 @@ class RaceResult:
         ]
         records = {rec.candidate_index: rec for rec in self.history}
         n_seen = self.n_evaluated
-        header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'status':<40}  candidate"
+        # The status names the eliminator by its candidate (a short repr, as every other line
+        # here), so that a race over parameter dicts reads in parameters, not in indices; it
+        # comes last because its width varies with the candidates.
+        width = min(60, max(len(_short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
+        header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'candidate':<{width}}  status"
         lines.append(header)
         lines.append("-" * len(header))
         for rank, idx in enumerate(self.ranking_indices[:max_rows], start=1):
@@ -255,12 +259,14 @@ class RaceResult:
             elif rec.reason == "failed":
                 status = "failed"
             else:
-                status = f"{rec.reason} by #{rec.by_index} (p={rec.probability:.3g})"
+                by = _short_repr(self.candidates[rec.by_index], 40)
+                status = f"{rec.reason} by {by} (p={rec.probability:.3g})"
             mean = self.mean_scores[idx]
             mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
+            candidate = f"#{idx} {_short_repr(self.candidates[idx], 60)}"
             lines.append(
-                f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {status:<40}  "
-                f"#{idx} {_short_repr(self.candidates[idx], 100)}"
+                f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {candidate:<{width}}  "
+                f"{status}"
             )
         if n_cand > max_rows:
             lines.append(f"... {n_cand - max_rows} more")

@@ -456,7 +456,7 @@ def test_summary_frame_and_repr():
         linear_evaluate, range(20), progress=False
     )
     text = res.summary()
-    assert "Best: 1.0" in text and "dominated by #2" in text and "Stopped because" in text
+    assert "Best: 1.0" in text and "dominated by 1.0 (p=" in text and "Stopped because" in text
     frame = res.to_frame()
     assert isinstance(frame, pd.DataFrame) and list(frame["rank"]) == [3, 2, 1]
     assert list(frame["eliminated_at"]) == [2, 3, -1] and list(frame["survivor"]) == [False, False, True]

@@ -104,7 +104,7 @@ def test_race_saves_fits_and_keeps_the_reference_best(easy_problem):
     for k in (60, 90):
         i = KNN_GRID["n_neighbors"].index(k)
         assert res["elimination_reason"][i] in ("dominated", "indistinguishable")
-        assert 5 <= res["eliminated_at"][i] < n_splits
+        assert race.first_test <= res["eliminated_at"][i] < n_splits
     assert race.best_params_["n_neighbors"] in (1, 3, 5)
 
 
@@ -393,6 +393,15 @@ def test_frace_runs_the_same_search(easy_problem):
         (dict(rope=float("inf")), ValueError, "'rope' parameter of RaceSearchCV.*Got inf"),
         (dict(error_score="nan"), ValueError, "'error_score' parameter of RaceSearchCV"),
         (dict(executor="pool"), TypeError, "'executor' parameter of RaceSearchCV"),
+        (dict(resource="rows"), ValueError, "'resource' parameter of RaceSearchCV.*Got 'rows'"),
+        (dict(resource="n_samples", factor=1), ValueError,
+         "'factor' parameter of RaceSearchCV.*Got 1"),
+        (dict(resource="n_samples", min_resources=0), ValueError,
+         "'min_resources' parameter of RaceSearchCV.*Got 0"),
+        (dict(resource="n_samples", min_resources="smallest"), ValueError,
+         "'min_resources' parameter of RaceSearchCV.*Got 'smallest'"),
+        (dict(resource="n_samples", min_resources=10_000), ValueError,
+         "`min_resources`=10000 exceeds the smallest training part"),
     ],
 )
 def test_bad_arguments_name_the_argument(easy_problem, kwargs, exc, match):
@@ -650,11 +659,15 @@ def test_tied_coarse_scores_give_no_near_certain_elimination_before_ten_splits(i
 def test_all_tied_splits_are_not_evidence_of_equivalence():
     # Six candidates tied on every split, one clearly worse. The tie is the DP prior's own
     # point, so the DP band is exactly 1 after any number of splits; the IDP lower band is
-    # Pr[Beta(1, n) < 2 eps] = 1 - (1 - 2 eps)^n, which needs ~35 tied splits for 0.975.
+    # Pr[Beta(1, n) < 2 eps] = 1 - (1 - 2 eps)^n, which must pass the equivalence credibility
+    # (0.8 with eps 0.1: 8 tied splits, p = 0.83, far from the 0.999 of the old DP).
     search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
     test = search._racing_test(rho=0.2)
-    eps = test.inner.eps
-    for n, expect_equivalence in ((9, False), (60, True)):
+    eps, credibility = test.inner.eps, test.credibility
+    n_min = next(n for n in range(1, 200) if 1 - (1 - 2 * eps) ** n > credibility)
+    assert 1 - (1 - 2 * eps) ** n_min < 0.999
+    # (Before 9 splits the Bayesian Friedman gate of this 6-candidate matrix stays shut.)
+    for n, expect_equivalence in ((n_min - 1, False), (max(n_min, 10), True), (60, True)):
         scores = np.full((n, 6), 0.9)
         scores[:, 5] = 0.5
         out = test.decide(RaceView.from_scores(scores, np.arange(6)), np.random.default_rng(0))
@@ -664,6 +677,8 @@ def test_all_tied_splits_are_not_evidence_of_equivalence():
             # the quadrature of prob_indistinguishable is accurate to ~2e-5
             assert e.probability == pytest.approx(1 - (1 - 2 * eps) ** n, abs=1e-4)
         dominated = [e for e in out if e.reason == "dominated"]
+        if not expect_equivalence and not dominated:
+            continue
         assert [e.index for e in dominated] == [5]
         # n wins and no loss: the IDP lower probability is at most 1 - 2^-n
         assert dominated[0].probability <= 1 - 2.0**-n + 1e-12
@@ -700,3 +715,147 @@ def test_correlated_t_is_capped_on_tied_splits():
     reasons = {e.index: (e.reason, e.probability) for e in out}
     assert reasons[1][0] == "indistinguishable"
     assert reasons[1][1] == pytest.approx(1 - 0.9**40, abs=1e-4)
+
+
+# ------------------------------------------------------- resource="n_samples" (issue 11)
+
+
+class _CountsTrainingSamples(ClassifierMixin, BaseEstimator):
+    """Scores the number of samples it was fitted on (over 1000), so that cv_results_ shows
+    what each fit trained on; ``c`` only makes a grid."""
+
+    def __init__(self, c=0):
+        self.c = c
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.n_fit_ = len(X)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+    def score(self, X, y):
+        return self.n_fit_ / 1000 + self.c * 1e-6
+
+
+def test_subsample_mode_trains_on_growing_subsamples(iris):
+    X, y = iris
+    search = RaceSearchCV(_CountsTrainingSamples(), {"c": [0, 1, 2, 3]}, cv=5, n_repeats=3,
+                          resource="n_samples", factor=2, random_state=0).fit(X, y)
+    sizes = search.n_resources_
+    assert sizes.shape == (search.n_splits_,)
+    repeat = np.repeat(np.arange(3), 5)  # splits are listed repeat by repeat
+    # factor**-2 of 120 = 30, the same as Halving's floor (2 per class and fold = 30).
+    np.testing.assert_array_equal(sizes, np.minimum(120, 30 * 2 ** repeat))
+    # Every fit trained on exactly the scheduled number of samples.
+    res = search.cv_results_
+    for k in range(search.n_splits_):
+        column = res[f"split{k}_test_score"]
+        done = ~np.isnan(column)
+        np.testing.assert_allclose(np.floor(column[done] * 1000 + 1e-9), sizes[k])
+    # The race visits the small splits first.
+    assert (np.diff(sizes[search.split_order_]) >= 0).all()
+    assert res["n_resources"].max() == 120
+
+
+def test_subsample_mode_results_refit_and_reproducibility(easy_problem):
+    X, y = easy_problem
+    kwargs = dict(cv=5, n_repeats=3, resource="n_samples", random_state=3)
+    a = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, **kwargs).fit(X, y)
+    b = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, **kwargs).fit(X, y)
+    res = a.cv_results_
+    for key in ("params", "mean_test_score", "rank_test_score", "n_splits_evaluated",
+                "n_resources", "eliminated_at"):
+        assert len(res[key]) == len(KNN_GRID["n_neighbors"])
+    # Same seed, same race: bit-identical scores (the same computation).
+    for key in ["mean_test_score", "rank_test_score", "n_resources"] + [
+        f"split{k}_test_score" for k in range(a.n_splits_)
+    ]:
+        np.testing.assert_array_equal(res[key], b.cv_results_[key], err_msg=key)
+    assert a.best_params_ == b.best_params_ and a.n_fits_ == b.n_fits_
+    # The winner went furthest and is refitted on all the data, as in GridSearchCV.
+    best = a.best_index_
+    assert res["n_splits_evaluated"][best] == res["n_splits_evaluated"].max()
+    assert res["n_resources"][best] == a.n_resources_.max()
+    assert a.best_estimator_.n_samples_fit_ == len(X)
+    assert a.best_params_["n_neighbors"] in (1, 3, 5)
+    # best_score_ is the winner's mean at the largest size, not a mix of sizes.
+    top = a.n_resources_ == a.n_resources_.max()
+    split_scores = np.array([res[f"split{k}_test_score"][best] for k in np.flatnonzero(top)])
+    assert a.best_score_ == pytest.approx(np.nanmean(split_scores), rel=1e-12)
+    # The same splits as resource="splits" (the subsample draws come from their own stream).
+    full = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3,
+                        random_state=3).fit(X, y)
+    for (tr_a, te_a), (tr_b, te_b) in zip(a.splits_, full.splits_):
+        np.testing.assert_array_equal(tr_a, tr_b)
+        np.testing.assert_array_equal(te_a, te_b)
+
+
+def test_subsample_levels_keep_at_least_what_halving_keeps():
+    from racer.adapters.sklearn import _HalvingFloor
+
+    class DropAllButLeader:
+        def decide(self, view, rng):
+            from racer.elimination import Elimination
+
+            leader = int(np.argmax(view.scores.mean(axis=0)))
+            return [Elimination(j, "dominated", leader, 0.99)
+                    for j in range(view.scores.shape[1]) if j != leader]
+
+        def get_params(self):
+            return {}
+
+    floor = _HalvingFloor(DropAllButLeader(), n_candidates=27, splits_per_level=5, n_levels=3,
+                          factor=3)
+    scores = np.tile(np.arange(27, dtype=float), (5, 1))
+    # Level 0 (5 splits seen): 27 / 3 = 9 must stay, the 18 worst-scoring go.
+    out = floor.decide(RaceView.from_scores(scores, np.arange(27)), None)
+    assert sorted(e.index for e in out) == list(range(18))
+    # Level 1 (10 splits): 27 / 9 = 3 stay.
+    out = floor.decide(RaceView.from_scores(np.tile(scores, (2, 1)), np.arange(27)), None)
+    assert sorted(e.index for e in out) == list(range(24))
+    # Last level: the inner test alone decides.
+    out = floor.decide(RaceView.from_scores(np.tile(scores, (3, 1)), np.arange(27)), None)
+    assert len(out) == 26
+
+
+def test_subsample_level_end_cuts_to_halvings_quota_by_the_level_mean():
+    from racer.adapters.sklearn import _HalvingFloor
+
+    class NoDecision:
+        def decide(self, view, rng):
+            return []
+
+        def get_params(self):
+            return {}
+
+    cut = _HalvingFloor(NoDecision(), n_candidates=9, splits_per_level=2, n_levels=3, factor=3,
+                        cut=True)
+    # Level 0's first split: no cut yet. Its last split: keep 9 / 3 = 3, by the level's mean
+    # (column 8 is best on average though worst on the first split).
+    first = np.arange(9, dtype=float)[None, :]
+    first[0, 8] = -1.0
+    assert cut.decide(RaceView.from_scores(first, np.arange(9)), None) == []
+    second = np.vstack([first, np.arange(9, dtype=float) + np.r_[np.zeros(8), 20.0]])
+    out = cut.decide(RaceView.from_scores(second, np.arange(9)), None)
+    assert sorted(e.index for e in out) == list(range(6))
+    assert all(e.by == 8 and np.isnan(e.probability) for e in out)
+    # The last level is the inner test's alone.
+    assert cut.decide(RaceView.from_scores(np.tile(second, (3, 1)), np.arange(9)), None) == []
+
+
+def test_subsample_mode_labels_quota_cuts_in_cv_results(easy_problem):
+    X, y = easy_problem
+    grid = {"n_neighbors": list(range(1, 28))}
+    search = RaceSearchCV(KNeighborsClassifier(), grid, cv=3, n_repeats=3, first_test=3,
+                          resource="n_samples", random_state=0).fit(X, y)
+    res = search.cv_results_
+    reasons = set(res["elimination_reason"])
+    assert reasons <= {"dominated", "indistinguishable", "halving", "failed", ""}
+    # At most 27 / 3 = 9 candidates train on the second size, 27 / 9 = 3 on the third.
+    sizes = np.unique(search.n_resources_)
+    assert (res["n_resources"] >= sizes[1]).sum() <= 9
+    assert (res["n_resources"] >= sizes[2]).sum() <= 3
+    cut = res["elimination_reason"] == "halving"
+    assert np.isnan(res["elimination_probability"][cut]).all()
