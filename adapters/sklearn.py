@@ -50,7 +50,9 @@ from racer._validation import (
 from racer.elimination import Elimination, RaceView, RacingTest
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
-__all__ = ["RaceSearchCV", "CorrelatedTTestRacing"]
+from .sklearn_datasets import WithinGroupKFold, split_datasets
+
+__all__ = ["RaceSearchCV", "CorrelatedTTestRacing", "WithinGroupKFold"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,7 +511,7 @@ class CorrelatedTTestRacing(RacingTest):
 # --------------------------------------------------------------------------------------------
 
 
-_TEST_NAMES = ("bayes", "posterior-best", "frace", "correlated-t")
+_TEST_NAMES = ("bayes", "posterior-best", "frace", "correlated-t", "hierarchical")
 
 
 class RaceSearchCV(BaseSearchCV):
@@ -571,8 +573,14 @@ class RaceSearchCV(BaseSearchCV):
         guard). ``"frace"``: the F-race baseline
         (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
-        with the Nadeau-Bengio correction. A :class:`racer.elimination.RacingTest` instance
-        is used as given (``rope`` then does not apply).
+        with the Nadeau-Bengio correction. ``"hierarchical"``: several data sets with folds
+        inside -- ``X`` stacks data sets sharing one feature space, ``fit(X, y,
+        groups=data_set_of_each_sample)``, and every split lies inside one data set (``cv=
+        WithinGroupKFold(k)``); :class:`racer.HierarchicalRacingTest` then compares the
+        leaders with seed 004's hierarchical model (``rope`` is its rope) and
+        ``"posterior-best"`` handles the rest (``docs/sklearn.md``, "Several data sets").
+        A :class:`racer.elimination.RacingTest` instance is used as given (``rope`` then does
+        not apply).
     rope : float, default=0.005
         Practical equivalence in units of the ``refit`` score. For ``"correlated-t"`` the
         ROPE of the mean difference; for the rank tests a score resolution: scores are
@@ -653,6 +661,8 @@ class RaceSearchCV(BaseSearchCV):
         the very same splits.
     split_order_ : ndarray of int
         The splits (indices ``k`` of ``split{k}_*``) in the order the race visited them.
+    split_datasets_ : tuple or None
+        With ``test="hierarchical"``: the data set (``groups`` label) of each split; else None.
     n_fits_ : int
         Fits run by the race (failed ones included; the final refit not included).
     n_candidates_, n_remaining_candidates_ : int
@@ -927,6 +937,9 @@ class RaceSearchCV(BaseSearchCV):
         self.n_splits_ = len(splits)
         self.splits_ = splits
         self.split_order_ = _visit_order(repeat_of_split, seed_order)
+        self.split_datasets_ = (split_datasets(splits, groups)
+                                if isinstance(self.test, str) and self.test == "hierarchical"
+                                else None)
         # What the fits train on: the whole training part of each split, or (resource=
         # "n_samples") a subsample of it that grows with the repeat the split belongs to.
         self.n_resources_, splits = _resource_schedule(
@@ -1125,6 +1138,16 @@ class RaceSearchCV(BaseSearchCV):
 
             inner = FRaceTest()
             return _ScoreResolution(inner, rope) if rope > 0 else inner
+        if test == "hierarchical":
+            from racer.hierarchical_racing import HierarchicalRacingTest
+            from racer.posterior_best_test import PosteriorBestTest
+
+            # Instances are split indices; split_datasets_ names the data set of each.
+            base = PosteriorBestTest()
+            return HierarchicalRacingTest(
+                test_fraction=rho, rope=rope, group=self.split_datasets_,
+                base=_ScoreResolution(base, rope) if rope > 0 else base,
+            )
         return CorrelatedTTestRacing(rho=rho, rope=rope)
 
     def _race(self, candidates, splits, evaluate_units, race_score, rng):

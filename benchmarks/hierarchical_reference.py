@@ -11,6 +11,10 @@ Regenerate (a few minutes; NumPyro/JAX/ArviZ in their own environment):
 
     python -m venv /tmp/hier-ref && /tmp/hier-ref/bin/pip install -e ".[hier-test]"
     nice -n 10 /tmp/hier-ref/bin/python benchmarks/hierarchical_reference.py
+    nice -n 10 /tmp/hier-ref/bin/python benchmarks/hierarchical_reference.py --pymc
+
+The second command fits the same stored cases with PyMC (NUTS, non-centred, same priors and
+likelihood) and adds its summaries next to NumPyro's.
 """
 
 from __future__ import annotations
@@ -93,6 +97,58 @@ def numpyro_fit(d, rho, seed, n_warmup, n_draws, n_chains):
             np.asarray(s["delta"]), divergences)
 
 
+def pymc_fit(d, rho, seed, n_warmup, n_draws, n_chains):
+    """The same model as ``numpyro_fit`` in PyMC (NUTS, non-centred), for a second backend."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    q, n = d.shape
+    xbar = d.mean(axis=1)
+    ss = ((d - xbar[:, None]) ** 2).sum(axis=1)
+    sigma_upper = SIGMA_UPPER_FACTOR * float(d.std(axis=1, ddof=1).mean())
+    sigma0_upper = SIGMA_UPPER_FACTOR * float(xbar.std(ddof=1))
+    with pm.Model():
+        alpha = pm.Uniform("alpha", *ALPHA_BOUNDS)
+        beta = pm.Uniform("beta", *BETA_BOUNDS)
+        nu = pm.Gamma("nu", alpha=alpha, beta=beta)
+        delta0 = pm.Uniform("delta0", -1.0, 1.0)
+        sigma0 = pm.Uniform("sigma0", 0.0, sigma0_upper)
+        z = pm.StudentT("z", nu=nu, mu=0.0, sigma=1.0, shape=q)  # non-centred
+        sigma = pm.Uniform("sigma", 0.0, sigma_upper, shape=q)
+        delta = pm.Deterministic("delta", delta0 + sigma0 * z)
+        quad = ss / (1.0 - rho) + n * (xbar - delta) ** 2 / (1.0 + (n - 1) * rho)
+        pm.Potential("lik", pt.sum(-n * pt.log(sigma) - quad / (2.0 * sigma**2)))
+        idata = pm.sample(draws=n_draws, tune=n_warmup, chains=n_chains, cores=1,
+                          target_accept=0.9, random_seed=seed, progressbar=False,
+                          compute_convergence_checks=False)
+    post = idata.posterior
+    divergences = int(idata.sample_stats["diverging"].values.sum())
+    return (post["delta0"].values, post["sigma0"].values, post["nu"].values,
+            post["delta"].values, divergences)
+
+
+def add_pymc(path, n_warmup, n_draws):
+    """Fit every stored case with PyMC and add its summaries (``"pymc"``) to the JSON."""
+    import pymc
+
+    result = json.loads(Path(path).read_text())
+    result["pymc"] = pymc.__version__
+    for case in result["cases"]:
+        d = np.array(case["diffs"])
+        t0 = time.perf_counter()
+        delta0, sigma0, nu, delta, div = pymc_fit(d, case["rho"], case["seed"], n_warmup,
+                                                  n_draws, 4)
+        seconds = time.perf_counter() - t0
+        summary = summarise(delta0, sigma0, nu, delta, case["rope"])
+        summary["divergences"] = div
+        summary["seconds"] = seconds
+        print(case["name"], f"PyMC {seconds:.1f} s",
+              {k: v for k, v in summary.items() if not isinstance(v, list)}, flush=True)
+        case["pymc"] = summary
+    Path(path).write_text(json.dumps(result, indent=1))
+    print("wrote", path)
+
+
 def summarise(delta0, sigma0, nu, delta, rope):
     """P's, predictive P's and shrinkage with Monte Carlo standard errors (from bulk ESS)."""
     left, middle, right = _region_masses(delta0, sigma0, nu, rope)
@@ -129,7 +185,12 @@ def main():
     parser.add_argument("--out", default=str(default_out))
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=2000)
+    parser.add_argument("--pymc", action="store_true",
+                        help="add PyMC fits of the stored cases to --out (keeps the NumPyro part)")
     args = parser.parse_args()
+    if args.pymc:
+        add_pymc(args.out, args.warmup, args.draws)
+        return
     import arviz
     import numpyro
 

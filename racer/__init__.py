@@ -8,6 +8,7 @@ __version__ = "0.1.0"
 
 from .bayesian_test import BayesianTest
 from .elimination import Elimination, RaceView, RacingTest
+from .hierarchical_racing import HierarchicalRacingTest, instance_groups
 from .posterior_best_test import PosteriorBestTest
 from .race import Evaluation, EvaluationError, Race, RaceFailedError, race
 from .result import EliminationRecord, RaceResult
@@ -20,6 +21,7 @@ __all__ = [
     "EliminationRecord",
     "Evaluation",
     "EvaluationError",
+    "HierarchicalRacingTest",
     "JournalInUseError",
     "PosteriorBestTest",
     "Race",
@@ -28,4 +30,5 @@ __all__ = [
     "RaceView",
     "RacingTest",
     "race",
+    "instance_groups",
 ]

@@ -71,15 +71,21 @@ class RaceView:
         Candidates the race started with.
     step : int
         Test step number, from 1.
+    instances : sequence or None
+        The instances of the rows of ``scores``, in the same order (the race's own instance
+        objects), or None when unknown (a view built from scores alone). Tests that need the
+        structure of the instances -- e.g. :class:`racer.HierarchicalRacingTest`, for which
+        an instance is a (data set, fold) pair -- read it here; most tests ignore it.
     """
 
     __slots__ = ("scores", "ids", "budget_left", "instances_left", "each_test", "n_candidates",
-                 "step", "_stats", "_greater", "_ranks", "_rank_sums", "_rank_sq_sums",
+                 "step", "instances", "_stats", "_greater", "_ranks", "_rank_sums", "_rank_sq_sums",
                  "_rank_outer")
 
     def __init__(self, scores, ids, *, budget_left=None, instances_left=None, each_test=1,
-                 n_candidates=None, step=1, stats=None):
+                 n_candidates=None, step=1, stats=None, instances=None):
         self.scores = scores
+        self.instances = instances
         self.ids = ids
         self.budget_left = budget_left
         self.instances_left = instances_left
@@ -95,8 +101,10 @@ class RaceView:
 
     @classmethod
     def from_scores(cls, scores, ids=None, *, budget_left=None, instances_left=None,
-                    each_test=1, n_candidates=None, step=1):
+                    each_test=1, n_candidates=None, step=1, instances=None):
         """A view of a plain score matrix (larger is better), outside any race.
+
+        ``instances``, when given, names the instance of each row (one per row).
 
         >>> import numpy as np
         >>> view = RaceView.from_scores([[1.0, 2.0, 2.0], [3.0, 1.0, 2.0]])
@@ -126,8 +134,23 @@ class RaceView:
         check_int(each_test, "each_test", minimum=1)
         check_int(step, "step", minimum=1)
         check_int(n_candidates, "n_candidates", minimum=m, allow_none=True)
+        if instances is not None:
+            if isinstance(instances, (str, bytes)):
+                raise TypeError(f"`instances` must be a sequence of instances; got {instances!r}")
+            try:
+                instances = list(instances)
+            except TypeError as exc:
+                raise TypeError(
+                    f"`instances` must be a sequence of instances; got {instances!r}"
+                ) from exc
+            if len(instances) != scores.shape[0]:
+                raise ValueError(
+                    f"`instances` must name one instance per row of `scores` "
+                    f"({scores.shape[0]}); got {len(instances)}"
+                )
         return cls(scores, ids, budget_left=budget_left, instances_left=instances_left,
-                   each_test=each_test, n_candidates=n_candidates, step=step)
+                   each_test=each_test, n_candidates=n_candidates, step=step,
+                   instances=instances)
 
     def with_scores(self, scores) -> "RaceView":
         """The same step with other scores of the same shape (e.g. rounded to a resolution);
@@ -139,7 +162,8 @@ class RaceView:
             )
         return RaceView(scores, self.ids, budget_left=self.budget_left,
                         instances_left=self.instances_left, each_test=self.each_test,
-                        n_candidates=self.n_candidates, step=self.step)
+                        n_candidates=self.n_candidates, step=self.step,
+                        instances=self.instances)
 
     @property
     def n_instances(self) -> int:

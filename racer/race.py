@@ -988,6 +988,8 @@ class Race:
             n_candidates=len(self._candidates),
             step=step,
             stats=self._stats,
+            # The rows' instances, for tests that use their structure (data set, fold).
+            instances=self._instances[:n],
         )
         decisions = self._test.decide(view, rng)
         chosen = self._check_decisions(decisions, len(survivors))

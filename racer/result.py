@@ -272,6 +272,97 @@ class RaceResult:
             lines.append(f"... {n_cand - max_rows} more")
         return "\n".join(lines)
 
+    def hierarchical_comparison(self, a, b, test_fraction, rope=0.01, *, group=None,
+                                random_state=None, **options):
+        """Compare candidates ``a`` and ``b`` over data sets with seed 004's hierarchical model.
+
+        For a race whose instances are ``(data set, fold)`` pairs (k-fold CV on several data
+        sets): fits :func:`racer.stats.hierarchical_test` to the differences ``b - a`` on the
+        instances both candidates were evaluated on (failed evaluations left out), grouped by
+        data set. Differences are oriented so that larger is better whatever the race's
+        direction: ``prob_right`` is the probability that ``b`` is the better one on the next
+        data set, ``prob_left`` that ``a`` is, ``prob_rope`` that they are practically
+        equivalent (as baycomp's ``HierarchicalTest(x=a, y=b)``).
+
+        Parameters
+        ----------
+        a, b : int
+            Positions of the two candidates in :attr:`candidates`.
+        test_fraction : float in (0, 1)
+            ``n_test / (n_train + n_test)`` of one fold (``1/k`` for k-fold CV).
+        rope : float >= 0, default 0.01
+            Practical equivalence, in score units (the model assumes scores in [0, 1]).
+        group : None, int, mapping, sequence or callable
+            How an instance names its data set (:func:`racer.instance_groups`); None:
+            instances are ``(data set, fold)`` tuples.
+        random_state : None, int or numpy.random.Generator
+        **options
+            Passed to :func:`racer.stats.hierarchical_test` (``n_chains``, ``n_draws``, ...).
+
+        Returns
+        -------
+        racer.stats.HierarchicalResult
+            Its ``groups`` lists the data sets used: every data set on which both candidates
+            have at least two usable folds (the model needs a spread within each).
+
+        Notes
+        -----
+        A data set on which the two candidates tie on every fold (all differences equal,
+        which :func:`racer.stats.hierarchical_test` refuses) is given a spread of
+        ``N(0, s^2)``, ``s = rope / 100`` (``1e-8`` when ``rope = 0``), drawn from
+        ``random_state``, exactly as
+        :class:`racer.HierarchicalRacingTest` does: a tie on every fold is evidence of
+        equivalence, not something to drop.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from racer import HierarchicalRacingTest, race
+        >>> level = np.random.default_rng(1).uniform(0.7, 0.9, 8)   # accuracy per data set
+        >>> def evaluate(shift, inst):
+        ...     data_set, fold = inst
+        ...     noise = np.random.default_rng([data_set, fold, int(1000 * shift)])
+        ...     return level[data_set] + shift + noise.normal(0, 0.02)
+        >>> instances = [(d, f) for f in range(10) for d in range(8)]
+        >>> res = race(evaluate, [0.0, 0.002, -0.06], instances, first_test=16, each_test=8,
+        ...            test=HierarchicalRacingTest(test_fraction=0.1), random_state=0,
+        ...            progress=False)
+        >>> h = res.hierarchical_comparison(0, 1, test_fraction=0.1, random_state=0)
+        >>> h.prob_rope > h.prob_left and h.prob_rope > h.prob_right
+        True
+        """
+        from ._validation import check_nonnegative, check_random_state
+        from .hierarchical_racing import _jitter_constant_groups, _jitter_scale, instance_groups
+        from .stats import hierarchical_test
+
+        n_cand = len(self.candidates)
+        for name, value in (("a", a), ("b", b)):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) \
+                    or not 0 <= value < n_cand:
+                raise ValueError(
+                    f"`{name}` must be the position of a candidate (0 to {n_cand - 1}); "
+                    f"got {value!r}"
+                )
+        if a == b:
+            raise ValueError(f"`a` and `b` must be two different candidates; got {a} twice")
+        both = ~np.isnan(self.scores[:, [a, b]]).any(axis=1)
+        labels = instance_groups([inst for inst, ok in zip(self.instances, both) if ok], group)
+        counts: dict = {}
+        for label in labels:
+            counts[label] = counts.get(label, 0) + 1
+        usable = np.array([counts[label] >= 2 for label in labels], dtype=bool)
+        rows = np.flatnonzero(both)[usable]
+        kept = [label for label, ok in zip(labels, usable) if ok]
+        sign = 1.0 if self.maximize else -1.0
+        diffs = sign * self.scores[rows, b] - sign * self.scores[rows, a]
+        rope = check_nonnegative(rope, "rope")
+        rng = check_random_state(random_state)
+        # Spreads only data sets tied on every fold, drawing from the same stream only then:
+        # a comparison without such a data set is hierarchical_test(a, y=b)'s own, bit for bit.
+        diffs = _jitter_constant_groups(diffs, kept, _jitter_scale(rope), rng)
+        return hierarchical_test(diffs, test_fraction, rope, groups=kept, random_state=rng,
+                                 **options)
+
     def _reason_counts(self) -> str:
         counts: dict[str, int] = {}
         for rec in self.history:
