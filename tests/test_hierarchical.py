@@ -1,6 +1,6 @@
 """``racer.stats.hierarchical_test``: seed 004's hierarchical model (issue 13).
 
-Checked three ways: against NumPyro's NUTS on stored cases (``tests/data/
+Checked three ways: against NumPyro's and PyMC's NUTS on stored cases (``tests/data/
 hierarchical_reference.json``, made by ``benchmarks/hierarchical_reference.py``), by
 simulation-based calibration of the Gibbs kernel, and against the paper's Table 2 direction.
 The diagnostics are checked against ArviZ's numbers stored in the same file.
@@ -79,14 +79,10 @@ def test_diagnostics_batched_equal_one_at_a_time_and_detect_stuck_chain():
 # --- against NumPyro ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", REFERENCE["cases"], ids=lambda c: c["name"])
-def test_matches_numpyro_reference(case):
-    d = np.array(case["diffs"])
-    ref = case["numpyro"]
-    res = rs.hierarchical_test(d, case["rho"], rope=case["rope"], random_state=0)
-    # Tolerance: 4 combined Monte Carlo standard errors. NumPyro's come from the bulk ESS of
-    # each quantity; ours are bounded with res.ess_bulk, the smallest ESS over the monitored
-    # quantities (a [0, 1] quantity with mean p has variance <= p (1 - p)). Four standard
+def _assert_within_mc_error(res, ref):
+    # Tolerance: 4 combined Monte Carlo standard errors. The reference's (NumPyro's, PyMC's)
+    # come from the bulk ESS of each quantity; ours are bounded with res.ess_bulk, the
+    # smallest ESS over the monitored quantities (a [0, 1] quantity with mean p has variance <= p (1 - p)). Four standard
     # errors: a false alarm has probability ~6e-5 per comparison, and the seed is fixed.
     for name in ("left", "rope", "right"):
         for kind in ("prob", "predictive"):
@@ -99,7 +95,42 @@ def test_matches_numpyro_reference(case):
     sd = np.array(ref["shrinkage_sd"])
     tol = 4 * np.hypot(np.array(ref["shrinkage_se"]), sd / np.sqrt(res.ess_bulk))
     assert np.all(np.abs(res.shrinkage - np.array(ref["shrinkage"])) <= tol)
+
+
+@pytest.mark.parametrize("case", REFERENCE["cases"], ids=lambda c: c["name"])
+def test_matches_numpyro_reference(case):
+    d = np.array(case["diffs"])
+    res = rs.hierarchical_test(d, case["rho"], rope=case["rope"], random_state=0)
+    _assert_within_mc_error(res, case["numpyro"])
     assert res.rhat < 1.01 and res.ess_bulk >= 400
+
+
+# --- against PyMC ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", REFERENCE["cases"], ids=lambda c: c["name"])
+def test_matches_stored_pymc_reference(case):
+    # PyMC's NUTS on the same stored cases (benchmarks/hierarchical_reference.py --pymc), a
+    # second backend with its own sampler and its own Student t implementation.
+    d = np.array(case["diffs"])
+    res = rs.hierarchical_test(d, case["rho"], rope=case["rope"], random_state=0)
+    _assert_within_mc_error(res, case["pymc"])
+
+
+@pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS:UserWarning")
+def test_matches_live_pymc():
+    """A live PyMC fit (hier-test extra only; not installed in CI) of the smallest stored case."""
+    pytest.importorskip("pymc")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from hierarchical_reference import pymc_fit, summarise
+
+    case = next(c for c in REFERENCE["cases"] if c["name"] == "q10_n30")
+    d = np.array(case["diffs"])
+    ref = summarise(*pymc_fit(d, case["rho"], 3, 500, 1000, 4)[:4], case["rope"])
+    res = rs.hierarchical_test(d, case["rho"], rope=case["rope"], random_state=1)
+    _assert_within_mc_error(res, ref)
 
 
 # --- simulation-based calibration --------------------------------------------------------------
