@@ -3,14 +3,18 @@
 1. Warm fit time of 50 data sets x 100 differences, 4 chains x (1000 warm-up + 2000 draws),
    diagnostics included (target <= 0.5 s), and the cold compile in a fresh process with an
    empty Numba cache (target <= 10 s).
-2. The same fit with NumPyro (NUTS) when it is importable, as ratios measured in the same run
-   (PyMC is reported as present or absent only).
+2. The same fit with NumPyro (NUTS) when it is importable, as ratios measured in the same run;
+   racer against the stored PyMC and NumPyro fits of the test cases
+   (``tests/data/hierarchical_reference.json``; PyMC itself is not needed to print it).
 3. Seed 004 section 4.1 / Table 2: the MSE of the shrinkage estimates against the MLE (the
    per-data-set means) for q = 5, 10, 50 data sets; the paper finds shrinkage below the MLE and
    falling with q.
+4. ``--racing``: the cost of one step of ``racer.HierarchicalRacingTest`` and races over
+   several data sets against ``racer.PosteriorBestTest`` (``docs/stats-hierarchical.md``).
 
     python benchmarks/hierarchical.py --quick     # ~1 min: 3 timing repeats, 20 reps per q
     python benchmarks/hierarchical.py             # 7 repeats, 200 reps per q
+    python benchmarks/hierarchical.py --racing    # only part 4 (~1 min)
 """
 
 from __future__ import annotations
@@ -102,6 +106,101 @@ def _pymc_available():
     return True
 
 
+def stored_agreement():
+    """racer against the stored NumPyro and PyMC fits: |racer - PyMC| in combined MC SEs."""
+    import json
+    import math
+
+    from racer.stats import hierarchical_test
+
+    ref = json.loads((ROOT / "tests" / "data" / "hierarchical_reference.json").read_text())
+    lines = ["| case | quantity | racer | PyMC (± MC SE) | NumPyro (± MC SE) | "
+             "abs(racer - PyMC) / combined SE |", "|---|---|---|---|---|---|"]
+    for case in ref["cases"]:
+        if "pymc" not in case:
+            continue
+        res = hierarchical_test(np.array(case["diffs"]), case["rho"], rope=case["rope"],
+                                random_state=0)
+        for key in ("prob_left", "prob_rope", "prob_right", "predictive_left",
+                    "predictive_rope", "predictive_right"):
+            p, se = case["pymc"][key], case["pymc"][f"{key}_se"]
+            mine = getattr(res, key)
+            combined = math.hypot(se, math.sqrt(max(p * (1 - p), 1e-4) / res.ess_bulk))
+            lines.append(f"| {case['name']} | {key} | {mine:.4f} | {p:.4f} ± {se:.4f} | "
+                         f"{case['numpyro'][key]:.4f} ± {case['numpyro'][f'{key}_se']:.4f} | "
+                         f"{abs(mine - p) / combined:.2f} |")
+        pm = case["pymc"]
+        lines.append(f"| {case['name']} | PyMC run | {pm['seconds']:.1f} s (compile included), "
+                     f"{pm['divergences']} divergences, R-hat {pm['max_rhat']:.4f}, "
+                     f"min ESS {pm['min_ess_bulk']:.0f} | | | |")
+    return "\n".join(lines)
+
+
+def _racing_problem(shifts, q, seed, spread=0.004):
+    """10-fold CV on q data sets: candidate c scores shifts[c] above the data set's level, plus
+    its own per-data-set deviation, a fold effect shared by all candidates, and noise."""
+    rng = np.random.default_rng(seed)
+    level = rng.uniform(0.7, 0.9, q)
+    own = rng.normal(0.0, spread, (q, len(shifts)))
+
+    def evaluate(c, inst):
+        d, f = inst
+        fold = np.random.default_rng([seed, d, f]).normal(0.0, 0.02)
+        noise = np.random.default_rng([seed, d, f, c]).normal(0.0, 0.01)
+        return level[d] + shifts[c] + own[d, c] + fold + noise
+
+    return evaluate, [(d, f) for f in range(10) for d in range(q)]
+
+
+def racing(seeds=10, q=8):
+    """Step cost, and races of 6 candidates over q data sets: 3 within 0.004 of each other
+    (inside the rope of 0.01), 3 worse by 0.03, 0.05, 0.08."""
+    from racer import HierarchicalRacingTest, PosteriorBestTest, RaceView, race
+
+    print("one step of HierarchicalRacingTest (fits 4 x (500 + 1000); median of 3):")
+    rng = np.random.default_rng(0)
+    for n_sets, m in ((10, 20), (50, 20)):
+        inst = [(d, f) for f in range(10) for d in range(n_sets)]
+        level = rng.uniform(0.7, 0.9, n_sets)
+        scores = (np.array([level[d] for d, _ in inst])[:, None] + np.linspace(0, -0.004, m)
+                  + rng.normal(0, 0.02, (len(inst), m)))
+        view = RaceView.from_scores(scores, instances=inst)
+        for test in (HierarchicalRacingTest(0.1), HierarchicalRacingTest(0.1, top=None,
+                                                                         base=None)):
+            test.decide(view, np.random.default_rng(0))
+            times = []
+            for r in range(3):
+                t0 = time.perf_counter()
+                test.decide(view, np.random.default_rng(r))
+                times.append(time.perf_counter() - t0)
+            print(f"  {n_sets} data sets x 10 folds, {m} survivors, top={test.top}: "
+                  f"{np.median(times):.3f} s")
+
+    shifts = [0.0, 0.004, -0.002, -0.03, -0.05, -0.08]
+    print(f"\nraces over {q} data sets x 10 folds, {len(shifts)} candidates (shifts {shifts}), "
+          f"first_test={2 * q}, each_test={q}, {seeds} seeds:")
+    print("| test | evaluations (mean) | worse ones eliminated | equivalent ones eliminated "
+          "as dominated | winner within the rope | seconds per race |")
+    print("|---|---|---|---|---|---|")
+    for name, make in (("HierarchicalRacingTest(0.1)", lambda: HierarchicalRacingTest(0.1)),
+                       ("PosteriorBestTest()", PosteriorBestTest)):
+        evals, worse_out, equiv_dom, win_ok, secs = [], 0, 0, 0, []
+        for seed in range(seeds):
+            evaluate, instances = _racing_problem(shifts, q, seed)
+            t0 = time.perf_counter()
+            res = race(evaluate, list(range(len(shifts))), instances, test=make(),
+                       first_test=2 * q, each_test=q, random_state=seed, progress=False)
+            secs.append(time.perf_counter() - t0)
+            evals.append(res.n_evaluations)
+            reasons = {rec.candidate_index: rec.reason for rec in res.history}
+            worse_out += sum(c in reasons for c in (3, 4, 5))
+            equiv_dom += sum(reasons.get(c) == "dominated" for c in (0, 1, 2))
+            win_ok += res.best_index in (0, 1, 2)
+        print(f"| {name} | {np.mean(evals):.0f} of {len(shifts) * len(instances)} | "
+              f"{worse_out} / {3 * seeds} | {equiv_dom} / {3 * seeds} | {win_ok} / {seeds} | "
+              f"{np.median(secs):.2f} |")
+
+
 def table2(reps, n=100, rho=0.1, seed=2000):
     from racer.stats import hierarchical_test
 
@@ -126,8 +225,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-nuts", action="store_true", help="skip NumPyro/PyMC")
+    parser.add_argument("--racing", action="store_true", help="only the racing part (4)")
     args = parser.parse_args()
     repeats, reps = (3, 20) if args.quick else (7, 200)
+    if args.racing:
+        racing()
+        return
 
     cold, warm_import = _cold_compile()
     print(f"cold: import + compile + first call (empty Numba cache) {cold:.2f} s; "
@@ -149,10 +252,11 @@ def main():
                   f"= {t_np / np.median(times):.0f}x racer's time; R-hat {rhat_np:.4f}, "
                   f"min bulk ESS {ess_np:.0f}, {div} divergences; min-ESS/s racer "
                   f"{ours:.0f} vs NumPyro {ess_np / t_np:.1f} = {ours / (ess_np / t_np):.0f}x")
-        # PyMC is not timed by this script (not installed on the project machine: the heaviest
-        # install, and it compiles with the system C++ compiler); NumPyro is the reference.
-        print("PyMC: " + ("installed, not timed by this script" if _pymc_available()
-                          else "not installed"))
+        # PyMC is not timed on the 50 x 100 fit (its compile and NUTS take minutes); its fits
+        # of the stored cases, with their times, are compared below.
+        print("PyMC: " + ("installed" if _pymc_available() else "not installed"))
+    print("\nracer vs the stored PyMC / NumPyro fits (benchmarks/hierarchical_reference.py):")
+    print(stored_agreement())
 
     print("\nseed 004 Table 2 (n = 100, rho = 0.1):")
     print("| q | reps | MSE MLE (± se) | MSE shrinkage (± se) | share shrinkage < MLE | "
