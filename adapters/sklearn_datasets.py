@@ -45,7 +45,7 @@ class WithinGroupKFold:
     >>> cv = WithinGroupKFold(n_splits=3)
     >>> cv.get_n_splits(X, groups=groups)
     6
-    >>> [sorted(set(np.take(groups, test))) for _, test in cv.split(X, groups=groups)]
+    >>> [sorted(set(np.take(groups, test).tolist())) for _, test in cv.split(X, groups=groups)]
     [['a'], ['b'], ['a'], ['b'], ['a'], ['b']]
     """
 

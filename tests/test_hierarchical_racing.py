@@ -294,3 +294,18 @@ def test_race_search_over_data_sets():
     assert reasons[0] == "dominated"  # the majority-class baseline (accuracy ~0.5)
     assert search.best_index_ in (1, 2)
     assert search.n_fits_ < 3 * 30
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from racer import hierarchical_racing, result
+
+    for module, least in ((hierarchical_racing, 8), (result, 6)):
+        outcome = doctest.testmod(module)
+        assert outcome.attempted >= least and outcome.failed == 0, module.__name__
+    pytest.importorskip("sklearn")
+    from racer.adapters import sklearn_datasets
+
+    outcome = doctest.testmod(sklearn_datasets)
+    assert outcome.attempted >= 4 and outcome.failed == 0
