@@ -230,7 +230,9 @@ class HierarchicalRacingTest(RacingTest):
                 "to group folds by data set; a race provides them, RaceView.from_scores takes "
                 "`instances=`"
             )
-        base_rng, model_rng = rng.spawn(2)
+        # Separate streams for base and the fits (Generator.spawn needs numpy >= 1.25).
+        base_rng, model_rng = (np.random.default_rng(int(seed))
+                               for seed in rng.integers(0, 2**63 - 1, size=2))
         labels = instance_groups(view.instances, self.group)
         scores = view.scores
         m = scores.shape[1]
