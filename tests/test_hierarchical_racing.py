@@ -294,6 +294,11 @@ def test_race_search_over_data_sets():
     assert reasons[0] == "dominated"  # the majority-class baseline (accuracy ~0.5)
     assert search.best_index_ in (1, 2)
     assert search.n_fits_ < 3 * 30
+    # After the search: the two logistic regressions over the six sites, by split index.
+    h = search.race_.hierarchical_comparison(1, 2, 0.2, group=search.split_datasets_,
+                                             random_state=0)
+    assert sorted(h.groups) == [f"site{d}" for d in range(6)]
+    assert h.prob_left + h.prob_rope + h.prob_right == pytest.approx(1.0, abs=1e-12)
 
 
 def test_docstring_examples_run():
