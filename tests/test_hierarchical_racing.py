@@ -204,6 +204,30 @@ def test_a_comparison_that_does_not_converge_decides_nothing(monkeypatch):
     assert HierarchicalRacingTest(0.1, base=None).decide(view, np.random.default_rng(0)) == []
 
 
+def test_a_resumed_race_decides_like_an_uninterrupted_one(tmp_path):
+    # The view's instances come back from the caller on resume, the step's stream from the
+    # seed: the decisions, probabilities included, must be the same bit for bit.
+    shifts = [0.0, 0.003, -0.04, -0.06]
+    evaluate, instances = _problem(shifts, q=6)
+    options = dict(test=HierarchicalRacingTest(0.1, n_warmup=200, n_draws=500),
+                   first_test=12, each_test=6, max_instances=36, random_state=2)
+    ref = Race(list(range(4)), **options).run(evaluate, instances, progress=False)
+    assert ref.history  # something to compare
+    path = tmp_path / "race.sqlite"
+    r = Race(list(range(4)), storage=path, **options)
+    r.add_instances(instances)
+    told = 0
+    while told < 40 and not r.finished:  # inside the first block: the resumed race tests
+        for ev in r.ask():
+            r.tell(ev, evaluate(ev.candidate, ev.instance))
+            told += 1
+    r.close()
+    resumed = Race(list(range(4)), storage=path, **options).run(evaluate, instances,
+                                                                  progress=False)
+    assert resumed.history == ref.history
+    assert resumed.n_evaluations == ref.n_evaluations
+
+
 # --- RaceResult.hierarchical_comparison --------------------------------------------------------
 
 
