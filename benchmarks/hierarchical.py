@@ -189,7 +189,8 @@ def racing(seeds=10, q=8):
             evaluate, instances = _racing_problem(shifts, q, seed)
             t0 = time.perf_counter()
             res = race(evaluate, list(range(len(shifts))), instances, test=make(),
-                       first_test=2 * q, each_test=q, random_state=seed, progress=False)
+                       first_test=2 * q, each_test=q, direction="maximize",
+                       random_state=seed, progress=False)
             secs.append(time.perf_counter() - t0)
             evals.append(res.n_evaluations)
             reasons = {rec.candidate_index: rec.reason for rec in res.history}

@@ -325,8 +325,8 @@ class RaceResult:
         ...     return level[data_set] + shift + noise.normal(0, 0.02)
         >>> instances = [(d, f) for f in range(10) for d in range(8)]
         >>> res = race(evaluate, [0.0, 0.002, -0.06], instances, first_test=16, each_test=8,
-        ...            test=HierarchicalRacingTest(test_fraction=0.1), random_state=0,
-        ...            progress=False)
+        ...            direction="maximize", test=HierarchicalRacingTest(test_fraction=0.1),
+        ...            random_state=0, progress=False)
         >>> h = res.hierarchical_comparison(0, 1, test_fraction=0.1, random_state=0)
         >>> h.prob_rope > h.prob_left and h.prob_rope > h.prob_right
         True

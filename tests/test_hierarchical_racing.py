@@ -130,7 +130,7 @@ def test_race_over_data_sets_drops_the_worse_and_keeps_the_equivalent():
     evaluate, instances = _problem(shifts)
     test = HierarchicalRacingTest(test_fraction=0.1, rope=ROPE, top=None, base=None)
     res = race(evaluate, list(range(5)), instances, test=test, first_test=16, each_test=8,
-               random_state=0, progress=False)
+               direction="maximize", random_state=0, progress=False)
     reasons = {rec.candidate_index: rec.reason for rec in res.history}
     assert reasons.get(3) == "dominated" and reasons.get(4) == "dominated"
     assert all(reasons.get(c) != "dominated" for c in (0, 1, 2))
@@ -210,7 +210,8 @@ def test_a_resumed_race_decides_like_an_uninterrupted_one(tmp_path):
     shifts = [0.0, 0.003, -0.04, -0.06]
     evaluate, instances = _problem(shifts, q=6)
     options = dict(test=HierarchicalRacingTest(0.1, n_warmup=200, n_draws=500),
-                   first_test=12, each_test=6, max_instances=36, random_state=2)
+                   first_test=12, each_test=6, max_instances=36, direction="maximize",
+                   random_state=2)
     ref = Race(list(range(4)), **options).run(evaluate, instances, progress=False)
     assert ref.history  # something to compare
     path = tmp_path / "race.sqlite"
@@ -234,12 +235,12 @@ def test_a_resumed_race_decides_like_an_uninterrupted_one(tmp_path):
 # --- RaceResult.hierarchical_comparison --------------------------------------------------------
 
 
-def _finished(shifts, maximize=True):
+def _finished(shifts, direction="maximize"):
     evaluate, instances = _problem(shifts)
-    sign = 1.0 if maximize else -1.0
+    sign = 1.0 if direction == "maximize" else -1.0
     keep_all = HierarchicalRacingTest(0.1, credibility=0.999999, base=None)
     return race(lambda c, i: sign * evaluate(c, i), list(range(len(shifts))), instances,
-                test=keep_all, first_test=40, each_test=40, maximize=maximize,
+                test=keep_all, first_test=40, each_test=40, direction=direction,
                 random_state=0, progress=False)
 
 
@@ -252,7 +253,7 @@ def test_hierarchical_comparison_is_the_model_on_the_shared_instances():
     assert h.prob_right == direct.prob_right and np.array_equal(h.shrinkage, direct.shrinkage)
     assert h.prob_right > 0.95  # b (candidate 1) is the better one
     # A minimised race of the negated scores gives the same answer: larger-is-better inside.
-    low = _finished([0.0, 0.03], maximize=False)
+    low = _finished([0.0, 0.03], direction="minimize")
     h_low = low.hierarchical_comparison(0, 1, 0.1, random_state=4)
     assert h_low.prob_right == h.prob_right and np.array_equal(h_low.mle, h.mle)
 
