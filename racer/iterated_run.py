@@ -96,6 +96,41 @@ class IteratedRun:
     def n_iterations(self) -> int:
         return max(self.iteration_of.values(), default=0)
 
+    def training_costs(self, config_id: int) -> dict:
+        """The scores of configuration ``config_id`` on the training instances it was raced on.
+
+        Instance label (its ``repr``, as a journal stores it) -> score, or None where the
+        evaluation failed; each instance once, in the order first raced. An elite's later races
+        re-tell its earlier results from a cache (the CLI, :class:`IteratedRace`), so the
+        union over :attr:`races` is every instance it ran on, once: for a CLI run, its rows of
+        ``runs.csv`` outside the test phase.
+
+        >>> from racer import race
+        >>> res = race(lambda c, i: c * i, [1.0, 2.0], range(6), progress=False, random_state=0)
+        >>> run = IteratedRun(parameters=[], configurations={7: {}, 8: {}}, iteration_of={7: 1, 8: 1},
+        ...                   elites={1: [7]}, races=[(1, "race 1", res)],
+        ...                   candidate_ids=[[7, 8]], final_elites=[7])
+        >>> run.training_costs(7)
+        {'0': 0.0, '1': 1.0, '2': 2.0, '3': 3.0, '4': 4.0}
+        """
+        if config_id not in self.configurations:
+            raise ValueError(f"`config_id`={config_id!r} is not a configuration of the run "
+                             f"({len(self.configurations)} configurations)")
+        costs: dict = {}
+        for (_it, _label, result), ids in zip(self.races, self.candidate_ids):
+            if config_id not in ids:
+                continue
+            col = ids.index(config_id)
+            # A failure's score may be a substitute (on_error="worst"), not a cost: None.
+            failed = {int(r) for c, r, _msg in result.failures if c == col}
+            for row in range(result.n_instances):
+                key = repr(result.instances[row])
+                value = float(result.scores[row, col])
+                if key in costs or not (row in failed or math.isfinite(value)):
+                    continue  # seen in an earlier race, or not evaluated (eliminated before)
+                costs[key] = None if row in failed else value
+        return costs
+
     def __repr__(self) -> str:
         return (f"IteratedRun({len(self.configurations)} configurations, {self.n_iterations} "
                 f"iterations, {len(self.races)} races, final elites {self.final_elites})")

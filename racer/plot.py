@@ -34,7 +34,9 @@ Figures of an iterated race take a :class:`racer.iterated_run.IteratedRun`, the 
 * :func:`plot_parameter_frequencies` -- for each parameter, how often each value was sampled,
   iteration by iteration (irace's sampling frequencies);
 * :func:`plot_elite_parallel_coordinates` -- the elites of every iteration as lines across
-  the parameters' ranges (irace's parallel coordinates of the elites).
+  the parameters' ranges (irace's parallel coordinates of the elites);
+* :func:`plot_elite_costs` -- box plots of the final elites' scores on the training and the
+  test instances (iraceplot's box plots).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from .result import RaceResult, _short_repr
 
 __all__ = [
     "plot_bayesian_critical_difference",
+    "plot_elite_costs",
     "plot_elite_parallel_coordinates",
     "plot_parameter_frequencies",
     "plot_critical_difference",
@@ -882,4 +885,129 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
     n_el = sum(len(v) for v in run.elites.values())
     ax.set_title(f"elites of {len(iterations)} iterations ({n_el} lines); black: final elites",
                  fontsize=10)
+    return fig
+
+
+def _spread(n: int, width: float = 0.32) -> np.ndarray:
+    """Horizontal offsets of ``n`` points in a strip: deterministic (golden-ratio steps), so
+    the same run draws the same figure, and not ordered by instance, so no false trend."""
+    if n <= 1:
+        return np.zeros(n)
+    return (np.mod(np.arange(n) * 0.6180339887498949, 1.0) - 0.5) * width
+
+
+def _check_elite_ids(run, elites: Any) -> list:
+    if elites is None:
+        chosen = [c for c in run.final_elites if c in run.configurations]
+        if not chosen:
+            raise ValueError("`run` has no final elites yet (no race finished): there is "
+                             "nothing to plot")
+        return chosen
+    if isinstance(elites, (str, bytes)) or not isinstance(elites, Sequence):
+        raise TypeError(f"`elites` must be a sequence of configuration ids or None; got {elites!r}")
+    ids = []
+    for cid in elites:
+        if isinstance(cid, bool) or not isinstance(cid, (int, np.integer)):
+            raise TypeError(f"`elites` must hold configuration ids (integers); got {list(elites)!r}")
+        ids.append(int(cid))
+    unknown = [c for c in ids if c not in run.configurations]
+    if not ids or unknown or len(set(ids)) != len(ids):
+        raise ValueError(f"`elites` must be distinct ids of configurations of the run; got "
+                         f"{list(elites)!r}" + (f" (unknown: {unknown})" if unknown else ""))
+    return ids
+
+
+def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
+    """Box plots of the final elites' costs on the training and the test instances (iraceplot).
+
+    One box per elite (``elites``: configuration ids; default the run's final elites, best
+    first), labelled ``#id``, over its scores on the training instances it was raced on
+    (:meth:`racer.iterated_run.IteratedRun.training_costs`: each instance once, as in
+    ``runs.csv``) and, in a second panel on the same y axis when the run has a test phase,
+    on the test instances. Every score is also drawn as a point over its box (a strip with
+    deterministic spread), so a handful of test instances is seen as what it is; a triangle
+    marks the mean. A tick label gives the instance count and the failed evaluations, which
+    are left out of the box. The test panel holds the elites the test phase ran (irace tests
+    ``testNbElites`` of them); its title names the others.
+
+    The training boxes are not a paired comparison: each elite has the instances of the races
+    it took part in, so one sampled late has fewer; every tested elite ran on the same test
+    instances.
+
+    Each elite's points are one scatter with gid ``costs-train-<id>`` or ``costs-test-<id>``
+    (its y values are the scores, in instance order).
+
+    ``run``: see :func:`plot_parameter_frequencies`.
+
+    >>> from racer.iterated_run import IteratedRun
+    >>> from racer import race
+    >>> res = race(lambda c, i: c + i % 3, [1.0, 2.0, 9.0], range(8), progress=False,
+    ...            random_state=0)
+    >>> run = IteratedRun(parameters=[], configurations={1: {}, 2: {}, 3: {}},
+    ...                   iteration_of={1: 1, 2: 1, 3: 1}, elites={1: [1, 2]},
+    ...                   races=[(1, "race 1", res)], candidate_ids=[[1, 2, 3]],
+    ...                   final_elites=[1, 2],
+    ...                   test={"instances": ["t1", "t2"], "costs": {1: [1.5, 2.5]}})
+    >>> fig = plot_elite_costs(run)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['training instances', 'test instances (2)\\nnot tested: #2']
+    >>> [p.get_gid() for p in fig.axes[1].collections]
+    ['costs-test-1']
+    >>> fig.axes[1].collections[0].get_offsets()[:, 1].tolist()
+    [1.5, 2.5]
+    """
+    from .iterated_run import as_iterated_run
+
+    run = as_iterated_run(run)
+    ids = _check_elite_ids(run, elites)
+    panels = [("train", "training instances", ids,
+               {cid: list(run.training_costs(cid).values()) for cid in ids})]
+    if run.test:
+        tested = run.test.get("costs", {})
+        shown = [cid for cid in ids if cid in tested]
+        untested = [f"#{cid}" for cid in ids if cid not in tested]
+        title = f"test instances ({len(run.test.get('instances', []))})"
+        if untested:
+            # irace tests only testNbElites elites: say who is missing rather than leave gaps.
+            title += "\nnot tested: " + _clip_text(", ".join(untested), 40)
+        panels.append(("test", title, shown, {cid: list(tested[cid]) for cid in shown}))
+    ratios = [len(shown) + 0.8 for _kind, _title, shown, _costs in panels]
+    fig = _figure(figsize, (min(1.2 + 0.75 * sum(ratios), 15.0), 4.8))
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False,
+                                      width_ratios=ratios)).ravel()
+    colors = {"train": "#aed6f1", "test": "#f5cba7"}
+    for ax, (kind, title, shown, costs) in zip(axes, panels):
+        k = len(shown)
+        data, positions, labels = [], [], []
+        for pos, cid in enumerate(shown):
+            values = costs[cid]
+            ok = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+            n_failed = len(values) - ok.size
+            labels.append(f"#{cid}\n{ok.size} inst." + (f"\n{n_failed} failed" if n_failed else ""))
+            ax.scatter(pos + _spread(ok.size), ok, s=12, color="#1b2631", alpha=0.7, zorder=3,
+                       linewidths=0, gid=f"costs-{kind}-{cid}")
+            if ok.size:
+                data.append(ok)
+                positions.append(pos)
+        if data:
+            parts = ax.boxplot(data, positions=positions, widths=0.55, showfliers=False,
+                               showmeans=True, patch_artist=True, manage_ticks=False,
+                               medianprops={"color": "#922b21", "lw": 1.6},
+                               meanprops={"marker": "^", "markerfacecolor": "white",
+                                          "markeredgecolor": "#922b21", "markersize": 6})
+            for box in parts["boxes"]:
+                box.set_facecolor(colors[kind])
+            for pos, median in zip(positions, parts["medians"]):
+                median.set_gid(f"median-{kind}-{shown[pos]}")
+        ax.set_xticks(range(k))
+        ax.set_xticklabels(labels, fontsize=8 if k <= 12 else 6, rotation=0 if k <= 12 else 90)
+        ax.set_xlim(-0.6, max(k, 1) - 0.4)
+        ax.set_title(title, fontsize=10 if "\n" not in title else 9)
+        ax.grid(axis="y", alpha=0.3)
+        if not k:
+            ax.text(0.5, 0.5, "none of these elites was tested", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="#555555")
+    better = "higher" if run.maximize else "lower"
+    axes[0].set_ylabel(f"{'score' if run.maximize else 'cost'} ({better} is better)")
+    fig.suptitle("final elites, best first" if elites is None else "elites", fontsize=10)
     return fig

@@ -701,6 +701,20 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
             h.append(f"<tr><td class=num>#{cid}</td><td class=num>{ok.size} of {n_test}</td>"
                      + "".join(f"<td class=num>{_num(v, 6)}</td>" for v in stats) + "</tr>")
         h.append("</table>")
+    if final:
+        # Next to the test-phase table (or the elites' table when there is no test phase): the
+        # same elites' scores as box plots, as iraceplot draws them.
+        boxes: list = []
+        test_words = " and on the test instances (right, same axis)" if run.test else ""
+        _figure_adder(boxes, "run-elites-")(
+            "Elites' costs on the training" + (" and test" if run.test else "") + " instances",
+            "One box per final elite, best first: its costs on the training instances it was "
+            f"raced on{' (left)' if run.test else ''}{test_words}; every cost is a point, the triangle is the mean. "
+            "Elites sampled in different iterations were raced on different training "
+            "instances (the count is under each box).",
+            lambda: plot.plot_elite_costs(run))
+        for fig_title, caption, body in boxes:
+            h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
 
     h.append("<h2>Figures of the iterated race</h2>")
     out: list = []
