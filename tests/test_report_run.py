@@ -121,6 +121,100 @@ def test_elite_parallel_coordinates_on_a_real_run(run_dir):
         assert y[2] < 0  # drawn on the NA row, below the axis
 
 
+def _costs_by_configuration(arena, test_phase):
+    """runs.csv's costs per configuration: training runs, or (``test_phase``) the test runs in
+    instance order."""
+    with open(arena / "runs.csv") as fh:
+        rows = [r for r in csv.DictReader(fh) if (r["iteration"] == "0") == test_phase]
+    out = {}
+    for r in sorted(rows, key=lambda r: int(r["instance_id"])):
+        out.setdefault(int(r["configuration"]), []).append(float(r["cost"]))
+    return out
+
+
+def _points(ax, gid):
+    (points,) = [c for c in ax.collections if c.get_gid() == gid]
+    return np.asarray(points.get_offsets())[:, 1]
+
+
+def test_elite_costs_boxes_hold_the_runs_of_a_real_run(run_dir):
+    run = read_exec_dir(run_dir)
+    train = _costs_by_configuration(run_dir, test_phase=False)
+    test = _costs_by_configuration(run_dir, test_phase=True)
+    assert len(run.final_elites) >= 2 and test  # the fixture has elites and a test phase
+    fig = plot.plot_elite_costs(run)
+    left, right = fig.axes
+    assert left.get_shared_y_axes().joined(left, right)  # one y axis for both panels
+    labels = [t.get_text() for t in left.get_xticklabels()]
+    for pos, cid in enumerate(run.final_elites):  # best first, one box each
+        ys = _points(left, f"costs-train-{cid}")
+        # Every training run of the elite, once each (its later races re-tell cached results).
+        assert sorted(ys) == pytest.approx(sorted(train[cid]), rel=1e-12)
+        assert labels[pos] == f"#{cid}\n{len(train[cid])} inst."
+        (median,) = [ln for ln in left.lines if ln.get_gid() == f"median-train-{cid}"]
+        assert median.get_ydata()[0] == pytest.approx(np.median(train[cid]), rel=1e-12)
+        assert np.mean(median.get_xdata()) == pytest.approx(pos, abs=1e-12)
+    tested = [cid for cid in run.final_elites if cid in test]
+    assert [t.get_text().split("\n")[0] for t in right.get_xticklabels()] == [f"#{c}" for c in tested]
+    for cid in tested:
+        # Test costs in instance order, as runs.csv (iteration 0) and the test journal hold them.
+        assert _points(right, f"costs-test-{cid}") == pytest.approx(test[cid], rel=1e-12)
+        assert run.test["costs"][cid] == pytest.approx(test[cid], rel=1e-12)
+    untested = [f"#{c}" for c in run.final_elites if c not in test]
+    assert right.get_title().startswith(f"test instances ({len(run.test['instances'])})")
+    assert ("not tested: " + ", ".join(untested) in right.get_title()) == bool(untested)
+
+
+def test_elite_costs_of_chosen_configurations_and_without_a_test_phase(run_dir):
+    import dataclasses
+
+    run = read_exec_dir(run_dir)
+    train = _costs_by_configuration(run_dir, test_phase=False)
+    # A configuration eliminated early: only the instances it ran on before its elimination.
+    loser = next(c for c in train if c not in run.final_elites)
+    fig = plot.plot_elite_costs(dataclasses.replace(run, test=None),
+                                elites=[loser, run.final_elites[0]])
+    (ax,) = fig.axes
+    assert ax.get_title() == "training instances" and ax.get_ylabel() == "cost (lower is better)"
+    assert sorted(_points(ax, f"costs-train-{loser}")) == pytest.approx(sorted(train[loser]), rel=1e-12)
+    assert len(run.training_costs(loser)) == len(train[loser])
+    with pytest.raises(ValueError, match="elites"):
+        plot.plot_elite_costs(run, elites=[10_000])
+    with pytest.raises(ValueError, match="elites"):
+        plot.plot_elite_costs(run, elites=[loser, loser])
+    with pytest.raises(TypeError, match="elites"):
+        plot.plot_elite_costs(run, elites=str(loser))
+    with pytest.raises(TypeError, match="elites"):
+        plot.plot_elite_costs(run, elites=[True])
+    with pytest.raises(ValueError, match="config_id"):
+        run.training_costs(10_000)
+
+
+def test_elite_costs_leave_failures_out_of_the_box_and_say_so():
+    from racer import race
+    from racer.iterated_run import IteratedRun
+
+    def evaluate(c, i):
+        if c == 2.0 and i == 1:
+            raise RuntimeError("solver crashed")
+        return c + i % 3
+
+    res = race(evaluate, [1.0, 2.0], range(6), on_error="worst", direction="maximize",
+               progress=False, random_state=0)
+    assert res.failures  # the failure is journaled in the result
+    run = IteratedRun(parameters=[], configurations={5: {}, 6: {}}, iteration_of={5: 1, 6: 1},
+                      elites={1: [5, 6]}, races=[(1, "race 1", res)], candidate_ids=[[5, 6]],
+                      final_elites=[5, 6], maximize=True)
+    costs = run.training_costs(6)
+    assert costs["1"] is None and sum(v is None for v in costs.values()) == 1
+    fig = plot.plot_elite_costs(run)
+    (ax,) = fig.axes
+    n_ok = sum(v is not None for v in costs.values())
+    assert ax.get_xticklabels()[1].get_text() == f"#6\n{n_ok} inst.\n1 failed"
+    assert sorted(_points(ax, "costs-train-6")) == sorted(v for v in costs.values() if v is not None)
+    assert ax.get_ylabel() == "score (higher is better)"
+
+
 def test_normalized_positions():
     real = ParameterInfo("t", "real", (0.01, 100.0), log=True)
     assert normalized(real, 1.0) == pytest.approx(0.5, abs=1e-12)  # log scale: 1 is the middle
@@ -164,6 +258,10 @@ def test_the_cli_writes_the_report_of_its_run(run_dir):
     run = read_exec_dir(run_dir)
     assert "Tuning report" in page and "Parameter sampling frequencies" in page
     assert "Elites by iteration" in page and "Test phase (4 instances)" in page
+    # The elites' box plots sit right after the test-phase table, before the other figures.
+    boxes = page.index("Elites&#x27; costs on the training and test instances")
+    assert page.index("Test phase (4 instances)") < boxes < page.index("Figures of the iterated race")
+    assert "<svg" in page[boxes:page.index("Figures of the iterated race")]
     # One folded section per race, with its own journaled stop reason and winner rule.
     assert page.count("<details") >= len(run.races)
     for iteration, label, res in run.races:
