@@ -968,10 +968,14 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
         untested = [f"#{cid}" for cid in ids if cid not in tested]
         title = f"test instances ({len(run.test.get('instances', []))})"
         if untested:
-            # irace tests only testNbElites elites: say who is missing rather than leave gaps.
-            title += "\nnot tested: " + _clip_text(", ".join(untested), 40)
+            # irace tests only testNbElites elites: say who is missing rather than leave gaps,
+            # three ids a line so the title fits a panel of one box.
+            more = f" (+{len(untested) - 9})" if len(untested) > 9 else ""
+            rows = [", ".join(untested[i:i + 3]) for i in range(0, min(len(untested), 9), 3)]
+            title += "\nnot tested: " + ",\n".join(rows) + more
         panels.append(("test", title, shown, {cid: list(tested[cid]) for cid in shown}))
-    ratios = [len(shown) + 0.8 for _kind, _title, shown, _costs in panels]
+    ratios = [max(len(shown) + 0.8, 2.4 if "\n" in title else 1.8)
+              for _kind, title, shown, _costs in panels]
     fig = _figure(figsize, (min(1.2 + 0.75 * sum(ratios), 15.0), 4.8))
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False,
                                       width_ratios=ratios)).ravel()
@@ -1005,7 +1009,7 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
         ax.set_title(title, fontsize=10 if "\n" not in title else 9)
         ax.grid(axis="y", alpha=0.3)
         if not k:
-            ax.text(0.5, 0.5, "none of these elites was tested", transform=ax.transAxes,
+            ax.text(0.5, 0.5, "none\ntested", transform=ax.transAxes,
                     ha="center", va="center", fontsize=9, color="#555555")
     better = "higher" if run.maximize else "lower"
     axes[0].set_ylabel(f"{'score' if run.maximize else 'cost'} ({better} is better)")
