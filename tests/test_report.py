@@ -258,20 +258,28 @@ def _chromium():
     return None
 
 
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
-def test_report_renders_in_headless_chromium(finished_html, tmp_path):
-    page = finished_html
-    shot = tmp_path / "shot.png"
+def render_in_chromium(page, shot, width, height):
+    """Screenshot ``page`` in headless Chromium at ``width`` x ``height``; return the PNG bytes
+    after checking they are a PNG laid out at the window's size (also used by
+    test_report_run.py)."""
     done = subprocess.run(
         [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--screenshot={shot}", "--window-size=1200,2000", f"file://{os.path.abspath(page)}"],
+         f"--screenshot={shot}", f"--window-size={width},{height}",
+         f"file://{os.path.abspath(page)}"],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     # Width and height from the IHDR chunk: the page was laid out at the window's size.
-    assert int.from_bytes(data[16:20], "big") == 1200 and int.from_bytes(data[20:24], "big") == 2000
+    assert int.from_bytes(data[16:20], "big") == width
+    assert int.from_bytes(data[20:24], "big") == height
+    return data
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
+def test_report_renders_in_headless_chromium(finished_html, tmp_path):
+    data = render_in_chromium(finished_html, tmp_path / "shot.png", 1200, 2000)
     assert len(data) > 50_000  # a page with tables and figures, not a blank one
 
 

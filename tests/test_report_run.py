@@ -23,6 +23,7 @@ from racer.iterated_run import (  # noqa: E402
 from racer.progress import ProgressBar, redraws_in_place, track  # noqa: E402
 
 from test_cli_main import ENV, _command, _wait_for_runs, make_scenario  # noqa: E402
+from test_report import _chromium, render_in_chromium  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -330,27 +331,9 @@ def test_an_interrupted_run_gets_its_report(tmp_path):
     assert "not finished: no results.json" in page
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe:
-            return exe
-    return None
-
-
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
 def test_exec_dir_report_renders_in_headless_chromium(run_dir, tmp_path):
-    shot = tmp_path / "shot.png"
-    done = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--screenshot={shot}", "--window-size=1200,2400",
-         f"file://{os.path.abspath(run_dir / 'report.html')}"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert int.from_bytes(data[16:20], "big") == 1200 and int.from_bytes(data[20:24], "big") == 2400
+    data = render_in_chromium(run_dir / "report.html", tmp_path / "shot.png", 1200, 2400)
     assert len(data) > 50_000  # tables and figures, not a blank page
 
 
