@@ -185,3 +185,35 @@ def test_optuna_sampler_tunes_and_resumes(tmp_path):
         make(tmp_path / "run", FakeRunner(interrupt_after=80)).run()
     again = make(tmp_path / "run", FakeRunner()).run()
     assert [e.values for e in again.elites] == [e.values for e in ref.elites]
+
+
+def _past_segments(result):
+    """For every elitist race after the first: (n_seen, the instance IDs it met right after its
+    new instance, in order)."""
+    out = []
+    for _, race, _ in result.races[1:]:
+        ids = [t.index for t in race.instances]
+        n_seen = ids[0] - 1  # the race opens with the first new task (elitistNewInstances = 1)
+        out.append((n_seen, ids[1:1 + n_seen]))
+    return out
+
+
+def test_elitist_races_meet_the_old_instances_in_a_new_random_order(tmp_path):
+    # irace 3.5 (elitrace.init.instances) shuffles the instances seen before anew for every
+    # race; always taking them in stream order put the first test of every iteration, which
+    # judges the new configurations, on the same few old instances (issue 10: racer's worse
+    # choices on optim-mixed / optim-faults).
+    result = tuner(tmp_path / "a", FakeRunner(), max_experiments=400).run()
+    segments = _past_segments(result)
+    assert len(segments) >= 2
+    for n_seen, past in segments:  # each old instance at most once (a race may stop early)
+        assert len(set(past)) == len(past) and set(past) <= set(range(1, n_seen + 1))
+    assert any(len(past) == n_seen >= 5 for n_seen, past in segments)
+    assert any(past != sorted(past) for _, past in segments)
+    orders = [tuple(past) for _, past in segments]
+    firsts = {o[:3] for o in orders}
+    assert len(firsts) > 1, "every race starts on the same old instances"
+    # sampleInstances = 0: the stream order, as irace's 1:(next.instance - 1).
+    plain = tuner(tmp_path / "b", FakeRunner(), max_experiments=400, sample_instances=False).run()
+    for _, past in _past_segments(plain):
+        assert past == list(range(1, len(past) + 1))

@@ -345,6 +345,16 @@ class Tuner:
 
     # ------------------------------------------------------------------ the tuning
 
+    def _past_order(self, iteration: int, n_seen: int) -> list[int]:
+        """The order in which an elitist race meets the ``n_seen`` tasks seen before: shuffled
+        anew for every race with ``sampleInstances`` (irace 3.5's ``elitrace.init.instances``:
+        ``sample.int(next.instance - 1)``), so that the first test of each iteration, which
+        judges the new configurations, does not always fall on the same few old instances."""
+        if not self.settings.sample_instances:
+            return list(range(n_seen))
+        rng = np.random.default_rng([self.settings.seed, 6, iteration])
+        return [int(k) for k in rng.permutation(n_seen)]
+
     def _new_configurations(self, values_list: list, parents: list, next_id: int) -> list:
         return [Configuration(next_id + i, dict(v), p) for i, (v, p) in enumerate(zip(values_list, parents))]
 
@@ -549,7 +559,7 @@ class Tuner:
             else:
                 k = s.elitist_new_instances
                 stop_new = min(n_seen + k, max(available, n_seen))
-                order = (list(range(n_seen, stop_new)) + list(range(0, n_seen))
+                order = (list(range(n_seen, stop_new)) + self._past_order(iteration, n_seen)
                          + list(range(stop_new, max(available, stop_new))))
             tasks = [self.task(i) for i in order]
             if len(tasks) < s.first_test:
