@@ -217,3 +217,33 @@ def test_elitist_races_meet_the_old_instances_in_a_new_random_order(tmp_path):
     plain = tuner(tmp_path / "b", FakeRunner(), max_experiments=400, sample_instances=False).run()
     for _, past in _past_segments(plain):
         assert past == list(range(1, len(past) + 1))
+
+
+def test_quiet_tests_count_only_once_the_elites_are_unprotected():
+    class R:
+        def __init__(self, at):
+            self.history = [type("Rec", (), {"n_instances": n})() for n in at]
+
+    # irace counts a test towards elitistLimit only once no elite is protected any more
+    # (race(): `!any(is.elite > 0)`, i.e. from instance elite.safe = protect_rows on).
+    assert _quiet_tests(R([]), 11, 5, 1, since=11) == 1
+    assert _quiet_tests(R([]), 12, 5, 1, since=11) == 2
+    assert _quiet_tests(R([]), 9, 5, 1, since=0) == 4  # the first race: nothing protected
+
+
+def test_elitist_races_run_past_the_elites_instances_before_the_limit(tmp_path):
+    # irace 3.5: an elitist race with elitistLimit = L, after its elites' old instances are
+    # covered (protect_rows = n_seen + 1), runs at least L - 1 more instances before the limit
+    # can end it; quiet tests while the elites were protected do not count.
+    limit = 2
+    result = tuner(tmp_path, FakeRunner(), max_experiments=400, elitist_limit=limit,
+                   soft_restart=False).run()
+    stopped = 0
+    for _, race, _ in result.races[1:]:
+        if race.stop_reason != "elitist_limit":
+            continue
+        stopped += 1
+        n_seen = race.instances[0].index - 1
+        rows = int((~np.isnan(race.scores)).any(axis=1).sum())
+        assert rows >= n_seen + 1 + limit - 1, (rows, n_seen)
+    assert stopped

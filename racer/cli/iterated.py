@@ -247,7 +247,8 @@ class Tuner:
                     # Recomputed from the race's history, not counted along the way, so a
                     # resumed race (whose journaled blocks are replayed unseen) stops alike.
                     if (rows_done >= protect_rows and
-                            _quiet_tests(race, rows_done, first_test, settings.each_test) >= elitist_limit):
+                            _quiet_tests(race, rows_done, first_test, settings.each_test,
+                                         since=protect_rows) >= elitist_limit):
                         race.stop("elitist_limit")  # journaled, so the report says why
                         break
                 batch = race.ask() or race.pending()
@@ -610,13 +611,16 @@ class Tuner:
         return {"tasks": tasks, "costs": costs, "result": result}
 
 
-def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int) -> int:
+def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int,
+                 since: int = 0) -> int:
     """Consecutive tests, counting back from instance ``rows_done`` and only after
-    ``first_test``, that eliminated nobody (irace's count for ``elitistLimit``)."""
+    ``first_test`` and from instance ``since`` on, that eliminated nobody (irace's count for
+    ``elitistLimit``: a test counts only once no elite is protected, ``!any(is.elite > 0)``,
+    i.e. from instance ``elite.safe`` = ``since`` on)."""
     eliminated_at = {rec.n_instances for rec in race.history}
     count = 0
     n = rows_done
-    while n > first_test:
+    while n > first_test and n >= since:
         if (n - first_test) % each_test == 0:
             if n in eliminated_at:
                 break
