@@ -7,7 +7,8 @@ the budget is spread over iterations as irace 3.5 does (``computeComputationalBu
 an instance an elite has already run on and the elite's cost is taken from the earlier race
 instead of running it again, elites cannot be eliminated before they have covered the
 instances they have results for, and with ``elitistLimit`` the race ends after that many
-consecutive tests without elimination (irace's elitist races). Not done: soft restarts.
+consecutive tests without elimination (irace's elitist races). Soft restarts as irace
+(:mod:`racer.cli.sampler`).
 
 Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
 process; results are told to the race as they arrive (no polling). A race is
