@@ -247,3 +247,44 @@ def test_elitist_races_run_past_the_elites_instances_before_the_limit(tmp_path):
         rows = int((~np.isnan(race.scores)).any(axis=1).sum())
         assert rows >= n_seen + 1 + limit - 1, (rows, n_seen)
     assert stopped
+
+
+class CrashingRunner(FakeRunner):
+    """FakeRunner where every configuration with x > 2 crashes (exit 1), as optim-faults'
+    Nelder-Mead with a large simplex does."""
+
+    def run(self, config_id, instance_id, seed, instance, switches):
+        opts = dict(zip(switches[::2], switches[1::2]))
+        if float(opts["--x"]) > 2:
+            self.calls.append((config_id, instance_id, seed))
+            return RunResult("error", None, None, "the target-runner exited with status 1", [], 1,
+                             "", "", 0.0)
+        return super().run(config_id, instance_id, seed, instance, switches)
+
+
+def test_a_failed_configuration_is_rejected_after_one_run(tmp_path):
+    # irace runs one instance at a time and rejects an Inf at once: a failing configuration
+    # costs it one run. racer used to run it on its whole first block (issue 10).
+    runner = CrashingRunner()
+    result = tuner(tmp_path / "a", runner, error_policy="reject").run()
+    crashed = [c for c, _, _ in runner.calls if any(
+        cand.id == c and cand.values["x"] > 2 for _, _, cands in result.races for cand in cands)]
+    assert crashed, "no configuration crashed: the test checks nothing"
+    assert len(crashed) == len(set(crashed))  # each failing configuration ran once
+    # Runs not made are not experiments, and every elite is a configuration that never failed.
+    assert result.experiments == len(runner.calls) <= 200
+    assert all(e.values["x"] <= 2 for e in result.elites)
+    # The runs skipped do not depend on timing: the same seed skips the same, run after run.
+    again = CrashingRunner()
+    second = tuner(tmp_path / "b", again, error_policy="reject").run()
+    assert sorted(again.calls) == sorted(runner.calls)
+    assert [e.id for e in second.elites] == [e.id for e in result.elites]
+
+
+def test_under_worst_a_failed_configuration_runs_on(tmp_path):
+    runner = CrashingRunner()
+    result = tuner(tmp_path, runner, error_policy="worst").run()
+    crashed = [c for c, _, _ in runner.calls if any(
+        cand.id == c and cand.values["x"] > 2 for _, _, cands in result.races for cand in cands)]
+    assert len(crashed) > len(set(crashed))  # ranked worst, not rejected: it keeps running
+    assert result.experiments == len(runner.calls)
