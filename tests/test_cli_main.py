@@ -276,6 +276,39 @@ def test_interrupt_exits_130_and_leaves_no_runner_behind(tmp_path):
     assert _pids_alive(tmp_path / "arena" / "pids") == []
 
 
+def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypatch, capsys):
+    # CPython prints and drops a KeyboardInterrupt raised while a finaliser runs, so the
+    # signal handlers also set racer.cli.iterated.INTERRUPTED, which the dispatch loop polls.
+    # Here the flag is set with no exception at all (the worst case): the run must still end
+    # as interrupted (130), not finish its budget and exit 0.
+    import threading
+
+    from racer.cli import iterated
+
+    scen = make_scenario(tmp_path)
+    monkeypatch.setenv("RUNNER_DELAY", "0.2")
+
+    def set_flag_after_three_runs():
+        deadline = time.monotonic() + 30
+        path = tmp_path / "arena" / "runs.csv"
+        while time.monotonic() < deadline:
+            if path.exists() and len(path.read_text().splitlines()) > 3:
+                break
+            time.sleep(0.02)
+        iterated.INTERRUPTED.set()
+
+    t = threading.Thread(target=set_flag_after_three_runs)
+    t.start()
+    try:
+        code = main(["--scenario", scen, "--parallel", "2", "--quiet", "1", "--no-report"])
+    finally:
+        t.join()
+        iterated.INTERRUPTED.clear()
+    assert code == EXIT_INTERRUPTED
+    assert "interrupted; run the same command again to resume" in capsys.readouterr().err
+    assert len(read_runs(tmp_path)) < 90  # it stopped early, not at the end of its budget
+
+
 HOT_JOURNAL = """
 import os, signal, sqlite3
 from racer import Race, RacingTest

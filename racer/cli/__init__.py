@@ -549,14 +549,19 @@ def main(argv: list | None = None) -> int:
     if args.init:
         return do_init(os.getcwd())
 
-    def on_term(signum, frame):
+    from .iterated import INTERRUPTED
+
+    def on_signal(signum, frame):
+        INTERRUPTED.set()  # see INTERRUPTED: the raise alone can be lost in a finaliser
         raise KeyboardInterrupt
 
-    old = None
-    try:
-        old = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread (tests calling main() from a thread)
-        pass
+    INTERRUPTED.clear()
+    old = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            old[signum] = signal.signal(signum, on_signal)
+        except ValueError:  # not the main thread (tests calling main() from a thread)
+            pass
     try:
         loaded = load(args)
         for item in loaded["scenario"].unimplemented():
@@ -596,6 +601,7 @@ def main(argv: list | None = None) -> int:
         traceback.print_exc()
         return EXIT_INTERNAL
     finally:
-        if old is not None:
-            signal.signal(signal.SIGTERM, old)
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        INTERRUPTED.clear()  # a Tuner driven from Python afterwards starts uninterrupted
 

@@ -22,6 +22,7 @@ import concurrent.futures as cf
 import dataclasses
 import math
 import os
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -117,6 +118,16 @@ class TuningResult:
     test: dict | None = None  # {"instances": [...], "costs": {id: [..]}}
     time_used: float = 0.0
     soft_restarts: list = dataclasses.field(default_factory=list)  # iterations with one
+
+
+# Set by the command line's SIGINT/SIGTERM handlers, which also raise KeyboardInterrupt. The
+# flag is the backstop: a KeyboardInterrupt raised while the interpreter runs a finaliser
+# (``__del__``, a weakref callback) is printed and dropped by CPython, and the run would then
+# finish as if nobody had pressed Ctrl-C. ``_dispatch`` polls it between runs.
+INTERRUPTED = threading.Event()
+
+# How often (seconds) ``_dispatch`` looks at INTERRUPTED while runs are in flight.
+_INTERRUPT_POLL = 0.2
 
 
 # The failure message of a run not made because its configuration had already failed in the
@@ -366,7 +377,10 @@ class Tuner:
                 waiting = keep
                 if not futures:
                     continue
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+                done, _ = cf.wait(futures, timeout=_INTERRUPT_POLL,
+                                  return_when=cf.FIRST_COMPLETED)
+                if INTERRUPTED.is_set():
+                    raise KeyboardInterrupt
                 # Tell the successes first, in submission order, so that an exception (an
                 # interrupt) loses no result already in hand: the journal keeps them for resume.
                 for fut in sorted(done, key=lambda f: (f.exception() is not None, futures[f].instance_index,
