@@ -250,11 +250,13 @@ def test_hierarchical_comparison_is_the_model_on_the_shared_instances():
     groups = racer.instance_groups(res.instances)
     direct = rs.hierarchical_test(res.scores[:, 0], 0.1, y=res.scores[:, 1], groups=groups,
                                   random_state=4)
+    # Exact: the method is this very call (same differences, same seed), a promised bit-identity.
     assert h.prob_right == direct.prob_right and np.array_equal(h.shrinkage, direct.shrinkage)
     assert h.prob_right > 0.95  # b (candidate 1) is the better one
     # A minimised race of the negated scores gives the same answer: larger-is-better inside.
     low = _finished([0.0, 0.03], direction="minimize")
     h_low = low.hierarchical_comparison(0, 1, 0.1, random_state=4)
+    # Exact: negating twice returns the same floats, so the model sees identical input.
     assert h_low.prob_right == h.prob_right and np.array_equal(h_low.mle, h.mle)
 
 
