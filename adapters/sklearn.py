@@ -47,7 +47,7 @@ from racer._validation import (
     check_random_state,
     check_view,
 )
-from racer.elimination import Elimination, RaceView, RacingTest
+from racer.elimination import Elimination, RacingTest
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
 from .sklearn_datasets import WithinGroupKFold, split_datasets

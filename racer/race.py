@@ -1245,7 +1245,6 @@ class Race:
                 f"the race stopped ({self._stop_reason}) before any evaluation: `instances` "
                 "gave none; there is no winner (add instances and continue the race)"
             )
-        n_cand = len(self._candidates)
         n_rows = len(self._instances)
         raw = self._raw[:n_rows].copy()
         oriented = self._oriented[:n_rows]

@@ -8,7 +8,6 @@ import numpy as np
 
 from racer.elimination import RaceView
 import pytest
-from scipy import stats
 
 from racer.bayesian_test import BayesianTest
 from racer.elimination import Elimination

@@ -59,7 +59,6 @@ from .._validation import (
     check_positive,
     check_probability,
     check_random_state,
-    orient,
 )
 from ._ranks import block_ranks
 from ._result import StatsResult

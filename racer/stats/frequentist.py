@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from scipy import stats as _st
