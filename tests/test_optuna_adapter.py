@@ -367,10 +367,9 @@ def test_helper_reports_every_instance_and_marks_pruned_trials(on_prune, state):
             assert np.isfinite(t.value)
 
 
-def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
-    # Instance hardness differs wildly; the pruned trial is the best one shifted by +1 on the
-    # instances it saw. Its partial mean depends on which instances came first, the paired
-    # estimate is exactly mean(best) + 1.
+def _best_then_shifted_study(**objective_options):
+    """Two trials over 12 instances of very different hardness: "best", then "worse" = best
+    shifted by +1 on every instance (pruned by RacingPruner). Returns (hardness, study)."""
     hardness = np.linspace(0.0, 50.0, 12)
     shift = {"best": 0.0, "worse": 1.0}
 
@@ -381,8 +380,16 @@ def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
     study = optuna.create_study(pruner=RacingPruner(random_state=0))
     study.enqueue_trial({"kind": "best"})
     study.enqueue_trial({"kind": "worse"})
-    study.optimize(instance_objective(evaluate, list(range(12)), on_prune="estimate",
-                                      random_state=0), n_trials=2)
+    study.optimize(instance_objective(evaluate, list(range(12)), random_state=0,
+                                      **objective_options), n_trials=2)
+    return hardness, study
+
+
+def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
+    # Instance hardness differs wildly; the pruned trial is the best one shifted by +1 on the
+    # instances it saw. Its partial mean depends on which instances came first, the paired
+    # estimate is exactly mean(best) + 1.
+    hardness, study = _best_then_shifted_study(on_prune="estimate")
     pruned = study.trials[1]
     assert pruned.user_attrs["racer_pruned"]
     assert pruned.state == TrialState.COMPLETE
@@ -394,17 +401,7 @@ def test_prune_mode_is_pruned_for_optuna_with_the_paired_estimate_as_its_value()
     # Same set-up, default on_prune: the dashboard's state is PRUNED, the value (Optuna's
     # copy of the last-step intermediate value) is the paired estimate, not the partial mean,
     # and study.best_trial is the complete trial.
-    hardness = np.linspace(0.0, 50.0, 12)
-    shift = {"best": 0.0, "worse": 1.0}
-
-    def evaluate(trial, i):
-        kind = trial.suggest_categorical("kind", ["best", "worse"])
-        return hardness[i] + shift[kind]
-
-    study = optuna.create_study(pruner=RacingPruner(random_state=0))
-    study.enqueue_trial({"kind": "best"})
-    study.enqueue_trial({"kind": "worse"})
-    study.optimize(instance_objective(evaluate, list(range(12)), random_state=0), n_trials=2)
+    hardness, study = _best_then_shifted_study()
     pruned = study.trials[1]
     assert pruned.state == TrialState.PRUNED
     assert pruned.value == pytest.approx(hardness.mean() + 1.0)

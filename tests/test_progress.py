@@ -24,10 +24,10 @@ class Stream(io.StringIO):
         return self._tty
 
 
-def _run(stream, **options):
-    race = Race([0, 1, 2], test=KeepAll(), first_test=2, random_state=0, **options)
+def _drive(race, stream, max_blocks=200):
+    """Run ``race`` (candidate c scores c) with a ProgressLine on ``stream``; return what it wrote."""
     bar = ProgressLine(race, stream=stream)
-    for _ in range(200):
+    for _ in range(max_blocks):
         batch = race.ask()
         if not batch:
             break
@@ -35,7 +35,12 @@ def _run(stream, **options):
             race.tell(ev, float(ev.candidate))
             bar.update()
     bar.close()
-    return race, stream.getvalue()
+    return stream.getvalue()
+
+
+def _run(stream, **options):
+    race = Race([0, 1, 2], test=KeepAll(), first_test=2, random_state=0, **options)
+    return race, _drive(race, stream)
 
 
 def test_log_gets_quarter_lines_and_a_final_line():
@@ -101,17 +106,7 @@ def test_an_early_stop_shows_what_was_used():
             return {}
 
     race = Race([0, 1, 2], test=DropWorst(), first_test=2, instances=range(40), random_state=0)
-    stream = Stream(tty=False)
-    bar = ProgressLine(race, stream=stream)
-    for _ in range(50):
-        batch = race.ask()
-        if not batch:
-            break
-        for ev in batch:
-            race.tell(ev, float(ev.candidate))
-            bar.update()
-    bar.close()
-    (line,) = stream.getvalue().splitlines()  # stopped before 25%: the final line only
+    (line,) = _drive(race, Stream(tty=False), max_blocks=50).splitlines()  # stopped before 25%: the final line only
     assert race.stop_reason == "min_survivors" and race.n_instances == 3
     assert "|" + "#" * 2 + "-" * 22 + "| 8% of instances" in line  # 3 of 40 instances
     assert "done: min_survivors" in line
