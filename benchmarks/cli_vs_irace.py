@@ -48,10 +48,12 @@ Needs irace (Debian: ``apt-get install r-cran-irace``); the irace executable is 
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures as cf
 import csv
 import dataclasses
 import json
+import math
 import os
 import re
 import shutil
@@ -308,7 +310,8 @@ def load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Path, startup: float) -> list:
+def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Path, startup: float,
+                   with_floor: bool = True) -> list:
     lines = [f"## {name}", "", f"`{sc.path.relative_to(ROOT)}`, budget {budget_of(sc)} runs, "
              f"`--parallel {parallel}`" + (f", racer also `{' '.join(sc.racer_args)}`" if sc.racer_args else "")
              + (f", irace `--target-runner {sc.irace_runner}`" if sc.irace_runner else "")
@@ -327,7 +330,9 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
         for tool in ("irace", "racer"):
             folder = fresh_copy(sc, base, f"{name}-{tool}-{seed}")
             got = run_irace(sc, folder, seed, parallel) if tool == "irace" else run_racer(sc, folder, seed, parallel)
-            if tool == "racer":
+            if tool == "racer" and not with_floor:
+                got.update(floor=math.nan, ratio=math.nan, ratio_net=math.nan)
+            elif tool == "racer":
                 fl = floor(folder, parallel, sc.run_timeout)
                 got["floor"] = fl["wall"]
                 got["ratio"] = got["wall"] / fl["wall"]
@@ -354,8 +359,18 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
     wins = sum(1 for s in seeds
                if [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'racer'][0]
                <= [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'irace'][0])
-    lines += ["", f"racer's held-out cost <= irace's on {wins} of {len(seeds)} seeds. "
-              f"Load average at end: {load()}.", ""]
+    diffs = [[r['test'] for r in rows if r['seed'] == s and r['tool'] == 'racer'][0]
+             - [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'irace'][0] for s in seeds]
+    finite = [d for d in diffs if math.isfinite(d)]
+    se = statistics.stdev(finite) / math.sqrt(len(finite)) if len(finite) > 1 else math.nan
+    first = {tool: collections.Counter(r["best"][1] if r["best"] and len(r["best"]) > 1 else "?"
+                                       for r in rows if r["tool"] == tool) for tool in ("irace", "racer")}
+    lines += ["", f"racer's held-out cost <= irace's on {wins} of {len(seeds)} seeds; paired "
+              f"difference racer - irace: mean {statistics.fmean(finite):+.4g} +/- {se:.2g} (SE, "
+              f"{len(finite)} seeds). Value of the final best's first switch: "
+              + "; ".join(f"{tool} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                          for tool, c in first.items())
+              + f". Load average at end: {load()}.", ""]
     return lines
 
 
@@ -367,6 +382,8 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--no-overhead", action="store_true", help="skip the synthetic overhead measurements")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="skip the floor replay after each racer run (quality-only runs)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cli_vs_irace_tables.md"))
     args = ap.parse_args()
     seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds)))
@@ -382,7 +399,8 @@ def main() -> None:
              "(median of 3).", ""]
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            lines += bench_scenario(name, SCENARIOS[name], seeds, args.parallel, Path(tmp), startup)
+            lines += bench_scenario(name, SCENARIOS[name], seeds, args.parallel, Path(tmp), startup,
+                                    with_floor=not args.no_floor)
             Path(args.out).write_text("\n".join(lines) + "\n")
     if not args.no_overhead:
         with tempfile.TemporaryDirectory() as tmp:
