@@ -19,7 +19,10 @@ starts a new session), so a runner's children (the solver it launched) die with 
 runs live in their own sessions, killing racer (even ``kill -9``, even its whole process group)
 does not reach them; a :class:`Reaper` -- a small watchdog process in a session of its own
 that knows the running groups -- kills them when racer's end of its pipe closes, however
-racer died.
+racer died. On Linux it also kills every process whose environment carries its token
+(``RACER_REAPER_TOKEN``, which every run gets, also a run shipped to a Dask or Ray worker
+on this machine): a runner started but not yet registered when racer died, and runners of
+worker processes that outlive racer.
 
 >>> import sys, tempfile
 >>> d = tempfile.mkdtemp()
@@ -40,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 from .scenario import Instance
 
@@ -88,21 +92,67 @@ class TargetRunnerError(RuntimeError):
 
 
 _WATCHDOG = r"""
-import os, signal, sys
+import os, signal, sys, time
+token = sys.argv[1].encode()
 groups = set()
+clean = False
 for line in sys.stdin:
     op, _, pid = line.strip().partition(" ")
     if op == "+":
         groups.add(int(pid))
     elif op == "-":
         groups.discard(int(pid))
-# EOF: racer closed the pipe or died. Whatever still runs goes.
-for pid in groups:
+    elif op == "=":
+        clean = True  # Reaper.close(): racer is not dying in the middle of starting a run
+
+
+def tagged():
+    # Processes started with our token (Linux: /proc); the runners' groups go with them.
+    found = set()
     try:
-        os.killpg(pid, signal.SIGKILL)
+        names = os.listdir("/proc")
     except OSError:
-        pass
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/" + name + "/environ", "rb") as f:
+                if token in f.read().split(b"\0"):
+                    found.add(int(name))
+        except OSError:
+            pass
+    return found
+
+
+# EOF: racer closed the pipe or died. Whatever still runs goes. A runner whose start racer
+# did not live to register is found by its token; it may still be between fork and exec
+# (its environment not yet its own) at the first look, hence a second one unless racer closed
+# the pipe itself.
+for _ in range(2):
+    pids = tagged()
+    for pid in pids:
+        try:
+            pgid = os.getpgid(pid)
+        except OSError:
+            continue
+        if pgid in pids:
+            groups.add(pgid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if clean:
+        break
+    time.sleep(0.5)
 """
+
+TOKEN_VARIABLE = "RACER_REAPER_TOKEN"
 
 
 class Reaper:
@@ -111,8 +161,10 @@ class Reaper:
     signal to racer's process group does not kill it first."""
 
     def __init__(self) -> None:
+        # Unique to this watchdog: the runs it guards carry it in their environment.
+        self.token = f"{TOKEN_VARIABLE}={uuid.uuid4().hex}"
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            [sys.executable, "-c", _WATCHDOG, self.token], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, text=True, bufsize=1)
         self._lock = threading.Lock()
 
@@ -131,6 +183,7 @@ class Reaper:
         self._send(f"- {pgid}\n")
 
     def close(self) -> None:
+        self._send("=\n")
         with self._lock:
             try:
                 self._proc.stdin.close()
@@ -188,6 +241,9 @@ class TargetRunner:
         self.timeout = timeout
         self.need_time = need_time
         self.reaper = reaper
+        # Travels with the runner to Dask/Ray workers (the reaper does not): a run started
+        # there carries it too, so racer's reaper finds it on this machine (see Reaper).
+        self.reaper_token = reaper.token if reaper is not None else None
         self._live: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._closing = False
@@ -225,10 +281,15 @@ class TargetRunner:
 
     def _run_once(self, argv: list) -> RunResult:
         start = time.perf_counter()
+        env = None
+        if self.reaper_token is not None:
+            name, _, value = self.reaper_token.partition("=")
+            env = {**os.environ, name: value}
         try:
             proc = subprocess.Popen(
                 argv, cwd=self.exec_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace")
+                stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace",
+                env=env)
         except OSError as exc:
             hint = ""
             if isinstance(exc, PermissionError):
