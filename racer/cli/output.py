@@ -7,10 +7,14 @@
 * ``eliminations.csv``: every elimination of every race;
 * ``test.csv``: the test phase, one row per (elite, test instance);
 * ``results.json``: the elites, their command lines, the budget used and the stop reason.
+
+All but ``runs.csv`` are written at the end, each to a temporary file then renamed over the
+old one (a killed racer never leaves half a file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -38,11 +42,26 @@ def configuration_words(space: ParameterSpace, values: dict) -> list[str]:
     return [_quote(values.get(name)) for name in space.names]
 
 
+@contextlib.contextmanager
+def _replacing(path: str, newline: str | None = None):
+    """A file written next to ``path`` and renamed over it once complete: a racer killed while
+    writing its outputs leaves the previous file or none, never a truncated one (the same
+    command writes them again)."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline=newline) as f:
+            yield f
+    except BaseException:
+        os.remove(tmp)
+        raise
+    os.replace(tmp, path)
+
+
 def write_elites(path: str, space: ParameterSpace, elites: list) -> None:
     """An irace configurations file of ``elites`` (best first), columns aligned."""
     rows = [list(space.names)] + [configuration_words(space, e.values) for e in elites]
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
-    with open(path, "w", encoding="utf-8") as f:
+    with _replacing(path) as f:
         f.write("# racer: final elite configurations, best first (irace configurations file)\n")
         for r in rows:
             f.write(" ".join(w.ljust(widths[j]) for j, w in enumerate(r)).rstrip() + "\n")
@@ -55,7 +74,17 @@ class RunLog:
     def __init__(self, path: str) -> None:
         self.path = path
         new = not os.path.exists(path) or os.path.getsize(path) == 0
+        torn = False
+        if not new:
+            with open(path, "rb") as f:
+                f.seek(-1, os.SEEK_END)
+                torn = f.read(1) != b"\n"
         self._f = open(path, "a", newline="", encoding="utf-8")
+        if torn:
+            # A racer killed in the middle of a line: end that line, so that the first row of
+            # this session starts a line of its own instead of completing the torn one.
+            self._f.write("\n")
+            self._f.flush()
         self._w = csv.writer(self._f)
         if new:
             self._w.writerow(RUN_FIELDS)
@@ -77,7 +106,7 @@ class RunLog:
 
 
 def write_eliminations(path: str, races: list) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with _replacing(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["iteration", "configuration", "instances", "reason", "by", "probability", "step"])
         for iteration, result, candidates in races:
@@ -88,7 +117,7 @@ def write_eliminations(path: str, races: list) -> None:
 
 
 def write_test(path: str, test: dict) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    with _replacing(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["configuration", "instance_id", "seed", "instance", "cost"])
         for cid, costs in test["costs"].items():
@@ -127,10 +156,8 @@ def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None
     if result.test is not None:
         data["test"] = {str(cid): {"mean": _mean(costs), "costs": costs}
                         for cid, costs in result.test["costs"].items()}
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with _replacing(path) as f:
         json.dump(data, f, indent=1, default=str)
-    os.replace(tmp, path)
 
 
 def _mean(costs: list) -> float | None:
