@@ -313,7 +313,7 @@ def load() -> str:
 
 
 def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Path, startup: float,
-                   with_floor: bool = True, extra: tuple = ()) -> list:
+                   with_floor: bool = True, extra_args: tuple = ()) -> list:
     lines = [f"## {name}", "", f"`{sc.path.relative_to(ROOT)}`, budget {budget_of(sc)} runs, "
              f"`--parallel {parallel}`" + (f", racer also `{' '.join(sc.racer_args)}`" if sc.racer_args else "")
              + (f", irace `--target-runner {sc.irace_runner}`" if sc.irace_runner else "")
@@ -331,8 +331,8 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
                          f"{got['wall']:.1f} s, {got['runs']} runner calls started.\n")
         for tool in ("irace", "racer"):
             folder = fresh_copy(sc, base, f"{name}-{tool}-{seed}")
-            got = (run_irace(sc, folder, seed, parallel, extra=extra) if tool == "irace"
-                   else run_racer(sc, folder, seed, parallel, extra=extra))
+            got = (run_irace(sc, folder, seed, parallel, extra=extra_args) if tool == "irace"
+                   else run_racer(sc, folder, seed, parallel, extra=extra_args))
             if tool == "racer" and not with_floor:
                 got.update(floor=math.nan, ratio=math.nan, ratio_net=math.nan)
             elif tool == "racer":
@@ -405,7 +405,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             lines += bench_scenario(name, SCENARIOS[name], seeds, args.parallel, Path(tmp), startup,
-                                    with_floor=not args.no_floor, extra=tuple(shlex.split(args.extra_args)))
+                                    with_floor=not args.no_floor, extra_args=tuple(shlex.split(args.extra_args)))
             Path(args.out).write_text("\n".join(lines) + "\n")
     if not args.no_overhead:
         with tempfile.TemporaryDirectory() as tmp:
