@@ -218,3 +218,28 @@ def test_cli_t_test_scenario_runs_and_orders_elites_by_mean(tmp_path, capsys):
     # Wilcoxon test even drops x = 1.1, which loses on 7 instances of 8).
     assert order["t-test"] == [1.1, 1.0]
     assert order["F-test"][0] == 1.0
+
+
+def test_cli_test_type_names(capsys):
+    from racer.cli import UsageError, make_test
+
+    # irace's names and aliases, any letter case (irace lower-cases them); --racing-test too.
+    for name, adjust in (("t-test", "none"), ("T.NONE", "none"), ("t-test-holm", "holm"),
+                         ("t.bonferroni", "bonferroni"), ("t-test-bonferroni", "bonferroni")):
+        test, winner = make_test(name, 0.9)
+        assert (type(test).__name__, test.adjust, test.alpha, winner) == (
+            "TRaceTest", adjust, pytest.approx(0.1), "mean")
+    assert type(make_test("Friedman", 0.95)[0]).__name__ == "FRaceTest"
+    with pytest.raises(UsageError, match="'t-test-holm'.*got 't-test-sidak'"):
+        make_test("t-test-sidak", 0.95)
+
+
+def test_cli_unknown_test_type_is_a_scenario_error(tmp_path, capsys):
+    from racer.cli import EXIT_SCENARIO, main
+
+    (tmp_path / "parameters.txt").write_text('x "--x " r (0, 5)\n')
+    (tmp_path / "scenario.txt").write_text(
+        'parameterFile = "parameters.txt"\nmaxExperiments = 100\ntestType = "wilcoxon"\n')
+    assert main(["--scenario", str(tmp_path / "scenario.txt"), "--check"]) == EXIT_SCENARIO
+    err = capsys.readouterr().err
+    assert "testType" in err and "'wilcoxon' is not a test irace knows" in err
