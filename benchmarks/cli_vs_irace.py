@@ -42,7 +42,7 @@ Needs irace (Debian: ``apt-get install r-cran-irace``); the irace executable is 
 ``Rscript -e 'cat(system.file(package="irace"))'``.
 
 ``nice python benchmarks/cli_vs_irace.py --seeds 5 [--scenarios tsp-sa,optim-mixed,optim-faults]``
-(``--quick``: 1 seed); writes ``--out`` (default ``benchmarks/results/cli_vs_irace_tables.md``).
+(``--quick``: 1 seed; ``--extra-args '--test-type t-test'``: irace options for both tools); writes ``--out`` (default ``benchmarks/results/cli_vs_irace_tables.md``).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import statistics
@@ -134,13 +135,14 @@ def tool_env(folder: Path, interp: str, setsid: bool = False) -> dict:
 
 
 def run_irace(sc: Scenario, folder: Path, seed: int, parallel: int, unchanged: bool = False,
-              limit: float | None = None) -> dict:
+              limit: float | None = None, extra: tuple = ()) -> dict:
     runner = None if unchanged else sc.irace_runner
     interp = "/bin/sh" if runner and not runner.endswith("target-runner") else PYTHON
     cmd = [irace_executable(), "--scenario", "scenario.txt", "--seed", str(seed),
            "--parallel", str(parallel), "--target-runner-launcher", launcher(folder.parent)]
     if runner:
         cmd += ["--target-runner", runner]
+    cmd += list(extra)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=tool_env(folder, interp, setsid=not unchanged),
@@ -171,10 +173,10 @@ def _count(folder: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int) -> dict:
+def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple = ()) -> dict:
     cmd = RACER + ["--scenario", "scenario.txt", "--seed", str(seed), "--parallel", str(parallel),
                    "--target-runner-launcher", launcher(folder.parent), "--quiet", "1",
-                   *sc.racer_args]
+                   *sc.racer_args, *extra]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=tool_env(folder, PYTHON))
     wall = time.perf_counter() - t0
@@ -311,7 +313,7 @@ def load() -> str:
 
 
 def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Path, startup: float,
-                   with_floor: bool = True) -> list:
+                   with_floor: bool = True, extra_args: tuple = ()) -> list:
     lines = [f"## {name}", "", f"`{sc.path.relative_to(ROOT)}`, budget {budget_of(sc)} runs, "
              f"`--parallel {parallel}`" + (f", racer also `{' '.join(sc.racer_args)}`" if sc.racer_args else "")
              + (f", irace `--target-runner {sc.irace_runner}`" if sc.irace_runner else "")
@@ -329,7 +331,8 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
                          f"{got['wall']:.1f} s, {got['runs']} runner calls started.\n")
         for tool in ("irace", "racer"):
             folder = fresh_copy(sc, base, f"{name}-{tool}-{seed}")
-            got = run_irace(sc, folder, seed, parallel) if tool == "irace" else run_racer(sc, folder, seed, parallel)
+            got = (run_irace(sc, folder, seed, parallel, extra=extra_args) if tool == "irace"
+                   else run_racer(sc, folder, seed, parallel, extra=extra_args))
             if tool == "racer" and not with_floor:
                 got.update(floor=math.nan, ratio=math.nan, ratio_net=math.nan)
             elif tool == "racer":
@@ -384,6 +387,8 @@ def main() -> None:
     ap.add_argument("--no-overhead", action="store_true", help="skip the synthetic overhead measurements")
     ap.add_argument("--no-floor", action="store_true",
                     help="skip the floor replay after each racer run (quality-only runs)")
+    ap.add_argument("--extra-args", default="", metavar="ARGS",
+                    help="irace options given to both tools, e.g. '--test-type t-test' (shell words)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cli_vs_irace_tables.md"))
     args = ap.parse_args()
     seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds)))
@@ -400,7 +405,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             lines += bench_scenario(name, SCENARIOS[name], seeds, args.parallel, Path(tmp), startup,
-                                    with_floor=not args.no_floor)
+                                    with_floor=not args.no_floor, extra_args=tuple(shlex.split(args.extra_args)))
             Path(args.out).write_text("\n".join(lines) + "\n")
     if not args.no_overhead:
         with tempfile.TemporaryDirectory() as tmp:

@@ -58,8 +58,11 @@ def _parser():
     p.add_argument("-q", "--quiet", dest="opt_quiet", metavar="0|1", help="irace's quiet (no progress line)")
     g = p.add_argument_group("racer's own options")
     g.add_argument("--racing-test", default=None, metavar="NAME",
-                   help="racing test: 'F-test' (irace's Friedman + Conover, default), 'bayesian' "
-                        "(racer.BayesianTest) or 'module:Class' for any racer RacingTest")
+                   help="racing test, overriding the scenario's testType: 'F-test' (irace's "
+                        "Friedman + Conover, the default), 't-test', 't-test-bonferroni', "
+                        "'t-test-holm' (irace's paired t-tests against the best mean, "
+                        "racer.adapters.trace.TRaceTest), 'bayesian' (racer.BayesianTest) or "
+                        "'module:Class' for any racer RacingTest")
     g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
                         "timeout): stop racer with exit code 3 (irace's behaviour, default), "
@@ -129,8 +132,9 @@ def load(args) -> dict:
     if v["maxTime"] > 0 and v["maxExperiments"] > 0:
         raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
                             **sc.where("maxTime"))
-    if v["testType"] not in ("", "F-test", "friedman"):
-        raise ScenarioError(f"{v['testType']!r} is not implemented (racer: F-test, or --racing-test)",
+    if v["testType"].lower() not in TEST_TYPES:
+        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
+                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
     for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
                  "nbIterations", "nbConfigurations", "parallel", "digits"):
@@ -198,12 +202,25 @@ def make_runner(loaded: dict, reaper=None):
                         timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
 
 
+# irace's testType names (checkScenario lower-cases them) -> TRaceTest's adjust; None: F-race.
+TEST_TYPES = {"": None, "f-test": None, "friedman": None, "t-test": "none", "t.none": "none",
+              "t-test-bonferroni": "bonferroni", "t.bonferroni": "bonferroni",
+              "t-test-holm": "holm", "t.holm": "holm"}
+
+
 def make_test(name: str | None, confidence: float):
+    """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
+    ``testType``: the F-race orders survivors by rank sum, the t-test races by mean cost
+    (irace's ``overall.ranks``)."""
     from ..elimination import RacingTest
 
-    if name in (None, "", "F-test", "friedman"):
+    key = (name or "").lower()
+    if key in TEST_TYPES and TEST_TYPES[key] is None:
         from ..adapters.frace import FRaceTest
         return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
+    if key in TEST_TYPES:
+        from ..adapters.trace import TRaceTest
+        return TRaceTest(alpha=1.0 - confidence, adjust=TEST_TYPES[key]), "mean"
     if name == "bayesian":
         from ..bayesian_test import BayesianTest
         return BayesianTest(), None
@@ -216,7 +233,8 @@ def make_test(name: str | None, confidence: float):
         if not isinstance(obj, RacingTest):
             raise UsageError(f"--racing-test {name!r} is not a racer RacingTest")
         return obj, None
-    raise UsageError(f"--racing-test must be 'F-test', 'bayesian' or 'module:Class'; got {name!r}")
+    raise UsageError("--racing-test must be 'F-test', 't-test', 't-test-bonferroni', 't-test-holm', "
+                     f"'bayesian' or 'module:Class'; got {name!r}")
 
 
 def make_executor(spec: str, parallel: int):
@@ -339,7 +357,9 @@ def do_run(loaded: dict, args) -> int:
                 os.remove(os.path.join(exec_dir, name))
     resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
     seed = _seed(sc, journal_dir)
-    test, winner = make_test(args.racing_test, v["confidence"])
+    # racer's own --racing-test, when given, overrides the scenario's testType.
+    test, winner = make_test(args.racing_test if args.racing_test is not None else v["testType"],
+                             v["confidence"])
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = Settings(
