@@ -185,15 +185,30 @@ def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple
     res = json.loads((folder / "arena" / "results.json").read_text())
     with open(folder / "arena" / "runs.csv") as f:
         rows = list(csv.DictReader(f))
-    failed = sum(r["status"] != "ok" for r in rows)
+    unused = [r for r in rows if r["status"] == "speculative-unused"]
+    failed = sum(r["status"] != "ok" for r in rows) - len(unused)
     return {"wall": wall, "runs": res["experiments"], "best": res["elites"][0]["command_line"],
-            "outcome": "ok", "failed": failed}
+            "outcome": "ok", "failed": failed,
+            "unused": [(r["configuration"], r["instance_id"], r["seed"]) for r in unused]}
 
 
-def floor(folder: Path, parallel: int, timeout: float | None) -> dict:
+def floor(folder: Path, parallel: int, timeout: float | None, skip: list = ()) -> dict:
     """The calls in ``folder/launches.log``, in order, through a bare pool of ``parallel``
-    threads (the launcher again, logging to /dev/null)."""
+    threads (the launcher again, logging to /dev/null). ``skip``: (configuration, instance
+    ID, seed) of calls to leave out, each once, first occurrence first (racer's unused
+    look-ahead runs, to time the runs the races used only)."""
     calls = [ln.split("\t") for ln in (folder / "launches.log").read_text().splitlines()]
+    left = {}
+    for key in skip:
+        left[key] = left.get(key, 0) + 1
+    kept = []
+    for args in calls:
+        key = tuple(args[1:4])
+        if left.get(key):
+            left[key] -= 1
+            continue
+        kept.append(args)
+    calls = kept
     env = {**tool_env(folder, PYTHON), "RACER_BENCH_LOG": os.devnull}
     argv0 = launcher(folder.parent)
 
@@ -318,8 +333,9 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
              f"`--parallel {parallel}`" + (f", racer also `{' '.join(sc.racer_args)}`" if sc.racer_args else "")
              + (f", irace `--target-runner {sc.irace_runner}`" if sc.irace_runner else "")
              + f". Load average (1/5/15 min) at start: {load()}.", "",
-             "| seed | tool | held-out | runs | wall (s) | floor (s) | racer / floor | (racer - start-up) / floor |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| seed | tool | held-out | runs | wall (s) | floor (s) | racer / floor | (racer - start-up) / floor "
+             "| unused look-ahead runs | floor of used runs (s) | racer / floor of used runs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     rows = []
     for seed in seeds:
         if sc.irace_unchanged_once and seed == seeds[0]:
@@ -338,6 +354,8 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
             elif tool == "racer":
                 fl = floor(folder, parallel, sc.run_timeout)
                 got["floor"] = fl["wall"]
+                got["floor_used"] = (floor(folder, parallel, sc.run_timeout, got["unused"])["wall"]
+                                     if got["unused"] else fl["wall"])
                 got["ratio"] = got["wall"] / fl["wall"]
                 got["ratio_net"] = (got["wall"] - startup) / fl["wall"]
             got["test"] = held_out(sc, got["best"])
@@ -348,7 +366,9 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
             print(f"{name} seed {seed} {tool}: held-out {got['test']:.4g}, runs {got['runs']}, "
                   f"wall {got['wall']:.1f}s{extra}, best {' '.join(got['best'])}", flush=True)
     for r in rows:
-        fl = (f"{r['floor']:.1f} | {r['ratio']:.3f} | {r['ratio_net']:.3f}" if r["tool"] == "racer" else " | | ")
+        fl = (f"{r['floor']:.1f} | {r['ratio']:.3f} | {r['ratio_net']:.3f} | {len(r['unused'])} | "
+              f"{r['floor_used']:.1f} | {r['wall'] / r['floor_used']:.3f}" if r["tool"] == "racer"
+              else " | | | | | ")
         lines.append(f"| {r['seed']} | {r['tool']} | {r['test']:.4f} | {r['runs']} | {r['wall']:.1f} | {fl} |")
     lines += ["", "| tool | median held-out | median runs | median wall (s) | median racer / floor | median (racer - start-up) / floor |",
               "| --- | --- | --- | --- | --- | --- |"]

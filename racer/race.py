@@ -16,6 +16,7 @@ Two ways to drive it:
 
 from __future__ import annotations
 
+import ast
 import collections
 import concurrent.futures as cf
 import inspect
@@ -438,6 +439,10 @@ class Race:
         self._journal = None
         self._journal_closed = False
         self._replay: dict[tuple[int, int], tuple[float, str | None]] = {}
+        # Failures told with charge=False (evaluations the caller did not make): recorded,
+        # not paid from the budget; journaled under the meta key "uncharged" for a resume.
+        self._uncharged: set[tuple[int, int]] = set()
+        self._replay_uncharged: set[tuple[int, int]] = set()
         self._stored_instance_reprs: list[str] = []
         if storage is not None:
             self._open_storage(storage, random_state)
@@ -470,6 +475,7 @@ class Race:
         self._block_failed: set[int] = set()
 
         self._n_evaluations = 0
+        self._n_uncharged = 0
         self._step = 0
         self._history: list[EliminationRecord] = []
         self._failures: list[tuple[int, int, str]] = []
@@ -545,8 +551,15 @@ class Race:
 
     @property
     def n_evaluations(self) -> int:
-        """Evaluations recorded so far (failures included), i.e. budget used."""
+        """Evaluations recorded so far (failures included); the budget used is this minus
+        those told with ``charge=False``."""
         return self._n_evaluations
+
+    @property
+    def n_charged(self) -> int:
+        """Evaluations paid from the budget: :attr:`n_evaluations` minus the failures told
+        with ``tell(..., charge=False)``."""
+        return self._n_evaluations - self._n_uncharged
 
     @property
     def n_instances(self) -> int:
@@ -693,7 +706,8 @@ class Race:
             self._advance()
         return list(self._pending.values())
 
-    def tell(self, evaluation: Any, value: Any = _MISSING, *, error: Any = None) -> None:
+    def tell(self, evaluation: Any, value: Any = _MISSING, *, error: Any = None,
+             charge: bool = True) -> None:
         """Record the result of one evaluation.
 
         Parameters
@@ -705,6 +719,17 @@ class Race:
             ``on_error``). Required unless ``error`` is given.
         error : exception or str, optional
             Marks the evaluation as failed (``value`` is then ignored).
+        charge : bool, default True
+            With ``error``, ``False`` says the evaluation was not made (the caller skipped
+            it, e.g. its candidate had already failed and is out under
+            ``on_error="eliminate"``): it is recorded as a failure but not paid from the
+            ``budget``.
+
+        >>> r = Race([1, 2], first_test=1, budget=10, instances=range(5), random_state=0)
+        >>> a, b = r.ask()
+        >>> r.tell(a, 0.5); r.tell(b, error="not run", charge=False)
+        >>> r.n_evaluations, r.n_charged
+        (2, 1)
         """
         self._raise_if_failed()
         key = self._key_of(evaluation)
@@ -712,6 +737,8 @@ class Race:
             raise TypeError(
                 f"`error` must be an exception or a message (str); got {_describe_value(error)}"
             )
+        if not charge and error is None:
+            raise ValueError("`charge=False` is only for a failure: give `error=`")
         if value is _MISSING and error is None:
             raise TypeError(
                 "tell() needs the score as `value`, or `error=` for a failed evaluation; got "
@@ -749,8 +776,11 @@ class Race:
         del self._pending[key]
         score = math.nan if message is not None else float(value)
         if self._journal is not None:
+            if not charge:
+                self._uncharged.add(key)
+                self._journal.set_meta("uncharged", repr(sorted(self._uncharged)))
             self._journal.record_evaluation(key[0], key[1], score, message)
-        self._record(key[0], key[1], score, message)
+        self._record(key[0], key[1], score, message, charge)
         if not self._pending:
             self._advance()
 
@@ -805,7 +835,7 @@ class Race:
         if not self._has_more_instances():
             self._stop("instances_exhausted")
             return
-        if self._budget is not None and self._n_evaluations + n_surv * planned > self._budget:
+        if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
             self._stop("budget")
             return
         new = self._draw_instances(planned)
@@ -842,7 +872,10 @@ class Race:
                 self._pending[key] = ev
                 self._unasked.append(ev)
         for ci, row, score, message in replayed:
-            self._record(ci, row, score, message)
+            charge = (ci, row) not in self._replay_uncharged
+            if not charge:
+                self._uncharged.add((ci, row))
+            self._record(ci, row, score, message, charge)
 
     def _register_instances(self, new: list) -> None:
         start = len(self._instances)
@@ -878,8 +911,11 @@ class Race:
             grown[:cap] = old
             setattr(self, name, grown)
 
-    def _record(self, ci: int, row: int, score: float, message: str | None) -> None:
+    def _record(self, ci: int, row: int, score: float, message: str | None,
+                charge: bool = True) -> None:
         self._n_evaluations += 1
+        if not charge:
+            self._n_uncharged += 1
         self._n_seen[ci] += 1
         if message is None:
             self._raw[row, ci] = score
@@ -982,7 +1018,7 @@ class Race:
         view = RaceView(
             scores,
             survivors.copy(),
-            budget_left=None if self._budget is None else self._budget - self._n_evaluations,
+            budget_left=None if self._budget is None else self._budget - self.n_charged,
             instances_left=self._instances_left(),
             each_test=self._each_test,
             n_candidates=len(self._candidates),
@@ -1113,6 +1149,9 @@ class Race:
             journal.set_meta("winner", self._winner)
             journal.set_meta("stop_reason", None)
             self._replay = journal.load_evaluations()
+            uncharged = journal.get_meta("uncharged")
+            self._replay_uncharged = (
+                {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
             self._stored_instance_reprs = journal.load_instances()
         except BaseException:
             journal.close()

@@ -499,6 +499,10 @@ class Journal:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
+    def get_meta(self, key: str) -> str | None:
+        """One ``meta`` entry, or None (see :meth:`set_meta`)."""
+        return self._meta(key)
+
     def load_seed(self) -> int | None:
         value = self._meta("seed")
         return None if value is None else int(value)

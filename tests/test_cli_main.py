@@ -87,7 +87,8 @@ def test_iterated_run_outputs_and_budget(tmp_path, capsys):
     assert "# Best configurations as commandlines" in out
     results = json.loads((tmp_path / "arena" / "results.json").read_text())
     runs = read_runs(tmp_path)
-    tuning = [r for r in runs if r["iteration"] != "0"]
+    # Look-ahead runs the races did not use are marked and are not experiments.
+    tuning = [r for r in runs if r["iteration"] != "0" and r["status"] != "speculative-unused"]
     assert len(tuning) == results["experiments"] <= 90
     assert {r["iteration"] for r in tuning} >= {"1", "2"}  # more than one iteration ran
     # The elites file is an irace configurations file of valid configurations, best first.
@@ -249,6 +250,9 @@ def test_kill_9_then_the_same_command_resumes_with_the_same_elites(tmp_path):
     assert again.returncode == 0, again.stderr
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
     ref_runs, runs = read_runs(ref_dir), read_runs(run_dir)
+    # Unused look-ahead runs depend on timing; the runs the races used do not.
+    ref_runs = [r for r in ref_runs if r["status"] != "speculative-unused"]
+    runs = [r for r in runs if r["status"] != "speculative-unused"]
     # At most the in-flight runs (2 workers) are repeated after the kill.
     assert len(ref_runs) <= len(runs) <= len(ref_runs) + 2
     assert 25 <= before < len(runs)
@@ -435,7 +439,8 @@ def test_dask_executor_gives_the_same_elites_as_threads(tmp_path, capsys):
     # come back as they finish, and the race decides exactly as with threads.
     assert main(["--scenario", scen_b, "--parallel", "2", "--quiet", "1", "--executor", "dask"]) == EXIT_OK
     assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
-    assert len(read_runs(b)) == len(read_runs(a))
+    used = lambda d: [r for r in read_runs(d) if r["status"] != "speculative-unused"]  # noqa: E731
+    assert len(used(b)) == len(used(a))  # unused look-ahead runs depend on timing
     assert main(["--scenario", scen_b, "--executor", "spark"]) == EXIT_SCENARIO
     assert "--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'" in capsys.readouterr().err
 

@@ -94,7 +94,8 @@ def test_cli_executor_ray_gives_the_same_elites_as_threads(tmp_path):
                  "--executor", "ray"]) == EXIT_OK
     assert ray.is_initialized()
     assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
-    runs_a, runs_b = read_runs(a), read_runs(b)
+    # Unused look-ahead runs depend on timing; the runs the races used do not.
+    runs_a, runs_b = ([r for r in read_runs(d) if r["status"] != "speculative-unused"] for d in (a, b))
     assert len(runs_b) == len(runs_a)
     key = lambda r: (r["iteration"], r["configuration"], r["instance_id"], r["seed"], r["cost"])  # noqa: E731
     assert sorted(map(key, runs_b)) == sorted(map(key, runs_a))

@@ -79,6 +79,12 @@ def _parser():
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
+    g.add_argument("--no-lookahead", action="store_true",
+                   help="do not start runs of a race's next block while workers would idle "
+                        "(look-ahead, on by default: same elites and runs used, shorter wall "
+                        "time; runs of configurations the test then eliminates are killed, "
+                        "marked speculative-unused in runs.csv and not counted in the budget). "
+                        "Turn it off when every run costs money")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")
     g.add_argument("--no-report", action="store_true",
@@ -372,6 +378,7 @@ def do_run(loaded: dict, args) -> int:
         deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
         error_policy=args.on_error, fixed_list=args.fixed_list,
+        lookahead=not getattr(args, "no_lookahead", False),
         soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
     from .target_runner import Reaper
 
@@ -476,6 +483,8 @@ def read_prior_times(path: str) -> dict:
     after a kill). A torn last line is skipped."""
     import csv
 
+    from .lookahead import UNUSED
+
     times: dict = {}
     if not os.path.exists(path):
         return times
@@ -486,7 +495,7 @@ def read_prior_times(path: str) -> dict:
                 t = float(row["time"])
             except (TypeError, ValueError, KeyError):
                 continue
-            if it > 0:
+            if it > 0 and row.get("status") != UNUSED:  # an unused look-ahead run is no run
                 times[(it, cid, iid)] = t
     return times
 

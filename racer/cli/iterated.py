@@ -12,8 +12,10 @@ consecutive tests without elimination (irace's elitist races). Soft restarts as 
 
 Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
 process; results are told to the race as they arrive (no polling). A race is
-block-synchronous (every survivor on the same instances, then a test), so by the time a
-candidate is eliminated none of its runs is pending and nothing needs cancelling.
+block-synchronous (every survivor on the same instances, then a test); so that workers do not
+idle at the end of every block, runs of the next block are started ahead
+(:mod:`racer.cli.lookahead`) and cancelled or killed when the test eliminates their
+configuration.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 from ..elimination import ProtectElites, RacingTest
 from ..race import Race
 from .parameters import ParameterSpace, format_value
+from .lookahead import Lookahead
 from .sampler import Sampler
 from .scenario import Instance
 from .target_runner import RunResult, TargetRunner, TargetRunnerError
@@ -106,6 +109,11 @@ class Settings:
     fixed_list: bool = False  # racer: race the configurations file only
     soft_restart: bool = True  # softRestart
     soft_restart_threshold: float | None = None  # softRestartThreshold (None: 10^-digits)
+    # racer: start runs of the next block while workers would idle (racer.cli.lookahead). On
+    # by default: same elites, same runs used, shorter wall time; the price is runs of
+    # configurations the test then eliminates (killed, logged as unused, not counted in the
+    # budget). Off (--no-lookahead) for runners whose every run costs money.
+    lookahead: bool = True
 
 
 @dataclasses.dataclass
@@ -156,8 +164,10 @@ class Tuner:
     journal_dir : str
         Where each race's SQLite journal goes; the same command resumes from it.
     on_run : callable, optional
-        Called with ``(iteration, configuration, task, RunResult)`` after every target-runner
-        call (the CSV log), before the result is told to the race.
+        Called with ``(iteration, configuration, task, RunResult)`` for every target-runner
+        call (the CSV log), before the result is told to the race; a look-ahead run
+        (``settings.lookahead``) when the race uses it, or, if it never does, with the status
+        ``"speculative-unused"`` (:data:`racer.cli.lookahead.UNUSED`) when it is dropped.
     progress : callable, optional
         Called with a dict of the state after every result.
     executor : concurrent.futures.Executor, optional
@@ -254,9 +264,41 @@ class Tuner:
         )
         cached_before = dict(self.cache)
         preset = preset or {}
+        used_before = self.experiments
+        ahead = None
+        if settings.lookahead and max(1, settings.parallel) > 1:
+            ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
+                              self.runner, self.on_run, iteration)
+
+        def next_block() -> list:
+            """The runs of the block after the current one, as the race will ask them, for
+            the configurations alive now; [] when that block may never come: the instances,
+            min_survivors, the race's budget, maxExperiments or elitistLimit would end the
+            race after the current block even if the test eliminated nobody (conservative:
+            look-ahead never spends runs on a block that only eliminations could open)."""
+            n = race.n_instances
+            rows = range(n, min(n + settings.each_test, len(tasks)))
+            alive = race.survivor_indices
+            if n < first_test or not rows or len(alive) <= min_survivors:
+                return []
+            untold = len(race.pending())
+            if race.budget is not None and race.n_charged + untold + len(alive) * len(rows) > race.budget:
+                return []
+            if elitist_limit and n >= protect_rows and _quiet_tests(
+                    race, n, first_test, settings.each_test, since=protect_rows) >= elitist_limit:
+                return []
+            plan = []
+            for row in rows:
+                for ci in alive:
+                    key = (candidates[ci].id, tasks[row])
+                    if key not in cached_before and key not in preset:
+                        plan.append((int(ci), row, key))
+            if max_total is not None and (used_before + self._real_runs(race, cached_before)
+                                          + untold + len(plan) > max_total):
+                return []
+            return plan
+
         try:
-            used_before = self.experiments
-            real_told = 0
             while not race.finished:
                 if elitist_limit:
                     pending = race.pending()
@@ -288,12 +330,16 @@ class Tuner:
                     else:
                         race.tell(ev, error=message)
                 self.state["experiments"] = self.experiments
-                self._dispatch(iteration, race, runs, pool)
-                real_told += len(runs)
+                self._dispatch(iteration, race, runs, pool, ahead, next_block)
                 self.experiments = used_before + self._real_runs(race, cached_before)
             self.experiments = used_before + self._real_runs(race, cached_before)
             result = race.result()
+            if ahead is not None:
+                ahead.close(_told(result))
+                ahead = None
         finally:
+            if ahead is not None:  # interrupted: keep the look-ahead journal for the resume
+                ahead.close()
             race.close()
         for ci, cand in enumerate(candidates):
             for row, task in enumerate(result.instances):
@@ -329,7 +375,8 @@ class Tuner:
                     cells.append((cand, res.instances[row]))
         return cells
 
-    def _dispatch(self, iteration: int, race: Race, runs: list, pool: cf.Executor) -> None:
+    def _dispatch(self, iteration: int, race: Race, runs: list, pool: cf.Executor,
+                  ahead: Lookahead | None = None, next_block: Callable | None = None) -> None:
         """Run ``runs`` (one block, instance-major) and tell the race.
 
         Unless failures rank worst (``--on-error worst``), a configuration that failed is
@@ -339,73 +386,132 @@ class Tuner:
         optim-faults seed 1). They are told as failed with :data:`SKIPPED` and not counted
         as experiments. For the same seed to skip the same runs whatever the timing, a run
         of a configuration with no success yet in this race waits until its earlier runs in
-        the block have answered; configurations with a success are dispatched at once."""
+        the block have answered; configurations with a success are dispatched at once.
+
+        With ``ahead`` (look-ahead, :mod:`racer.cli.lookahead`): runs of this block already
+        started ahead are taken over instead of being started again; the other look-ahead
+        runs (of configurations eliminated meanwhile) are stopped; and once every run of this
+        block is submitted, free workers start the runs of ``next_block()`` of
+        configurations with a success and no failure."""
+        res = race.result()
+        if ahead is not None:
+            ahead.plan = None
+            ahead.discard_except({(ev.candidate.id, ev.instance) for ev in runs},
+                                 race.n_instances, _told(res))
         if not runs:
             return
         gate = self.settings.error_policy != "worst"
         failed: dict[int, int] = {}  # candidate index -> first failed row
-        proven: set[int] = set()
         if gate:
-            res = race.result()
             for ci, row, _ in res.failures:
                 failed[ci] = min(row, failed.get(ci, row))
-            proven = {int(ci) for ci in np.flatnonzero(np.any(~np.isnan(res.scores), axis=0))}
+        proven = {int(ci) for ci in np.flatnonzero(np.any(~np.isnan(res.scores), axis=0))}
+        # Candidates look-ahead may run: a success (this block's count too), no failure.
+        sure = set(proven) - {ci for ci, _, _ in res.failures}
+        if not gate:
+            proven = set()  # nothing is gated
         switches: dict = {}
         waiting = list(runs)
         futures: dict = {}
+        ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
         busy: set[int] = set()  # gated candidates with a run in flight
+        workers = max(1, self.settings.parallel)
+
+        def command(cand):
+            if cand.id not in switches:
+                switches[cand.id] = self.space.command_line(cand.values)
+            return switches[cand.id]
+
         try:
-            while waiting or futures:
+            while waiting or futures or ready:
                 keep = []
                 for ev in waiting:
                     ci = ev.candidate_index
                     if gate and ci in failed and failed[ci] < ev.instance_index:
-                        race.tell(ev, error=f"{SKIPPED} (it failed on instance row {failed[ci]})")
+                        race.tell(ev, error=f"{SKIPPED} (it failed on instance row {failed[ci]})",
+                                  charge=False)  # not a run: not paid from the race's budget
                         continue
                     gated = gate and ci not in proven
                     if gated and ci in busy:
                         keep.append(ev)
                         continue
                     cand, task = ev.candidate, ev.instance
-                    if cand.id not in switches:
-                        switches[cand.id] = self.space.command_line(cand.values)
-                    fut = pool.submit(self.runner.run, cand.id, task.index, task.seed,
-                                      task.instance, switches[cand.id])
+                    got = ahead.take(cand.id, task) if ahead is not None else None
+                    if got is not None and got.result is not None:
+                        ready.append((ev, got.result))
+                        continue
+                    if got is not None:
+                        fut = got.future
+                    else:
+                        fut = pool.submit(self.runner.run, cand.id, task.index, task.seed,
+                                          task.instance, command(cand))
                     futures[fut] = ev
                     if gated:
                         busy.add(ci)
                 waiting = keep
-                if not futures:
+                if ahead is not None and not waiting and next_block is not None:
+                    free = workers - len(futures) - ahead.n_running()
+                    if free > 0:
+                        if ahead.plan is None:
+                            ahead.plan = next_block()
+                        for ci, row, key in ahead.plan:
+                            if free <= 0:
+                                break
+                            if ci in sure and ci not in failed and key not in ahead.entries:
+                                cand = race.candidates[ci]
+                                ahead.start(pool, cand, key[1], command(cand))
+                                free -= 1
+                if not futures and not ready:
                     continue
-                done, _ = cf.wait(futures, timeout=_INTERRUPT_POLL,
-                                  return_when=cf.FIRST_COMPLETED)
+                if ready:
+                    done: set = set()
+                    if ahead is not None:
+                        done = {f for f in ahead.running() if f.done()}
+                    done |= {f for f in futures if f.done()}
+                else:
+                    watch = list(futures) + (ahead.running() if ahead is not None else [])
+                    done, _ = cf.wait(watch, timeout=_INTERRUPT_POLL, return_when=cf.FIRST_COMPLETED)
                 if INTERRUPTED.is_set():
                     raise KeyboardInterrupt
+                if ahead is not None:
+                    ahead.collect(done)
                 # Tell the successes first, in submission order, so that an exception (an
                 # interrupt) loses no result already in hand: the journal keeps them for resume.
-                for fut in sorted(done, key=lambda f: (f.exception() is not None, futures[f].instance_index,
-                                                       futures[f].candidate_index)):
-                    ev = futures.pop(fut)
+                mine = [(futures[f], f) for f in done if f in futures]
+                mine.sort(key=lambda p: (p[1].exception() is not None, p[0].instance_index,
+                                         p[0].candidate_index))
+                items = sorted(ready, key=lambda p: (p[0].instance_index, p[0].candidate_index))
+                ready = []
+                for ev, fut in mine:
+                    futures.pop(fut)
+                    items.append((ev, fut))
+                for ev, got in items:
                     ci = ev.candidate_index
                     busy.discard(ci)
-                    res_run: RunResult = fut.result()
+                    res_run: RunResult = got if isinstance(got, RunResult) else got.result()
                     if self.on_run is not None:
                         self.on_run(iteration, ev.candidate, ev.instance, res_run)
                     if res_run.time is not None and iteration > 0:
                         self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
                     if res_run.status == "ok":
                         race.tell(ev, res_run.cost)
+                        if ci not in failed:
+                            sure.add(ci)
                     elif res_run.status == "error" and self.settings.error_policy == "stop":
                         raise TargetRunnerError(res_run, self.runner.exec_dir)
                     else:
                         race.tell(ev, error=res_run.message)
                         failed[ci] = min(ev.instance_index, failed.get(ci, ev.instance_index))
+                        sure.discard(ci)
                     self.state["experiments"] += 1
                     if self.progress is not None:
                         self.progress(self.state, race)
         except BaseException:
             for fut in futures:
                 fut.cancel()
+            if ahead is not None:
+                for fut in ahead.running():
+                    fut.cancel()
             self.runner.kill_all()
             raise
 
@@ -692,6 +798,24 @@ def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int,
             count += 1
         n -= 1
     return count
+
+
+def _told(result) -> Callable:
+    """``told(configuration id, task)``: whether ``result`` holds that cell (a score or a
+    failure); the table is built on the first call."""
+    cells: dict = {}
+
+    def told(cid: int, task: Task) -> bool:
+        if not cells:
+            done = ~np.isnan(result.scores)
+            for ci, row, _ in result.failures:
+                done[row, ci] = True
+            cells.update({(c.id, t): bool(done[row, ci]) for ci, c in enumerate(result.candidates)
+                          for row, t in enumerate(result.instances)})
+            cells[None] = False  # built, even for an empty race
+        return cells.get((cid, task), False)
+
+    return told
 
 
 def _rows_run(result) -> int:

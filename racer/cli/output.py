@@ -2,8 +2,9 @@
 
 * ``elites.txt``: the final elites, best first, as an irace configurations file (header of
   parameter names, ``NA`` where inactive), readable back as a ``configurationsFile``;
-* ``runs.csv``: every target-runner call, appended as it returns (iteration, configuration,
-  instance ID, seed, instance, cost, time, status, attempts, wall seconds, message);
+* ``runs.csv``: every target-runner call, appended as the race uses it (iteration,
+  configuration, instance ID, seed, instance, cost, time, status, attempts, wall seconds,
+  message); a look-ahead run the race did not use has status ``speculative-unused``;
 * ``eliminations.csv``: every elimination of every race;
 * ``test.csv``: the test phase, one row per (elite, test instance);
 * ``results.json``: the elites, their command lines, the budget used and the stop reason.

@@ -50,6 +50,8 @@ from .scenario import Instance
 __all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
 
 _TAIL_LINES = 10
+# The message of a run stopped by ``TargetRunner.kill_run`` (a look-ahead run no longer needed).
+_STOPPED = "stopped: the run was no longer needed (look-ahead)"
 # Longest single wait for a runner (see TargetRunner._communicate).
 _WAIT_SLICE = 1.0
 
@@ -247,12 +249,17 @@ class TargetRunner:
         self._live: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._closing = False
+        # Runs started with a ``tag`` (the tuner's look-ahead runs), by tag: the process group
+        # running it, so that ``kill_run(tag)`` stops that one run; tags asked to stop.
+        self._tagged: dict = {}
+        self._stopped_tags: set = set()
 
     def __getstate__(self) -> dict:
         # Shipped to another process (a Dask worker): the lock, the live processes and the
         # watchdog stay here; the worker's runs are its own.
         state = dict(self.__dict__)
-        state.update(_live={}, _lock=None, reaper=None, _closing=False)
+        state.update(_live={}, _lock=None, reaper=None, _closing=False, _tagged={},
+                     _stopped_tags=set())
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -265,21 +272,42 @@ class TargetRunner:
                 + list(instance.extra) + list(switches))
 
     def run(self, config_id: int, instance_id: int, seed: int, instance: Instance,
-            switches: list) -> RunResult:
-        """Run once, retrying errors; never raises for a failing runner."""
+            switches: list, tag: object = None) -> RunResult:
+        """Run once, retrying errors; never raises for a failing runner. A run given a
+        hashable ``tag`` can be stopped alone with :meth:`kill_run`."""
         argv = self.argv(config_id, instance_id, seed, instance, switches)
         attempts = 0
         if self._closing:
             return RunResult("error", None, None, "not started: racer is shutting down", argv,
                              None, "", "", 0.0, 0)
-        while True:
-            attempts += 1
-            result = self._run_once(argv)
-            result.attempts = attempts
-            if result.status != "error" or attempts > self.retries or self._closing:
-                return result
+        try:
+            while True:
+                if tag is not None and tag in self._stopped_tags:
+                    return RunResult("error", None, None, _STOPPED, argv, None, "", "", 0.0, attempts)
+                attempts += 1
+                result = self._run_once(argv, tag)
+                result.attempts = attempts
+                if tag is not None and tag in self._stopped_tags:
+                    result.status, result.message = "error", _STOPPED
+                    return result
+                if result.status != "error" or attempts > self.retries or self._closing:
+                    return result
+        finally:
+            if tag is not None:
+                with self._lock:
+                    self._stopped_tags.discard(tag)
 
-    def _run_once(self, argv: list) -> RunResult:
+    def kill_run(self, tag: object) -> None:
+        """Stop the run started with ``tag``: kill its process group if it is running, or make
+        it return at once (status "error") if it has not started yet. Only runs of this process
+        (not those shipped to Dask or Ray workers) can be reached."""
+        with self._lock:
+            self._stopped_tags.add(tag)
+            pid = self._tagged.get(tag)
+        if pid is not None:
+            self._kill_group(pid)
+
+    def _run_once(self, argv: list, tag: object = None) -> RunResult:
         start = time.perf_counter()
         env = None
         if self.reaper_token is not None:
@@ -302,6 +330,11 @@ class TargetRunner:
             self.reaper.add(proc.pid)
         with self._lock:
             self._live[proc.pid] = proc
+            if tag is not None:
+                self._tagged[tag] = proc.pid
+                stopped = tag in self._stopped_tags
+        if tag is not None and stopped:  # kill_run came between the check in run() and here
+            self._kill_group(proc.pid)
         timed_out = False
         try:
             try:
@@ -317,6 +350,8 @@ class TargetRunner:
                 self.reaper.remove(proc.pid)
             with self._lock:
                 self._live.pop(proc.pid, None)
+                if tag is not None:
+                    self._tagged.pop(tag, None)
         wall = time.perf_counter() - start
         code = proc.returncode
 

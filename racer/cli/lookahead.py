@@ -1,0 +1,210 @@
+"""Look-ahead runs: runs of a race's next block started while a worker would otherwise idle.
+
+A race is block-synchronous: after the last run of a block comes a test, then the next block.
+With ``parallel`` workers and blocks that are not a multiple of ``parallel`` long, the last runs
+of every block run while other workers idle (tsp-sa, ``--parallel 2``: racer 1.47x the floor of
+the same calls through a bare pool, most of it this barrier). The tuner therefore starts, when
+a worker is free and every run of the current block is already submitted, the runs the race
+will ask next -- the next ``eachTest`` instances for the configurations alive and proven (a
+success, no failure) -- and hands their results to the race when it asks. The race sees the
+same values in the same order as without look-ahead (the runner is deterministic given
+configuration, instance and seed), so the same seed gives the same elites.
+
+A look-ahead run counts as an experiment (maxExperiments, maxTime) only when the race uses it.
+A run of a configuration that the test then eliminates, or of a block the race never opens, is
+cancelled if not started, else its process group is killed, and it appears in ``runs.csv``
+with status ``speculative-unused``.
+
+Resume: every finished look-ahead run is appended to ``<race journal>.lookahead.jsonl``
+before the tuner keeps it, so that after ``kill -9`` a resumed race reuses it instead of
+running it again: the promise "at most the runs in flight are repeated" holds with look-ahead.
+The file also records the runs written to ``runs.csv`` as unused, so a resume does not write
+them twice.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import itertools
+import json
+import os
+from typing import Any
+
+from .target_runner import RunResult
+
+__all__ = ["UNUSED", "Lookahead"]
+
+# runs.csv status of a look-ahead run the race never used.
+UNUSED = "speculative-unused"
+
+# Keep this much of a runner's stdout/stderr in the look-ahead journal (the error report of a
+# run shows only its last lines; see RunResult.describe).
+_KEEP_OUTPUT = 4000
+
+_TAGS = itertools.count(1)
+
+
+@dataclasses.dataclass(eq=False)
+class Ahead:
+    """One look-ahead run: configuration ``cand`` on ``task``, running (``future``) or done
+    (``result``)."""
+
+    cand: Any
+    task: Any
+    future: cf.Future | None = None
+    result: RunResult | None = None
+    tag: int = 0
+
+
+class Lookahead:
+    """The look-ahead runs of one race and their journal (see the module docstring).
+
+    ``candidates`` and ``tasks`` are the race's; a journal left by an interrupted session is
+    read back so that its finished runs are reused.
+    """
+
+    def __init__(self, path: str, candidates: list, tasks: list, runner: Any, on_run: Any,
+                 iteration: int) -> None:
+        self.path = path
+        self.runner = runner
+        self.on_run = on_run
+        self.iteration = iteration
+        self.entries: dict[tuple, Ahead] = {}  # (configuration id, Task) -> run
+        self.dying: dict[cf.Future, Ahead] = {}  # no longer needed, being stopped
+        self.plan: list | None = None  # the next block's (candidate index, row, key), per block
+        self.started = 0
+        self.unused = 0
+        self.row_of = {t: row for row, t in enumerate(tasks)}  # the race's rows
+        by_id = {c.id: c for c in candidates}
+        by_task = {(t.index, t.seed): t for t in tasks}
+        discarded = set()
+        torn = False
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    torn = not line.endswith("\n")
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue  # a line torn by kill -9: that run counts as in flight
+                    if "discard" in rec:
+                        discarded.add(tuple(rec["discard"]))
+                        continue
+                    cand, task = by_id.get(rec["c"]), by_task.get((rec["i"], rec["s"]))
+                    if cand is not None and task is not None:
+                        self.entries[(cand.id, task)] = Ahead(cand, task, result=RunResult(**rec["r"]))
+            for cid, index, seed in discarded:
+                task = by_task.get((index, seed))
+                if task is not None:
+                    self.entries.pop((cid, task), None)
+        self._file = open(path, "a", encoding="utf-8")
+        if torn:  # end the torn line, so that the next record is a line of its own
+            self._file.write("\n")
+
+    # ------------------------------------------------------------------ runs
+
+    def running(self) -> list:
+        """Futures of look-ahead runs not finished (those being stopped included)."""
+        return [e.future for e in self.entries.values() if e.future is not None] + list(self.dying)
+
+    def n_running(self) -> int:
+        return sum(e.future is not None for e in self.entries.values()) + len(self.dying)
+
+    def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
+        tag = next(_TAGS)
+        if hasattr(self.runner, "kill_run"):
+            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                              switches, tag=tag)
+        else:
+            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                              switches)
+        self.entries[(cand.id, task)] = Ahead(cand, task, future=fut, tag=tag)
+        self.started += 1
+
+    def take(self, cid: int, task: Any) -> Ahead | None:
+        """The look-ahead run of ``(cid, task)``, now the race's, or None."""
+        return self.entries.pop((cid, task), None)
+
+    def collect(self, done: set) -> None:
+        """Journal the look-ahead runs among ``done`` (before the tuner keeps them), and log
+        the stopped ones as unused."""
+        for entry in self.entries.values():
+            fut = entry.future
+            if fut is not None and fut in done:
+                entry.result = fut.result()  # a runner never raises; an interrupt does
+                entry.future = None
+                self._journal(entry)
+        for fut in [f for f in self.dying if f in done]:
+            entry = self.dying.pop(fut)
+            if not fut.cancelled():
+                entry.result = fut.result()
+                self._log_unused(entry)
+
+    def discard_except(self, keep: set, upto: int, told: Any) -> None:
+        """The race asked the block of the keys ``keep``, which ends before row ``upto``: stop
+        the look-ahead runs of earlier rows not in it (of configurations eliminated
+        meanwhile). Runs of later rows stay (read back from the journal, of the block after
+        the one a resumed race asks first); runs the race already holds (``told(cid, task)``:
+        used before a resume) are dropped silently."""
+        for key in [k for k in self.entries if k not in keep and self.row_of[k[1]] < upto]:
+            entry = self.entries.pop(key)
+            if entry.future is None and told(*key):
+                continue
+            self._discard(entry)
+
+    def _discard(self, entry: Ahead) -> None:
+        if entry.future is None:
+            self._log_unused(entry)
+        elif entry.future.cancel():
+            pass  # never started: nothing ran, nothing to log
+        else:
+            # Running: killing frees the worker at once (measured against letting it finish
+            # in benchmarks/results/cli_vs_irace.md, "Look-ahead").
+            kill = getattr(self.runner, "kill_run", None)
+            if kill is not None and not entry.future.done():
+                kill(entry.tag)
+            self.dying[entry.future] = entry
+
+    def _journal(self, entry: Ahead) -> None:
+        r = dataclasses.asdict(entry.result)
+        r["stdout"], r["stderr"] = r["stdout"][-_KEEP_OUTPUT:], r["stderr"][-_KEEP_OUTPUT:]
+        self._write({"c": entry.cand.id, "i": entry.task.index, "s": entry.task.seed, "r": r})
+
+    def _write(self, rec: dict) -> None:
+        self._file.write(json.dumps(rec) + "\n")
+        self._file.flush()
+
+    def _log_unused(self, entry: Ahead) -> None:
+        self.unused += 1
+        if self.on_run is not None:
+            res = dataclasses.replace(
+                entry.result, status=UNUSED,
+                message=("look-ahead run not used by the race"
+                         + (f" ({entry.result.message})" if entry.result.message else "")))
+            self.on_run(self.iteration, entry.cand, entry.task, res)
+        self._write({"discard": [entry.cand.id, entry.task.index, entry.task.seed]})
+
+    # ------------------------------------------------------------------ end of the race
+
+    def close(self, told: Any = None) -> None:
+        """End of the race. ``told(cid, task)`` says whether the race holds that cell (used in
+        an earlier session, before a resume): every other run left is stopped and logged as
+        unused. ``told=None`` (an interruption): cancel what has not started and keep the
+        journal as it is, for the resume."""
+        try:
+            if told is None:
+                for entry in self.entries.values():
+                    if entry.future is not None:
+                        entry.future.cancel()
+                return
+            for key in list(self.entries):
+                entry = self.entries.pop(key)
+                if entry.future is None and told(entry.cand.id, entry.task):
+                    continue
+                self._discard(entry)
+            while self.dying:
+                done, _ = cf.wait(list(self.dying), return_when=cf.FIRST_COMPLETED)
+                self.collect(done)
+        finally:
+            self._file.close()
