@@ -265,8 +265,12 @@ def read_exec_dir(path: Any) -> IteratedRun:
             info = {"note": "results.json could not be read"}
     runs_csv = os.path.join(text, "runs.csv")
     if "experiments" not in info and os.path.exists(runs_csv):
-        with open(runs_csv, encoding="utf-8", errors="replace") as fh:
-            info["runs_logged"] = max(sum(1 for _ in fh) - 1, 0)
+        import csv
+
+        with open(runs_csv, encoding="utf-8", errors="replace", newline="") as fh:
+            # Unused look-ahead runs (status speculative-unused) were not runs of the races.
+            info["runs_logged"] = sum(1 for r in csv.DictReader(fh)
+                                      if r.get("status") != "speculative-unused")
     test = None
     if "test.sqlite" in names:
         tdata = read_journal(os.path.join(jdir, "test.sqlite"))

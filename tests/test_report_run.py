@@ -36,7 +36,9 @@ def run_dir(tmp_path_factory):
 
 def _runs(arena):
     with open(arena / "runs.csv") as fh:
-        return [r for r in csv.DictReader(fh) if r["iteration"] != "0"]
+        # Look-ahead runs the race did not use are no experiments (racer.cli.lookahead).
+        return [r for r in csv.DictReader(fh)
+                if r["iteration"] != "0" and r["status"] != "speculative-unused"]
 
 
 # --------------------------------------------------------------------------- reading an execDir
@@ -125,7 +127,8 @@ def _costs_by_configuration(arena, test_phase):
     """runs.csv's costs per configuration: training runs, or (``test_phase``) the test runs in
     instance order."""
     with open(arena / "runs.csv") as fh:
-        rows = [r for r in csv.DictReader(fh) if (r["iteration"] == "0") == test_phase]
+        rows = [r for r in csv.DictReader(fh) if (r["iteration"] == "0") == test_phase
+                and r["status"] != "speculative-unused"]
     out = {}
     for r in sorted(rows, key=lambda r: int(r["instance_id"])):
         out.setdefault(int(r["configuration"]), []).append(float(r["cost"]))
