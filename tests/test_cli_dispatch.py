@@ -271,3 +271,53 @@ def test_charge_false_needs_an_error():
     ev = race.ask()[0]
     with pytest.raises(ValueError, match="charge=False"):
         race.tell(ev, 1.0, charge=False)
+
+
+class LateCrashRunner(SleepyRunner):
+    """Configurations with x > 2 crash on instance "2" (the third training instance), after
+    successes on the instances before it in the stream."""
+
+    def run(self, config_id, instance_id, seed, instance, switches):
+        opts = dict(zip(switches[::2], switches[1::2]))
+        if float(opts["--x"]) > 2 and instance.name == "2":
+            time.sleep(self.delay)
+            with self._lock:
+                self.calls.append((config_id, instance_id, seed))
+            return RunResult("error", None, None, "the target-runner exited with status 1", [], 1,
+                             "", "", 0.0)
+        return super().run(config_id, instance_id, seed, instance, switches)
+
+
+def test_gated_runs_fill_idle_workers_and_decide_as_one_at_a_time(tmp_path):
+    # Three new configurations, six workers: a configuration with no success yet runs one
+    # instance at a time, so without speculation at most three runs overlap. Provisional runs
+    # fill the other workers; after a crash their results are discarded and told as SKIPPED,
+    # so the runs used, the skips and the elites are those of one worker.
+    initial = [{"mode": "a", "x": x} for x in (0.0, 1.0, 2.5)]
+    kwargs = dict(initial=initial, fixed_list=True, max_experiments=45, error_policy="reject",
+                  sample_instances=False)
+    ref, ref_log = run_tuner(tmp_path / "ref", LateCrashRunner(), parallel=1, lookahead=False,
+                             **kwargs)
+    assert any(row[4] == "error" for row in ref_log), "nothing crashed: the test checks nothing"
+    overlaps = {}
+    for lookahead in (False, True):
+        runner = LateCrashRunner(delay=0.02)
+        result, log = run_tuner(tmp_path / str(lookahead), runner, parallel=6,
+                                lookahead=lookahead, **kwargs)
+        overlaps[lookahead] = max_overlap(runner.intervals)
+        assert used(log) == used(ref_log)
+        assert result.experiments == ref.experiments
+        assert [e.id for e in result.elites] == [e.id for e in ref.elites]
+        skipped = sorted((c.id, row) for _, res, cands in result.races
+                         for ci, row, msg in res.failures if msg.startswith(SKIPPED)
+                         for c in [cands[ci]])
+        ref_skipped = sorted((c.id, row) for _, res, cands in ref.races
+                             for ci, row, msg in res.failures if msg.startswith(SKIPPED)
+                             for c in [cands[ci]])
+        assert skipped == ref_skipped and skipped
+        if lookahead:
+            # The crashing configuration's runs after its crash were made (provisionally)
+            # and are logged as unused, not counted.
+            assert len(runner.calls) == result.experiments + sum(r[4] == UNUSED for r in log)
+    assert overlaps[False] <= 3
+    assert overlaps[True] >= 5

@@ -32,7 +32,7 @@ import numpy as np
 from ..elimination import ProtectElites, RacingTest
 from ..race import Race
 from .parameters import ParameterSpace, format_value
-from .lookahead import Lookahead
+from .lookahead import UNUSED, Lookahead
 from .sampler import Sampler
 from .scenario import Instance
 from .target_runner import RunResult, TargetRunner, TargetRunnerError
@@ -388,11 +388,15 @@ class Tuner:
         of a configuration with no success yet in this race waits until its earlier runs in
         the block have answered; configurations with a success are dispatched at once.
 
-        With ``ahead`` (look-ahead, :mod:`racer.cli.lookahead`): runs of this block already
-        started ahead are taken over instead of being started again; the other look-ahead
-        runs (of configurations eliminated meanwhile) are stopped; and once every run of this
-        block is submitted, free workers start the runs of ``next_block()`` of
-        configurations with a success and no failure."""
+        With ``settings.lookahead``, workers that would idle are given speculative runs:
+        first, gated runs of this block, started before their configuration's earlier run
+        answered ("provisional": told only once the earlier rows have answered, and after a
+        failure told as SKIPPED exactly as one-at-a-time would, the run logged as unused);
+        then, once every run of this block is submitted, the runs of ``next_block()`` of
+        configurations with a success and no failure (``ahead``, :mod:`racer.cli.lookahead`).
+        Runs of this block already started ahead are taken over instead of being started
+        again; the other look-ahead runs (of configurations eliminated meanwhile) are
+        stopped."""
         res = race.result()
         if ahead is not None:
             ahead.plan = None
@@ -414,7 +418,9 @@ class Tuner:
         waiting = list(runs)
         futures: dict = {}
         ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
-        busy: set[int] = set()  # gated candidates with a run in flight
+        busy: dict[int, set] = {}  # gated candidate -> its rows in flight
+        provisional: set = set()  # futures of gated runs started before earlier rows answered
+        held: dict[int, list] = {}  # gated candidate -> finished provisional (Evaluation, RunResult)
         workers = max(1, self.settings.parallel)
 
         def command(cand):
@@ -422,17 +428,67 @@ class Tuner:
                 switches[cand.id] = self.space.command_line(cand.values)
             return switches[cand.id]
 
+        def submit(ev):
+            cand, task = ev.candidate, ev.instance
+            return pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                               command(cand))
+
+        def deliver(ev, res_run: RunResult) -> None:
+            ci = ev.candidate_index
+            if self.on_run is not None:
+                self.on_run(iteration, ev.candidate, ev.instance, res_run)
+            if res_run.time is not None and iteration > 0:
+                self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
+            if res_run.status == "ok":
+                race.tell(ev, res_run.cost)
+                if ci not in failed:
+                    sure.add(ci)
+            elif res_run.status == "error" and self.settings.error_policy == "stop":
+                raise TargetRunnerError(res_run, self.runner.exec_dir)
+            else:
+                race.tell(ev, error=res_run.message)
+                failed[ci] = min(ev.instance_index, failed.get(ci, ev.instance_index))
+                sure.discard(ci)
+            self.state["experiments"] += 1
+            if self.progress is not None:
+                self.progress(self.state, race)
+
+        def skip(ev) -> None:
+            ci = ev.candidate_index
+            race.tell(ev, error=f"{SKIPPED} (it failed on instance row {failed[ci]})",
+                      charge=False)  # not a run: not paid from the race's budget
+
+        def resolve(ci: int) -> None:
+            """Tell the provisional results of ``ci`` whose earlier rows have all answered, as
+            if they had run one after the other: after a failure, SKIPPED (the run made is
+            logged as unused)."""
+            pending = sorted(held.get(ci, ()), key=lambda p: p[0].instance_index)
+            while pending:
+                ev, res_run = pending[0]
+                if any(row < ev.instance_index for row in busy.get(ci, ())):
+                    break
+                pending.pop(0)
+                if ci in failed and failed[ci] < ev.instance_index:
+                    if self.on_run is not None:
+                        self.on_run(iteration, ev.candidate, ev.instance, dataclasses.replace(
+                            res_run, status=UNUSED,
+                            message=f"provisional run not used: the configuration failed on "
+                                    f"instance row {failed[ci]}"))
+                    skip(ev)
+                else:
+                    deliver(ev, res_run)
+            held[ci] = pending
+
         try:
             while waiting or futures or ready:
                 keep = []
                 for ev in waiting:
                     ci = ev.candidate_index
                     if gate and ci in failed and failed[ci] < ev.instance_index:
-                        race.tell(ev, error=f"{SKIPPED} (it failed on instance row {failed[ci]})",
-                                  charge=False)  # not a run: not paid from the race's budget
+                        skip(ev)
                         continue
                     gated = gate and ci not in proven
-                    if gated and ci in busy:
+                    if gated and busy.get(ci):
                         keep.append(ev)
                         continue
                     cand, task = ev.candidate, ev.instance
@@ -440,17 +496,30 @@ class Tuner:
                     if got is not None and got.result is not None:
                         ready.append((ev, got.result))
                         continue
-                    if got is not None:
-                        fut = got.future
-                    else:
-                        fut = pool.submit(self.runner.run, cand.id, task.index, task.seed,
-                                          task.instance, command(cand))
+                    fut = got.future if got is not None else submit(ev)
                     futures[fut] = ev
                     if gated:
-                        busy.add(ci)
+                        busy.setdefault(ci, set()).add(ev.instance_index)
+                in_flight = len(futures) + (ahead.n_running() if ahead is not None else 0)
+                if keep and in_flight < workers and self.settings.lookahead:
+                    # Workers would idle while gated runs wait for their configuration's
+                    # earlier run: start them provisionally. Their results are told only once
+                    # the earlier rows have answered, so the race sees what one-at-a-time
+                    # would give (after a failure: SKIPPED, not counted).
+                    rest = []
+                    for ev in keep:
+                        if in_flight < workers:
+                            fut = submit(ev)
+                            futures[fut] = ev
+                            provisional.add(fut)
+                            busy[ev.candidate_index].add(ev.instance_index)
+                            in_flight += 1
+                        else:
+                            rest.append(ev)
+                    keep = rest
                 waiting = keep
                 if ahead is not None and not waiting and next_block is not None:
-                    free = workers - len(futures) - ahead.n_running()
+                    free = workers - in_flight
                     if free > 0:
                         if ahead.plan is None:
                             ahead.plan = next_block()
@@ -487,25 +556,17 @@ class Tuner:
                     items.append((ev, fut))
                 for ev, got in items:
                     ci = ev.candidate_index
-                    busy.discard(ci)
                     res_run: RunResult = got if isinstance(got, RunResult) else got.result()
-                    if self.on_run is not None:
-                        self.on_run(iteration, ev.candidate, ev.instance, res_run)
-                    if res_run.time is not None and iteration > 0:
-                        self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
-                    if res_run.status == "ok":
-                        race.tell(ev, res_run.cost)
-                        if ci not in failed:
-                            sure.add(ci)
-                    elif res_run.status == "error" and self.settings.error_policy == "stop":
-                        raise TargetRunnerError(res_run, self.runner.exec_dir)
+                    rows = busy.get(ci)
+                    if rows is not None:
+                        rows.discard(ev.instance_index)
+                    if isinstance(got, cf.Future) and got in provisional:
+                        provisional.discard(got)
+                        held.setdefault(ci, []).append((ev, res_run))
                     else:
-                        race.tell(ev, error=res_run.message)
-                        failed[ci] = min(ev.instance_index, failed.get(ci, ev.instance_index))
-                        sure.discard(ci)
-                    self.state["experiments"] += 1
-                    if self.progress is not None:
-                        self.progress(self.state, race)
+                        deliver(ev, res_run)
+                    if held.get(ci):
+                        resolve(ci)
         except BaseException:
             for fut in futures:
                 fut.cancel()
