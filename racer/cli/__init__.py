@@ -80,10 +80,11 @@ def _parser():
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
     g.add_argument("--no-lookahead", action="store_true",
-                   help="do not start runs of a race's next block while workers would idle "
+                   help="do not give idle workers speculative runs: the next block's runs, "
+                        "and a new configuration's next runs before its first answered "
                         "(look-ahead, on by default: same elites and runs used, shorter wall "
-                        "time; runs of configurations the test then eliminates are killed, "
-                        "marked speculative-unused in runs.csv and not counted in the budget). "
+                        "time; runs the race does not use are killed or discarded, marked "
+                        "speculative-unused in runs.csv and not counted in the budget). "
                         "Turn it off when every run costs money")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")

@@ -10,6 +10,10 @@ success, no failure) -- and hands their results to the race when it asks. The ra
 same values in the same order as without look-ahead (the runner is deterministic given
 configuration, instance and seed), so the same seed gives the same elites.
 
+The same setting also lets idle workers start, within the current block, the next runs of a
+configuration that has no success yet before its earlier run answered (``Tuner._dispatch``,
+"provisional" runs: told only once the earlier rows answered, discarded after a failure).
+
 A look-ahead run counts as an experiment (maxExperiments, maxTime) only when the race uses it.
 A run of a configuration that the test then eliminates, or of a block the race never opens, is
 cancelled if not started, else its process group is killed, and it appears in ``runs.csv``
