@@ -35,8 +35,13 @@ racer made (from the launcher's log, test phase included), replayed in the same 
 a bare ``ThreadPoolExecutor`` of ``--parallel`` threads running ``subprocess.run`` (with the
 same per-run timeout). ``racer / floor`` is racer's wall time (process start to exit) over
 the floor's; ``(racer - start-up) / floor`` removes the interpreter and import start-up,
-measured separately. Also reported: racer against a bare pool on a 20 ms ``sleep`` runner,
-and racer's own cost per run without processes (``inprocess_overhead``).
+measured separately. racer runs with ``--no-report``: irace writes no HTML report and the
+floor has none, and the report (3-5 s with matplotlib) was most of racer's gap to the floor
+before 2026-11-25; ``racer report EXECDIR`` is timed after each racer run and reported apart.
+The floor replays racer's unused look-ahead runs too (they are calls racer made); the "floor
+of used runs" leaves them out, which is the stricter comparison. Also reported: racer against
+a bare pool on a 20 ms ``sleep`` runner, and racer's own cost per run without processes
+(``inprocess_overhead``).
 
 Needs irace (Debian: ``apt-get install r-cran-irace``); the irace executable is found with
 ``Rscript -e 'cat(system.file(package="irace"))'``.
@@ -174,9 +179,11 @@ def _count(folder: Path) -> int:
 
 
 def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple = ()) -> dict:
+    # --no-report: irace writes no HTML report, and the floor has none; racer's report (3-5 s
+    # with matplotlib, more than the whole gap to the floor) is timed apart, below.
     cmd = RACER + ["--scenario", "scenario.txt", "--seed", str(seed), "--parallel", str(parallel),
                    "--target-runner-launcher", launcher(folder.parent), "--quiet", "1",
-                   *sc.racer_args, *extra]
+                   "--no-report", *sc.racer_args, *extra]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, env=tool_env(folder, PYTHON))
     wall = time.perf_counter() - t0
@@ -186,9 +193,13 @@ def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple
     with open(folder / "arena" / "runs.csv") as f:
         rows = list(csv.DictReader(f))
     unused = [r for r in rows if r["status"] == "speculative-unused"]
+    t0 = time.perf_counter()
+    subprocess.run(RACER + ["report", str(folder / "arena")], cwd=folder, capture_output=True,
+                   env=tool_env(folder, PYTHON))
+    report = time.perf_counter() - t0
     failed = sum(r["status"] != "ok" for r in rows) - len(unused)
     return {"wall": wall, "runs": res["experiments"], "best": res["elites"][0]["command_line"],
-            "outcome": "ok", "failed": failed,
+            "outcome": "ok", "failed": failed, "report": report,
             "unused": [(r["configuration"], r["instance_id"], r["seed"]) for r in unused]}
 
 
@@ -350,7 +361,7 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
             got = (run_irace(sc, folder, seed, parallel, extra=extra_args) if tool == "irace"
                    else run_racer(sc, folder, seed, parallel, extra=extra_args))
             if tool == "racer" and not with_floor:
-                got.update(floor=math.nan, ratio=math.nan, ratio_net=math.nan)
+                got.update(floor=math.nan, ratio=math.nan, ratio_net=math.nan, floor_used=math.nan)
             elif tool == "racer":
                 fl = floor(folder, parallel, sc.run_timeout)
                 got["floor"] = fl["wall"]
@@ -362,7 +373,9 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
             got.update(tool=tool, seed=seed)
             rows.append(got)
             extra = (f", floor {got['floor']:.1f}s, ratio {got['ratio']:.3f} ({got['ratio_net']:.3f} net), "
-                     f"{got['failed']} failed runs" if tool == "racer" else "")
+                     f"{got['failed']} failed runs, {len(got['unused'])} unused look-ahead runs, "
+                     f"floor of used runs {got['floor_used']:.1f}s, `racer report` {got['report']:.1f}s"
+                     if tool == "racer" else "")
             print(f"{name} seed {seed} {tool}: held-out {got['test']:.4g}, runs {got['runs']}, "
                   f"wall {got['wall']:.1f}s{extra}, best {' '.join(got['best'])}", flush=True)
     for r in rows:
@@ -388,7 +401,10 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
     se = statistics.stdev(finite) / math.sqrt(len(finite)) if len(finite) > 1 else math.nan
     first = {tool: collections.Counter(r["best"][1] if r["best"] and len(r["best"]) > 1 else "?"
                                        for r in rows if r["tool"] == tool) for tool in ("irace", "racer")}
-    lines += ["", f"racer's held-out cost <= irace's on {wins} of {len(seeds)} seeds; paired "
+    reports = [r["report"] for r in rows if r["tool"] == "racer"]
+    lines += ["", f"racer ran with `--no-report` (irace writes no report); `racer report EXECDIR` "
+              f"afterwards took {statistics.median(reports):.1f} s (median).",
+              f"racer's held-out cost <= irace's on {wins} of {len(seeds)} seeds; paired "
               f"difference racer - irace: mean {statistics.fmean(finite):+.4g} +/- {se:.2g} (SE, "
               f"{len(finite)} seeds). Value of the final best's first switch: "
               + "; ".join(f"{tool} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))

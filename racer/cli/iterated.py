@@ -412,8 +412,6 @@ class Tuner:
         proven = {int(ci) for ci in np.flatnonzero(np.any(~np.isnan(res.scores), axis=0))}
         # Candidates look-ahead may run: a success (this block's count too), no failure.
         sure = set(proven) - {ci for ci, _, _ in res.failures}
-        if not gate:
-            proven = set()  # nothing is gated
         switches: dict = {}
         waiting = list(runs)
         futures: dict = {}

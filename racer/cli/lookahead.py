@@ -33,6 +33,7 @@ import dataclasses
 import itertools
 import json
 import os
+import time
 from typing import Any
 
 from .target_runner import RunResult
@@ -47,6 +48,8 @@ UNUSED = "speculative-unused"
 _KEEP_OUTPUT = 4000
 
 _TAGS = itertools.count(1)
+# Longest wait, at the end of a race, for its unused runs being stopped (see Lookahead.close).
+_CLOSE_WAIT = 10.0
 
 
 @dataclasses.dataclass(eq=False)
@@ -207,8 +210,18 @@ class Lookahead:
                 if entry.future is None and told(entry.cand.id, entry.task):
                     continue
                 self._discard(entry)
-            while self.dying:
-                done, _ = cf.wait(list(self.dying), return_when=cf.FIRST_COMPLETED)
+            # Killed runs end at once; a run on a Dask or Ray worker cannot be killed from
+            # here: it is left to finish there, and logged as unused now.
+            deadline = time.monotonic() + _CLOSE_WAIT
+            while self.dying and time.monotonic() < deadline:
+                done, _ = cf.wait(list(self.dying), timeout=max(0.0, deadline - time.monotonic()),
+                                  return_when=cf.FIRST_COMPLETED)
                 self.collect(done)
+            for fut in list(self.dying):
+                entry = self.dying.pop(fut)
+                entry.result = RunResult("error", None, None, "still running when its race ended "
+                                         "(not killed: left to finish on its worker)", [], None,
+                                         "", "", 0.0)
+                self._log_unused(entry)
         finally:
             self._file.close()
