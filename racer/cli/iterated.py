@@ -112,7 +112,8 @@ class Settings:
     # racer: start runs of the next block while workers would idle (racer.cli.lookahead). On
     # by default: same elites, same runs used, shorter wall time; the price is runs of
     # configurations the test then eliminates (killed, logged as unused, not counted in the
-    # budget). Off (--no-lookahead) for runners whose every run costs money.
+    # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
+    # racer's own thread pool (Tuner._speculate).
     lookahead: bool = True
 
 
@@ -266,7 +267,7 @@ class Tuner:
         preset = preset or {}
         used_before = self.experiments
         ahead = None
-        if settings.lookahead and max(1, settings.parallel) > 1:
+        if self._speculate:
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
                               self.runner, self.on_run, iteration)
 
@@ -355,6 +356,15 @@ class Tuner:
                     self._timed.add(key)
                     self.time_used += self.run_times.get(key, 0.0)
         return result
+
+    @property
+    def _speculate(self) -> bool:
+        """Whether idle workers get speculative runs (``settings.lookahead``): only on racer's
+        own thread pool. A run shipped to a Dask or Ray worker can be neither killed from here
+        nor, once its future is cancelled, told apart from one that never started, so unused
+        runs there could be neither stopped nor accounted for."""
+        return (self.settings.lookahead and self.executor is None
+                and max(1, self.settings.parallel) > 1)
 
     def _real_runs(self, race: Race, cached: dict) -> int:
         """Target-runner calls recorded in ``race`` (evaluations not served from the cache)."""
@@ -499,7 +509,7 @@ class Tuner:
                     if gated:
                         busy.setdefault(ci, set()).add(ev.instance_index)
                 in_flight = len(futures) + (ahead.n_running() if ahead is not None else 0)
-                if keep and in_flight < workers and self.settings.lookahead:
+                if keep and in_flight < workers and self._speculate:
                     # Workers would idle while gated runs wait for their configuration's
                     # earlier run: start them provisionally. Their results are told only once
                     # the earlier rows have answered, so the race sees what one-at-a-time
