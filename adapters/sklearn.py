@@ -458,7 +458,7 @@ class CorrelatedTTestRacing(RacingTest):
 
     def decide(self, view, rng):
         check_view(view)
-        scores, ids = view.scores, view.ids
+        scores = view.scores
         n, m = scores.shape
         if n < 2 or m < 2:
             return []
