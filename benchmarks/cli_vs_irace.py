@@ -392,11 +392,9 @@ def bench_scenario(name: str, sc: Scenario, seeds: list, parallel: int, base: Pa
         lines.append(f"| {tool} | {statistics.median(r['test'] for r in mine):.4f} | "
                      f"{statistics.median(r['runs'] for r in mine):g} | "
                      f"{statistics.median(r['wall'] for r in mine):.1f} | {ratio} |")
-    wins = sum(1 for s in seeds
-               if [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'racer'][0]
-               <= [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'irace'][0])
-    diffs = [[r['test'] for r in rows if r['seed'] == s and r['tool'] == 'racer'][0]
-             - [r['test'] for r in rows if r['seed'] == s and r['tool'] == 'irace'][0] for s in seeds]
+    held = {(r["seed"], r["tool"]): r["test"] for r in rows}
+    wins = sum(held[s, "racer"] <= held[s, "irace"] for s in seeds)
+    diffs = [held[s, "racer"] - held[s, "irace"] for s in seeds]
     finite = [d for d in diffs if math.isfinite(d)]
     se = statistics.stdev(finite) / math.sqrt(len(finite)) if len(finite) > 1 else math.nan
     first = {tool: collections.Counter(r["best"][1] if r["best"] and len(r["best"]) > 1 else "?"
