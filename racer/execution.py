@@ -22,20 +22,43 @@ each worker one task at a time over its own pipe, so the parent always knows whi
 a worker runs: on a deadline it kills that worker, on a death it reads the exit code, and in
 both cases it starts a replacement and goes on.
 
-Start method: ``spawn``, everywhere. Not ``fork``: the race process runs Numba ``prange``
-kernels between blocks, and a process forked after GNU OpenMP has started its threads cannot
-use OpenMP again (checked here, where Numba's threading layer is ``omp``: after one
-``bayesian_signed_rank`` call, a forked child calling it again is killed with "Terminating:
-fork() called from a process already using GNU OpenMP, this is unsafe."); replacement workers
-would be forked mid-race, exactly then, and forking any threaded process (BLAS pools, a
-user's threads) risks deadlocks. Not ``forkserver`` either: its
-workers are children of the fork server, which only exits once all its children have, so the
-kernel cannot tie a worker's life to the race process (checked: a SIGKILLed race left both
-the server and its workers behind). The price of ``spawn`` is a fresh interpreter per worker
-(imports included, paid at pool start and when a worker is replaced, never charged to an
-evaluation's time limit; see ``benchmarks/speed_pool.py``), and ``evaluate`` is pickled by
-reference: it must be importable in a worker (a function of a module, or of a script under
-``if __name__ == "__main__":``); a function typed into a notebook is reported as such.
+How workers start, and why ``evaluate`` travels by value
+-------------------------------------------------------
+A Python user passes what they wrote: a function of the script they run (often without an
+``if __name__ == "__main__":`` guard), of a notebook, of ``python -c`` or standard input, a
+lambda, a closure. None of these can be imported by name in another process, so they are
+sent *by value* with cloudpickle, as joblib (loky), Dask and Ray do: cloudpickle serialises
+functions and classes of ``__main__``, lambdas and closures with their code and the globals
+they use, and functions of importable modules by reference (the worker imports the module).
+The same goes for each task's candidate and instance and for the results and exceptions
+coming back, so a candidate that is an instance of a class defined in the user's script
+arrives too (and comes back as that same class: cloudpickle tracks classes it sent).
+
+Workers are fresh interpreters that never run the user's main module. multiprocessing's
+``spawn`` re-imports the parent's main script in every child (as ``__mp_main__``), which
+runs an unguarded script's race again in each worker; loky starts its executor's workers with
+``init_main_module=False`` for this reason. racer starts ``python -c <bootstrap>``
+(``subprocess.Popen``, as loky's POSIX launcher does with ``python -m ...`` and fork+exec),
+handing the worker only the two pipes it needs (``pass_fds``; everything else closed), with
+the parent's interpreter flags and its ``multiprocessing`` executable. The bootstrap receives
+the parent's ``sys.path`` (``""`` made absolute) and ``sys.argv`` over the pipe *before*
+importing racer, so whatever the parent could import the worker can too, then receives the
+pickled ``evaluate``. Its standard input is ``/dev/null`` (a script read from standard input
+is not re-read). On Windows, where ``pass_fds`` does not exist, workers are started with
+multiprocessing's ``spawn`` instead (``evaluate`` still by value; the main module is then
+re-imported, so a script there still needs the guard).
+
+Not ``fork``: the race process runs Numba ``prange`` kernels between blocks, and a process
+forked after GNU OpenMP has started its threads cannot use OpenMP again (checked here, where
+Numba's threading layer is ``omp``: after one ``bayesian_signed_rank`` call, a forked child
+calling it again is killed with "Terminating: fork() called from a process already using GNU
+OpenMP, this is unsafe."); replacement workers would be forked mid-race, exactly then, and
+forking any threaded process (BLAS pools, a user's threads) risks deadlocks. Not
+``forkserver`` either: its workers are children of the fork server, which only exits once all
+its children have, so the kernel cannot tie a worker's life to the race process (checked: a
+SIGKILLed race left both the server and its workers behind). The price of a fresh interpreter
+is its imports, paid at pool start and when a worker is replaced, never charged to an
+evaluation's time limit (see ``benchmarks/speed_pool.py``).
 
 Workers never outlive the race: the pool is closed in ``Race.run``'s ``finally`` (normal end,
 exception, KeyboardInterrupt) and by a finalizer; if the race process is killed outright,
@@ -76,9 +99,6 @@ __all__ = [
     "resolve_executor",
     "run_block",
 ]
-
-_START_METHOD = "spawn"
-
 
 def effective_n_jobs(n_jobs: int | None) -> int:
     """Number of workers for ``n_jobs`` (None -> 1, -1 -> every CPU, -2 -> all but one...)."""
@@ -232,6 +252,46 @@ def _death_cause(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
+def _dumps(obj: Any) -> bytes:
+    """``obj`` pickled by value where needed (see the module docstring)."""
+    import cloudpickle
+
+    return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpicklable_parts(fn: Any) -> list[str]:
+    """What in ``fn`` cloudpickle cannot pickle: its captured variables, globals, bound
+    object, partial arguments or attributes, each named; empty if none alone fails."""
+    import functools
+    import inspect
+
+    parts: list[tuple[str, Any]] = []
+    if isinstance(fn, functools.partial):
+        parts += [(f"its argument #{k}", a) for k, a in enumerate(fn.args)]
+        parts += [(f"its argument {k}=", a) for k, a in fn.keywords.items()]
+        parts.append(("its function", fn.func))
+    elif inspect.ismethod(fn):
+        parts.append(("the object it is a method of", fn.__self__))
+    elif inspect.isfunction(fn):
+        try:
+            captured = inspect.getclosurevars(fn)
+        except (TypeError, ValueError):  # pragma: no cover - unusual code objects
+            captured = None
+        if captured is not None:
+            parts += [(f"the variable `{k}` it captures", v) for k, v in captured.nonlocals.items()]
+            parts += [(f"the global `{k}` it uses", v) for k, v in captured.globals.items()]
+    else:
+        parts += [(f"its attribute `{k}`", v) for k, v in getattr(fn, "__dict__", {}).items()]
+    found = []
+    for label, value in parts:
+        try:
+            _dumps(value)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure
+            found.append(f"{label} ({type(value).__module__}.{type(value).__qualname__}: "
+                         f"{type(exc).__name__}: {exc})")
+    return found
+
+
 def _arm_parent_death(alive, parent_pid: int) -> None:
     """Make this worker die with the race process (see the module docstring)."""
     if sys.platform.startswith("linux"):
@@ -256,82 +316,196 @@ def _arm_parent_death(alive, parent_pid: int) -> None:
     threading.Thread(target=watchdog, name="racer-watchdog", daemon=True).start()
 
 
-def _worker_main(conn, alive, payload: bytes, parent_pid: int) -> None:
-    # Ctrl-C reaches the whole process group; the race process handles it and closes the pool,
-    # so workers should not print tracebacks of their own.
+# What a worker process runs (``python -c``): it takes the parent's import path and argv from
+# the pipe before importing anything of racer's, so that racer and the modules ``evaluate``
+# refers to import as they do in the parent. Ctrl-C reaches the whole process group; the race
+# process handles it and closes the pool, so workers ignore it (no tracebacks of their own).
+_BOOTSTRAP = """# racer worker process (racer.execution.WorkerPool)
+import signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+from multiprocessing.connection import Connection
+conn, alive, parent = Connection(int(sys.argv[1])), Connection(int(sys.argv[2])), int(sys.argv[3])
+sys.path[:], sys.argv[:] = conn.recv()
+from racer.execution import _worker_main
+_worker_main(conn, alive, parent)
+"""
+
+
+def _worker_main(conn, alive, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _arm_parent_death(alive, parent_pid)
+    for end in (conn, alive):
+        # Inherited through pass_fds; processes that evaluate starts must not hold them.
+        if hasattr(os, "set_inheritable"):
+            try:
+                os.set_inheritable(end.fileno(), False)
+            except OSError:  # pragma: no cover - a Windows handle
+                pass
+    try:
+        payload = conn.recv_bytes()
+    except (EOFError, OSError):
+        return
     try:
         fn = pickle.loads(payload)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
-        conn.send(("load", None, f"{type(exc).__name__}: {exc}"))
+        conn.send_bytes(_dumps(("load", None, f"{type(exc).__name__}: {exc}")))
         return
-    conn.send(("ready", None, None))
+    conn.send_bytes(_dumps(("ready", None, None)))
     while True:
         try:
-            msg = conn.recv()
+            message = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        if msg is None:
+        task = pickle.loads(message)
+        if task is None:
             return
-        task_id, args = msg
+        task_id, args_payload = task
         try:
-            out = ("ok", task_id, fn(*args))
+            out = ("ok", task_id, fn(*pickle.loads(args_payload)))
         except Exception as exc:  # noqa: BLE001 - the race decides what a failure does
             out = ("exc", task_id, (exc, traceback.format_exc()))
         try:
-            conn.send(out)
+            data = _dumps(out)
         except Exception as exc:  # noqa: BLE001 - an unpicklable value or exception
             why = f"{type(exc).__name__}: {exc}"
             if out[0] == "ok":
                 text = f"returned an unpicklable value ({why})"
             else:
                 text = f"{_describe_failure(out[2][0])} (an exception that cannot be pickled: {why})"
-            conn.send(("err", task_id, text))
+            data = _dumps(("err", task_id, text))
+        conn.send_bytes(data)
+
+
+def _child_import_path() -> list:
+    # "" is the working directory at start-up; the worker starts in today's working directory.
+    return [os.path.abspath(p) if p == "" else p for p in sys.path]
+
+
+class _SpawnedProcess:
+    """A multiprocessing ``spawn`` process behind the few ``subprocess.Popen`` methods the
+    pool uses (Windows only: no ``pass_fds`` there)."""
+
+    def __init__(self, conn, alive, parent_pid: int) -> None:
+        self._process = mp.get_context("spawn").Process(
+            target=_spawned_worker_main, args=(conn, alive, parent_pid), name="racer-worker"
+        )
+        self._process.start()
+        self.pid = self._process.pid
+        self.sentinel = self._process.sentinel
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._process.join(timeout)
+        return self._process.exitcode
+
+    def kill(self) -> None:
+        self._process.kill()
+
+
+def _spawned_worker_main(conn, alive, parent_pid: int) -> None:  # pragma: no cover - Windows
+    sys.path[:], _ = conn.recv()
+    _worker_main(conn, alive, parent_pid)
 
 
 class _Worker:
-    __slots__ = ("process", "conn", "alive", "ready", "task", "started")
+    __slots__ = ("process", "conn", "alive", "sentinel", "ready", "task", "started")
 
-    def __init__(self, ctx, payload: bytes) -> None:
-        self.conn, child_conn = ctx.Pipe(duplex=True)
-        alive_child, self.alive = ctx.Pipe(duplex=False)
-        # Not daemonic: an evaluate may start processes of its own (a daemon may not); the
-        # pool's close(), its finalizer and the parent-death guards end the workers instead.
-        self.process = ctx.Process(
-            target=_worker_main, args=(child_conn, alive_child, payload, os.getpid()),
-            name="racer-worker",
-        )
-        self.process.start()
-        child_conn.close()
-        alive_child.close()
+    def __init__(self) -> None:
+        import multiprocessing.connection as mpc
+        import subprocess
+
+        self.conn, child_conn = mpc.Pipe(duplex=True)
+        alive_child, self.alive = mpc.Pipe(duplex=False)
+        try:
+            if os.name == "posix":
+                from multiprocessing import spawn
+
+                fds = (child_conn.fileno(), alive_child.fileno())
+                flags = getattr(subprocess, "_args_from_interpreter_flags", list)()
+                # Not start_new_session: Ctrl-C in a terminal should reach the workers' group
+                # as before (they ignore it), and PR_SET_PDEATHSIG ties them to this process.
+                self.process = subprocess.Popen(
+                    [os.fsdecode(spawn.get_executable()), *flags, "-c", _BOOTSTRAP,
+                     str(fds[0]), str(fds[1]), str(os.getpid())],
+                    stdin=subprocess.DEVNULL, pass_fds=fds, close_fds=True,
+                )
+                # A pidfd is readable once the worker has exited, even if a process evaluate
+                # started still holds the worker's pipe open (then no EOF would come).
+                try:
+                    self.sentinel = os.pidfd_open(self.process.pid)
+                except (AttributeError, OSError):  # not Linux >= 5.3: EOF on the pipe tells
+                    self.sentinel = None
+            else:  # pragma: no cover - Windows
+                self.process = _SpawnedProcess(child_conn, alive_child, os.getpid())
+                self.sentinel = self.process.sentinel
+        finally:
+            child_conn.close()
+            alive_child.close()
         self.ready = False
         self.task = None  # (task_id, key) while busy
         self.started = 0.0
 
+    def send_start(self, payload: bytes) -> None:
+        """Send the import path and ``evaluate``; a worker already dead is noticed later."""
+        try:
+            self.conn.send((_child_import_path(), sys.argv))
+            self.conn.send_bytes(payload)
+        except OSError:  # it died while starting: its sentinel or EOF reports it
+            pass
+
+    def handles(self) -> list:
+        return [self.conn] if self.sentinel is None else [self.conn, self.sentinel]
+
+    def exit_code(self) -> int | None:
+        """Wait for the worker to end (it has, or is about to) and return its exit status."""
+        try:
+            return self.process.wait(5.0)
+        except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: still running, kill it
+            self.process.kill()
+            return self.process.wait()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.kill()
+            except OSError:  # already gone
+                pass
+
     def stop(self, graceful: bool) -> None:
         if graceful and self.ready and self.task is None:
             try:
-                self.conn.send(None)
+                self.conn.send_bytes(pickle.dumps(None))
             except OSError:
                 pass
-            self.process.join(1.0)
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
+            try:
+                self.process.wait(1.0)
+            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
+                pass
+        self.kill()
+        self.process.wait()
         self.conn.close()
         self.alive.close()
+        if isinstance(self.sentinel, int) and not isinstance(self.process, _SpawnedProcess):
+            os.close(self.sentinel)
+            self.sentinel = None
+
+
+def _start_workers(n: int, payload: bytes) -> list[_Worker]:
+    """Start ``n`` workers, then send each its start message: a large ``evaluate`` (a closure
+    over a data set) blocks the send until that worker reads it, by which time the others
+    are already importing."""
+    workers = [_Worker() for _ in range(n)]
+    for w in workers:
+        w.send_start(payload)
+    return workers
 
 
 def _kill_all(workers: list) -> None:
     for w in workers:
-        if w is None:
-            continue
-        try:
-            if w.process.is_alive():
-                w.process.kill()
-        except (ValueError, OSError):  # already closed
-            pass
+        if w is not None:
+            w.kill()
 
 
 class WorkerPool:
@@ -339,15 +513,21 @@ class WorkerPool:
 
     Unlike ``ProcessPoolExecutor``, a task can be stopped (``timeout``: its worker is killed and
     replaced) and a worker that dies is charged to the task it was running, after which a
-    replacement starts and the other tasks go on. ``fn`` is pickled once here (a clear
-    TypeError if it cannot be) and sent to every worker at its start; tasks send only their
-    arguments. Use as a context manager, or call :meth:`close`.
+    replacement starts and the other tasks go on. ``fn`` is pickled once here, by value with
+    cloudpickle (a lambda, a closure, a function of ``__main__`` or a notebook all work; a
+    TypeError naming what cannot be pickled otherwise), and sent to every worker at its
+    start; tasks send only their arguments. Workers never run the caller's main module (see
+    the module docstring). Use as a context manager, or call :meth:`close`.
 
     >>> import operator
     >>> with WorkerPool(operator.truediv, 2) as pool:
     ...     out = sorted(pool.imap_unordered([("a", (1, 2)), ("b", (1, 0))]), key=str)
     >>> out[0][:2], out[0][2], type(out[1][2]).__name__
     (('a', True), 0.5, 'ZeroDivisionError')
+    >>> offset = 10
+    >>> with WorkerPool(lambda x: x + offset, 1) as pool:  # a lambda and its global, by value
+    ...     list(pool.imap_unordered([("k", (1,))]))
+    [('k', True, 11)]
     """
 
     def __init__(self, fn: Callable, n_workers: int, *, name: str = "evaluate") -> None:
@@ -355,20 +535,25 @@ class WorkerPool:
             raise TypeError(f"`{name}` must be callable; got {fn!r}")
         n_workers = check_int(n_workers, "n_workers", minimum=1)
         try:
-            self._payload = pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL)
+            self._payload = _dumps(fn)
         except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+            from .race import _clip
+
+            culprits = _unpicklable_parts(fn)
+            what = "; ".join(culprits) if culprits else f"{type(exc).__name__}: {exc}"
+            label = getattr(fn, "__qualname__", None) or _clip(fn, 80)
             raise TypeError(
-                f"`{name}` cannot be pickled to run in worker processes (n_jobs > 1 or timeout "
-                f"need that): {type(exc).__name__}: {exc}. Define it at module level (not a "
-                "lambda or a nested function), or run with n_jobs=1 and no timeout"
+                f"`{name}` ({label}) cannot be pickled to send it to worker processes (n_jobs > "
+                f"1 or timeout need that): {what}. Create such objects (open files, locks, "
+                "connections, generators) inside the function instead of capturing them, or "
+                "run with n_jobs=1 and no timeout"
             ) from None
         self._name = name
-        self._ctx = mp.get_context(_START_METHOD)
         self._n = n_workers
         self._workers: list[_Worker | None] = []
         self._closed = False
         self._next_id = 0
-        self._workers = [_Worker(self._ctx, self._payload) for _ in range(n_workers)]
+        self._workers = _start_workers(n_workers, self._payload)
         self._finalizer = weakref.finalize(self, _kill_all, self._workers)
 
     @property
@@ -401,7 +586,7 @@ class WorkerPool:
 
     def _replace(self, i: int) -> None:
         self._workers[i].stop(graceful=False)
-        self._workers[i] = _Worker(self._ctx, self._payload)
+        (self._workers[i],) = _start_workers(1, self._payload)
 
     def imap_unordered(
         self,
@@ -420,9 +605,9 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("this WorkerPool is closed")
         timeout = check_timeout(timeout)
-        for i, w in enumerate(self._workers):
-            if w is None:
-                self._workers[i] = _Worker(self._ctx, self._payload)
+        missing = [i for i, w in enumerate(self._workers) if w is None]
+        for i, w in zip(missing, _start_workers(len(missing), self._payload)):
+            self._workers[i] = w
         queue = deque(tasks)
         running = 0
         try:
@@ -434,17 +619,20 @@ class WorkerPool:
                         break
                     if w.ready and w.task is None:
                         key, args = queue.popleft()
-                        task_id = self._next_id
-                        self._next_id += 1
-                        w.task = (task_id, key)
                         try:
-                            w.conn.send((task_id, args))
-                        except Exception as exc:  # noqa: BLE001 - nothing was written
-                            w.task = None
+                            args_payload = _dumps(args)
+                        except Exception as exc:  # noqa: BLE001 - nothing was sent
                             raise TypeError(
                                 f"the arguments of {describe(key)} cannot be pickled to send "
                                 f"them to a worker process: {type(exc).__name__}: {exc}"
                             ) from None
+                        task_id = self._next_id
+                        self._next_id += 1
+                        w.task = (task_id, key)
+                        try:
+                            w.conn.send_bytes(pickle.dumps((task_id, args_payload)))
+                        except OSError:
+                            pass  # the worker died: its sentinel or EOF charges this task
                         w.started = time.monotonic()
                         running += 1
                 wait_for = None
@@ -456,8 +644,8 @@ class WorkerPool:
                     )
                 handles = {}
                 for i, w in enumerate(self._workers):
-                    handles[w.conn] = i
-                    handles[w.process.sentinel] = i
+                    for handle in w.handles():
+                        handles[handle] = i
                 ready = _wait(list(handles), wait_for)
                 done: set[int] = set()
                 for handle in ready:
@@ -468,19 +656,25 @@ class WorkerPool:
                     message = None
                     if handle is w.conn or w.conn.poll():
                         try:
-                            message = w.conn.recv()
+                            data = w.conn.recv_bytes()
                         except (EOFError, OSError):
-                            message = None
+                            data = None
+                        if data is not None:
+                            try:
+                                message = pickle.loads(data)
+                            except Exception as exc:  # noqa: BLE001 - e.g. a class unknown here
+                                message = ("err", None, f"returned a value that cannot be "
+                                           f"unpickled here ({type(exc).__name__}: {exc})")
                     if message is None:
                         # The worker is gone (a sentinel or EOF without a message).
                         done.add(i)
-                        w.process.join()
-                        cause = _death_cause(w.process.exitcode)
+                        cause = _death_cause(w.exit_code())
                         if not w.ready:
                             raise RuntimeError(
-                                f"a worker process died while loading `{self._name}` ({cause}); "
-                                "a script that runs a race with worker processes must start it "
-                                "under `if __name__ == '__main__':`"
+                                f"a worker process died while starting, before it could load "
+                                f"`{self._name}` ({cause}); its error output, if any, is above. "
+                                f"Check that {sys.executable} can import racer and the modules "
+                                f"`{self._name}` uses"
                             )
                         task = w.task
                         self._replace(i)
@@ -495,10 +689,12 @@ class WorkerPool:
                         w.ready = True
                     elif kind == "load":
                         raise TypeError(
-                            f"`{self._name}` could not be loaded in a worker process ({value}); "
-                            f"workers start with {_START_METHOD!r}, which imports functions by "
-                            "name: define it in an importable module (or a script under "
-                            "`if __name__ == '__main__':`), not in a notebook or interactively"
+                            f"`{self._name}` could not be loaded in a worker process ({value}). "
+                            "Functions of __main__, lambdas and closures are sent by value, but "
+                            "those of an importable module by reference: the worker imports "
+                            "that module, with this process's sys.path and working directory. "
+                            "Make it importable there, or send it by value with "
+                            "cloudpickle.register_pickle_by_value(module)"
                         )
                     else:
                         key = w.task[1]

@@ -201,8 +201,9 @@ def _check_evaluate(evaluate: Any, executor: Any) -> None:
         except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
             raise TypeError(
                 f"`evaluate` cannot be pickled to run in worker processes (the executor is a "
-                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Define it at module level "
-                "(not a lambda or a nested function), or use a thread pool"
+                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Pass n_jobs= instead of "
+                "the executor (racer's own workers take lambdas, closures and functions of "
+                "notebooks), define it at module level, or use a thread pool"
             ) from None
 
 

@@ -5,6 +5,7 @@ behaviour (racer/execution.py, Race.run)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import math
 import sys
 import threading
@@ -28,6 +29,11 @@ class KeepAll(RacingTest):
 
 def linear(candidate, instance):
     return candidate + 0.1 * instance
+
+
+def write_to(log, candidate, instance):
+    log.write(f"{candidate}")
+    return 0.0
 
 
 def returns_a_generator(candidate, instance):
@@ -96,16 +102,26 @@ def test_executor_without_submit_is_refused():
 
 
 @pytest.mark.parametrize("kwargs", [{"n_jobs": 2}, {"timeout": 5.0}])
-def test_unpicklable_evaluate_is_reported_before_any_evaluation(kwargs):
+def test_unpicklable_evaluate_is_reported_before_any_evaluation_naming_the_culprit(kwargs, tmp_path):
+    # Closures are sent by value (cloudpickle); an open file they capture cannot be.
     calls = []
+    log = open(tmp_path / "log.txt", "w")
 
-    def nested(candidate, instance):  # a closure: cannot be pickled by reference
+    def nested(candidate, instance):
         calls.append(1)
+        log.write("x")
         return 0.0
 
-    for evaluate in (nested, lambda c, i: 0.0):
-        with pytest.raises(TypeError, match="`evaluate` cannot be pickled"):
-            race(evaluate, [0, 1], range(3), test=KeepAll(), progress=False, **kwargs)
+    try:
+        with pytest.raises(TypeError, match=r"`evaluate` \(.*nested.*\) cannot be pickled.*"
+                           r"the variable `log` it captures \(_io\.TextIOWrapper.*"
+                           r"Create such objects .* inside the function"):
+            race(nested, [0, 1], range(3), test=KeepAll(), progress=False, **kwargs)
+        with pytest.raises(TypeError, match=r"cannot be pickled.*its argument #0 \(_io\.TextIOWrapper"):
+            race(functools.partial(write_to, log), [0, 1], range(3), test=KeepAll(),
+                 progress=False, **kwargs)
+    finally:
+        log.close()
     assert calls == []
 
 

@@ -14,6 +14,7 @@ import asyncio
 import concurrent.futures as cf
 import functools
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -69,6 +70,9 @@ class Counter:
 
 def good(candidate, instance):
     return float(candidate) + 0.01 * instance
+
+
+GENERATOR = (float(x) for x in range(10**6))  # cannot be pickled, even by value
 
 
 def run_quiet(evaluate, candidates=(1, 2, 3), instances=range(8), **options):
@@ -149,11 +153,13 @@ def unpicklable_on_process_pool():
         run_quiet(lambda c, i: 1.0, executor=pool)
 
 
-def closure_under_n_jobs():
-    offset = 1.0
+def closure_over_a_lock_under_n_jobs():
+    # Closures and lambdas run on racer's workers (sent by value); a lock they capture cannot.
+    lock = threading.Lock()
 
     def evaluate(c, i):
-        return c + offset
+        with lock:
+            return c + 1.0
 
     run_quiet(evaluate, n_jobs=2)
 
@@ -223,13 +229,12 @@ REFUSED = [
                  r"`evaluate` must return a score.*coroutine function", id="evaluate-async"),
     pytest.param(lambda: run_quiet(3.0), TypeError, r"`evaluate` must be callable; got 3\.0",
                  id="evaluate-not-callable"),
-    pytest.param(lambda: run_quiet(lambda c, i: 1.0, n_jobs=2), TypeError,
-                 r"`evaluate` cannot be pickled to run in worker processes.*module level",
-                 id="lambda-under-n_jobs"),
-    pytest.param(closure_under_n_jobs, TypeError, r"`evaluate` cannot be pickled",
-                 id="closure-under-n_jobs"),
-    pytest.param(lambda: run_quiet(lambda c, i: 1.0, timeout=5.0), TypeError,
-                 r"`evaluate` cannot be pickled", id="lambda-under-timeout"),
+    pytest.param(closure_over_a_lock_under_n_jobs, TypeError,
+                 r"`evaluate` \(.*evaluate.*\) cannot be pickled to send it to worker processes"
+                 r".*the variable `lock` it captures \(_thread\.lock", id="closure-over-lock-under-n_jobs"),
+    pytest.param(lambda: run_quiet(lambda c, i: next(GENERATOR), timeout=5.0), TypeError,
+                 r"`evaluate` .* cannot be pickled.*the global `GENERATOR` it uses \(builtins\.generator",
+                 id="lambda-using-a-generator-under-timeout"),
     pytest.param(unpicklable_on_process_pool, TypeError,
                  r"`evaluate` cannot be pickled .*ProcessPoolExecutor", id="lambda-on-process-pool"),
     # --- arguments that make the race impossible
