@@ -623,7 +623,8 @@ class RaceSearchCV(BaseSearchCV):
         a fit over its limit is stopped (its worker killed and replaced) and a worker that
         dies (a segfault in a solver) is recorded, naming the candidate and split; both count
         as failed fits (``error_score``, ``n_fits_failed``). The estimator, data and
-        ``fit_params`` must then be picklable and the estimator's class importable. Cannot be
+        ``fit_params`` are sent to the workers by value (cloudpickle: an estimator class
+        defined in a notebook or an unguarded script works). Cannot be
         combined with ``executor`` (a ValueError).
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.

@@ -44,7 +44,8 @@ the parent's interpreter flags and its ``multiprocessing`` executable. The boots
 the parent's ``sys.path`` (``""`` made absolute) and ``sys.argv`` over the pipe *before*
 importing racer, so whatever the parent could import the worker can too, then receives the
 pickled ``evaluate``. Its standard input is ``/dev/null`` (a script read from standard input
-is not re-read). On Windows, where ``pass_fds`` does not exist, workers are started with
+is not re-read). The parent sees a worker die through a pidfd (Linux >= 5.3; it fires even if
+a process ``evaluate`` started still holds the worker's pipe) or else EOF on that pipe. On Windows, where ``pass_fds`` does not exist, workers are started with
 multiprocessing's ``spawn`` instead (``evaluate`` still by value; the main module is then
 re-imported, so a script there still needs the guard).
 

@@ -1194,11 +1194,11 @@ class Race:
         ----------
         evaluate : callable
             ``evaluate(candidate, instance) -> float``. In worker processes (``n_jobs > 1``
-            or ``timeout``) it must be importable by name: a module-level function of a
-            module, or of a script under ``if __name__ == "__main__":`` (not a lambda, a
-            nested function, or a function typed into a notebook); a TypeError says so
-            before anything is evaluated. It must also accept two positional
-            arguments (checked when ``inspect.signature`` can tell).
+            or ``timeout``) it is sent by value with cloudpickle, so a lambda, a closure or a
+            function of a notebook or of a script without a main guard works; one that
+            captures what cannot be pickled (an open file, a lock) is refused before
+            anything is evaluated, with a TypeError naming it. It must also accept two
+            positional arguments (checked when ``inspect.signature`` can tell).
         instances : iterable, optional
             Appended to the race's instances (see :meth:`add_instances`). A race without any
             instance at all is refused (ValueError).

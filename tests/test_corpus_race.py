@@ -345,8 +345,11 @@ def test_refusals_of_evaluate_come_before_any_evaluation():
     with pytest.raises(TypeError, match=r"two positional arguments.*\(candidate, instance, extra\)"):
         run_quiet(ThreeArguments())
     assert ThreeArguments.calls == 0
-    with pytest.raises(TypeError, match="cannot be pickled"):
-        run_quiet(Counter(lambda c, i: 1.0), n_jobs=2)  # the lambda inside is not picklable
+    holding_a_lock = Counter(lambda c, i: 1.0)
+    holding_a_lock.lock = threading.Lock()  # lambdas go by value; a lock cannot
+    with pytest.raises(TypeError, match=r"cannot be pickled.*its attribute `lock` \(_thread\.lock"):
+        run_quiet(holding_a_lock, n_jobs=2)
+    assert holding_a_lock.calls == 0
     counted = Counter(lambda c, i: 1.0)
     r = fresh_race(instances=range(3), first_test=5)
     with pytest.raises(ValueError, match="`first_test`"):
