@@ -357,23 +357,34 @@ def _worker_main(conn, alive, parent_pid: int) -> None:
             message = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        task = pickle.loads(message)
-        if task is None:
-            return
-        task_id, args_payload = task
         try:
-            out = ("ok", task_id, fn(*pickle.loads(args_payload)))
-        except Exception as exc:  # noqa: BLE001 - the race decides what a failure does
-            out = ("exc", task_id, (exc, traceback.format_exc()))
+            task = pickle.loads(message)
+        except Exception as exc:  # noqa: BLE001 - e.g. a candidate's class cannot be rebuilt
+            out = ("exc", None, (exc, traceback.format_exc()))
+        else:
+            if task is None:
+                return
+            task_id, args = task
+            try:
+                out = ("ok", task_id, fn(*args))
+            except Exception as exc:  # noqa: BLE001 - the race decides what a failure does
+                out = ("exc", task_id, (exc, traceback.format_exc()))
         try:
-            data = _dumps(out)
-        except Exception as exc:  # noqa: BLE001 - an unpicklable value or exception
-            why = f"{type(exc).__name__}: {exc}"
-            if out[0] == "ok":
-                text = f"returned an unpicklable value ({why})"
-            else:
-                text = f"{_describe_failure(out[2][0])} (an exception that cannot be pickled: {why})"
-            data = _dumps(("err", task_id, text))
+            # The plain pickle first: ~5x faster for a float, and it refuses (falling back to
+            # cloudpickle) exactly what the parent could not load by name, such as an
+            # instance of a class that came by value from the user's __main__.
+            data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+            try:
+                data = _dumps(out)
+            except Exception as exc:  # noqa: BLE001 - an unpicklable value or exception
+                why = f"{type(exc).__name__}: {exc}"
+                if out[0] == "ok":
+                    text = f"returned an unpicklable value ({why})"
+                else:
+                    text = (f"{_describe_failure(out[2][0])} (an exception that cannot be "
+                            f"pickled: {why})")
+                data = _dumps(("err", out[1], text))
         conn.send_bytes(data)
 
 
@@ -620,18 +631,20 @@ class WorkerPool:
                         break
                     if w.ready and w.task is None:
                         key, args = queue.popleft()
+                        task_id = self._next_id
                         try:
-                            args_payload = _dumps(args)
+                            # By value: a candidate may be an instance of a class of the
+                            # user's __main__, which the worker cannot import by name.
+                            message = _dumps((task_id, args))
                         except Exception as exc:  # noqa: BLE001 - nothing was sent
                             raise TypeError(
                                 f"the arguments of {describe(key)} cannot be pickled to send "
                                 f"them to a worker process: {type(exc).__name__}: {exc}"
                             ) from None
-                        task_id = self._next_id
                         self._next_id += 1
                         w.task = (task_id, key)
                         try:
-                            w.conn.send_bytes(pickle.dumps((task_id, args_payload)))
+                            w.conn.send_bytes(message)
                         except OSError:
                             pass  # the worker died: its sentinel or EOF charges this task
                         w.started = time.monotonic()

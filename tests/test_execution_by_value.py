@@ -307,3 +307,33 @@ def test_iterated_race_takes_a_lambda_on_two_workers():
     assert res.n_evaluations <= 60
     assert not [m for r in res.races for _, _, m in r.failures]
     assert abs(res.best_params["x"] - target) < 0.3
+
+
+ROUND_TRIP_SCRIPT = '''
+import racer
+
+class SolverError(Exception):          # defined in __main__: travels by value both ways
+    pass
+
+class Setting:
+    def __init__(self, x):
+        self.x = x
+
+def evaluate(setting, instance):
+    if setting.x == 1 and instance == 2:
+        raise SolverError(f"diverged on {instance}")
+    return float(setting.x) + 0.1 * instance
+
+try:
+    racer.race(evaluate, [Setting(0), Setting(1)], range(4), first_test=4, n_jobs=2,
+               on_error="raise", progress=False, random_state=0)
+except SolverError as exc:              # the same class as above, not a copy
+    print("CAUGHT", exc)
+'''
+
+
+def test_main_module_classes_travel_both_ways(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", ROUND_TRIP_SCRIPT], cwd=tmp_path,
+                          env=_env(tmp_path / "p"), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CAUGHT", "diverged", "on", "2"]
