@@ -12,7 +12,13 @@ bookkeeping. Four ways to run the same race:
 
 Reported: pool start-up (creating the pool and a first evaluation on every worker), and the
 wall time per evaluation of the race on the warm pool, driven by ``Race.run``'s own loop
-(``ask`` a block, ``racer.execution.run_block`` it); medians of ``--repeats`` runs.
+(``ask`` a block, ``racer.execution.run_block`` it); medians of ``--repeats`` runs. Also the
+CPU time (``getrusage``): start-up CPU is that of this process and its reaped workers for a
+pool started and shut down with one evaluation per worker; race-process CPU per evaluation
+is this process's CPU during the race on the warm pool (sending tasks, reading results,
+the race's bookkeeping: the serial part every evaluation goes through), divided by the
+evaluations. On a loaded machine wall times mostly measure the other jobs; CPU times much
+less so.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/speed_pool.py [--quick] [--workers 2]
 
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import os
 import statistics
 import time
 
@@ -54,19 +61,26 @@ def warm(n_workers: int, kind: str) -> tuple[object, float]:
     return pool, time.perf_counter() - start
 
 
-def race_time(n_cand: int, n_inst: int, pool=None, timeout=None) -> float:
-    """Wall time of the race, evaluated in process (pool None) or on a warm pool, with the
-    loop of ``Race.run`` (ask a block, ``run_block`` it)."""
+def cpu_seconds() -> float:
+    """CPU of this process (and of its children that have been waited for)."""
+    t = os.times()  # clock ticks (10 ms) for children: fine for a start-up of ~0.5 s
+    own = time.process_time()  # this process, to the µs
+    return own + t.children_user + t.children_system
+
+
+def race_time(n_cand: int, n_inst: int, pool=None, timeout=None) -> tuple[float, float]:
+    """Wall time and this process's CPU time of the race, evaluated in process (pool None)
+    or on a warm pool, with the loop of ``Race.run`` (ask a block, ``run_block`` it)."""
     r = Race(list(range(n_cand)), test=NeverEliminates(), first_test=1, instances=range(n_inst),
              random_state=0)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     while True:
         batch = r.ask()
         if not batch:
             break
         run_block(r, trivial, batch, pool, raise_errors=False, timeout=timeout)
     assert r.n_evaluations == n_cand * n_inst and not r.result().failures
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def main() -> None:
@@ -83,10 +97,12 @@ def main() -> None:
           f"{w} workers, blocks of {n_cand}; median of {repeats} runs\n")
 
     rows = []
-    t_in = statistics.median(race_time(n_cand, n_inst) for _ in range(repeats))
-    rows.append(("in process", float("nan"), t_in))
+    runs = [race_time(n_cand, n_inst) for _ in range(repeats)]
+    nan = float("nan")
+    rows.append(("in process", nan, nan, statistics.median(t for t, _ in runs),
+                 statistics.median(c for _, c in runs)))
     for kind in ("ProcessPoolExecutor", "WorkerPool", "WorkerPool + timeout"):
-        starts, runs = [], []
+        starts, start_cpus, runs = [], [], []
         for _ in range(repeats):
             pool, startup = warm(w, kind)
             starts.append(startup)
@@ -95,13 +111,18 @@ def main() -> None:
                 runs.append(race_time(n_cand, n_inst, pool, timeout))
             finally:
                 pool.shutdown()
-        rows.append((kind, statistics.median(starts), statistics.median(runs)))
+            c1 = cpu_seconds()
+            pool, _ = warm(w, kind)  # start-up CPU alone: a pool started and shut down
+            pool.shutdown()
+            start_cpus.append(cpu_seconds() - c1)
+        rows.append((kind, statistics.median(starts), statistics.median(start_cpus),
+                     statistics.median(t for t, _ in runs), statistics.median(c for _, c in runs)))
 
-    print(f"| how | pool start-up (s) | per evaluation (µs) |")
-    print("| --- | --- | --- |")
-    for kind, startup, total in rows:
-        start_text = "—" if startup != startup else f"{startup:.3f}"
-        print(f"| {kind} | {start_text} | {1e6 * total / n_eval:.0f} |")
+    print("| how | pool start-up (s) | start-up CPU (s) | per evaluation (µs) | race-process CPU per evaluation (µs) |")
+    print("| --- | --- | --- | --- | --- |")
+    for kind, startup, start_cpu, total, cpu in rows:
+        start_text = "— | —" if startup != startup else f"{startup:.3f} | {start_cpu:.3f}"
+        print(f"| {kind} | {start_text} | {1e6 * total / n_eval:.0f} | {1e6 * cpu / n_eval:.0f} |")
 
 
 if __name__ == "__main__":
