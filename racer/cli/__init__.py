@@ -111,6 +111,7 @@ def _error(message: str) -> None:
 
 def load(args) -> dict:
     """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
+    from .checks import check_space
     from .parameters import read_configurations, read_forbidden, read_parameters
     from .scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
 
@@ -144,36 +145,43 @@ def load(args) -> dict:
                             "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
     for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
-                 "nbIterations", "nbConfigurations", "parallel", "digits"):
+                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
+                 "minMeasurableTime"):
         if v[name] < 0:
             raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["seed"] is not None and v["seed"] < 0:
+        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
+        # anyway).
+        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
+                            **sc.where("seed"))
     if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
         raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
                             **sc.where("softRestartThreshold"))
     if v["targetRunnerTimeout"] < 0:
         raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+    for name in ("execDir", "parameterFile", "targetRunner"):
+        if not v[name]:
+            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
+                                option=name, **sc.where(name))
 
-    pfile = sc.path("parameterFile")
-    if not os.path.isfile(pfile):
-        raise ScenarioError(f"parameter file {pfile} does not exist", option="parameterFile", **sc.where("parameterFile"))
+    pfile = _input_file(sc, "parameterFile", "parameter file")
     space = read_parameters(pfile, digits=v["digits"])
     if sc.origin.get("digits"):
         space.digits = v["digits"]
+        space.digits_origin = (sc.where("digits")["path"], sc.where("digits")["line"])
     ffile = sc.path("forbiddenFile")
     if ffile:
-        if not os.path.isfile(ffile):
-            raise ScenarioError(f"forbidden file {ffile} does not exist", option="forbiddenFile", **sc.where("forbiddenFile"))
-        space.add_forbidden(read_forbidden(ffile))
+        space.add_forbidden(read_forbidden(_input_file(sc, "forbiddenFile", "forbidden file")))
+    warnings = check_space(space)
     initial = []
     discarded: list = []
     cfile = sc.path("configurationsFile")
     if cfile:
-        if not os.path.isfile(cfile):
-            raise ScenarioError(f"configurations file {cfile} does not exist", option="configurationsFile",
-                                **sc.where("configurationsFile"))
-        initial = read_configurations(cfile, space, discarded)
+        initial = read_configurations(_input_file(sc, "configurationsFile", "configurations file"),
+                                      space, discarded)
         for line, rule in discarded:
-            _warn(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule {rule!r} (as irace does)")
+            warnings.append(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule "
+                            f"{rule!r} (as irace does)")
     train = read_instances(sc, "train")
     if not train:
         raise ScenarioError("no training instances: set trainInstancesDir and/or trainInstancesFile",
@@ -181,19 +189,87 @@ def load(args) -> dict:
     test = read_instances(sc, "test")
     runner_path = sc.path("targetRunner")
     launcher = sc.values["targetRunnerLauncher"]
-    if not launcher:
-        if not os.path.isfile(runner_path):
-            raise ScenarioError(f"target-runner {runner_path} does not exist", option="targetRunner", **sc.where("targetRunner"))
-        if not os.access(runner_path, os.X_OK):
-            raise ScenarioError(f"target-runner {runner_path} is not executable (chmod +x it, or set "
-                                "targetRunnerLauncher, e.g. to a Python interpreter)", option="targetRunner",
-                                **sc.where("targetRunner"))
+    if launcher:
+        _check_launcher(sc)
+    else:
+        _check_runner(sc, runner_path)
     exec_dir = sc.path("execDir")
-    if not os.path.isdir(exec_dir):
-        raise ScenarioError(f"execDir {exec_dir} does not exist (irace requires it too)", option="execDir",
-                            **sc.where("execDir"))
+    _check_exec_dir(sc, exec_dir)
     return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
-            "exec_dir": exec_dir, "runner_path": runner_path}
+            "exec_dir": exec_dir, "runner_path": runner_path, "warnings": warnings}
+
+
+def _input_file(sc, option: str, what: str) -> str:
+    """The path of the file ``option`` names; ScenarioError if it is missing or a folder."""
+    from .scenario import ScenarioError
+
+    path = sc.path(option)
+    if os.path.isdir(path):
+        raise ScenarioError(f"{what} {path} is a folder, not a file", option=option, **sc.where(option))
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{what} {path} does not exist", option=option, **sc.where(option))
+    return path
+
+
+def _check_runner(sc, path: str) -> None:
+    """The target-runner can be executed: a file, executable, and a ``#!`` line naming an
+    interpreter that exists (exec's own error says only "No such file or directory")."""
+    from .scenario import ScenarioError
+
+    where = {"option": "targetRunner", **sc.where("targetRunner")}
+    if os.path.isdir(path):
+        raise ScenarioError(f"target-runner {path} is a folder, not a file", **where)
+    if not os.path.isfile(path):
+        raise ScenarioError(f"target-runner {path} does not exist", **where)
+    if not os.access(path, os.X_OK):
+        raise ScenarioError(f"target-runner {path} is not executable (chmod +x it, or set "
+                            "targetRunnerLauncher, e.g. to a Python interpreter)", **where)
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the target-runner {path}: {exc.strerror}", **where) from None
+    if not first.startswith(b"#!"):
+        return  # a binary, or a script the kernel runs with /bin/sh
+    if first.rstrip(b"\n").endswith(b"\r"):
+        raise ScenarioError(f"target-runner {path} has Windows line endings (its #! line ends with "
+                            "a carriage return, so it cannot be started): convert it, e.g. "
+                            "dos2unix, or sed -i 's/\\r$//'", **where)
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.isabs(words[0]) and not os.path.exists(words[0]):
+        raise ScenarioError(f"target-runner {path}: its #! line names {words[0]}, which does not "
+                            "exist (fix the #! line, or set targetRunnerLauncher)", **where)
+
+
+def _check_launcher(sc) -> None:
+    from .scenario import ScenarioError
+    from .target_runner import build_command
+
+    launcher = sc.values["targetRunnerLauncher"]
+    found = (sc.path("targetRunnerLauncher") if os.sep in launcher else shutil.which(launcher))
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise ScenarioError(f"{launcher} is not an executable file (nor a command on PATH)",
+                            option="targetRunnerLauncher", **sc.where("targetRunnerLauncher"))
+    try:
+        build_command(sc.path("targetRunner"), launcher, sc.values["targetRunnerLauncherArgs"])
+    except ValueError as exc:
+        raise ScenarioError(str(exc), option="targetRunnerLauncherArgs",
+                            **sc.where("targetRunnerLauncherArgs")) from None
+
+
+def _check_exec_dir(sc, path: str) -> None:
+    """execDir exists, is a folder and racer can create files in it (runs.csv, the journal)."""
+    from .scenario import ScenarioError
+
+    where = {"option": "execDir", **sc.where("execDir")}
+    if os.path.isfile(path):
+        raise ScenarioError(f"execDir {path} is a file; execDir must be a folder (create one, "
+                            "e.g. mkdir, and point execDir to it)", **where)
+    if not os.path.isdir(path):
+        raise ScenarioError(f"execDir {path} does not exist (irace requires it too: mkdir it)", **where)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ScenarioError(f"execDir {path} is not writable: racer writes runs.csv and its journal "
+                            "there (make it writable, e.g. chmod u+w, or choose another execDir)", **where)
 
 
 def make_runner(loaded: dict, reaper=None):
@@ -594,6 +670,8 @@ def main(argv: list | None = None) -> int:
             pass
     try:
         loaded = load(args)
+        for message in loaded["warnings"]:
+            _warn(message)
         for item in loaded["scenario"].unimplemented():
             _warn(f"option not implemented by racer, ignored: {item}")
         if args.check:
