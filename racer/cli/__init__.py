@@ -396,6 +396,9 @@ def do_check(loaded: dict, args) -> int:
     from .sampler import Sampler
 
     sc, space = loaded["scenario"], loaded["space"]
+    # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
+    make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
+              sc.values["confidence"])
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
@@ -627,6 +630,54 @@ def do_init(directory: str) -> int:
     return EXIT_OK
 
 
+def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
+    """What to tell the user when the system refused a write (a full disk, the file-size
+    limit, a read-only or unwritable folder), or None for any other error. SQLite reports a
+    full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
+    memory could not grow; the free space of execDir's file system tells which."""
+    import errno
+    import sqlite3
+
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    oserrors = [e for e in chain if isinstance(e, OSError)]
+    codes = {e.errno for e in oserrors if e.errno}
+    sqlite_text = " ".join(str(e) for e in chain if isinstance(e, (sqlite3.Error, OSError)))
+    if not codes and not any(isinstance(e, sqlite3.Error) for e in chain) and "SQLite" not in sqlite_text:
+        return None
+    path = next((e.filename for e in oserrors if e.filename), None)
+    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    writing = f" while writing {path}" if path else ""
+    try:
+        stat = os.statvfs(folder)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    resume = "then run the same command again (racer resumes from its journal)"
+    if codes & {errno.ENOSPC, errno.EDQUOT} or (
+            ("disk is full" in sqlite_text or "disk I/O error" in sqlite_text)
+            and free is not None and free < 1 << 20):
+        return (f"disk full: no space left on the file system of {folder} "
+                f"({free if free is not None else '?'} bytes free){writing}. "
+                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
+    if errno.EFBIG in codes or "disk is full" in sqlite_text or "disk I/O error" in sqlite_text:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if errno.EFBIG in codes or limit != resource.RLIM_INFINITY:
+            shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+            return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
+                    f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
+        return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
+    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
+        return (f"cannot write in {folder}{writing}: "
+                f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
+                f"Make {folder} writable or set execDir elsewhere, {resume}.")
+    return None
+
+
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
     from .parameters import ParameterFileError
@@ -668,8 +719,10 @@ def main(argv: list | None = None) -> int:
             old[signum] = signal.signal(signum, on_signal)
         except ValueError:  # not the main thread (tests calling main() from a thread)
             pass
+    exec_dir = None
     try:
         loaded = load(args)
+        exec_dir = loaded["exec_dir"]
         for message in loaded["warnings"]:
             _warn(message)
         for item in loaded["scenario"].unimplemented():
@@ -705,7 +758,11 @@ def main(argv: list | None = None) -> int:
             return EXIT_SCENARIO
         traceback.print_exc()
         return EXIT_INTERNAL
-    except Exception:
+    except Exception as exc:
+        message = _io_failure(exc, exec_dir)
+        if message is not None:
+            _error(message)
+            return EXIT_SCENARIO
         traceback.print_exc()
         return EXIT_INTERNAL
     finally:

@@ -251,9 +251,11 @@ def _ranges(space: ParameterSpace, tree) -> str:
     for name in rexpr.names(tree):
         p = space.by_name[name]
         if p.type in ("c", "o"):
-            parts.append(f"{name} is one of {', '.join(p.domain)}")
+            part = f"{name} is one of {', '.join(p.domain)}"
         else:
-            parts.append(f"{name} is in [{format_value(p.domain[0])}, {format_value(p.domain[1])}]")
+            part = f"{name} is in [{format_value(p.domain[0])}, {format_value(p.domain[1])}]"
+        # A conditional parameter is NA elsewhere, and NA never satisfies a comparison.
+        parts.append(part + (f", when {p.condition_text}" if p.condition is not None else ""))
     return f" ({'; '.join(parts)})" if parts else ""
 
 
