@@ -81,7 +81,7 @@ def _digits(space: ParameterSpace) -> list[str]:
     if space.digits > MAX_DIGITS:
         where = f"{path}:{line}" if line is not None else str(path)
         return [f"{where}: digits = {space.digits} is outside irace's range 1..15: a real number "
-                f"carries about 15 significant digits, so reals are rounded as with digits = 15"]
+                f"carries about 15 significant digits, so digits above 15 round nothing more"]
     return []
 
 
