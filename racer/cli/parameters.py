@@ -354,7 +354,7 @@ def _parse_param_line(line: str, lineno: int, path: str, previous: list[Paramete
     if not m:
         raise ParameterFileError(
             path, lineno, f"cannot read {line!r}: expected `name \"switch\" type (domain) "
-            "[| condition]` with type c, o, i, r, i,log or r,log")
+            "[| condition]` with type c, o, i, r, i,log or r,log" + _diagnose(line))
     name = m.group("name")
     if any(p.name == name for p in previous):
         raise ParameterFileError(path, lineno, f"parameter {name!r} defined twice")
@@ -396,6 +396,34 @@ def _parse_param_line(line: str, lineno: int, path: str, previous: list[Paramete
         except rexpr.RSyntaxError as exc:
             raise ParameterFileError(path, lineno, f"{name}: condition: {exc}") from None
     return Parameter(name, m.group("switch")[1:-1], ptype, domain, log, cond, cond_text, line=lineno)
+
+
+def _diagnose(line: str) -> str:
+    """What is most likely wrong with a parameter line the pattern refused ("" if unsure).
+
+    >>> _diagnose('x --x r (1, 2)'), _diagnose('x "--x " f (1, 2)'), _diagnose('x "--x " r (1, 2')
+    ('; the switch must be quoted, e.g. "--x "', "; unknown type 'f'", '; the domain needs a closing )')
+    """
+    m = re.match(r"""\s*([A-Za-z0-9._]+)\s+(\S)""", line)
+    if not m:
+        return "; a name (letters, digits, . and _) must start the line"
+    if m.group(2) not in "\"'":
+        return f'; the switch must be quoted, e.g. "--{m.group(1)} "'
+    rest = re.match(r"""\s*[A-Za-z0-9._]+\s+("[^"]*"|'[^']*')\s*(.*)$""", line)
+    if not rest:
+        return "; the switch's closing quote is missing"
+    after = rest.group(2)
+    word = re.match(r"[A-Za-z]+", after)
+    if word is None or word.group() not in ("c", "o", "i", "r"):
+        return f"; unknown type {word.group() if word else after[:1]!r}" if after else "; the type and domain are missing"
+    if "(" not in after:
+        return "; the domain must be in parentheses, e.g. (1, 10) or (a, b)"
+    if ")" not in after[after.index("("):]:
+        return "; the domain needs a closing )"
+    tail = after[after.rindex(")") + 1:].strip()
+    if tail and not tail.startswith("|"):
+        return "; after the domain only a condition may follow, starting with |"
+    return ""
 
 
 def read_configurations(path: str, space: ParameterSpace, discarded: list | None = None) -> list[dict]:

@@ -322,10 +322,10 @@ def read_instances(sc: Scenario, kind: str) -> list[Instance]:
     if not directory:
         return []
     if not os.path.isdir(directory):
-        if kind == "test":
-            return []
-        raise ScenarioError(f"instances directory {directory} does not exist (set trainInstancesFile, "
-                            "or trainInstancesDir to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
+        if kind == "test" and dir_opt not in sc.origin:
+            return []  # irace's default "" only; a folder the user named must exist
+        raise ScenarioError(f"instances directory {directory} does not exist (set {file_opt}, "
+                            f"or {dir_opt} to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
     found = []
     for root, dirs, files in os.walk(directory):
         # Hidden files and folders (.DS_Store, .git) are no instances: irace's list.files()
