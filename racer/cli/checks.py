@@ -4,8 +4,8 @@
 goes on) and raises :class:`~racer.cli.parameters.ParameterFileError` for a space nothing can
 be sampled from:
 
-* ``digits`` outside irace's range 1..15: below 1 is an error (``digits = 0`` would round every
-  real parameter to an integer); above 15 a warning (a double carries no more decimals);
+* ``digits`` outside irace's range 1..15 is an error, as in irace (``digits = 0`` would round
+  every real parameter to an integer; a double carries no more than 15);
 * two parameters with the same switch that can be active together (the target-runner would
   get the switch twice);
 * a condition or forbidden rule that compares a parameter with a value outside its domain
@@ -58,8 +58,8 @@ class _TooMany(Exception):
 
 
 def check_space(space: ParameterSpace) -> list[str]:
-    """Warnings about ``space`` (file:line first); ParameterFileError if ``digits`` is below
-    1 or every configuration is forbidden. See the module docstring."""
+    """Warnings about ``space`` (file:line first); ParameterFileError if ``digits`` is outside
+    1..15 or every configuration is forbidden. See the module docstring."""
     if not isinstance(space, ParameterSpace):
         raise TypeError(f"`space` must be a ParameterSpace; got {space!r}")
     warnings: list[str] = []
@@ -76,12 +76,13 @@ def _digits(space: ParameterSpace) -> list[str]:
     path, line = space.digits_origin or (space.source, None)
     if space.digits < 1:
         raise ParameterFileError(
-            path, line, f"digits = {space.digits} is outside irace's range 1..15: it would round "
-            "every real parameter to an integer (declare integer parameters with type i instead)")
+            path, line, f"digits = {space.digits} is outside irace's range 1..15 (irace refuses it "
+            "too): it would round every real parameter to an integer (declare integer parameters "
+            "with type i instead)")
     if space.digits > MAX_DIGITS:
-        where = f"{path}:{line}" if line is not None else str(path)
-        return [f"{where}: digits = {space.digits} is outside irace's range 1..15: a real number "
-                f"carries about 15 significant digits, so digits above 15 round nothing more"]
+        raise ParameterFileError(
+            path, line, f"digits = {space.digits} is outside irace's range 1..15 (irace refuses it "
+            "too): a real number carries about 15 significant digits; use digits = 15")
     return []
 
 
