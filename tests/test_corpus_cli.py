@@ -160,7 +160,7 @@ FILE_CASES = [
     ("seed-negative", {S: "seed = -1\n"}, [], 2, rf"scenario\.txt:{E}: option seed: must be a non-negative integer; got -1"),
     ("seed-real", {S: "seed = 1.5\n"}, [], 2, r"option seed: expected an integer; got 1.5"),
     ("digits-zero", {S: "digits = 0\n"}, [], 2,
-     rf"scenario\.txt:{E}: digits = 0 is outside irace's range 1\.\.15: it would round every real parameter to an integer"),
+     rf"scenario\.txt:{E}: digits = 0 is outside irace's range 1\.\.15 \(irace refuses it too\): it would round every real parameter to an integer"),
     ("digits-negative", {S: "digits = -3\n"}, [], 2, rf"scenario\.txt:{E}: digits = -3 is outside irace's range"),
     ("digits-too-many", {S: "digits = 20\n"}, [], 2,
      rf"scenario\.txt:{E}: digits = 20 is outside irace's range 1\.\.15 \(irace refuses it too\).*use digits = 15"),
