@@ -169,7 +169,7 @@ FILE_CASES = [
     ("scenario-not-utf8", {"scenario.txt": SCENARIO.encode() + b"# caf\xe9\n"}, [], 2,
      rf"scenario\.txt:{E}: not UTF-8 text: byte 0xe9 at column 6 \(save the file as UTF-8\)"),
     ("budget-too-small", {S: "maxExperiments = 10\n"}, None, 2,
-     r"maxExperiments = 10 is too small: .* irace would need about \d+ runs"),
+     rf"scenario\.txt:{E}: maxExperiments = 10 is too small: .* irace would need about \d+ runs"),
     # ------------------------------------------------------------ the command line
     ("flag-seed-negative", {}, ["--seed", "-1"], 2, r"command line: option --seed \(seed\): must be a non-negative integer"),
     ("flag-not-a-number", {}, ["--parallel", "abc"], 2,
@@ -303,7 +303,8 @@ FILE_CASES = [
      r"exited with status 3(.|\n)*exit status: 3(.|\n)*\| solver: out of memory"),
     ("killed-by-segv", {"target-runner": runner("kill -SEGV $$")}, [], 3,
      r"the target-runner was killed by SIGSEGV \(signal 11\)(.|\n)*exit status: -11 \(killed by SIGSEGV\)"),
-    ("killed-by-kill", {"target-runner": runner("kill -KILL $$")}, [], 3, r"killed by SIGKILL"),
+    ("killed-by-kill", {"target-runner": runner("kill -KILL $$")}, [], 3,
+     r"killed by SIGKILL \(signal 9\) \(the system's out-of-memory killer sends SIGKILL too: see dmesg\)"),
     ("timeout", {"target-runner": runner("exec sleep 30"), S: "targetRunnerTimeout = 0.3\n"}, [], 3,
      r"the target-runner timed out after 0.3 s; its process group was killed"),
     ("max-time-without-time", {S: "maxExperiments = 0\nmaxTime = 60\n"}, [], 3,
@@ -481,7 +482,7 @@ def test_exec_dir_without_write_permission(in_tmp, capsys):
     check(got, output, EXIT_SCENARIO, r"option execDir: execDir .*arena is not writable")
 
 
-def test_full_disk_says_disk_full_and_resumes_once_space_is_freed(in_tmp, mount_point):
+def test_full_disk_says_disk_full_and_resumes_once_space_is_freed(in_tmp, capsys, mount_point):
     """A real ENOSPC: execDir on a 64 KiB tmpfs (racer's journal needs more), then the same
     command after the tmpfs is grown finishes the run."""
     target = mount_point("size=64k")
@@ -493,8 +494,8 @@ def test_full_disk_says_disk_full_and_resumes_once_space_is_freed(in_tmp, mount_
           r"\(\d+ bytes free\)(.|\n)*Free some space or set execDir to another disk, then run the "
           r"same command again")
     mount_point("size=4m")
-    done = subprocess_racer(["--no-report"], in_tmp)
-    check(done.returncode, done.stdout + done.stderr, EXIT_OK, r"# Best configurations")
+    got, output = run_in_process(["--no-report"], capsys)
+    check(got, output, EXIT_OK, r"resuming from the journal(.|\n)*# Best configurations")
 
 
 @pytest.mark.parametrize("limit", [3000, 40000])
@@ -540,9 +541,16 @@ def test_hanging_runner_and_sigterm(in_tmp):
         pytest.fail("the hanging runner outlived racer")
 
 
-def test_corpus_size():
-    """The corpus holds at least 80 faults (issue 18)."""
-    faults = (len(FILE_CASES) + len(WARNED) + 3 + 5)  # + report, environment cases
-    assert faults >= 80
+def test_corpus_size_and_the_documented_exit_codes():
+    """At least 80 faults (issue 18), and the codes they assert are docs/cli.md's table."""
+    environment = 3 + 4  # racer report cases; read-only execDir, full disk, 2 file-size limits
+    assert len(FILE_CASES) + len(WARNED) + environment + 1 >= 80  # + the hanging runner
     assert len({c[0] for c in FILE_CASES + ACCEPTED + WARNED}) == len(FILE_CASES + ACCEPTED + WARNED)
-    assert EXIT_RUNNER == 3 and EXIT_SCENARIO == 2
+    with open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8") as f:
+        table = f.read().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.*) \|$", table, re.M)}
+    assert set(documented) == {EXIT_OK, 1, EXIT_SCENARIO, EXIT_RUNNER, EXIT_INTERRUPTED}
+    assert {c[3] for c in FILE_CASES} == {EXIT_SCENARIO, EXIT_RUNNER}
+    assert "target-runner failed" in documented[EXIT_RUNNER]
+    assert "disk full" in documented[EXIT_SCENARIO] and "interrupted" in documented[EXIT_INTERRUPTED]
+    assert "`racer report` exits 0, or 2" in table

@@ -730,7 +730,18 @@ def main(argv: list | None = None) -> int:
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, BudgetError, SamplingError) as exc:
+    except BudgetError as exc:
+        # Raised once racing starts: name where the budget was set.
+        sc = loaded["scenario"]
+        option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
+        where = sc.where(option)
+        prefix = ""
+        if option in str(exc):
+            prefix = (f"{where['path']}:{where['line']}: " if where["line"] is not None
+                      else f"{where['path']}: " if where["path"] else "")
+        _error(f"{prefix}{exc}")
+        return EXIT_SCENARIO
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, SamplingError) as exc:
         _error(str(exc))
         return EXIT_SCENARIO
     except JournalInUseError as exc:

@@ -375,7 +375,9 @@ class TargetRunner:
             return fail("the target-runner was stopped (racer is shutting down)")
         if code is not None and code < 0:
             # Named as the Python API names a dead worker: "killed by SIGSEGV".
-            return fail(f"the target-runner was {_death_cause(code)} (signal {-code})")
+            hint = (" (the system's out-of-memory killer sends SIGKILL too: see dmesg)"
+                    if code == -signal.SIGKILL else "")
+            return fail(f"the target-runner was {_death_cause(code)} (signal {-code}){hint}")
         if code != 0:
             return fail(f"the target-runner exited with status {code}")
         lines = [ln for ln in out.splitlines() if ln.strip()]
