@@ -359,6 +359,10 @@ WARNED = [
      r"forbidden\.txt:1: the forbidden rule `mode == \"A\"` can never hold, so it forbids nothing: mode is compared with \"A\""),
     ("forbidden-digits", {P: PARAMETERS + "[forbidden]\nx == 0.123456\n"}, [],
      r"the forbidden rule `x == 0.123456` can never hold, so it forbids nothing: x is compared with 0.123456, but its values have 4 decimals"),
+    ("instances-not-files", {S: 'trainInstancesDir = "inst"\n', "inst": mkdir}, [],
+     r"instances\.txt:1: 3 of the 3 instances are no files: .*inst/i1 does not exist \(trainInstancesDir = "
+     r"'inst' is put before each name\)\. racer passes them to the runner anyway, as irace does; "
+     r"if the instances are not files, set trainInstancesDir = \"\""),
     ("unimplemented-option", {S: "capping = TRUE\n"}, [], r"option not implemented by racer, ignored: capping = True"),
     ("configuration-forbidden", {"c.txt": "mode x\na 1\na 2\n", P: PARAMETERS + "[forbidden]\nx > 1.5\n",
                                  S: 'configurationsFile = "c.txt"\n'}, [],

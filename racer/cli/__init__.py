@@ -182,11 +182,11 @@ def load(args) -> dict:
         for line, rule in discarded:
             warnings.append(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule "
                             f"{rule!r} (as irace does)")
-    train = read_instances(sc, "train")
+    train = read_instances(sc, "train", warnings)
     if not train:
         raise ScenarioError("no training instances: set trainInstancesDir and/or trainInstancesFile",
                             option="trainInstancesFile", **sc.where("trainInstancesFile"))
-    test = read_instances(sc, "test")
+    test = read_instances(sc, "test", warnings)
     runner_path = sc.path("targetRunner")
     launcher = sc.values["targetRunnerLauncher"]
     if launcher:

@@ -289,11 +289,13 @@ class Instance:
         return f"Instance({self.name!r}{', ' + repr(self.extra) if self.extra else ''})"
 
 
-def read_instances(sc: Scenario, kind: str) -> list[Instance]:
+def read_instances(sc: Scenario, kind: str, warnings: list | None = None) -> list[Instance]:
     """Training (``kind="train"``) or test instances of the scenario, as irace finds them:
     ``<kind>InstancesFile`` lines (instance, then optional extra arguments; ``#`` comments),
     each prefixed by ``<kind>InstancesDir`` when that is set; without a file, every file under
-    the directory (sorted), hidden files and folders excepted."""
+    the directory (sorted), hidden files and folders excepted. Listed instances that
+    ``<kind>InstancesDir`` makes paths of files that do not exist are named in ``warnings``
+    (irace passes them on unchecked: instances may be names, not files)."""
     dir_opt, file_opt = f"{kind}InstancesDir", f"{kind}InstancesFile"
     directory = sc.path(dir_opt)
     listing = sc.path(file_opt)
@@ -305,6 +307,7 @@ def read_instances(sc: Scenario, kind: str) -> list[Instance]:
 
         lines = read_text(listing, error).splitlines()
         out = []
+        numbers = []  # the line of each instance
         for lineno, raw in enumerate(lines, start=1):
             try:
                 words = shlex.split(raw, comments=True)
@@ -316,8 +319,18 @@ def read_instances(sc: Scenario, kind: str) -> list[Instance]:
             if directory and not os.path.isabs(name):
                 name = os.path.join(directory, name)
             out.append(Instance(name, tuple(words[1:])))
+            numbers.append(lineno)
         if not out:
             raise ScenarioError(f"no instances in {listing}", option=file_opt, **sc.where(file_opt))
+        if directory and warnings is not None:
+            missing = [(n, i) for n, i in zip(numbers, out) if not os.path.exists(i.name)]
+            if missing:
+                line, first = missing[0]
+                warnings.append(
+                    f"{listing}:{line}: {len(missing)} of the {len(out)} instances are no files: "
+                    f"{first.name} does not exist ({dir_opt} = {sc.values[dir_opt]!r} is put "
+                    f"before each name). racer passes them to the runner anyway, as irace does; "
+                    f"if the instances are not files, set {dir_opt} = \"\"")
         return out
     if not directory:
         return []
