@@ -12,16 +12,20 @@ are cases too: exit 0 and no warning.
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
-from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, main
+from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, checks, main, rexpr
+from racer.cli.checks import check_space
+from racer.cli.parameters import ForbiddenRule, ParameterFileError, read_parameters
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "PYTHONPATH": ROOT, "OPENBLAS_NUM_THREADS": "1"}
@@ -558,3 +562,48 @@ def test_corpus_size_and_the_documented_exit_codes():
     assert "target-runner failed" in documented[EXIT_RUNNER]
     assert "disk full" in documented[EXIT_SCENARIO] and "interrupted" in documented[EXIT_INTERRUPTED]
     assert "`racer report` exits 0, or 2" in table
+
+
+# ---------------------------------------------------------------------------- the checks' verdicts
+
+def space_with(rule: str, params: str = PARAMETERS + 'k "--k " i (1, 5)\n'):
+    """The corpus's parameters (and an integer k) with one forbidden rule, from forbidden.txt:1."""
+    path = pathlib.Path(tempfile.mkdtemp()) / "parameters.txt"
+    path.write_text(params)
+    space = read_parameters(str(path))
+    space.add_forbidden([ForbiddenRule(rule, rexpr.parse(rule), "forbidden.txt", 1)])
+    return space
+
+
+@pytest.mark.parametrize("rule, verdict", [
+    # Integers: the constant, its neighbours and the bounds are tried.
+    ("k == 3", "some"), ("k > 4.5", "some"), ("k > 5", "never"), ("k >= 1", "always"),
+    ("k != 3", "some"), ("k %% 2 == 0", "some"), ("k < 1 | k > 5", "never"),
+    # Reals: rounded to digits as sampled values are.
+    ("x > 4.99995", "some"), ("x == 0.12345", "never"), ("x >= -5 & x <= 5", "always"),
+    ("x * x >= 0", "always"), ("abs(x) > 5", "never"),
+    # Conditional parameters are NA when inactive; NA forbids nothing.
+    ('pen == 4 & mode == "a"', "never"), ("is.na(pen)", "some"), ('is.na(pen) | mode == "b"', "always"),
+    # Two parameters, constants only.
+    ('mode == "a" & x > 0', "some"), ("TRUE", "always"), ("FALSE", "never"),
+])
+def test_forbidden_rule_verdicts(rule, verdict):
+    space = space_with(rule)
+    if verdict == "always":
+        with pytest.raises(ParameterFileError, match=r"forbidden\.txt:1: the forbidden rule .* holds for every configuration"):
+            check_space(space)
+        return
+    warnings = check_space(space)
+    assert any("can never hold" in w for w in warnings) == (verdict == "never"), warnings
+
+
+def test_spaces_too_large_to_enumerate_are_not_judged(monkeypatch):
+    monkeypatch.setattr(checks, "MAX_COMBINATIONS", 3)
+    assert checks.check_space(space_with("k > 5")) == []  # 5 integers > 3 combinations: no verdict
+    monkeypatch.undo()
+    assert checks.check_space(space_with("k > 5"))
+
+
+def test_check_space_refuses_what_is_not_a_space():
+    with pytest.raises(TypeError, match=r"`space` must be a ParameterSpace; got 'parameters.txt'"):
+        check_space("parameters.txt")

@@ -284,7 +284,7 @@ def _repeated_switches(space: ParameterSpace) -> list[str]:
 
 def _conditions(space: ParameterSpace) -> list[str]:
     out = []
-    for p in space.params:
+    for p in space.declared:  # file order, as the messages' lines
         if p.condition is None:
             continue
         where = f"{space.source}:{p.line}" if p.line is not None else space.source
