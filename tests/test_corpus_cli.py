@@ -321,6 +321,9 @@ FILE_CASES = [
     ("exec-dir-missing", {"arena": None}, [], 2, r"option execDir: execDir .*arena does not exist \(irace requires it too: mkdir it\)"),
     ("exec-dir-is-a-file", {"arena": None, "arena-file": make_file, S: 'execDir = "arena-file"\n'}, [], 2,
      rf"scenario\.txt:{E}: option execDir: execDir .*arena-file is a file; execDir must be a folder"),
+    ("output-in-the-way", {"arena/runs.csv": mkdir}, ["--no-report"], 2,
+     r"racer: error: cannot write .*arena/runs\.csv: a folder or file is in the way \(Is a directory\)\. "
+     r"Move it away, then run the same command again"),
     ("init-over-files", {}, ["--init"], 2, r"not overwriting scenario\.txt, parameters\.txt"),
 ]
 

@@ -671,6 +671,9 @@ def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
             return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
                     f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
         return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
+    if codes & {errno.EISDIR, errno.ENOTDIR}:
+        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
+                f"({next(e.strerror for e in oserrors if e.errno in codes)}). Move it away, {resume}.")
     if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
         return (f"cannot write in {folder}{writing}: "
                 f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
