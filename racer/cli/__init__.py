@@ -338,7 +338,11 @@ def make_executor(spec: str, parallel: int):
                 client.close()
                 cluster.close()
         else:
-            client = Client(spec[len("dask:"):])
+            try:
+                client = Client(spec[len("dask:"):])
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--executor {spec}: cannot reach the Dask scheduler ({exc}); "
+                                 "check the address, or use --executor dask for a local cluster") from None
             close = client.close
         return client.get_executor(), close
     if spec == "ray" or spec.startswith("ray:"):
