@@ -853,10 +853,12 @@ def main(argv: list[str] | None = None, prog: str = "racer-report") -> int:
             print(f"{prog}: wrote {args.json}")
     except ImportError as exc:  # matplotlib missing: the figures need it
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     except (OSError, ValueError, TypeError) as exc:
+        # A path that is no journal or execDir, an unwritable output: the user's input, exit
+        # code 2 as for `racer` (1 is reserved for internal errors).
         print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     return 0
 
 

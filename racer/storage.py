@@ -475,7 +475,10 @@ class Journal:
                     )
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite has already rolled back after some errors (a full disk): a second
+                # ROLLBACK would fail and hide the cause ("cannot rollback - no transaction").
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             # After the marker is committed (in the main file, not in a log), switch to WAL.
             conn.execute("PRAGMA journal_mode=WAL")

@@ -279,7 +279,7 @@ def test_docstring_examples_run():
     import doctest
     import importlib
 
-    for name in ["rexpr", "parameters", "scenario", "sampler", "target_runner"]:
+    for name in ["rexpr", "parameters", "scenario", "sampler", "target_runner", "checks"]:
         module = importlib.import_module(f"racer.cli.{name}")
         outcome = doctest.testmod(module)
         assert outcome.attempted > 0 and outcome.failed == 0, name

@@ -233,7 +233,7 @@ def test_cli(interrupted, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert report.main([path, "-o", str(out), "--rope", "0.1"]) == 0
     assert "rope 0.1" in out.read_text()
-    assert report.main([str(tmp_path / "missing.sqlite"), "-o", str(out)]) == 1
+    assert report.main([str(tmp_path / "missing.sqlite"), "-o", str(out)]) == 2  # input error
     assert "no such journal" in capsys.readouterr().err
 
 

@@ -287,7 +287,7 @@ def test_report_subcommand_and_alias(run_dir, tmp_path, capsys):
                  str(tmp_path / "one.json")]) == 0
     assert json.loads((tmp_path / "one.json").read_text())["status"] in (
         "min_survivors", "budget", "elitist_limit", "max_instances", "instances_exhausted")
-    assert main(["report", str(run_dir), "--csv", str(tmp_path / "x.csv")]) == 1
+    assert main(["report", str(run_dir), "--csv", str(tmp_path / "x.csv")]) == 2
     assert "execDir" in capsys.readouterr().err
     # The installed scripts: `racer report` and the `racer-report` alias.
     bindir = os.path.dirname(sys.executable)

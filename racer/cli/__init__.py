@@ -111,6 +111,7 @@ def _error(message: str) -> None:
 
 def load(args) -> dict:
     """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
+    from .checks import check_space
     from .parameters import read_configurations, read_forbidden, read_parameters
     from .scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
 
@@ -144,56 +145,131 @@ def load(args) -> dict:
                             "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
     for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
-                 "nbIterations", "nbConfigurations", "parallel", "digits"):
+                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
+                 "minMeasurableTime"):
         if v[name] < 0:
             raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["seed"] is not None and v["seed"] < 0:
+        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
+        # anyway).
+        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
+                            **sc.where("seed"))
     if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
         raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
                             **sc.where("softRestartThreshold"))
     if v["targetRunnerTimeout"] < 0:
         raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+    for name in ("execDir", "parameterFile", "targetRunner"):
+        if not v[name]:
+            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
+                                option=name, **sc.where(name))
 
-    pfile = sc.path("parameterFile")
-    if not os.path.isfile(pfile):
-        raise ScenarioError(f"parameter file {pfile} does not exist", option="parameterFile", **sc.where("parameterFile"))
+    pfile = _input_file(sc, "parameterFile", "parameter file")
     space = read_parameters(pfile, digits=v["digits"])
     if sc.origin.get("digits"):
         space.digits = v["digits"]
+        space.digits_origin = (sc.where("digits")["path"], sc.where("digits")["line"])
     ffile = sc.path("forbiddenFile")
     if ffile:
-        if not os.path.isfile(ffile):
-            raise ScenarioError(f"forbidden file {ffile} does not exist", option="forbiddenFile", **sc.where("forbiddenFile"))
-        space.add_forbidden(read_forbidden(ffile))
+        space.add_forbidden(read_forbidden(_input_file(sc, "forbiddenFile", "forbidden file")))
+    warnings = check_space(space)
     initial = []
     discarded: list = []
     cfile = sc.path("configurationsFile")
     if cfile:
-        if not os.path.isfile(cfile):
-            raise ScenarioError(f"configurations file {cfile} does not exist", option="configurationsFile",
-                                **sc.where("configurationsFile"))
-        initial = read_configurations(cfile, space, discarded)
+        initial = read_configurations(_input_file(sc, "configurationsFile", "configurations file"),
+                                      space, discarded)
         for line, rule in discarded:
-            _warn(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule {rule!r} (as irace does)")
-    train = read_instances(sc, "train")
+            warnings.append(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule "
+                            f"{rule!r} (as irace does)")
+    train = read_instances(sc, "train", warnings)
     if not train:
         raise ScenarioError("no training instances: set trainInstancesDir and/or trainInstancesFile",
                             option="trainInstancesFile", **sc.where("trainInstancesFile"))
-    test = read_instances(sc, "test")
+    test = read_instances(sc, "test", warnings)
     runner_path = sc.path("targetRunner")
     launcher = sc.values["targetRunnerLauncher"]
-    if not launcher:
-        if not os.path.isfile(runner_path):
-            raise ScenarioError(f"target-runner {runner_path} does not exist", option="targetRunner", **sc.where("targetRunner"))
-        if not os.access(runner_path, os.X_OK):
-            raise ScenarioError(f"target-runner {runner_path} is not executable (chmod +x it, or set "
-                                "targetRunnerLauncher, e.g. to a Python interpreter)", option="targetRunner",
-                                **sc.where("targetRunner"))
+    if launcher:
+        _check_launcher(sc)
+    else:
+        _check_runner(sc, runner_path)
     exec_dir = sc.path("execDir")
-    if not os.path.isdir(exec_dir):
-        raise ScenarioError(f"execDir {exec_dir} does not exist (irace requires it too)", option="execDir",
-                            **sc.where("execDir"))
+    _check_exec_dir(sc, exec_dir)
     return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
-            "exec_dir": exec_dir, "runner_path": runner_path}
+            "exec_dir": exec_dir, "runner_path": runner_path, "warnings": warnings}
+
+
+def _input_file(sc, option: str, what: str) -> str:
+    """The path of the file ``option`` names; ScenarioError if it is missing or a folder."""
+    from .scenario import ScenarioError
+
+    path = sc.path(option)
+    if os.path.isdir(path):
+        raise ScenarioError(f"{what} {path} is a folder, not a file", option=option, **sc.where(option))
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{what} {path} does not exist", option=option, **sc.where(option))
+    return path
+
+
+def _check_runner(sc, path: str) -> None:
+    """The target-runner can be executed: a file, executable, and a ``#!`` line naming an
+    interpreter that exists (exec's own error says only "No such file or directory")."""
+    from .scenario import ScenarioError
+
+    where = {"option": "targetRunner", **sc.where("targetRunner")}
+    if os.path.isdir(path):
+        raise ScenarioError(f"target-runner {path} is a folder, not a file", **where)
+    if not os.path.isfile(path):
+        raise ScenarioError(f"target-runner {path} does not exist", **where)
+    if not os.access(path, os.X_OK):
+        raise ScenarioError(f"target-runner {path} is not executable (chmod +x it, or set "
+                            "targetRunnerLauncher, e.g. to a Python interpreter)", **where)
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the target-runner {path}: {exc.strerror}", **where) from None
+    if not first.startswith(b"#!"):
+        return  # a binary, or a script the kernel runs with /bin/sh
+    if first.rstrip(b"\n").endswith(b"\r"):
+        raise ScenarioError(f"target-runner {path} has Windows line endings (its #! line ends with "
+                            "a carriage return, so it cannot be started): convert it, e.g. "
+                            "dos2unix, or sed -i 's/\\r$//'", **where)
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.isabs(words[0]) and not os.path.exists(words[0]):
+        raise ScenarioError(f"target-runner {path}: its #! line names {words[0]}, which does not "
+                            "exist (fix the #! line, or set targetRunnerLauncher)", **where)
+
+
+def _check_launcher(sc) -> None:
+    from .scenario import ScenarioError
+    from .target_runner import build_command
+
+    launcher = sc.values["targetRunnerLauncher"]
+    found = (sc.path("targetRunnerLauncher") if os.sep in launcher else shutil.which(launcher))
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise ScenarioError(f"{launcher} is not an executable file (nor a command on PATH)",
+                            option="targetRunnerLauncher", **sc.where("targetRunnerLauncher"))
+    try:
+        build_command(sc.path("targetRunner"), launcher, sc.values["targetRunnerLauncherArgs"])
+    except ValueError as exc:
+        raise ScenarioError(str(exc), option="targetRunnerLauncherArgs",
+                            **sc.where("targetRunnerLauncherArgs")) from None
+
+
+def _check_exec_dir(sc, path: str) -> None:
+    """execDir exists, is a folder and racer can create files in it (runs.csv, the journal)."""
+    from .scenario import ScenarioError
+
+    where = {"option": "execDir", **sc.where("execDir")}
+    if os.path.isfile(path):
+        raise ScenarioError(f"execDir {path} is a file; execDir must be a folder (create one, "
+                            "e.g. mkdir, and point execDir to it)", **where)
+    if not os.path.isdir(path):
+        raise ScenarioError(f"execDir {path} does not exist (irace requires it too: mkdir it)", **where)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ScenarioError(f"execDir {path} is not writable: racer writes runs.csv and its journal "
+                            "there (make it writable, e.g. chmod u+w, or choose another execDir)", **where)
 
 
 def make_runner(loaded: dict, reaper=None):
@@ -262,7 +338,11 @@ def make_executor(spec: str, parallel: int):
                 client.close()
                 cluster.close()
         else:
-            client = Client(spec[len("dask:"):])
+            try:
+                client = Client(spec[len("dask:"):])
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--executor {spec}: cannot reach the Dask scheduler ({exc}); "
+                                 "check the address, or use --executor dask for a local cluster") from None
             close = client.close
         return client.get_executor(), close
     if spec == "ray" or spec.startswith("ray:"):
@@ -320,6 +400,9 @@ def do_check(loaded: dict, args) -> int:
     from .sampler import Sampler
 
     sc, space = loaded["scenario"], loaded["space"]
+    # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
+    make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
+              sc.values["confidence"])
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
@@ -551,6 +634,57 @@ def do_init(directory: str) -> int:
     return EXIT_OK
 
 
+def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
+    """What to tell the user when the system refused a write (a full disk, the file-size
+    limit, a read-only or unwritable folder), or None for any other error. SQLite reports a
+    full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
+    memory could not grow; the free space of execDir's file system tells which."""
+    import errno
+    import sqlite3
+
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    oserrors = [e for e in chain if isinstance(e, OSError)]
+    codes = {e.errno for e in oserrors if e.errno}
+    sqlite_text = " ".join(str(e) for e in chain if isinstance(e, (sqlite3.Error, OSError)))
+    if not codes and not any(isinstance(e, sqlite3.Error) for e in chain) and "SQLite" not in sqlite_text:
+        return None
+    path = next((e.filename for e in oserrors if e.filename), None)
+    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    writing = f" while writing {path}" if path else ""
+    try:
+        stat = os.statvfs(folder)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    resume = "then run the same command again (racer resumes from its journal)"
+    if codes & {errno.ENOSPC, errno.EDQUOT} or (
+            ("disk is full" in sqlite_text or "disk I/O error" in sqlite_text)
+            and free is not None and free < 1 << 20):
+        return (f"disk full: no space left on the file system of {folder} "
+                f"({free if free is not None else '?'} bytes free){writing}. "
+                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
+    if errno.EFBIG in codes or "disk is full" in sqlite_text or "disk I/O error" in sqlite_text:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if errno.EFBIG in codes or limit != resource.RLIM_INFINITY:
+            shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+            return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
+                    f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
+        return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
+    if codes & {errno.EISDIR, errno.ENOTDIR}:
+        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
+                f"({next(e.strerror for e in oserrors if e.errno in codes)}). Move it away, {resume}.")
+    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
+        return (f"cannot write in {folder}{writing}: "
+                f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
+                f"Make {folder} writable or set execDir elsewhere, {resume}.")
+    return None
+
+
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
     from .parameters import ParameterFileError
@@ -592,14 +726,29 @@ def main(argv: list | None = None) -> int:
             old[signum] = signal.signal(signum, on_signal)
         except ValueError:  # not the main thread (tests calling main() from a thread)
             pass
+    exec_dir = None
     try:
         loaded = load(args)
+        exec_dir = loaded["exec_dir"]
+        for message in loaded["warnings"]:
+            _warn(message)
         for item in loaded["scenario"].unimplemented():
             _warn(f"option not implemented by racer, ignored: {item}")
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, BudgetError, SamplingError) as exc:
+    except BudgetError as exc:
+        # Raised once racing starts: name where the budget was set.
+        sc = loaded["scenario"]
+        option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
+        where = sc.where(option)
+        prefix = ""
+        if option in str(exc):
+            prefix = (f"{where['path']}:{where['line']}: " if where["line"] is not None
+                      else f"{where['path']}: " if where["path"] else "")
+        _error(f"{prefix}{exc}")
+        return EXIT_SCENARIO
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, SamplingError) as exc:
         _error(str(exc))
         return EXIT_SCENARIO
     except JournalInUseError as exc:
@@ -627,7 +776,11 @@ def main(argv: list | None = None) -> int:
             return EXIT_SCENARIO
         traceback.print_exc()
         return EXIT_INTERNAL
-    except Exception:
+    except Exception as exc:
+        message = _io_failure(exc, exec_dir)
+        if message is not None:
+            _error(message)
+            return EXIT_SCENARIO
         traceback.print_exc()
         return EXIT_INTERNAL
     finally:

@@ -33,8 +33,9 @@ import shlex
 from typing import Any
 
 from . import rexpr
+from .scenario import read_text
 
-__all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "read_parameters",
+__all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "ForbiddenRule", "read_parameters",
            "read_forbidden", "read_configurations", "format_value"]
 
 
@@ -61,6 +62,8 @@ class Parameter:
     log: bool = False
     condition: Any = None
     condition_text: str = ""
+    # Where the parameter was declared (for messages); not part of what the parameter is.
+    line: int | None = dataclasses.field(default=None, compare=False)
 
     @property
     def is_fixed(self) -> bool:
@@ -71,6 +74,36 @@ class Parameter:
     @property
     def depends_on(self) -> list[str]:
         return rexpr.names(self.condition) if self.condition is not None else []
+
+
+class ForbiddenRule(tuple):
+    """One forbidden rule: the pair ``(text, tree)`` (it unpacks as one), with the ``path``
+    and ``line`` it was read from, for messages.
+
+    >>> rule = ForbiddenRule("x > 1", rexpr.parse("x > 1"), "forbidden.txt", 3)
+    >>> text, tree = rule
+    >>> text, rule.where
+    ('x > 1', 'forbidden.txt:3')
+    """
+
+    def __new__(cls, text: str, tree: Any, path: str | None = None, line: int | None = None):
+        self = super().__new__(cls, (text, tree))
+        self.path, self.line = path, line
+        return self
+
+    def __getnewargs__(self):  # pickling keeps the origin
+        return (self[0], self[1], self.path, self.line)
+
+    @property
+    def where(self) -> str:
+        if self.path is None:
+            return "forbidden rule"
+        return f"{self.path}:{self.line}" if self.line is not None else str(self.path)
+
+
+def unknown_names(tree: Any, by_name: dict) -> list[str]:
+    """Names an expression reads that are not parameters (conditions and forbidden rules)."""
+    return [n for n in rexpr.names(tree) if n not in by_name]
 
 
 def format_value(value: Any) -> str:
@@ -100,7 +133,10 @@ class ParameterSpace:
         self.declared = list(params)  # file order, for headers and command lines
         self.by_name = {p.name: p for p in params}
         self.params = _dependency_order(params, source)
-        self.forbidden: list[tuple[str, Any]] = list(forbidden or [])
+        self.forbidden: list[tuple[str, Any]] = []
+        # Where digits was set (path, line), for messages; None: the default.
+        self.digits_origin: tuple | None = None
+        self.add_forbidden(list(forbidden or []))
 
     @property
     def names(self) -> list[str]:
@@ -112,6 +148,16 @@ class ParameterSpace:
         return sum(not p.is_fixed for p in self.declared)
 
     def add_forbidden(self, rules: list[tuple[str, Any]]) -> None:
+        """Add forbidden rules; a rule reading a name that is not a parameter is a
+        ParameterFileError naming the rule's file and line (irace would fail when it first
+        evaluates it)."""
+        for rule in rules:
+            unknown = unknown_names(rule[1], self.by_name)
+            if unknown:
+                raise ParameterFileError(
+                    getattr(rule, "path", None) or self.source, getattr(rule, "line", None),
+                    f"the forbidden rule `{rule[0]}` uses {unknown[0]!r}, which is not a parameter"
+                    + _known(self.by_name, unknown[0]))
         self.forbidden.extend(rules)
 
     def is_active(self, param: Parameter, values: dict) -> bool:
@@ -182,14 +228,24 @@ class ParameterSpace:
         return x
 
 
+def _known(by_name: dict, name: str) -> str:
+    """`` (did you mean ...?)`` or the list of parameters, for a name that is not one."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(by_name), n=1)
+    if close:
+        return f" (did you mean {close[0]}?)"
+    return f" (parameters: {', '.join(by_name)})"
+
+
 def _dependency_order(params: list[Parameter], source: str) -> list[Parameter]:
     by_name = {p.name: p for p in params}
     for p in params:
-        for dep in p.depends_on:
-            if dep not in by_name:
-                raise ParameterFileError(
-                    source, None, f"the condition of {p.name} ({p.condition_text}) uses "
-                    f"{dep!r}, which is not a parameter")
+        unknown = unknown_names(p.condition, by_name) if p.condition is not None else []
+        if unknown:
+            raise ParameterFileError(
+                source, p.line, f"the condition of {p.name} ({p.condition_text}) uses "
+                f"{unknown[0]!r}, which is not a parameter" + _known(by_name, unknown[0]))
     order: list[Parameter] = []
     state: dict[str, int] = {}
 
@@ -199,7 +255,7 @@ def _dependency_order(params: list[Parameter], source: str) -> list[Parameter]:
             return
         if s == 1:
             raise ParameterFileError(
-                source, None, "conditions form a cycle: " + " -> ".join(chain + [p.name]))
+                source, p.line, "conditions form a cycle: " + " -> ".join(chain + [p.name]))
         state[p.name] = 1
         for dep in p.depends_on:
             visit(by_name[dep], chain + [p.name])
@@ -236,7 +292,7 @@ def read_forbidden_lines(lines: list[tuple[int, str]], path: str) -> list[tuple[
         if not text:
             continue
         try:
-            rules.append((text, rexpr.parse(text)))
+            rules.append(ForbiddenRule(text, rexpr.parse(text), path, lineno))
         except rexpr.RSyntaxError as exc:
             raise ParameterFileError(path, lineno, f"forbidden rule: {exc}") from None
     return rules
@@ -244,20 +300,19 @@ def read_forbidden_lines(lines: list[tuple[int, str]], path: str) -> list[tuple[
 
 def read_forbidden(path: str) -> list[tuple[str, Any]]:
     """Rules of a ``forbiddenFile``: one R expression a line; ``#`` comments."""
-    with open(path, encoding="utf-8") as f:
-        lines = list(enumerate(f.read().splitlines(), start=1))
-    return read_forbidden_lines(lines, path)
+    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    return read_forbidden_lines(list(enumerate(text.splitlines(), start=1)), path)
 
 
 def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
     """Read an irace parameters file (with optional ``[global]`` and ``[forbidden]``
     sections). ``digits`` (the scenario's) is overridden by ``[global] digits``."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
     params: list[Parameter] = []
     forbidden_lines: list[tuple[int, str]] = []
     section = "parameters"
     file_digits = None
+    digits_line = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = rexpr.strip_comment(raw).strip()
         if not line:
@@ -279,7 +334,7 @@ def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
             if gm.group(1) != "digits":
                 raise ParameterFileError(path, lineno, f"unknown [global] option {gm.group(1)!r} (known: digits)")
             try:
-                file_digits = int(gm.group(2))
+                file_digits, digits_line = int(gm.group(2)), lineno
             except ValueError:
                 raise ParameterFileError(path, lineno, f"digits must be an integer; got {gm.group(2)!r}") from None
             continue
@@ -289,6 +344,8 @@ def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
     space = ParameterSpace(params, read_forbidden_lines(forbidden_lines, path),
                            digits=file_digits if file_digits is not None else (4 if digits is None else digits),
                            source=path)
+    if digits_line is not None:
+        space.digits_origin = (path, digits_line)
     return space
 
 
@@ -297,7 +354,7 @@ def _parse_param_line(line: str, lineno: int, path: str, previous: list[Paramete
     if not m:
         raise ParameterFileError(
             path, lineno, f"cannot read {line!r}: expected `name \"switch\" type (domain) "
-            "[| condition]` with type c, o, i, r, i,log or r,log")
+            "[| condition]` with type c, o, i, r, i,log or r,log" + _diagnose(line))
     name = m.group("name")
     if any(p.name == name for p in previous):
         raise ParameterFileError(path, lineno, f"parameter {name!r} defined twice")
@@ -338,7 +395,35 @@ def _parse_param_line(line: str, lineno: int, path: str, previous: list[Paramete
             cond = rexpr.parse(cond_text)
         except rexpr.RSyntaxError as exc:
             raise ParameterFileError(path, lineno, f"{name}: condition: {exc}") from None
-    return Parameter(name, m.group("switch")[1:-1], ptype, domain, log, cond, cond_text)
+    return Parameter(name, m.group("switch")[1:-1], ptype, domain, log, cond, cond_text, line=lineno)
+
+
+def _diagnose(line: str) -> str:
+    """What is most likely wrong with a parameter line the pattern refused ("" if unsure).
+
+    >>> _diagnose('x --x r (1, 2)'), _diagnose('x "--x " f (1, 2)'), _diagnose('x "--x " r (1, 2')
+    ('; the switch must be quoted, e.g. "--x "', "; unknown type 'f'", '; the domain needs a closing )')
+    """
+    m = re.match(r"""\s*([A-Za-z0-9._]+)\s+(\S)""", line)
+    if not m:
+        return "; a name (letters, digits, . and _) must start the line"
+    if m.group(2) not in "\"'":
+        return f'; the switch must be quoted, e.g. "--{m.group(1)} "'
+    rest = re.match(r"""\s*[A-Za-z0-9._]+\s+("[^"]*"|'[^']*')\s*(.*)$""", line)
+    if not rest:
+        return "; the switch's closing quote is missing"
+    after = rest.group(2)
+    word = re.match(r"[A-Za-z]+", after)
+    if word is None or word.group() not in ("c", "o", "i", "r"):
+        return f"; unknown type {word.group() if word else after[:1]!r}" if after else "; the type and domain are missing"
+    if "(" not in after:
+        return "; the domain must be in parentheses, e.g. (1, 10) or (a, b)"
+    if ")" not in after[after.index("("):]:
+        return "; the domain needs a closing )"
+    tail = after[after.rindex(")") + 1:].strip()
+    if tail and not tail.startswith("|"):
+        return "; after the domain only a condition may follow, starting with |"
+    return ""
 
 
 def read_configurations(path: str, space: ParameterSpace, discarded: list | None = None) -> list[dict]:
@@ -347,15 +432,15 @@ def read_configurations(path: str, space: ParameterSpace, discarded: list | None
     parameters take their value). Each row is checked against conditions and domains. A
     forbidden row is an error, or, when a ``discarded`` list is given, dropped and recorded
     there as ``(line, rule)`` (irace discards them with a warning)."""
-    with open(path, encoding="utf-8") as f:
-        rows = []
-        for lineno, raw in enumerate(f.read().splitlines(), start=1):
-            try:
-                words = shlex.split(raw, comments=True)
-            except ValueError as exc:
-                raise ParameterFileError(path, lineno, str(exc)) from None
-            if words:
-                rows.append((lineno, words))
+    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    rows = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        try:
+            words = shlex.split(raw, comments=True)
+        except ValueError as exc:
+            raise ParameterFileError(path, lineno, str(exc)) from None
+        if words:
+            rows.append((lineno, words))
     if not rows:
         raise ParameterFileError(path, None, "no header line")
     header_line, header = rows[0]

@@ -76,7 +76,7 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise RSyntaxError(f"unexpected character {text[pos]!r}", text, pos + 1)
+            raise RSyntaxError(f"unexpected character {_describe_char(text[pos])}", text, pos + 1)
         kind = m.lastgroup
         value = m.group()
         if kind == "num":
@@ -90,6 +90,25 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
         pos = m.end()
     out.append(("end", None, len(text) + 1))
     return out
+
+
+def _describe_char(ch: str) -> str:
+    """A character as a message shows it: invisible and non-ASCII ones by their Unicode name
+    (a byte-order mark or a no-break space pasted from a web page looks like nothing).
+
+    >>> _describe_char("$"), _describe_char("\\ufeff")
+    ("'$'", "'\\\\ufeff' (a byte-order mark: save the file as UTF-8 without BOM)")
+    """
+    if ch == "\ufeff":
+        return f"{ch!r} (a byte-order mark: save the file as UTF-8 without BOM)"
+    if ch.isascii() and ch.isprintable():
+        return repr(ch)
+    import unicodedata
+
+    name = unicodedata.name(ch, "U+%04X" % ord(ch))
+    if "QUOTATION MARK" in name or "APOSTROPHE" in name:
+        name += ": R strings take straight quotes \" or '"
+    return f"{ch!r} ({name})"
 
 
 class _Parser:

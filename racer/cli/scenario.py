@@ -18,6 +18,8 @@ set to anything but irace's default, is named in a warning.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
 import os
 import re
 import shlex
@@ -26,7 +28,7 @@ from typing import Any
 from . import rexpr
 
 __all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
-           "read_instances"]
+           "read_instances", "read_text"]
 
 
 class ScenarioError(ValueError):
@@ -38,8 +40,44 @@ class ScenarioError(ValueError):
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
         what = f"option {option}: " if option else ""
+        if path == "command line" and option in OPTIONS and OPTIONS[option].flag:
+            # Name the flag the user typed, and the scenario-file name it stands for.
+            what = f"option {OPTIONS[option].flag} ({option}): "
         super().__init__(f"{where}{what}{message}")
         self.path, self.line, self.option = path, line, option
+
+
+def read_text(path: str, error) -> str:
+    """The text of the UTF-8 file ``path``; a leading byte-order mark is dropped (editors on
+    Windows write one). ``error(line, message)`` makes the exception raised when the file
+    cannot be read or is not UTF-8 (``line`` None when no line is to blame).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.txt")
+    >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfa = 1\\n")
+    >>> read_text(path, ValueError)
+    'a = 1\\n'
+    >>> _ = open(path, "wb").write(b"a = 1\\ncaf\\xe9\\n")
+    >>> read_text(path, lambda line, message: ValueError(f"line {line}: {message}"))
+    Traceback (most recent call last):
+    ValueError: line 2: not UTF-8 text: byte 0xe9 at column 4 (save the file as UTF-8)
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except IsADirectoryError:
+        raise error(None, "is a folder, not a file") from None
+    except FileNotFoundError:
+        raise error(None, "file not found") from None
+    except OSError as exc:
+        raise error(None, f"cannot read the file: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(line, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
+                          f"{exc.start - start + 1} (save the file as UTF-8)") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +182,8 @@ def convert(option: Option, value: Any, where: dict) -> Any:
         x = float(value)
     except (TypeError, ValueError):
         raise ScenarioError(f"expected a number; got {value!r}", option=name, **where) from None
+    if not math.isfinite(x):
+        raise ScenarioError(f"expected a finite number; got {value!r}", option=name, **where)
     if option.type == "i":
         if not x.is_integer():
             raise ScenarioError(f"expected an integer; got {value!r}", option=name, **where)
@@ -205,13 +245,8 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
     """Read ``path`` into ``scenario`` (default: irace's defaults)."""
     sc = scenario if scenario is not None else defaults()
     path = os.path.abspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ScenarioError("scenario file not found", path=path) from None
-    except OSError as exc:
-        raise ScenarioError(f"cannot read the scenario file: {exc.strerror}", path=path) from None
+    text = read_text(path, lambda line, message: ScenarioError(
+        "scenario file not found" if message == "file not found" else message, path=path, line=line))
     sc.file = path
     base = os.path.dirname(path)
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -225,8 +260,9 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
         if name not in OPTIONS:
             if name in ("targetRunnerData", "targetRunnerParallel", "repairConfiguration"):
                 raise ScenarioError("R functions cannot be given to racer", path=path, line=lineno, option=name)
-            close = [o for o in OPTIONS if o.lower() == name.lower()]
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            close = ([o for o in OPTIONS if o.lower() == name.lower()]
+                     or difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.75))
+            hint = f" (did you mean {close[0]}?)" if close else " (irace's options are listed by racer --help)"
             raise ScenarioError(f"unknown option{hint}", path=path, line=lineno, option=name)
         if not value_text:
             raise ScenarioError("missing value", path=path, line=lineno, option=name)
@@ -253,22 +289,25 @@ class Instance:
         return f"Instance({self.name!r}{', ' + repr(self.extra) if self.extra else ''})"
 
 
-def read_instances(sc: Scenario, kind: str) -> list[Instance]:
+def read_instances(sc: Scenario, kind: str, warnings: list | None = None) -> list[Instance]:
     """Training (``kind="train"``) or test instances of the scenario, as irace finds them:
     ``<kind>InstancesFile`` lines (instance, then optional extra arguments; ``#`` comments),
     each prefixed by ``<kind>InstancesDir`` when that is set; without a file, every file under
-    the directory (sorted)."""
+    the directory (sorted), hidden files and folders excepted. Listed instances that
+    ``<kind>InstancesDir`` makes paths of files that do not exist are named in ``warnings``
+    (irace passes them on unchecked: instances may be names, not files)."""
     dir_opt, file_opt = f"{kind}InstancesDir", f"{kind}InstancesFile"
     directory = sc.path(dir_opt)
     listing = sc.path(file_opt)
     if listing:
-        try:
-            with open(listing, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except OSError as exc:
-            raise ScenarioError(f"cannot read {listing}: {exc.strerror}", option=file_opt,
-                                **sc.where(file_opt)) from None
+        def error(line, message):
+            if line is not None:
+                return ScenarioError(message, path=listing, line=line)
+            return ScenarioError(f"{listing}: {message}", option=file_opt, **sc.where(file_opt))
+
+        lines = read_text(listing, error).splitlines()
         out = []
+        numbers = []  # the line of each instance
         for lineno, raw in enumerate(lines, start=1):
             try:
                 words = shlex.split(raw, comments=True)
@@ -280,20 +319,35 @@ def read_instances(sc: Scenario, kind: str) -> list[Instance]:
             if directory and not os.path.isabs(name):
                 name = os.path.join(directory, name)
             out.append(Instance(name, tuple(words[1:])))
+            numbers.append(lineno)
         if not out:
             raise ScenarioError(f"no instances in {listing}", option=file_opt, **sc.where(file_opt))
+        if directory and warnings is not None:
+            missing = [(n, i) for n, i in zip(numbers, out) if not os.path.exists(i.name)]
+            if missing:
+                line, first = missing[0]
+                warnings.append(
+                    f"{listing}:{line}: {len(missing)} of the {len(out)} instances are no files: "
+                    f"{first.name} does not exist ({dir_opt} = {sc.values[dir_opt]!r} is put "
+                    f"before each name). racer passes them to the runner anyway, as irace does; "
+                    f"if the instances are not files, set {dir_opt} = \"\"")
         return out
     if not directory:
         return []
     if not os.path.isdir(directory):
-        if kind == "test":
-            return []
-        raise ScenarioError(f"instances directory {directory} does not exist (set trainInstancesFile, "
-                            "or trainInstancesDir to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
+        if kind == "test" and dir_opt not in sc.origin:
+            return []  # irace's default "" only; a folder the user named must exist
+        raise ScenarioError(f"instances directory {directory} does not exist (set {file_opt}, "
+                            f"or {dir_opt} to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
     found = []
-    for root, _dirs, files in os.walk(directory):
+    for root, dirs, files in os.walk(directory):
+        # Hidden files and folders (.DS_Store, .git) are no instances: irace's list.files()
+        # skips them too.
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
         for fname in files:
-            found.append(os.path.join(root, fname))
+            if not fname.startswith("."):
+                found.append(os.path.join(root, fname))
     if not found:
-        raise ScenarioError(f"no instance files in {directory}", option=dir_opt, **sc.where(dir_opt))
+        raise ScenarioError(f"no instance files in {directory} (hidden files are skipped, as "
+                            "irace does)", option=dir_opt, **sc.where(dir_opt))
     return [Instance(p) for p in sorted(found)]

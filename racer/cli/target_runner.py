@@ -71,10 +71,15 @@ class RunResult:
 
     def describe(self, exec_dir: str) -> str:
         """The failure as a user needs it: what, the exact command, exit status, output tails."""
+        if self.returncode is None:
+            status = "none (not started or killed)"
+        elif self.returncode < 0:
+            status = f"{self.returncode} ({_death_cause(self.returncode)})"
+        else:
+            status = str(self.returncode)
         lines = [self.message,
                  f"  command (run in {exec_dir}): {shlex.join(self.command)}",
-                 f"  exit status: {self.returncode if self.returncode is not None else 'none (not started or killed)'}"
-                 + (f"; attempts: {self.attempts}" if self.attempts > 1 else "")]
+                 f"  exit status: {status}" + (f"; attempts: {self.attempts}" if self.attempts > 1 else "")]
         for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
             tail = [ln for ln in text.splitlines()][-_TAIL_LINES:]
             if tail:
@@ -195,6 +200,12 @@ class Reaper:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover
             self._proc.kill()
+
+
+def _death_cause(returncode: int) -> str:
+    from ..execution import _death_cause as cause  # stdlib-only module; lazily, as it is rare
+
+    return cause(returncode)
 
 
 def _parse_number(word: str) -> float | None:
@@ -362,6 +373,11 @@ class TargetRunner:
             return fail(f"the target-runner timed out after {self.timeout:g} s; its process group was killed")
         if self._closing:
             return fail("the target-runner was stopped (racer is shutting down)")
+        if code is not None and code < 0:
+            # Named as the Python API names a dead worker: "killed by SIGSEGV".
+            hint = (" (the system's out-of-memory killer sends SIGKILL too: see dmesg)"
+                    if code == -signal.SIGKILL else "")
+            return fail(f"the target-runner was {_death_cause(code)} (signal {-code}){hint}")
         if code != 0:
             return fail(f"the target-runner exited with status {code}")
         lines = [ln for ln in out.splitlines() if ln.strip()]
