@@ -50,6 +50,8 @@ logger = logging.getLogger("racer")
 _ON_ERROR = ("worst", "eliminate", "raise")
 _WINNER = ("mean", "mean_rank", "rank_sum")
 _TEST_REASONS = ("dominated", "indistinguishable")
+# Options that only stop a race: a resume may raise them (continue a finished race).
+_LIMITS = ("budget", "max_instances")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
 # default_rng([seed, step]) (steps are small positive integers).
 _SHUFFLE_SALT = 0x5EED5EED
@@ -444,6 +446,9 @@ class Race:
         self._uncharged: set[tuple[int, int]] = set()
         self._replay_uncharged: set[tuple[int, int]] = set()
         self._stored_instance_reprs: list[str] = []
+        # Test steps the journal says were taken, and their eliminations (see _run_test).
+        self._replay_tested = 0
+        self._replay_decisions: dict[int, list] = {}
         if storage is not None:
             self._open_storage(storage, random_state)
         else:
@@ -836,6 +841,16 @@ class Race:
             self._stop("instances_exhausted")
             return
         if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
+            if self._replay:
+                # A resume with a smaller budget than the journaled race's: it cannot pay for
+                # a block the journal already began, whose evaluations would be left unused.
+                need = self.n_charged + n_surv * planned
+                raise ValueError(
+                    f"To continue the race journaled in `storage`={self._journal.path!r}, pass "
+                    f"budget >= {need} (or budget=None); to start over, pass another "
+                    f"`storage=` path. `budget`={self._budget} cannot pay for the block of "
+                    f"{n_surv} survivors x {planned} instance(s) that the journal already began."
+                )
             self._stop("budget")
             return
         new = self._draw_instances(planned)
@@ -889,10 +904,15 @@ class Race:
             row = start + offset
             if row < len(known):
                 if known[row] != text:
+                    from .storage import _first_difference
+
+                    was, now = _first_difference(known[row], text)
+                    path = self._journal.path
                     raise ValueError(
-                        f"`storage` journal was written with instance #{row} = {known[row]!r}, "
-                        f"but this run's instance #{row} is {text!r}: the instances (or their "
-                        "order) differ from the journaled race; use a new storage file"
+                        f"`storage`={path!r} holds a race on other instances. To start over, "
+                        f"pass another `storage=` path (or delete {path!r}); to continue the "
+                        "journaled race, pass the instances it raced, in the same order:\n"
+                        f"  instance #{row}: journal {was}, now {now}"
                     )
             else:
                 fresh.append((row, text))
@@ -1012,6 +1032,14 @@ class Race:
     def _run_test(self, n: int) -> None:
         self._step += 1
         step = self._step
+        if step <= self._replay_tested:
+            # Decided before (a resume): the journaled eliminations stand, even when this
+            # race's limits differ from the journaled one's (a larger budget), so a
+            # continued race keeps every candidate it eliminated and every evaluation made.
+            for ci, reason, by, prob in self._replay_decisions.get(step, ()):
+                if self._alive[ci]:
+                    self._eliminate(ci, reason, by, prob, n, step)
+            return
         survivors = self._survivor_idx
         scores = self._oriented[:n, survivors]
         rng = np.random.default_rng([self._seed, step])
@@ -1035,7 +1063,8 @@ class Race:
             by = int(survivors[by_col])
             self._eliminate(ci, reason, by, prob, n, step)
             applied.append((ci, reason, by, prob))
-        self._journal_decisions(step, applied, n)
+        if self._journal is not None:
+            self._journal.record_decisions(step, n, applied, tested=True)
 
     def _check_decisions(self, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
         name = type(self._test).__name__
@@ -1142,7 +1171,7 @@ class Race:
                 seed = seed_from_random_state(random_state)
             fingerprint = self._fingerprint(seed_spec)
             fingerprint["seed"] = str(seed)
-            journal.claim(fingerprint, seed)
+            journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
             # Not in the fingerprint (journals from before it was recorded resume unchanged):
             # the report reads the rule instead of guessing it. A race on this journal is
             # running again, so any earlier stop reason is stale until it stops anew.
@@ -1153,11 +1182,36 @@ class Race:
             self._replay_uncharged = (
                 {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
             self._stored_instance_reprs = journal.load_instances()
+            if journaled is not None:
+                self._check_limits(journaled, journal.path)
+                if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
+                    journal.update_fingerprint(fingerprint)
+            self._replay_tested, self._replay_decisions = journal.load_decisions()
         except BaseException:
             journal.close()
             raise
         self._seed = seed
         self._journal = journal
+
+    def _check_limits(self, journaled: dict, path: str) -> None:
+        """Refuse a resume whose ``budget`` or ``max_instances`` is below what the journal
+        already holds; any limit at or above it continues the race (see ``storage``)."""
+        spent = sum(1 for key in self._replay if key not in self._replay_uncharged)
+        raced = len(self._stored_instance_reprs)
+        start_over = f"to start over, pass another `storage=` path (or delete {path!r})"
+        if self._budget is not None and spent > self._budget:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass budget >= {spent} "
+                f"(or budget=None); {start_over}. It already spent {spent} evaluations "
+                f"(its budget was {journaled.get('budget')}), more than `budget`={self._budget}."
+            )
+        if self._max_instances is not None and raced > self._max_instances:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass max_instances >= "
+                f"{raced} (or max_instances=None); {start_over}. It already raced {raced} "
+                f"instances (its max_instances was {journaled.get('max_instances')}), more than "
+                f"`max_instances`={self._max_instances}."
+            )
 
     def close(self) -> None:
         """Close the storage journal, if any, and release its writer lock (garbage collection
