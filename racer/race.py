@@ -1172,21 +1172,21 @@ class Race:
             fingerprint = self._fingerprint(seed_spec)
             fingerprint["seed"] = str(seed)
             journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
-            # Not in the fingerprint (journals from before it was recorded resume unchanged):
-            # the report reads the rule instead of guessing it. A race on this journal is
-            # running again, so any earlier stop reason is stale until it stops anew.
-            journal.set_meta("winner", self._winner)
-            journal.set_meta("stop_reason", None)
             self._replay = journal.load_evaluations()
             uncharged = journal.get_meta("uncharged")
             self._replay_uncharged = (
                 {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
             self._stored_instance_reprs = journal.load_instances()
             if journaled is not None:
-                self._check_limits(journaled, journal.path)
+                self._check_limits(journaled, journal.path)  # before anything is written
                 if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
                     journal.update_fingerprint(fingerprint)
             self._replay_tested, self._replay_decisions = journal.load_decisions()
+            # Not in the fingerprint (journals from before it was recorded resume unchanged):
+            # the report reads the rule instead of guessing it. A race on this journal is
+            # running again, so any earlier stop reason is stale until it stops anew.
+            journal.set_meta("winner", self._winner)
+            journal.set_meta("stop_reason", None)
         except BaseException:
             journal.close()
             raise
