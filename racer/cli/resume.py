@@ -54,7 +54,7 @@ def _budget_of(values: dict) -> dict:
 
 
 def _describe_parameter(p) -> str:
-    domain = "(" + ", ".join(str(x) for x in p.domain) + ")"
+    domain = "(" + ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in p.domain) + ")"
     text = f'"{p.switch}" {p.type}{",log" if p.log else ""} {domain}'
     return text + (f" | {p.condition_text}" if p.condition_text else "")
 
@@ -96,6 +96,17 @@ def _short(value, width: int = 50) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _value(value) -> str:
+    """An option's value as a scenario file would say it."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if value is None:
+        return "(default)"
+    if value == "":
+        return '""'
+    return _short(value)
+
+
 def _list_change(label: str, what: str, old: list, new: list) -> str:
     at = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
     if at < min(len(old), len(new)):
@@ -125,7 +136,7 @@ def _changes(old: dict, new: dict) -> list[str]:
     for group in ("options", "racer"):
         for name, value in old[group].items():
             if new[group].get(name) != value:
-                lines.append(f"{name}: {_short(value)} -> {_short(new[group].get(name))}")
+                lines.append(f"{name}: {_value(value)} -> {_value(new[group].get(name))}")
     for name, what in (("parameterFile", None), ("forbiddenFile", "rule"),
                        ("configurationsFile", "configuration"),
                        ("trainInstances", "instance"), ("testInstances", "instance")):
