@@ -289,9 +289,20 @@ class Race:
     storage : str or path, optional
         SQLite journal (see :mod:`racer.storage`). Every evaluation and decision is written as
         it happens; constructing the same race on the same file resumes it: recorded
-        evaluations are replayed instead of being evaluated again. A journal written by a
-        different race (other candidates, options, test parameters, seed or ``metadata``) is
-        refused. A resume cannot check ``evaluate`` itself (it is given to ``run()``, and no
+        evaluations are replayed instead of being evaluated again, and the test steps already
+        taken keep their journaled eliminations. A larger ``budget`` or ``max_instances`` (or
+        None) **continues a finished race**: nothing journaled is evaluated again, eliminated
+        candidates stay out, and with a test whose decisions ignore the budget left
+        (``FRaceTest``, ``TRaceTest``, ``BayesianTest``) the result is, bit for bit, that of one
+        race with the larger limit; ``PosteriorBestTest`` reads the budget left, so its later
+        steps are decided under the larger budget and its earlier ones stand (docs/racing.md,
+        "Continue a finished race with a larger budget"). A race that ended with
+        ``min_survivors`` has nothing to continue; one that ended with
+        ``instances_exhausted`` continues when given more instances. A limit below what the
+        journal already holds is refused, naming the smallest that continues it. A journal
+        written by a different race (other candidates, options, test parameters, seed or
+        ``metadata``) is refused: the message says first how to start over, then each
+        difference as ``name: journal old, now new``. A resume cannot check ``evaluate`` itself (it is given to ``run()``, and no
         fingerprint of a function is reliable): after changing it, or the data it reads, bump
         ``metadata={"evaluate_version": ...}`` so the old journal is refused, or use a new
         file. A file that is not a racer journal (not SQLite, another application's database)
@@ -1460,6 +1471,23 @@ def race(
     ...            progress=False, random_state=0)  # a loss: minimised by default
     >>> res.best, res.n_evaluations
     (3, 24)
+
+    A finished race continues with a larger ``budget`` on its ``storage``: only the new
+    evaluations are made.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> calls = []
+    >>> def loss(c, i):
+    ...     calls.append((c, i))
+    ...     return abs(c - 3)
+    >>> race(loss, [1, 2, 3, 4], range(50), test=KeepAll(), budget=24, storage=path,
+    ...      progress=False, random_state=0).stop_reason
+    'budget'
+    >>> more = race(loss, [1, 2, 3, 4], range(50), test=KeepAll(), budget=40, storage=path,
+    ...             progress=False, random_state=0)
+    >>> more.n_evaluations, len(calls)
+    (40, 40)
     """
     from .execution import check_timeout
 

@@ -15,8 +15,12 @@ continues where it stopped.
 
 A journal belongs to one race. Its first writer stores a fingerprint (candidates' reprs, test
 class and ``get_params()``, every decision-changing option, the seed, ``metadata``); a race
-whose fingerprint differs is refused with a message naming what differs, and so is a run whose
-instances differ from the journaled ones.
+whose fingerprint differs is refused with a message that says first how to start over, then
+each difference in the words of ``Race``'s arguments (:func:`describe_changes`), and so is a
+run whose instances differ from the journaled ones. The stop limits ``budget`` and
+``max_instances`` may differ: a larger one continues a finished race (see ``Race``). Every test
+step taken is marked in ``meta`` (``tested``) in the transaction of its eliminations, so a
+resume applies the journaled eliminations of those steps instead of deciding them again.
 
 **What a resume cannot check: ``evaluate``.** It is passed to ``run()``, after the journal is
 claimed, and no fingerprint of a Python function is reliable (its code, closures, the files
@@ -93,7 +97,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
     import msvcrt
 
-__all__ = ["Journal", "JournalInUseError", "read_journal"]
+__all__ = ["Journal", "JournalInUseError", "describe_changes", "read_journal"]
 
 # The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
 # magic.txt and not used by any format we know of.

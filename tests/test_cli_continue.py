@@ -6,15 +6,22 @@ outputs. Any other change is refused, saying first how to start over, then each 
 
 import json
 import os
+import pathlib
 import shutil
 
 import pytest
+from test_cli_main import PARAMS_1, make_scenario, read_runs
+from test_cli_resume import (
+    check_resumed,
+    kill,
+    outputs,
+    racer_args,
+    rows_at_least,
+    scenario,
+)
 
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
 from racer.cli.lookahead import UNUSED
-
-from test_cli_main import PARAMS_1, make_scenario, read_runs
-from test_cli_resume import check_resumed, kill, outputs, racer_args, rows_at_least, scenario
 
 BUDGET = 60  # test_cli_resume's scenario
 MORE = 150
@@ -27,9 +34,8 @@ def runs_made(folder):
     return len(os.listdir(folder / "arena" / "pids")), keys
 
 
-def set_budget(scen, value):
-    text = open(scen).read().replace(f"maxExperiments = {BUDGET}", f"maxExperiments = {value}")
-    open(scen, "w").write(text)
+def set_budget(scen, value, old=BUDGET):
+    _edit(pathlib.Path(scen), f"maxExperiments = {old}", f"maxExperiments = {value}")
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +73,11 @@ def test_a_larger_budget_continues_the_tuning_keeping_every_run(continued):
     assert main(racer_args(scen)) == EXIT_OK
     assert runs_made(folder) == (pids_after, keys_after)
     # A smaller budget than the last session's is refused, naming both values.
-    set_budget_to = open(scen).read().replace(f"maxExperiments = {MORE}", "maxExperiments = 100")
-    shutil.copy(scen, scen + ".bak")
-    open(scen, "w").write(set_budget_to)
+    set_budget(scen, 100, old=MORE)
     try:
         assert main(racer_args(scen)) == EXIT_SCENARIO
     finally:
-        shutil.move(scen + ".bak", scen)
+        set_budget(scen, MORE, old=100)
     assert runs_made(folder) == (pids_after, keys_after)
 
 
@@ -115,14 +119,14 @@ def _edit(path, old, new):
 CHANGES = {
     "seed": (lambda d: _edit(d / "scenario.txt", "seed = 3", "seed = 4"), "seed: 3 -> 4"),
     "budget smaller": (lambda d: _edit(d / "scenario.txt", "maxExperiments = 60", "maxExperiments = 40"),
-                       "maxExperiments: 60 -> 40 (to continue, give 60 or more: a tuning "
-                       "continues only with a larger budget)"),
+                       ("maxExperiments: 60 -> 40 (to continue, give 60 or more: a tuning "
+                        "continues only with a larger budget)")),
     "budget kind": (lambda d: _edit(d / "scenario.txt", "maxExperiments = 60", "maxTime = 100"),
-                    "budget: maxExperiments = 60 -> maxTime = 100 (a tuning continues only with "
-                    "a larger maxExperiments)"),
+                    ("budget: maxExperiments = 60 -> maxTime = 100 (a tuning continues only "
+                     "with a larger maxExperiments)")),
     "parameter file": (lambda d: _edit(d / "parameters.txt", "(-5, 5)", "(-5, 9)"),
-                       'parameterFile (parameters.txt): parameter x: "--x " r (-5, 5) -> '
-                       '"--x " r (-5, 9)'),
+                       ('parameterFile (parameters.txt): parameter x: "--x " r (-5, 5) -> '
+                        '"--x " r (-5, 9)')),
     "parameter added": (lambda d: _edit(d / "parameters.txt", "(-5, 5)\n", '(-5, 5)\ny "--y " c (k)\n'),
                         'parameterFile (parameters.txt): parameter y is new: "--y " c (k)'),
     "training instances": (lambda d: _edit(d / "train.txt", "inst-3\n", "inst-33\n"),

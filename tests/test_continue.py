@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from racer.adapters.frace import FRaceTest
+from racer.adapters.trace import TRaceTest
 
 import racer
 from racer import PosteriorBestTest, Race
-from racer.adapters.frace import FRaceTest
-from racer.adapters.trace import TRaceTest
 from racer.storage import read_journal
 
 CANDIDATES = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.3]
@@ -211,9 +211,9 @@ def test_other_instances_are_refused_naming_the_first_that_differs(tmp_path):
         racer.race(Counting(), CANDIDATES, [0, 1, 2, 30, *range(4, 100)], storage=path,
                    progress=False, **BASE)
     assert str(err.value).splitlines() == [
-        f"`storage`={str(path)!r} holds a race on other instances. To start over, pass another "
-        f"`storage=` path (or delete {str(path)!r}); to continue the journaled race, pass the "
-        "instances it raced, in the same order:",
+        (f"`storage`={str(path)!r} holds a race on other instances. To start over, pass another "
+         f"`storage=` path (or delete {str(path)!r}); to continue the journaled race, pass the "
+         "instances it raced, in the same order:"),
         "  instance #3: journal 3, now 30",
     ]
 

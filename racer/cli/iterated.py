@@ -8,7 +8,9 @@ an instance an elite has already run on and the elite's cost is taken from the e
 instead of running it again, elites cannot be eliminated before they have covered the
 instances they have results for, and with ``elitistLimit`` the race ends after that many
 consecutive tests without elimination (irace's elitist races). Soft restarts as irace
-(:mod:`racer.cli.sampler`).
+(:mod:`racer.cli.sampler`). A tuning continued with a larger budget
+(``Settings.earlier_budgets``, :mod:`racer.cli.resume`) replays each earlier session under its
+own budget, then goes on where that budget's schedule stopped.
 
 Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
 process; results are told to the race as they arrive (no polling). A race is

@@ -27,7 +27,7 @@ import json
 import os
 import shlex
 
-__all__ = ["ResumeError", "SETTINGS_FILE", "settings_of", "check_resume", "write_settings"]
+__all__ = ["SETTINGS_FILE", "ResumeError", "check_resume", "settings_of", "write_settings"]
 
 SETTINGS_FILE = "settings.json"
 _VERSION = 1
