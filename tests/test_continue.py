@@ -231,3 +231,28 @@ def test_long_values_are_cut_around_their_first_difference(tmp_path):
     # 10 characters before the first difference (the second 5), 40 in all.
     assert line == ("  metadata['space']: journal ...xxxxx(-5, 5)" + "y" * 28 + "..., "
                     "now ...xxxxx(-5, 9)" + "y" * 28 + "...")
+
+
+def test_an_iterated_race_continues_on_its_study_with_a_larger_budget():
+    # IteratedRace rebuilds its state from the study (scores, elites, iteration), so running it
+    # again on the same study with a larger budget goes on from its last iteration.
+    optuna = pytest.importorskip("optuna")
+    from optuna.distributions import FloatDistribution
+
+    from racer.adapters.optuna import IteratedRace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    calls = []
+
+    def evaluate(params, instance):
+        calls.append((params["x"], instance))
+        return (params["x"] - 1.0) ** 2 + 0.1 * instance
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    options = dict(search_space={"x": FloatDistribution(-5, 5)}, instances=list(range(20)),
+                   study=study, random_state=0, progress=False)
+    first = IteratedRace(evaluate, budget=150, **options).run()
+    n_first = len(calls)
+    more = IteratedRace(evaluate, budget=400, **options).run()
+    assert n_first == first.n_evaluations < more.n_evaluations <= 400
+    assert len(calls) == more.n_evaluations and len(set(calls)) == len(calls)
