@@ -54,7 +54,11 @@ def _budget_of(values: dict) -> dict:
 
 
 def _describe_parameter(p) -> str:
-    domain = "(" + ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in p.domain) + ")"
+    from .parameters import format_value
+
+    # format_value: exact (shortest repr), so that any change of a bound is seen.
+    domain = "(" + ", ".join(format_value(x) if isinstance(x, (int, float)) else str(x)
+                             for x in p.domain) + ")"
     text = f'"{p.switch}" {p.type}{",log" if p.log else ""} {domain}'
     return text + (f" | {p.condition_text}" if p.condition_text else "")
 
