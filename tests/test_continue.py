@@ -256,3 +256,69 @@ def test_an_iterated_race_continues_on_its_study_with_a_larger_budget():
     more = IteratedRace(evaluate, budget=400, **options).run()
     assert n_first == first.n_evaluations < more.n_evaluations <= 400
     assert len(calls) == more.n_evaluations and len(set(calls)) == len(calls)
+
+
+CONTINUE_JOB = '''
+import json, sys, time
+import numpy as np
+from racer import PosteriorBestTest, Race
+
+def evaluate(c, i):
+    with open(sys.argv[4], "a") as fh:
+        fh.write(f"{c},{i}\\n")
+    time.sleep(0.004)
+    return c + np.random.default_rng([int(c * 100), i]).normal(0.0, 3.0)
+
+res = Race(%r, test=PosteriorBestTest(), budget=int(sys.argv[2]), random_state=7,
+           storage=sys.argv[1]).run(evaluate, range(300), progress=False)
+with open(sys.argv[3], "w") as fh:
+    json.dump({"history": [[h.candidate_index, h.n_instances, h.probability] for h in res.history],
+               "scores": np.nan_to_num(res.scores, nan=-999.0).tolist(),
+               "n_evaluations": res.n_evaluations, "stop_reason": res.stop_reason}, fh)
+''' % (CANDIDATES,)
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_a_continuation_killed_with_sigkill_resumes_to_the_uninterrupted_one(tmp_path):
+    import json
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "job.py"
+    script.write_text(CONTINUE_JOB)
+
+    def job(storage, budget, out, log):
+        return [sys.executable, str(script), str(storage), str(budget), str(out), str(log)]
+
+    first = tmp_path / "first.sqlite"
+    subprocess.run(job(first, 150, tmp_path / "small.json", tmp_path / "small.log"), check=True)
+    small = json.loads((tmp_path / "small.json").read_text())
+    ref, killed = tmp_path / "ref.sqlite", tmp_path / "killed.sqlite"
+    shutil.copy(first, ref)
+    shutil.copy(first, killed)
+    subprocess.run(job(ref, 320, tmp_path / "ref.json", tmp_path / "ref.log"), check=True)
+    log, out = tmp_path / "killed.log", tmp_path / "killed.json"
+    kills = 0
+    while not out.exists():
+        proc = subprocess.Popen(job(killed, 320, out, log), stderr=subprocess.DEVNULL)
+        if kills < 3:
+            seen = len(log.read_text().split()) if log.exists() else 0
+            deadline = time.monotonic() + 30
+            while (proc.poll() is None and time.monotonic() < deadline
+                   and (len(log.read_text().split()) if log.exists() else 0) < seen + 15):
+                time.sleep(0.01)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+        proc.wait()
+    assert kills == 3
+    expected = json.loads((tmp_path / "ref.json").read_text())
+    assert json.loads(out.read_text()) == expected
+    calls = log.read_text().split()
+    new = expected["n_evaluations"] - small["n_evaluations"]
+    # Only the continuation's evaluations, each once, but for one in flight per kill.
+    assert set(calls).isdisjoint((tmp_path / "small.log").read_text().split())
+    assert len(set(calls)) == new and len(calls) <= new + kills
