@@ -4,6 +4,13 @@ in the words of ``Race``'s arguments (issue 18, items 4 and 6)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 from racer.adapters.frace import FRaceTest
@@ -238,7 +245,6 @@ def test_an_iterated_race_continues_on_its_study_with_a_larger_budget():
     # again on the same study with a larger budget goes on from its last iteration.
     optuna = pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution
-
     from racer.adapters.optuna import IteratedRace
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -269,24 +275,17 @@ def evaluate(c, i):
     time.sleep(0.004)
     return c + np.random.default_rng([int(c * 100), i]).normal(0.0, 3.0)
 
-res = Race(%r, test=PosteriorBestTest(), budget=int(sys.argv[2]), random_state=7,
+res = Race(CANDIDATES, test=PosteriorBestTest(), budget=int(sys.argv[2]), random_state=7,
            storage=sys.argv[1]).run(evaluate, range(300), progress=False)
 with open(sys.argv[3], "w") as fh:
     json.dump({"history": [[h.candidate_index, h.n_instances, h.probability] for h in res.history],
                "scores": np.nan_to_num(res.scores, nan=-999.0).tolist(),
                "n_evaluations": res.n_evaluations, "stop_reason": res.stop_reason}, fh)
-''' % (CANDIDATES,)
+'''.replace("CANDIDATES", repr(CANDIDATES))
 
 
-@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs POSIX SIGKILL")
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 def test_a_continuation_killed_with_sigkill_resumes_to_the_uninterrupted_one(tmp_path):
-    import json
-    import shutil
-    import signal
-    import subprocess
-    import sys
-    import time
-
     script = tmp_path / "job.py"
     script.write_text(CONTINUE_JOB)
 
