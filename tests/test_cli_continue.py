@@ -197,3 +197,16 @@ def test_settings_json_records_the_budget_of_each_session(continued):
     folder = continued[0]
     settings = json.loads((folder / "arena" / "racer-journal" / "settings.json").read_text())
     assert settings["budgets"] == [{"maxExperiments": BUDGET}, {"maxExperiments": MORE}]
+
+
+def test_an_unreadable_settings_file_is_refused_with_start_over_first(finished, tmp_path, capsys):
+    folder = copy_of(finished, tmp_path)
+    (folder / "arena" / "racer-journal" / "settings.json").write_text("{torn")
+    args = ["--scenario", str(folder / "scenario.txt"), "-q", "1", "--no-report"]
+    capsys.readouterr()
+    assert main(args) == EXIT_SCENARIO
+    err = capsys.readouterr().err
+    assert err.startswith(f"racer: error: the tuning in execDir {folder / 'arena'} cannot be "
+                          f"resumed. To start over: racer {' '.join(args)} --fresh (or set "
+                          "another execDir). ")
+    assert "settings.json cannot be read" in err

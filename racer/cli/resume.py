@@ -177,10 +177,10 @@ def _read(path: str) -> dict | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        raise ResumeError(f"{path} cannot be read ({exc}); start over with --fresh") from None
+        raise ResumeError(f"{path} cannot be read ({exc})") from None
     if not isinstance(data, dict) or data.get("version") != _VERSION:
-        raise ResumeError(f"{path} was written by another version of racer; start over with "
-                          "--fresh, or resume with that version")
+        raise ResumeError(f"{path} was written by another version of racer (resume with that "
+                          "version)")
     return data
 
 
@@ -205,14 +205,18 @@ def check_resume(journal_dir: str, settings: dict, *, resuming: bool, exec_dir: 
     :class:`ResumeError` when the tuning cannot be resumed or continued: the message starts
     with the commands to start over, then lists each change as ``name: old -> new``."""
     path = os.path.join(journal_dir, SETTINGS_FILE)
-    old = _read(path) if resuming else None
+    fresh = shlex.join(["racer", *command, "--fresh"])
+    try:
+        old = _read(path) if resuming else None
+    except ResumeError as exc:
+        raise ResumeError(f"the tuning in execDir {exec_dir} cannot be resumed. To start over: "
+                          f"{fresh} (or set another execDir). {exc}") from None
     if old is None:
         if not resuming:
             write_settings(journal_dir, settings, [settings["budget"]])
         return []  # a new tuning, or an older racer's execDir: the journals check themselves
     changes = _changes(old, settings)
     if changes:
-        fresh = shlex.join(["racer", *command, "--fresh"])
         raise ResumeError(
             f"the tuning in execDir {exec_dir} was started with other settings. To start over: "
             f"{fresh} (or set another execDir). To continue it, undo these changes:\n  "
