@@ -401,7 +401,8 @@ def do_run(loaded: dict, args) -> int:
         # else is refused in the scenario's words (racer.cli.resume).
         earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
                                resuming=resuming, exec_dir=exec_dir,
-                               command=getattr(args, "argv", None) or sys.argv[1:])
+                               command=(args.argv if getattr(args, "argv", None) is not None
+                                        else sys.argv[1:]))
     except BaseException:
         log.close()
         reaper.close()
