@@ -302,10 +302,10 @@ class Race:
         journal already holds is refused, naming the smallest that continues it. A journal
         written by a different race (other candidates, options, test parameters, seed or
         ``metadata``) is refused: the message says first how to start over, then each
-        difference as ``name: journal old, now new``. A resume cannot check ``evaluate`` itself (it is given to ``run()``, and no
-        fingerprint of a function is reliable): after changing it, or the data it reads, bump
-        ``metadata={"evaluate_version": ...}`` so the old journal is refused, or use a new
-        file. A file that is not a racer journal (not SQLite, another application's database)
+        difference as ``name: journal old, now new``. A resume cannot check ``evaluate``
+        itself (it is given to ``run()``, and no fingerprint of a function is reliable):
+        after changing it, or the data it reads, bump ``metadata={"evaluate_version": ...}``
+        so the old journal is refused, or use a new file. A file that is not a racer journal (not SQLite, another application's database)
         is refused before anything is written; path problems raise ``FileNotFoundError``,
         ``IsADirectoryError`` or ``PermissionError`` naming the path. The race holds the
         journal's writer lock until :meth:`close` (or garbage collection, or the death of the
