@@ -305,9 +305,10 @@ class Race:
         difference as ``name: journal old, now new``. A resume cannot check ``evaluate``
         itself (it is given to ``run()``, and no fingerprint of a function is reliable):
         after changing it, or the data it reads, bump ``metadata={"evaluate_version": ...}``
-        so the old journal is refused, or use a new file. A file that is not a racer journal (not SQLite, another application's database)
-        is refused before anything is written; path problems raise ``FileNotFoundError``,
-        ``IsADirectoryError`` or ``PermissionError`` naming the path. The race holds the
+        so the old journal is refused, or use a new file. A file that is not a racer journal
+        (not SQLite, another application's database) is refused before anything is written;
+        path problems raise ``FileNotFoundError``, ``IsADirectoryError`` or
+        ``PermissionError`` naming the path. The race holds the
         journal's writer lock until :meth:`close` (or garbage collection, or the death of the
         process): a second race on the same file, in any process, raises
         :class:`racer.storage.JournalInUseError`; :func:`racer.storage.read_journal` can read
