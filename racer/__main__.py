@@ -177,6 +177,12 @@ def build_parser():
     return parser
 
 
+# Race's arguments (and metadata keys) in a journal's refusal -> this command's options.
+_OPTION_OF = {"metadata['maxiter']": "--maxiter", "metadata['seeds']": "--seeds",
+              "random_state": "--seed", "first_test": "--first-test", "each_test": "--each-test",
+              "candidates": "--candidates", "test": "--test"}
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -227,8 +233,14 @@ def main(argv=None):
             metadata={"maxiter": args.maxiter, "seeds": args.seeds, "objective": "log10(f - f* + 1e-12)"},
         )
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: JournalInUseError
-        if storage is not None and "holds a different race" in str(exc):
-            sys.exit(f"error: {exc}\n(hint: add --fresh to start a new race in {storage})")
+        if storage is not None and "holds a race with other settings" in str(exc):
+            # The journal names Race's arguments; this command's user knows its options.
+            changes = str(exc).partition("\n")[2]
+            for word, option in _OPTION_OF.items():
+                changes = changes.replace(f"  {word}: ", f"  {option}: ")
+            sys.exit(f"error: {storage} holds a race with other settings. To start over: add "
+                     f"--fresh (or --storage another file). To continue it, undo these "
+                     f"changes:\n{changes}")
         sys.exit(f"error: {exc}")
     start = time.perf_counter()
     try:

@@ -50,6 +50,8 @@ logger = logging.getLogger("racer")
 _ON_ERROR = ("worst", "eliminate", "raise")
 _WINNER = ("mean", "mean_rank", "rank_sum")
 _TEST_REASONS = ("dominated", "indistinguishable")
+# Options that only stop a race: a resume may raise them (continue a finished race).
+_LIMITS = ("budget", "max_instances")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
 # default_rng([seed, step]) (steps are small positive integers).
 _SHUFFLE_SALT = 0x5EED5EED
@@ -288,14 +290,26 @@ class Race:
     storage : str or path, optional
         SQLite journal (see :mod:`racer.storage`). Every evaluation and decision is written as
         it happens; constructing the same race on the same file resumes it: recorded
-        evaluations are replayed instead of being evaluated again. A journal written by a
-        different race (other candidates, options, test parameters, seed or ``metadata``) is
-        refused. A resume cannot check ``evaluate`` itself (it is given to ``run()``, and no
-        fingerprint of a function is reliable): after changing it, or the data it reads, bump
-        ``metadata={"evaluate_version": ...}`` so the old journal is refused, or use a new
-        file. A file that is not a racer journal (not SQLite, another application's database)
-        is refused before anything is written; path problems raise ``FileNotFoundError``,
-        ``IsADirectoryError`` or ``PermissionError`` naming the path. The race holds the
+        evaluations are replayed instead of being evaluated again, and the test steps already
+        taken keep their journaled eliminations. A larger ``budget`` or ``max_instances`` (or
+        None) **continues a finished race**: nothing journaled is evaluated again, eliminated
+        candidates stay out, and with a test whose decisions ignore the budget left
+        (``FRaceTest``, ``TRaceTest``, ``BayesianTest``) the result is, bit for bit, that of one
+        race with the larger limit; ``PosteriorBestTest`` reads the budget left, so its later
+        steps are decided under the larger budget and its earlier ones stand (docs/racing.md,
+        "Continue a finished race with a larger budget"). A race that ended with
+        ``min_survivors`` has nothing to continue; one that ended with
+        ``instances_exhausted`` continues when given more instances. A limit below what the
+        journal already holds is refused, naming the smallest that continues it. A journal
+        written by a different race (other candidates, options, test parameters, seed or
+        ``metadata``) is refused: the message says first how to start over, then each
+        difference as ``name: journal old, now new``. A resume cannot check ``evaluate``
+        itself (it is given to ``run()``, and no fingerprint of a function is reliable):
+        after changing it, or the data it reads, bump ``metadata={"evaluate_version": ...}``
+        so the old journal is refused, or use a new file. A file that is not a racer journal
+        (not SQLite, another application's database) is refused before anything is written;
+        path problems raise ``FileNotFoundError``, ``IsADirectoryError`` or
+        ``PermissionError`` naming the path. The race holds the
         journal's writer lock until :meth:`close` (or garbage collection, or the death of the
         process): a second race on the same file, in any process, raises
         :class:`racer.storage.JournalInUseError`; :func:`racer.storage.read_journal` can read
@@ -445,6 +459,9 @@ class Race:
         self._uncharged: set[tuple[int, int]] = set()
         self._replay_uncharged: set[tuple[int, int]] = set()
         self._stored_instance_reprs: list[str] = []
+        # Test steps the journal says were taken, and their eliminations (see _run_test).
+        self._replay_tested = 0
+        self._replay_decisions: dict[int, list] = {}
         if storage is not None:
             self._open_storage(storage, random_state)
         else:
@@ -837,6 +854,16 @@ class Race:
             self._stop("instances_exhausted")
             return
         if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
+            if self._replay:
+                # A resume with a smaller budget than the journaled race's: it cannot pay for
+                # a block the journal already began, whose evaluations would be left unused.
+                need = self.n_charged + n_surv * planned
+                raise ValueError(
+                    f"To continue the race journaled in `storage`={self._journal.path!r}, pass "
+                    f"budget >= {need} (or budget=None); to start over, pass another "
+                    f"`storage=` path. `budget`={self._budget} cannot pay for the block of "
+                    f"{n_surv} survivors x {planned} instance(s) that the journal already began."
+                )
             self._stop("budget")
             return
         new = self._draw_instances(planned)
@@ -890,10 +917,15 @@ class Race:
             row = start + offset
             if row < len(known):
                 if known[row] != text:
+                    from .storage import _first_difference
+
+                    was, now = _first_difference(known[row], text)
+                    path = self._journal.path
                     raise ValueError(
-                        f"`storage` journal was written with instance #{row} = {known[row]!r}, "
-                        f"but this run's instance #{row} is {text!r}: the instances (or their "
-                        "order) differ from the journaled race; use a new storage file"
+                        f"`storage`={path!r} holds a race on other instances. To start over, "
+                        f"pass another `storage=` path (or delete {path!r}); to continue the "
+                        "journaled race, pass the instances it raced, in the same order:\n"
+                        f"  instance #{row}: journal {was}, now {now}"
                     )
             else:
                 fresh.append((row, text))
@@ -1013,6 +1045,14 @@ class Race:
     def _run_test(self, n: int) -> None:
         self._step += 1
         step = self._step
+        if step <= self._replay_tested:
+            # Decided before (a resume): the journaled eliminations stand, even when this
+            # race's limits differ from the journaled one's (a larger budget), so a
+            # continued race keeps every candidate it eliminated and every evaluation made.
+            for ci, reason, by, prob in self._replay_decisions.get(step, ()):
+                if self._alive[ci]:
+                    self._eliminate(ci, reason, by, prob, n, step)
+            return
         survivors = self._survivor_idx
         scores = self._oriented[:n, survivors]
         rng = np.random.default_rng([self._seed, step])
@@ -1036,7 +1076,8 @@ class Race:
             by = int(survivors[by_col])
             self._eliminate(ci, reason, by, prob, n, step)
             applied.append((ci, reason, by, prob))
-        self._journal_decisions(step, applied, n)
+        if self._journal is not None:
+            self._journal.record_decisions(step, n, applied, tested=True)
 
     def _check_decisions(self, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
         name = type(self._test).__name__
@@ -1143,22 +1184,47 @@ class Race:
                 seed = seed_from_random_state(random_state)
             fingerprint = self._fingerprint(seed_spec)
             fingerprint["seed"] = str(seed)
-            journal.claim(fingerprint, seed)
-            # Not in the fingerprint (journals from before it was recorded resume unchanged):
-            # the report reads the rule instead of guessing it. A race on this journal is
-            # running again, so any earlier stop reason is stale until it stops anew.
-            journal.set_meta("winner", self._winner)
-            journal.set_meta("stop_reason", None)
+            journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
             self._replay = journal.load_evaluations()
             uncharged = journal.get_meta("uncharged")
             self._replay_uncharged = (
                 {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
             self._stored_instance_reprs = journal.load_instances()
+            if journaled is not None:
+                self._check_limits(journaled, journal.path)  # before anything is written
+                if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
+                    journal.update_fingerprint(fingerprint)
+            self._replay_tested, self._replay_decisions = journal.load_decisions()
+            # Not in the fingerprint (journals from before it was recorded resume unchanged):
+            # the report reads the rule instead of guessing it. A race on this journal is
+            # running again, so any earlier stop reason is stale until it stops anew.
+            journal.set_meta("winner", self._winner)
+            journal.set_meta("stop_reason", None)
         except BaseException:
             journal.close()
             raise
         self._seed = seed
         self._journal = journal
+
+    def _check_limits(self, journaled: dict, path: str) -> None:
+        """Refuse a resume whose ``budget`` or ``max_instances`` is below what the journal
+        already holds; any limit at or above it continues the race (see ``storage``)."""
+        spent = sum(1 for key in self._replay if key not in self._replay_uncharged)
+        raced = len(self._stored_instance_reprs)
+        start_over = f"to start over, pass another `storage=` path (or delete {path!r})"
+        if self._budget is not None and spent > self._budget:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass budget >= {spent} "
+                f"(or budget=None); {start_over}. It already spent {spent} evaluations "
+                f"(its budget was {journaled.get('budget')}), more than `budget`={self._budget}."
+            )
+        if self._max_instances is not None and raced > self._max_instances:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass max_instances >= "
+                f"{raced} (or max_instances=None); {start_over}. It already raced {raced} "
+                f"instances (its max_instances was {journaled.get('max_instances')}), more than "
+                f"`max_instances`={self._max_instances}."
+            )
 
     def close(self) -> None:
         """Close the storage journal, if any, and release its writer lock (garbage collection
@@ -1407,6 +1473,23 @@ def race(
     ...            progress=False, random_state=0)  # a loss: minimised by default
     >>> res.best, res.n_evaluations
     (3, 24)
+
+    A finished race continues with a larger ``budget`` on its ``storage``: only the new
+    evaluations are made.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> calls = []
+    >>> def loss(c, i):
+    ...     calls.append((c, i))
+    ...     return abs(c - 3)
+    >>> race(loss, [1, 2, 3, 4], range(50), test=KeepAll(), budget=24, storage=path,
+    ...      progress=False, random_state=0).stop_reason
+    'budget'
+    >>> more = race(loss, [1, 2, 3, 4], range(50), test=KeepAll(), budget=40, storage=path,
+    ...             progress=False, random_state=0)
+    >>> more.n_evaluations, len(calls)
+    (40, 40)
     """
     from .execution import check_timeout
 

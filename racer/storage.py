@@ -15,8 +15,12 @@ continues where it stopped.
 
 A journal belongs to one race. Its first writer stores a fingerprint (candidates' reprs, test
 class and ``get_params()``, every decision-changing option, the seed, ``metadata``); a race
-whose fingerprint differs is refused with a message naming what differs, and so is a run whose
-instances differ from the journaled ones.
+whose fingerprint differs is refused with a message that says first how to start over, then
+each difference in the words of ``Race``'s arguments (:func:`describe_changes`), and so is a
+run whose instances differ from the journaled ones. The stop limits ``budget`` and
+``max_instances`` may differ: a larger one continues a finished race (see ``Race``). Every test
+step taken is marked in ``meta`` (``tested``) in the transaction of its eliminations, so a
+resume applies the journaled eliminations of those steps instead of deciding them again.
 
 **What a resume cannot check: ``evaluate``.** It is passed to ``run()``, after the journal is
 claimed, and no fingerprint of a Python function is reliable (its code, closures, the files
@@ -93,7 +97,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
     import msvcrt
 
-__all__ = ["Journal", "JournalInUseError", "read_journal"]
+__all__ = ["Journal", "JournalInUseError", "describe_changes", "read_journal"]
 
 # The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
 # magic.txt and not used by any format we know of.
@@ -510,8 +514,13 @@ class Journal:
         value = self._meta("seed")
         return None if value is None else int(value)
 
-    def claim(self, fingerprint: dict, seed: int) -> None:
-        """Mark the journal as this race's, or refuse if another race wrote it."""
+    def claim(self, fingerprint: dict, seed: int, *, limits: tuple = ()) -> dict | None:
+        """Mark the journal as this race's, or refuse if another race wrote it.
+
+        Keys in ``limits`` (the race's stop limits: ``budget``, ``max_instances``) may differ
+        from the journal's: the journaled fingerprint is returned (None for a new journal) so
+        that the caller can check them against what the journal already holds, and then
+        record the new values with :meth:`update_fingerprint`."""
         stored = self._meta("fingerprint")
         if stored is None:
             with self._conn:  # one transaction: a journal never holds half a claim
@@ -520,23 +529,23 @@ class Journal:
                     "INSERT INTO meta VALUES ('fingerprint', ?), ('seed', ?)",
                     (json.dumps(fingerprint, sort_keys=True), str(seed)),
                 )
-            return
+            return None
         old = _upgrade_fingerprint(json.loads(stored))
-        if old != fingerprint:
-            diffs = [k for k in sorted(set(old) | set(fingerprint)) if old.get(k) != fingerprint.get(k)]
-            details = "; ".join(
-                f"{k}: journal {_clip(old.get(k))} vs now {_clip(fingerprint.get(k))}" for k in diffs
-            )
-            hint = ""
-            if "direction" in diffs and old.get("direction") in ("minimize", "maximize"):
-                # The likeliest cause: a journal of racer 0.1, which maximised by default,
-                # resumed under today's default, "minimize".
-                hint = (f" (its race ran with direction={old['direction']!r}: pass "
-                        f"direction={old['direction']!r} to resume it)")
+        same = {k: v for k, v in old.items() if k not in limits}
+        now = {k: v for k, v in fingerprint.items() if k not in limits}
+        if same != now:
+            changes = describe_changes(old, fingerprint, skip=limits)
             raise ValueError(
-                f"`storage`={self.path!r} holds a different race ({details}){hint}; "
-                "pass the same candidates, test and options to resume it, or use a new file"
+                f"`storage`={self.path!r} holds a race with other settings. To start over, pass "
+                f"another `storage=` path (or delete {self.path!r}); to continue the journaled "
+                "race, pass the settings it was started with:\n  "
+                + "\n  ".join(changes)
             )
+        return old
+
+    def update_fingerprint(self, fingerprint: dict) -> None:
+        """Record a claimed race's new stop limits (a resume with a larger ``budget``)."""
+        self.set_meta("fingerprint", json.dumps(fingerprint, sort_keys=True))
 
     def set_meta(self, key: str, value: str | None) -> None:
         """Write (or, with None, delete) one ``meta`` entry: ``winner``, ``stop_reason``."""
@@ -567,7 +576,12 @@ class Journal:
             (candidate, instance, None if math.isnan(value) else value, error),
         )
 
-    def record_decisions(self, step: int, n_instances: int, applied: list) -> None:
+    def record_decisions(self, step: int, n_instances: int, applied: list, *,
+                         tested: bool = False) -> None:
+        """Journal the eliminations of one step; with ``tested`` also mark test step ``step``
+        as taken (meta ``tested``), in the same transaction, so that a resume applies the
+        journaled decisions of that step instead of deciding it again (see
+        :meth:`load_decisions`)."""
         with self._conn:
             self._conn.execute("BEGIN")
             self._conn.executemany(
@@ -577,6 +591,26 @@ class Journal:
                     for cand, reason, by, prob in applied
                 ],
             )
+            if tested:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('tested', ?)", (str(step),))
+
+    def load_decisions(self) -> tuple[int, dict[int, list]]:
+        """``(last test step taken, {step: [(candidate, reason, by, probability), ...]})``.
+
+        Journals written before racer recorded the ``tested`` marker give the last step that
+        eliminated someone (the steps after it are decided again on resume)."""
+        rows = self._conn.execute(
+            "SELECT step, candidate, reason, by, probability FROM decisions "
+            "WHERE step > 0 ORDER BY step, rowid"  # rowid: the order decided
+        ).fetchall()
+        by_step: dict[int, list] = {}
+        for step, cand, reason, by, prob in rows:
+            by_step.setdefault(step, []).append(
+                (cand, reason, by, math.nan if prob is None else float(prob)))
+        marker = self._meta("tested")
+        tested = int(marker) if marker is not None else max(by_step, default=0)
+        return tested, by_step
 
     # -------------------------------------------------------------- close
 
@@ -619,9 +653,86 @@ class Journal:
             pass
 
 
-def _clip(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def _short(value: Any, width: int = 40) -> str:
+    """A value of a fingerprint as the user wrote it: the stored reprs of strings lose their
+    quotes' escapes, long texts are cut."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _first_difference(old: str, new: str, width: int = 40) -> tuple[str, str]:
+    """The parts of two long texts around where they first differ (not the whole dumps)."""
+    if len(old) <= width and len(new) <= width:
+        return old, new
+    at = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    start = max(0, at - 10)
+    cut = (lambda t: ("..." if start else "") + t[start:start + width]
+           + ("..." if len(t) > start + width else ""))
+    return cut(old), cut(new)
+
+
+def _change(name: str, old: Any, new: Any) -> str:
+    if old is None and new is not None:
+        return f"{name}: journal has none, now {_short(new)}"
+    if new is None and old is not None:
+        return f"{name}: journal {_short(old)}, now none"
+    a, b = _first_difference(str(old), str(new)) if isinstance(old, str) and isinstance(new, str) \
+        else (_short(old), _short(new))
+    return f"{name}: journal {a}, now {b}"
+
+
+def describe_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
+    """One short line per setting that differs between two race fingerprints, in the words
+    of ``Race``'s arguments: ``random_state: journal 1, now 2`` (never the derived seed),
+    ``candidates: journal 4, now 5 (#4 is new: 0.9)``, a changed test parameter or
+    ``metadata`` entry by its key, and long values cut around their first difference.
+
+    >>> describe_changes({"random_state": 1, "seed": "8"}, {"random_state": 2, "seed": "9"})
+    ['random_state: journal 1, now 2']
+    >>> describe_changes({"candidates": ["1", "2"]}, {"candidates": ["1", "3", "4"]})
+    ['candidates: journal 2, now 3 (#1: journal 2, now 3)']
+    """
+    keys = [k for k in dict.fromkeys([*old, *new]) if k not in skip and old.get(k) != new.get(k)]
+    lines = []
+    for key in keys:
+        a, b = old.get(key), new.get(key)
+        if key == "seed":
+            if "random_state" in keys:
+                continue  # the user's random_state is named; the derived seed means nothing
+            lines.append("random_state: it gives another seed than the journal's race (pass "
+                         "random_state=None to take the journal's seed)")
+        elif key == "random_state":
+            lines.append(_change("random_state", "a Generator" if a == "generator" else a,
+                                 "a Generator" if b == "generator" else b))
+        elif key == "candidates" and isinstance(a, list) and isinstance(b, list):
+            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            if at < min(len(a), len(b)):
+                x, y = _first_difference(a[at], b[at])
+                where = f"#{at}: journal {x}, now {y}"
+            elif len(b) > len(a):
+                where = f"#{at} is new: {_short(b[at])}"
+            else:
+                where = f"#{at} is gone: {_short(a[at])}"
+            count = f"journal {len(a)}, now {len(b)}" if len(a) != len(b) else f"{len(a)} each"
+            lines.append(f"candidates: {count} ({where})")
+        elif key == "direction" and a in ("minimize", "maximize"):
+            # The likeliest cause: a journal of racer 0.1, which maximised by default, resumed
+            # under today's default, "minimize".
+            lines.append(f"direction: journal {a!r}, now {b!r} (pass direction={a!r} to "
+                         "continue it)")
+        elif key == "test":
+            lines.append(_change("test", str(a).rsplit(".", 1)[-1], str(b).rsplit(".", 1)[-1]))
+        elif key == "test_params" and "test" in keys:
+            continue  # parameters of two different tests: the class says it
+        elif key in ("test_params", "metadata") and isinstance(a, dict) and isinstance(b, dict):
+            label = "test parameter" if key == "test_params" else "metadata"
+            for sub in dict.fromkeys([*a, *b]):
+                if a.get(sub) != b.get(sub):
+                    name = f"{label} {sub}" if key == "test_params" else f"metadata[{sub!r}]"
+                    lines.append(_change(name, a.get(sub), b.get(sub)))
+        else:
+            lines.append(_change(key, a, b))
+    return lines
 
 
 def read_journal(path: Any) -> dict:

@@ -125,8 +125,8 @@ def test_a_racer_01_journal_resumes_and_a_direction_mismatch_says_what_to_pass(t
         sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'fingerprint'")
         .fetchone()[0])
     # Under today's default the journal is another race, and the message names the fix.
-    with pytest.raises(ValueError, match=r"direction: journal 'maximize' vs now 'minimize'.*"
-                                         r"pass direction='maximize' to resume it"):
+    with pytest.raises(ValueError, match=r"direction: journal 'maximize', now 'minimize' "
+                                         r"\(pass direction='maximize' to continue it\)"):
         Race(CANDIDATES, **options)
     calls = []
 

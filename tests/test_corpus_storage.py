@@ -230,10 +230,10 @@ def test_a_journal_of_another_race_is_refused_naming_what_differs(tmp_path):
     path = tmp_path / "race.sqlite"
     finish(make(path, metadata={"evaluate_version": "1"}))
     before = read_journal(path)
-    with pytest.raises(ValueError, match=r"`storage`=.*race\.sqlite' holds a different race \("
-                                         r"metadata: journal .*'1'.* vs now .*'2'"):
+    with pytest.raises(ValueError, match=r"(?s)`storage`=.*race\.sqlite' holds a race with other settings.*"
+                                         r"metadata\['evaluate_version'\]: journal '1', now '2'"):
         make(path, metadata={"evaluate_version": "2"})  # the documented guard for a new evaluate
-    with pytest.raises(ValueError, match=r"holds a different race \(candidates: journal"):
+    with pytest.raises(ValueError, match=r"other settings.*\n  candidates: journal 3, now 4 \(#3 is new: 3\)"):
         Race([0, 1, 2, 3], test=KeepAll(), first_test=2, max_instances=4, random_state=1,
              storage=path, metadata={"evaluate_version": "1"})
     assert read_journal(path) == before  # the refused races recorded nothing

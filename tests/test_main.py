@@ -53,8 +53,9 @@ def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
     again = demo.main(args)  # resumes: same result without evaluating anything
     assert again.history == first.history
     np.testing.assert_array_equal(again.scores, first.scores)
-    with pytest.raises(SystemExit, match="--fresh"):
-        demo.main(args + ["--maxiter", "4"])  # other settings: refused, with a hint
+    with pytest.raises(SystemExit, match=r"holds a race with other settings\. To start over: add "
+                                          r"--fresh .*\n  --maxiter: journal 3, now 4$"):
+        demo.main(args + ["--maxiter", "4"])  # other settings: refused, --fresh first
 
 
 def test_help_documents_the_options():

@@ -109,29 +109,31 @@ def test_random_state_none_resumes_with_the_journaled_seed(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "change, what",
+    "change, line",
     [
-        (dict(candidates=list(range(7))), "candidates"),
-        (dict(test=CoinDrop(p=0.5)), "test_params"),
-        (dict(first_test=4), "first_test"),
-        (dict(direction="maximize"), "direction"),
-        (dict(random_state=6), "random_state"),
-        (dict(on_error="eliminate"), "on_error"),
+        (dict(candidates=list(range(7))), r"candidates: journal 6, now 7 \(#6 is new: 6\)"),
+        (dict(test=CoinDrop(p=0.5)), r"test parameter p: journal 0.6, now 0.5"),
+        (dict(first_test=4), r"first_test: journal 3, now 4"),
+        (dict(direction="maximize"), r"direction: journal 'minimize', now 'maximize'"),
+        (dict(random_state=6), r"random_state: journal 5, now 6"),
+        (dict(on_error="eliminate"), r"on_error: journal worst, now eliminate"),
     ],
 )
-def test_a_journal_of_another_race_is_refused(tmp_path, change, what):
+def test_a_journal_of_another_race_is_refused(tmp_path, change, line):
+    # How to start over comes first, then what differs, in the words of Race's arguments.
     path = tmp_path / "race.sqlite"
     Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS).run(score, range(100), progress=False)
     kwargs = {"candidates": list(range(6)), "test": CoinDrop(), **OPTIONS, **change}
     cands = kwargs.pop("candidates")
-    with pytest.raises(ValueError, match=rf"holds a different race \({what}: journal"):
+    with pytest.raises(ValueError, match=r"holds a race with other settings\. To start over, pass "
+                                         r"another `storage=` path.*\n  " + line):
         Race(cands, storage=path, **kwargs)
 
 
 def test_other_instances_are_refused(tmp_path):
     path = tmp_path / "race.sqlite"
     Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS).run(score, range(100), progress=False)
-    with pytest.raises(ValueError, match="instance #0 = '0'.*instance #0 is '7'"):
+    with pytest.raises(ValueError, match="holds a race on other instances. To start over.*\n  instance #0: journal 0, now 7"):
         Race(list(range(6)), test=CoinDrop(), storage=path, **OPTIONS).run(
             score, range(7, 100), progress=False
         )

@@ -8,7 +8,9 @@
 Flags are irace's (``racer --help``); see docs/cli.md. Exit codes: 0 success, 1 internal
 error, 2 bad scenario or command line (including a budget too small to race), 3 a failing
 target-runner, 130 interrupted (Ctrl-C or SIGTERM). An interrupted or killed run resumes
-when the same command is run again (journal in ``<execDir>/racer-journal``). At the end of a
+when the same command is run again (journal in ``<execDir>/racer-journal``); run again with a
+larger ``maxExperiments``/``maxTime``, a finished tuning continues (:mod:`racer.cli.resume`).
+At the end of a
 run (and after an interruption) the HTML report is written to ``<execDir>/report.html``
 unless ``--no-report`` is given; without matplotlib (the ``plot`` extra) racer says how to get
 it and goes on, with the same exit code.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -474,6 +477,20 @@ def do_run(loaded: dict, args) -> int:
     progress = Progress(quiet=quiet)
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
+    from .resume import check_resume, settings_of
+
+    try:
+        # Before anything runs: the same settings resume, a larger budget continues, anything
+        # else is refused in the scenario's words (racer.cli.resume).
+        earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
+                               resuming=resuming, exec_dir=exec_dir,
+                               command=(args.argv if getattr(args, "argv", None) is not None
+                                        else sys.argv[1:]))
+    except BaseException:
+        log.close()
+        reaper.close()
+        raise
+    settings.earlier_budgets = tuple(earlier)
     sampler = None
     if args.sampler == "optuna":
         from .sampler import OptunaSampler
@@ -506,6 +523,11 @@ def do_run(loaded: dict, args) -> int:
         print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
               f"parallel = {settings.parallel}; test {type(test).__name__}"
               + ("; resuming from the journal" if resuming else ""), flush=True)
+    if earlier and not quiet:
+        kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
+        print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
+              f"{v[kind]:g}: every run already made is kept, new iterations use the rest",
+              flush=True)
     report = not getattr(args, "no_report", False)
     try:
         result = tuner.run()
@@ -693,6 +715,7 @@ def main(argv: list | None = None) -> int:
     from .scenario import ScenarioError
     from .target_runner import TargetRunnerError
     from .iterated import BudgetError
+    from .resume import ResumeError
     from ..race import RaceFailedError
     from ..storage import JournalInUseError
 
@@ -706,6 +729,7 @@ def main(argv: list | None = None) -> int:
         return report_main(list(argv[1:]), prog="racer report")
     parser = _parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # to repeat the command in advice (--fresh)
     if args.version:
         from .. import __version__
         print(f"racer {__version__}")
@@ -748,7 +772,8 @@ def main(argv: list | None = None) -> int:
                       else f"{where['path']}: " if where["path"] else "")
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, SamplingError) as exc:
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, SamplingError,
+            ResumeError) as exc:
         _error(str(exc))
         return EXIT_SCENARIO
     except JournalInUseError as exc:
@@ -768,11 +793,11 @@ def main(argv: list | None = None) -> int:
         return EXIT_INTERRUPTED
     except ValueError as exc:
         if "`storage`" in str(exc):
-            hint = ("The journal in execDir belongs to a different run (other scenario, budget "
-                    "or seed): use --fresh to start over, or another execDir."
-                    if "holds a different race" in str(exc) or "instance #" in str(exc)
-                    else "The journal in execDir cannot be used: use --fresh to start over.")
-            _error(f"{exc}\n{hint}")
+            # A journal of the execDir refused the run (an execDir of a racer without
+            # racer-journal/settings.json, whose settings are not known in the scenario's words).
+            fresh = shlex.join(["racer", *argv, "--fresh"])
+            _error(f"the journal in execDir cannot be resumed by this command. To start over: "
+                   f"{fresh} (or set another execDir). The journal says:\n{exc}")
             return EXIT_SCENARIO
         traceback.print_exc()
         return EXIT_INTERNAL

@@ -8,7 +8,9 @@ an instance an elite has already run on and the elite's cost is taken from the e
 instead of running it again, elites cannot be eliminated before they have covered the
 instances they have results for, and with ``elitistLimit`` the race ends after that many
 consecutive tests without elimination (irace's elitist races). Soft restarts as irace
-(:mod:`racer.cli.sampler`).
+(:mod:`racer.cli.sampler`). A tuning continued with a larger budget
+(``Settings.earlier_budgets``, :mod:`racer.cli.resume`) replays each earlier session under its
+own budget, then goes on where that budget's schedule stopped.
 
 Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
 process; results are told to the race as they arrive (no polling). A race is
@@ -115,6 +117,10 @@ class Settings:
     # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
     # racer's own thread pool (Tuner._speculate).
     lookahead: bool = True
+    # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
+    # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
+    # replays each session under its own budget, then goes on with this one's.
+    earlier_budgets: tuple = ()
 
 
 @dataclasses.dataclass
@@ -214,6 +220,8 @@ class Tuner:
         # resumed maxTime tuning plans the same budgets.
         self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
         self.time_used = 0.0
+        # maxTime in force: an earlier session's while its iterations are replayed.
+        self._time_limit = settings.max_time
         self._timed: set = set()
         self._tasks: list[Task] = []
         self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
@@ -633,7 +641,7 @@ class Tuner:
         """maxTime: the remaining time in runs of the mean reported time so far (irace's
         ``round((maxTime - timeUsed) / boundEstimate)``)."""
         mean = max(self.time_used / max(self.experiments, 1), self.settings.min_measurable_time)
-        return max(0, int(round((self.settings.max_time - self.time_used) / mean)))
+        return max(0, int(round((self._time_limit - self.time_used) / mean)))
 
     def _probe(self, values: dict) -> dict:
         """maxTime: run configuration 1 on the first training instance to estimate the time of a
@@ -680,6 +688,16 @@ class Tuner:
         s = self.settings
         budget = self._budget()
         timed = budget == 0
+        # A tuning continued with a larger budget (Settings.earlier_budgets): each earlier
+        # session's budget in turn, then this one's. Where the schedule of one would stop the
+        # tuning for lack of budget, the next one's extra budget lets it go on, so the
+        # journaled iterations replay exactly as they ran and the new ones follow.
+        limits = [*s.earlier_budgets, s.max_time if timed else budget]
+        limit_at = 0
+        if timed:
+            self._time_limit = limits[0]
+        else:
+            budget = int(limits[0])
         preset: dict = {}
         first_rng = np.random.default_rng([s.seed, 3, 1])
         first_values = None
@@ -687,9 +705,22 @@ class Tuner:
             first_values = dict(self.initial[0]) if self.initial else self.sampler.sample_uniform(1, first_rng)[0]
             preset = self._probe(first_values)
             mean = max(self._probe_time, s.min_measurable_time)
-            remaining = max(0, int(round((s.max_time - self._probe_time) / mean)))
+            remaining = max(0, int(round((self._time_limit - self._probe_time) / mean)))
         else:
             remaining = budget
+
+        def more_budget() -> bool:
+            """Switch to the next session's larger budget, if there is one."""
+            nonlocal limit_at, budget, remaining
+            if limit_at + 1 >= len(limits):
+                return False
+            limit_at += 1
+            if timed:
+                self._time_limit = limits[limit_at]
+            else:
+                remaining += int(limits[limit_at]) - budget
+                budget = int(limits[limit_at])
+            return True
         mu = max(s.mu, s.first_test)
         n_iterations = self.n_iterations
         elites: list[Configuration] = []
@@ -704,11 +735,17 @@ class Tuner:
             iteration += 1
             first_race = iteration == 1
             if timed and not first_race:
-                if self.time_used >= s.max_time:
+                if self.time_used >= self._time_limit:
+                    if more_budget():
+                        iteration -= 1  # the same iteration, with the larger budget
+                        continue
                     stop_reason = "time budget exhausted"
                     break
                 remaining = self._runs_left()
             if remaining <= 0:
+                if more_budget():
+                    iteration -= 1
+                    continue
                 stop_reason = "budget exhausted"
                 break
             if iteration > n_iterations:
@@ -731,6 +768,9 @@ class Tuner:
                     n_conf = s.n_configurations
                 elif current < remaining:
                     continue
+                elif more_budget():
+                    iteration -= 1
+                    continue
                 else:
                     stop_reason = "not enough budget to enforce nbConfigurations"
                     break
@@ -741,11 +781,17 @@ class Tuner:
                         f"only {n_conf} configurations, not more than minNbSurvival = "
                         f"{self.min_survival}; irace would need about "
                         f"{(self.min_survival + 1) * n_iterations * (mu + 5 * s.each_test)} runs")
+                if more_budget():
+                    iteration -= 1
+                    continue
                 stop_reason = "not enough budget to race more than the minimum configurations"
                 break
             if first_race:
                 initial = self.initial[:n_conf]
             elif n_conf <= n_elites:
+                if more_budget():
+                    iteration -= 1
+                    continue
                 stop_reason = "not enough budget left to race newly sampled configurations"
                 break
             if s.elitist and not first_race:
@@ -756,6 +802,9 @@ class Tuner:
                 if first_race:
                     raise BudgetError(f"maxExperiments = {budget} cannot pay for the first race "
                                       f"({n_conf} configurations x {mu} instances)")
+                if more_budget():
+                    iteration -= 1
+                    continue
                 stop_reason = "not enough budget to race all configurations up to the first test"
                 break
             rng = first_rng if first_race else np.random.default_rng([s.seed, 3, iteration])
@@ -832,7 +881,7 @@ class Tuner:
             elites = list(result.survivors[:n_keep])
             if first_race:
                 self.sampler.init_model(elites)
-            if self.experiments - used_before == 0:
+            if self.experiments - used_before == 0 and not more_budget():
                 stop_reason = "no runs possible within the remaining budget"
                 break
         return TuningResult(elites, len(races), self.experiments, stop_reason, races,
@@ -845,10 +894,54 @@ class Tuner:
         self.state.update(iteration="test")
         result = self.run_race(0, list(elites), tasks, budget=None, min_survivors=1,
                                test=KeepAll(), first_test=len(tasks), journal="test.sqlite",
-                               pool=pool, max_total=None)
+                               pool=pool, max_total=None,
+                               preset=self._earlier_tests(elites, tasks))
         costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
                  for i, c in enumerate(result.candidates)}
         return {"tasks": tasks, "costs": costs, "result": result}
+
+
+    def _earlier_tests(self, elites: list, tasks: list) -> dict:
+        """The test runs of earlier sessions of a continued tuning, for elites tested again.
+
+        A continued tuning (a larger budget) may end with other elites than the session whose
+        test phase already ran: that test journal is then kept as ``test-earlier-<k>.sqlite``
+        and the test phase runs on the new elites, taking the runs already made (an elite
+        still among them, the same test instance and seed) from the earlier journals instead
+        of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
+        from ..storage import Journal, read_journal
+
+        current = os.path.join(self.journal_dir, "test.sqlite")
+        reprs = [repr(e) for e in elites]
+        if os.path.exists(current):
+            fingerprint = read_journal(current)["fingerprint"]
+            if fingerprint is not None and fingerprint["candidates"] != reprs:
+                Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
+                k = 1
+                while os.path.exists(os.path.join(self.journal_dir, f"test-earlier-{k}.sqlite")):
+                    k += 1
+                kept = os.path.join(self.journal_dir, f"test-earlier-{k}.sqlite")
+                if os.path.exists(current + ".lookahead.jsonl"):  # its look-ahead runs too
+                    os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
+                os.replace(current, kept)
+        by_repr = dict(zip(reprs, elites))
+        task_reprs = [repr(t) for t in tasks]
+        preset: dict = {}
+        for name in sorted(os.listdir(self.journal_dir)):
+            if not (name.startswith("test-earlier-") and name.endswith(".sqlite")):
+                continue
+            data = read_journal(os.path.join(self.journal_dir, name))
+            if data["fingerprint"] is None:
+                continue
+            cands = data["fingerprint"]["candidates"]
+            for ci, row, value, error in data["evaluations"]:
+                elite = by_repr.get(cands[ci])
+                if (elite is None or row >= len(tasks) or row >= len(data["instances"])
+                        or data["instances"][row] != task_reprs[row]):
+                    continue
+                preset[(elite.id, tasks[row])] = (
+                    math.nan if value is None else float(value), error)
+        return preset
 
 
 def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int,
