@@ -15,7 +15,8 @@ the ratio to in memory + floor says how much IteratedRace adds beyond storing it
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/optuna_storage.py [--quick] [--repeats 5]
 
-``--quick``: 3 repeats. On a shared machine the wall times are upper bounds; the ratios are
+``--quick``: 3 repeats; ``--evaluate-ms 10`` makes each evaluation sleep 10 ms, a stand-in
+for an ``evaluate`` that does some work. On a shared machine the wall times are upper bounds; the ratios are
 measured within one run.
 """
 
@@ -36,8 +37,13 @@ SPACE = {"x": FloatDistribution(0, 1), "kind": CategoricalDistribution(["a", "b"
 INSTANCES = list(range(50))
 
 
+EVALUATE_SECONDS = 0.0  # --evaluate-ms: a sleep standing for a real evaluation's cost
+
+
 def evaluate(params, instance):
-    # Cheap on purpose: what is measured is the driver and its storage.
+    # Cheap by default: what is measured is the driver and its storage.
+    if EVALUATE_SECONDS:
+        time.sleep(EVALUATE_SECONDS)
     noise = 0.01 * ((instance * 7919) % 13)
     return (params["x"] - 0.3) ** 2 + (0.05 if params["kind"] == "b" else 0.0) + noise
 
@@ -63,7 +69,11 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="3 repeats")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--budget", type=int, default=500)
+    parser.add_argument("--evaluate-ms", type=float, default=0.0,
+                        help="milliseconds each evaluation sleeps (default 0: cheap)")
     args = parser.parse_args(argv)
+    global EVALUATE_SECONDS
+    EVALUATE_SECONDS = args.evaluate_ms / 1000.0
     repeats = 3 if args.quick else args.repeats
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     memory, sqlite, floors = [], [], []
@@ -81,7 +91,8 @@ def main(argv=None):
                                 os.path.join(folder, f"floor{k}.db")))
     n_trials = len(res_mem.study.trials)
     mem, sql, low = (statistics.median(v) for v in (memory, sqlite, floors))
-    print(f"IteratedRace, budget {args.budget}: {res_mem.n_evaluations} evaluations, "
+    print(f"IteratedRace, budget {args.budget}, evaluate {args.evaluate_ms:g} ms: "
+          f"{res_mem.n_evaluations} evaluations, "
           f"{res_mem.n_iterations} iterations, {n_trials} trials; median of {repeats} runs")
     print(f"{'':<44}{'seconds':>9}")
     print(f"{'in memory':<44}{mem:>9.3f}")
