@@ -1254,7 +1254,7 @@ class IteratedRace:
     def _iterate(self, study, mirror, order, n_total, cache, used, elites, iteration, n_seen,
                  n_params, params_of, leftover, races, n_sampled) -> IteratedRaceResult:
         from racer.elimination import ProtectElites
-        from racer.progress import ProgressBar
+        from racer.progress import ProgressBar, iteration_text, iterations_done_text
         from racer.race import Race, RaceFailedError, _NoElimination
 
         bar = ProgressBar(enabled=self._progress)
@@ -1315,14 +1315,14 @@ class IteratedRace:
             )
             trial_objects = {t.number: t for t, _ in pending}
 
-            def show(race, used, j=j, elites=tuple(elites)):
+            def show(race, used, j=j, n_iter=n_iter, elites=tuple(elites)):
                 def text():
                     best = ""
                     if elites and cache.get(elites[0]):
                         seen = [v for v in cache[elites[0]].values() if math.isfinite(v)]
                         if seen:
                             best = f" | best so far #{elites[0]} mean {np.mean(seen):.6g}"
-                    return (f"iteration {j} | race: instance {race.n_instances}, "
+                    return (f"{iteration_text(j, n_iter)} | race: instance {race.n_instances}, "
                             f"{len(race.survivor_indices)}/{len(race.candidates)} alive | "
                             f"{used}/{self._budget} evaluations{best}")
                 bar.update(min(used / self._budget, 1.0), text)
@@ -1373,7 +1373,9 @@ class IteratedRace:
             if out_of_budget:
                 break
 
-        bar.close(f"done: {iteration} iterations | {used}/{self._budget} evaluations"
+        planned = self._n_iterations or int(math.floor(2 + math.log2(n_params or 1)))
+        bar.close(f"done: {iterations_done_text(iteration, planned)} | {used}/{self._budget} "
+                  "evaluations"
                   + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
         if not elites:
             raise RuntimeError(
