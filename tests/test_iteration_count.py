@@ -45,6 +45,8 @@ def test_a_cli_run_beyond_the_plan_says_so_everywhere(tmp_path, capsys):
     assert f"; {said}" in captured.out.splitlines()[
         [k for k, line in enumerate(captured.out.splitlines()) if line.startswith("# Stopped")][0]]
     assert said in captured.err  # the progress bar's final line
+    # The report says it in the same words.
+    assert f"<td>Iterations</td><td>{said}</td>" in (tmp_path / "arena" / "report.html").read_text()
     # The progress lines count against the plan, never "4/4" or "4/3".
     counts = re.findall(r"iteration (\d+)/(\d+)", captured.err)
     assert counts and all(int(n) == planned and int(k) <= planned for k, n in counts)
