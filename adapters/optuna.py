@@ -34,6 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
     _describe,
+    as_race_items,
     check_bool,
     check_int,
     check_nonnegative,
@@ -480,10 +481,14 @@ def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> fl
     return estimate if math.isfinite(estimate) else fallback
 
 
-def _check_instances(instances: Any) -> None:
-    # Positions in `instances` are the step ids trials are paired on: a set (or a dict's keys)
-    # has no order that holds across processes (string hashing is salted per process), so
-    # workers sharing a study would pair different instances under one step.
+def _check_instances(instances: Any) -> Any:
+    """``instances`` as the sequence to use: a DataFrame is one instance per row (a dict of
+    its column values), a dict is refused with what to pass (racer's rule for containers,
+    :func:`racer._validation.as_race_items`)."""
+    instances = as_race_items(instances, "instances")
+    # Positions in `instances` are the step ids trials are paired on: a set has no order that
+    # holds across processes (string hashing is salted per process), so workers sharing a
+    # study would pair different instances under one step.
     if (
         isinstance(instances, (str, bytes, collections.abc.Set, collections.abc.Mapping))
         or not hasattr(instances, "__len__")
@@ -492,6 +497,7 @@ def _check_instances(instances: Any) -> None:
             "`instances` must be an ordered sequence (list, tuple, array); got "
             f"{type(instances).__name__} {_describe(instances)}"
         )
+    return instances
 
 
 def instance_objective(
@@ -516,7 +522,8 @@ def instance_objective(
     ----------
     evaluate : callable ``(trial, instance) -> float``
     instances : sequence
-        The instances, in a fixed order: their positions are the steps.
+        The instances, in a fixed order: their positions are the steps. A pandas DataFrame
+        is one instance per row (a dict of its column values); a dict is refused.
     on_prune : {"prune", "estimate", "return", "raise"}
         What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
         *returns* is COMPLETE, and a PRUNED trial (one that raised
@@ -557,8 +564,7 @@ def instance_objective(
     """
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
-    _check_instances(instances)
-    instances = list(instances)
+    instances = list(_check_instances(instances))
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
     on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
@@ -878,7 +884,8 @@ class IteratedRace:
         ``trial.suggest_*`` (conditional spaces) and returns the parameters (or None, in which
         case ``trial.params`` is used).
     instances : sequence
-        The instances; raced in one order drawn from ``random_state``.
+        The instances; raced in one order drawn from ``random_state``. A pandas DataFrame is
+        one instance per row (a dict of its column values); a dict is refused.
     budget : int
         Total number of evaluations (irace's ``maxExperiments``).
     sampler : optuna.samplers.BaseSampler, optional
@@ -990,8 +997,7 @@ class IteratedRace:
                 "`search_space` must be a dict of optuna distributions or a define-by-run "
                 f"callable; got {search_space!r}"
             )
-        _check_instances(instances)
-        self._instances = list(instances)
+        self._instances = list(_check_instances(instances))
         if not self._instances:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
         self._budget = check_int(budget, "budget", minimum=1)
