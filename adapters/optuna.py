@@ -659,11 +659,17 @@ class _StudyMirror:
             self._work_id[t.number] = memory.create_new_trial(self._work_study_id, template_trial=t)
             self._stored[t.number] = t
             self._stored_id[t.number] = t._trial_id
+        # Some samplers keep state in the study's system attributes: theirs go both ways.
+        self._system_attrs = dict(self._storage.get_study_system_attrs(self._study_id))
+        for key, value in self._system_attrs.items():
+            memory.set_study_system_attr(self._work_study_id, key, value)
 
     def trial(self, number: int) -> optuna.Trial:
         """The working ``optuna.Trial`` of trial ``number`` (one left RUNNING by a crash)."""
         if self.direct:
-            return optuna.trial.Trial(self.study, self.study.trials[number]._trial_id)
+            trial_id = next(t._trial_id for t in self.study.get_trials(deepcopy=False)
+                            if t.number == number)
+            return optuna.trial.Trial(self.study, trial_id)
         return optuna.trial.Trial(self.work, self._work_id[number])
 
     def sampled(self, trial: optuna.Trial) -> None:
@@ -692,6 +698,11 @@ class _StudyMirror:
         for key, value in self._study_attrs.items():
             self.study.set_user_attr(key, value)
         self._study_attrs.clear()
+        work_attrs = self._work_storage.get_study_system_attrs(self._work_study_id)
+        for key, value in work_attrs.items():
+            if key not in self._system_attrs or self._system_attrs[key] != value:
+                self._storage.set_study_system_attr(self._study_id, key, copy.deepcopy(value))
+                self._system_attrs[key] = copy.deepcopy(value)
         self._last_flush = time.monotonic()
         if not due_only:
             # Trial numbers are given by the storage in creation order: they match `work`'s
@@ -787,12 +798,19 @@ class _SqliteWal:
 
 
 def _sqlite_rdb(storage: Any) -> Any:
-    """``storage`` as an RDBStorage when it is SQLite (a ``sqlite:`` URL or an RDBStorage on
-    SQLite), else None."""
+    """``storage`` as an RDBStorage when it is a SQLite file (a ``sqlite:`` URL or an
+    RDBStorage on SQLite), else None. An in-memory SQLite database is left alone: it has no
+    disk to wait for, and closing its pooled connection (``_SqliteWal``) would drop it."""
     if isinstance(storage, str) and storage.startswith("sqlite:"):
+        import sqlalchemy
+
+        database = sqlalchemy.engine.make_url(storage).database or ""
+        if not database or "memory" in database:
+            return None
         return optuna.storages.RDBStorage(storage)
     if isinstance(storage, optuna.storages.RDBStorage) and storage.engine.dialect.name == "sqlite":
-        return storage
+        database = storage.engine.url.database or ""
+        return None if not database or "memory" in database else storage
     return None
 
 

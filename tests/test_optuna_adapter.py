@@ -618,13 +618,19 @@ def test_iterated_race_resumes_after_a_crash(tmp_path):
 
 def _study_contents(study):
     """What a user finds in a study: every trial's number, state, parameters, values,
-    intermediate values and attributes, and the study's user attributes."""
+    intermediate values and attributes, and the study's user and system attributes."""
     trials = [(t.number, t.state, t.params, t.values, t.intermediate_values, t.user_attrs,
                t.system_attrs) for t in study.get_trials(deepcopy=False)]
-    return trials, study.user_attrs
+    system = study._storage.get_study_system_attrs(study._study_id)
+    return trials, study.user_attrs, system
 
 
-def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path):
+@pytest.mark.parametrize("make_sampler", [
+    lambda: optuna.samplers.TPESampler(seed=3),
+    # QMC keeps its position in the study's system attributes: they must reach the file too.
+    lambda: optuna.samplers.QMCSampler(seed=3, warn_independent_sampling=False),
+], ids=["tpe", "qmc"])
+def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path, make_sampler):
     # Issue 18: with an RDB storage, Optuna works on an in-memory copy and the storage gets
     # the same content in fewer calls. The study must end up the same, trial for trial.
     import sqlite3
@@ -636,11 +642,12 @@ def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path)
     def scored(params, instance):
         return evaluate({"x": params["x"]}, instance) + (0.1 if params["kind"] == "b" else 0.0)
 
-    memory = IteratedRace(scored, space, instances, budget=300, random_state=3,
-                          progress=False).run()
+    memory = IteratedRace(scored, space, instances, budget=300, sampler=make_sampler(),
+                          random_state=3, progress=False).run()
     path = tmp_path / "race.db"
     stored = IteratedRace(scored, space, instances, budget=300, storage=f"sqlite:///{path}",
-                          study_name="s", random_state=3, progress=False).run()
+                          sampler=make_sampler(), study_name="s", random_state=3,
+                          progress=False).run()
     assert stored.best_params == memory.best_params
     assert stored.n_evaluations == memory.n_evaluations and stored.n_iterations >= 2
     # Read back from the file by a fresh storage, not from the study object's cache.
@@ -649,6 +656,14 @@ def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path)
     # The file is left in SQLite's default journal mode (WAL only while racing).
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_iterated_race_on_an_in_memory_sqlite_database():
+    # "sqlite://" is a database in memory: no WAL switch (closing its connection would drop it).
+    evaluate, instances, _ = _race_problem()
+    res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=120,
+                       storage="sqlite://", random_state=0, progress=False).run()
+    assert res.study.best_trial.params == res.best_params
 
 
 def test_iterated_race_on_sqlite_resumes_after_a_crash(tmp_path):
