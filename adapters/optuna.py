@@ -648,10 +648,18 @@ class _StudyMirror:
             return
         self._study_id = self._storage.get_study_id_from_name(study.study_name)
         memory = optuna.storages.InMemoryStorage()
-        self.work = optuna.create_study(storage=memory, sampler=study.sampler,
-                                        directions=list(study.directions))
+        # Quietly: Optuna logs every new study ("A new study created in memory..."), and this
+        # one is not the user's.
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            self._work_study_id = memory.create_new_study(list(study.directions),
+                                                          study.study_name)
+        finally:
+            optuna.logging.set_verbosity(verbosity)
+        self.work = optuna.Study(study.study_name, memory, sampler=study.sampler,
+                                 pruner=study.pruner)
         self._work_storage = memory
-        self._work_study_id = memory.get_study_id_from_name(self.work.study_name)
         self._stored: dict[int, FrozenTrial] = {}  # number -> what the storage holds
         self._stored_id: dict[int, int] = {}
         self._work_id: dict[int, int] = {}
