@@ -128,10 +128,10 @@ def as_race_items(value: Any, name: str) -> Any:
 
     >>> as_race_items([1, 2], "candidates")
     [1, 2]
-    >>> as_race_items({"fast": {"lr": 0.1}}, "candidates")
+    >>> as_race_items({"fast": {"lr": 0.1}}, "candidates")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: `candidates` is a dict, which iterates over its keys (['fast']): pass list(candidates.values()) to race its values, list(candidates) to race its keys, or list(candidates.items()) for (key, value) pairs
+    TypeError: `candidates` is a dict, which iterates over its keys (['fast']): pass list(...
     """
     from collections.abc import Mapping
 
