@@ -18,8 +18,10 @@ The race core never imports this module or Optuna.
 from __future__ import annotations
 
 import collections.abc
+import copy
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
     _describe,
+    as_race_items,
     check_bool,
     check_int,
     check_nonnegative,
@@ -478,10 +481,14 @@ def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> fl
     return estimate if math.isfinite(estimate) else fallback
 
 
-def _check_instances(instances: Any) -> None:
-    # Positions in `instances` are the step ids trials are paired on: a set (or a dict's keys)
-    # has no order that holds across processes (string hashing is salted per process), so
-    # workers sharing a study would pair different instances under one step.
+def _check_instances(instances: Any) -> Any:
+    """``instances`` as the sequence to use: a DataFrame is one instance per row (a dict of
+    its column values), a dict is refused with what to pass (racer's rule for containers,
+    :func:`racer._validation.as_race_items`)."""
+    instances = as_race_items(instances, "instances")
+    # Positions in `instances` are the step ids trials are paired on: a set has no order that
+    # holds across processes (string hashing is salted per process), so workers sharing a
+    # study would pair different instances under one step.
     if (
         isinstance(instances, (str, bytes, collections.abc.Set, collections.abc.Mapping))
         or not hasattr(instances, "__len__")
@@ -490,6 +497,7 @@ def _check_instances(instances: Any) -> None:
             "`instances` must be an ordered sequence (list, tuple, array); got "
             f"{type(instances).__name__} {_describe(instances)}"
         )
+    return instances
 
 
 def instance_objective(
@@ -514,7 +522,8 @@ def instance_objective(
     ----------
     evaluate : callable ``(trial, instance) -> float``
     instances : sequence
-        The instances, in a fixed order: their positions are the steps.
+        The instances, in a fixed order: their positions are the steps. A pandas DataFrame
+        is one instance per row (a dict of its column values); a dict is refused.
     on_prune : {"prune", "estimate", "return", "raise"}
         What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
         *returns* is COMPLETE, and a PRUNED trial (one that raised
@@ -555,8 +564,7 @@ def instance_objective(
     """
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
-    _check_instances(instances)
-    instances = list(instances)
+    instances = list(_check_instances(instances))
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
     on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
@@ -601,6 +609,217 @@ def instance_objective(
 # --------------------------------------------------------------------------------------------
 # Iterated racing with an Optuna sampler as the proposal model
 # --------------------------------------------------------------------------------------------
+
+
+# Seconds between two writes of the evaluations of a race to a persistent storage (see
+# _StudyMirror): a crash loses at most this much evaluating, and a block that takes longer is
+# written as soon as it ends, as before.
+_FLUSH_SECONDS = 1.0
+
+
+class _StudyMirror:
+    """The study as the driver sees it: Optuna works in memory, the storage gets the result.
+
+    Why (issue 18): Optuna's RDB storage costs a database round trip per call, and a sampler
+    re-reads every RUNNING trial on every ``suggest_*``. An iterated race keeps a batch of
+    trials RUNNING for a whole race and writes their scores after every evaluation, so at
+    budget 500 a ``sqlite:///`` study took 17-110x the in-memory time. Here the sampler, ask and
+    tell run on ``work``, an in-memory copy of the study (same trials, same numbers, the
+    user's sampler), and the user's storage receives the same content through Optuna's
+    storage interface: a new trial in one call (parameters, attributes, RUNNING) as soon as
+    it is sampled, its score record at most every ``_FLUSH_SECONDS`` and at the end of its
+    race, its final attributes, step and state when it is told. At the end of ``run()`` the
+    study holds exactly what the direct writes left (tested against an in-memory study).
+
+    With an in-memory study there is nothing to save: ``work`` is the study itself.
+    """
+
+    def __init__(self, study: optuna.Study) -> None:
+        self.study = study
+        # Optuna's storage interface (create_new_trial, set_trial_*) is public; the study's
+        # handle on its storage is not, and there is no other way to reach it from a Study.
+        self._storage = study._storage
+        self.direct = isinstance(self._storage, optuna.storages.InMemoryStorage)
+        self._dirty: set[int] = set()
+        self._study_attrs: dict[str, Any] = {}
+        self._last_flush = time.monotonic()
+        if self.direct:
+            self.work = study
+            return
+        self._study_id = self._storage.get_study_id_from_name(study.study_name)
+        memory = optuna.storages.InMemoryStorage()
+        # Quietly: Optuna logs every new study ("A new study created in memory..."), and this
+        # one is not the user's.
+        verbosity = optuna.logging.get_verbosity()
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            self._work_study_id = memory.create_new_study(list(study.directions),
+                                                          study.study_name)
+        finally:
+            optuna.logging.set_verbosity(verbosity)
+        self.work = optuna.Study(study.study_name, memory, sampler=study.sampler,
+                                 pruner=study.pruner)
+        self._work_storage = memory
+        self._stored: dict[int, FrozenTrial] = {}  # number -> what the storage holds
+        self._stored_id: dict[int, int] = {}
+        self._work_id: dict[int, int] = {}
+        for t in study.get_trials(deepcopy=False):
+            self._work_id[t.number] = memory.create_new_trial(self._work_study_id, template_trial=t)
+            self._stored[t.number] = t
+            self._stored_id[t.number] = t._trial_id
+        # Some samplers keep state in the study's system attributes: theirs go both ways.
+        self._system_attrs = dict(self._storage.get_study_system_attrs(self._study_id))
+        for key, value in self._system_attrs.items():
+            memory.set_study_system_attr(self._work_study_id, key, value)
+
+    def trial(self, number: int) -> optuna.Trial:
+        """The working ``optuna.Trial`` of trial ``number`` (one left RUNNING by a crash)."""
+        if self.direct:
+            trial_id = next(t._trial_id for t in self.study.get_trials(deepcopy=False)
+                            if t.number == number)
+            return optuna.trial.Trial(self.study, trial_id)
+        return optuna.trial.Trial(self.work, self._work_id[number])
+
+    def sampled(self, trial: optuna.Trial) -> None:
+        """Store a trial ``work.ask()`` just created (or took from the queue)."""
+        if not self.direct:
+            self._work_id[trial.number] = trial._trial_id
+            self.sync(trial.number)
+
+    def changed(self, number: int) -> None:
+        """Trial ``number``'s attributes changed: stored at the next flush."""
+        self._dirty.add(number)
+
+    def set_study_attr(self, key: str, value: Any) -> None:
+        if self.direct:
+            self.study.set_user_attr(key, value)
+        else:
+            self._study_attrs[key] = value
+
+    def flush(self, *, due_only: bool = False) -> None:
+        """Store what changed; with ``due_only``, only if ``_FLUSH_SECONDS`` have passed."""
+        if self.direct or (due_only and time.monotonic() - self._last_flush < _FLUSH_SECONDS):
+            return
+        for number in sorted(self._dirty):
+            self.sync(number)
+        self._dirty.clear()
+        for key, value in self._study_attrs.items():
+            self.study.set_user_attr(key, value)
+        self._study_attrs.clear()
+        work_attrs = self._work_storage.get_study_system_attrs(self._work_study_id)
+        for key, value in work_attrs.items():
+            if key not in self._system_attrs or self._system_attrs[key] != value:
+                self._storage.set_study_system_attr(self._study_id, key, copy.deepcopy(value))
+                self._system_attrs[key] = copy.deepcopy(value)
+        self._last_flush = time.monotonic()
+        if not due_only:
+            # Trial numbers are given by the storage in creation order: they match `work`'s
+            # only if nothing else adds trials meanwhile. Checked once per iteration (a read
+            # of the study's finished trials, cached by Optuna).
+            stored = {t.number: t._trial_id for t in self.study.get_trials(deepcopy=False)}
+            wrong = [n for n, tid in self._stored_id.items() if stored.get(n) != tid]
+            if wrong or len(stored) != len(self._stored_id):
+                raise RuntimeError(
+                    "another process added trials to the study while IteratedRace ran, so "
+                    "the study's trial numbers no longer match the race's; give each "
+                    "IteratedRace a study of its own"
+                )
+
+    def sync(self, number: int) -> None:
+        """Write what trial ``number`` gained in ``work`` since it was last stored."""
+        if self.direct:
+            return
+        self._dirty.discard(number)
+        # A copy: an optuna.Trial edits its cached FrozenTrial, the storage's own, in place.
+        now = copy.deepcopy(self._work_storage.get_trial(self._work_id[number]))
+        storage = self._storage
+        old = self._stored.get(number)
+        if old is None:
+            # Numbered by the storage in creation order, as in `work` (checked in flush()).
+            self._stored_id[number] = storage.create_new_trial(self._study_id, template_trial=now)
+            self._stored[number] = now
+            return
+        trial_id = self._stored_id[number]
+        if now.state != old.state and not now.state.is_finished():
+            storage.set_trial_state_values(trial_id, now.state)  # a queued trial taken
+        for name, value in now.params.items():
+            if name not in old.params:
+                dist = now.distributions[name]
+                storage.set_trial_param(trial_id, name, dist.to_internal_repr(value), dist)
+        for key, value in now.user_attrs.items():
+            if key not in old.user_attrs or old.user_attrs[key] != value:
+                storage.set_trial_user_attr(trial_id, key, value)
+        for key, value in now.system_attrs.items():
+            if key not in old.system_attrs or old.system_attrs[key] != value:
+                storage.set_trial_system_attr(trial_id, key, value)
+        for step, value in now.intermediate_values.items():
+            if old.intermediate_values.get(step, math.nan) != value:
+                storage.set_trial_intermediate_value(trial_id, step, value)
+        if now.state != old.state and now.state.is_finished():
+            storage.set_trial_state_values(trial_id, now.state, now.values)
+        self._stored[number] = now
+
+
+class _SqliteWal:
+    """SQLite in WAL mode with ``synchronous=NORMAL`` for the duration of a run.
+
+    SQLite's default (rollback journal, ``synchronous=FULL``) syncs the disk at every commit,
+    5-8 ms here, and Optuna commits every storage call. WAL with NORMAL is what racer's own
+    journal uses (racer/storage.py): durable against a crash of the process (what resuming is
+    for), only an OS crash or power loss can drop the last transactions, never corrupt the
+    file. The file's journal mode is put back when the run ends, so it is left as Optuna
+    made it. Only for an ``RDBStorage`` on SQLite that IteratedRace opened itself or was
+    given as ``storage=``.
+    """
+
+    def __init__(self, storage: Any) -> None:
+        self._engine = storage.engine
+        self._previous = None
+
+    @staticmethod
+    def _pragmas(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    def __enter__(self) -> _SqliteWal:
+        import sqlalchemy
+
+        with self._engine.connect() as conn:
+            self._previous = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar()).lower()
+        sqlalchemy.event.listen(self._engine, "connect", self._pragmas)
+        self._engine.dispose()  # pooled connections were opened without the pragmas
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import sqlalchemy
+
+        sqlalchemy.event.remove(self._engine, "connect", self._pragmas)
+        self._engine.dispose()
+        if self._previous and self._previous != "wal":
+            try:
+                with self._engine.connect() as conn:
+                    conn.exec_driver_sql(f"PRAGMA journal_mode={self._previous}")
+            except Exception:  # noqa: BLE001 - another reader holds it: it stays in WAL mode
+                pass
+
+
+def _sqlite_rdb(storage: Any) -> Any:
+    """``storage`` as an RDBStorage when it is a SQLite file (a ``sqlite:`` URL or an
+    RDBStorage on SQLite), else None. An in-memory SQLite database is left alone: it has no
+    disk to wait for, and closing its pooled connection (``_SqliteWal``) would drop it."""
+    if isinstance(storage, str) and storage.startswith("sqlite:"):
+        import sqlalchemy
+
+        database = sqlalchemy.engine.make_url(storage).database or ""
+        if not database or "memory" in database:
+            return None
+        return optuna.storages.RDBStorage(storage)
+    if isinstance(storage, optuna.storages.RDBStorage) and storage.engine.dialect.name == "sqlite":
+        database = storage.engine.url.database or ""
+        return None if not database or "memory" in database else storage
+    return None
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -691,7 +910,8 @@ class IteratedRace:
         ``trial.suggest_*`` (conditional spaces) and returns the parameters (or None, in which
         case ``trial.params`` is used).
     instances : sequence
-        The instances; raced in one order drawn from ``random_state``.
+        The instances; raced in one order drawn from ``random_state``. A pandas DataFrame is
+        one instance per row (a dict of its column values); a dict is refused.
     budget : int
         Total number of evaluations (irace's ``maxExperiments``).
     sampler : optuna.samplers.BaseSampler, optional
@@ -701,10 +921,16 @@ class IteratedRace:
         left out).
     storage, study_name :
         Passed to ``optuna.create_study(..., load_if_exists=True)``. With a persistent
-        storage, every evaluation is written as it happens (user attribute ``racer_scores``
-        of its trial) and the driver's state after each iteration (study user attribute
+        storage, the evaluations are written as they happen (user attribute ``racer_scores``
+        of their trial; at most once a second while evaluations are faster than that, and
+        on any exception) and the driver's state after each iteration (study user attribute
         ``racer_iterated_race``): running the same driver on the same study resumes a crashed
-        run, re-using every recorded evaluation.
+        run, re-using every recorded evaluation. Optuna itself (sampler, ask, tell) works
+        on an in-memory copy of the study and the storage receives the same content, so
+        the study must not get trials from elsewhere while ``run()`` runs (RuntimeError).
+        A SQLite storage (a ``sqlite:`` URL or an ``RDBStorage`` on SQLite) runs in WAL mode
+        with ``synchronous=NORMAL`` during ``run()``, as racer's own journal does (durable
+        against a crash of the process), and is put back in its journal mode afterwards.
     direction : {"minimize", "maximize"}, default "minimize"
         As in Optuna and :class:`racer.Race` (racer's one direction convention).
     test : racer.elimination.RacingTest, optional
@@ -798,8 +1024,7 @@ class IteratedRace:
                 "`search_space` must be a dict of optuna distributions or a define-by-run "
                 f"callable; got {search_space!r}"
             )
-        _check_instances(instances)
-        self._instances = list(instances)
+        self._instances = list(_check_instances(instances))
         if not self._instances:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
         self._budget = check_int(budget, "budget", minimum=1)
@@ -835,6 +1060,7 @@ class IteratedRace:
                 f"timeout={timeout!r}"
             )
         self._pool: WorkerPool | None = None
+        self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
         if study is not None:
@@ -854,6 +1080,9 @@ class IteratedRace:
             if sampler is None:
                 # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
                 sampler = optuna.samplers.TPESampler(seed=self._seed % 2**32)
+            self._sqlite = _sqlite_rdb(storage)
+            if self._sqlite is not None:
+                storage = self._sqlite
             self._study = optuna.create_study(
                 storage=storage, sampler=sampler, study_name=study_name,
                 direction=self._direction, load_if_exists=True,
@@ -871,13 +1100,18 @@ class IteratedRace:
 
     # -- sampling -----------------------------------------------------------------------------
 
-    def _sample(self) -> tuple[optuna.Trial, dict]:
+    def _sample(self, mirror: _StudyMirror, iteration: int) -> tuple[optuna.Trial, dict]:
+        """A new trial from the sampler, marked with ``iteration``, and stored."""
         if isinstance(self._space, dict):
-            trial = self._study.ask(fixed_distributions=self._space)
-            return trial, dict(trial.params)
-        trial = self._study.ask()
-        params = self._space(trial)
-        return trial, dict(trial.params if params is None else params)
+            trial = mirror.work.ask(fixed_distributions=self._space)
+            params = dict(trial.params)
+        else:
+            trial = mirror.work.ask()
+            params = self._space(trial)
+            params = dict(trial.params if params is None else params)
+        trial.set_user_attr(ITERATION_ATTR, iteration)
+        mirror.sampled(trial)
+        return trial, params
 
     def _evaluate_all(self, evaluations, params_of) -> dict:
         """Run a block's new evaluations (in parallel on ``executor``); failures are kept."""
@@ -925,20 +1159,26 @@ class IteratedRace:
 
     def run(self) -> IteratedRaceResult:
         """Run (or resume) the iterated race until the budget is spent."""
-        if self._executor is not None or (self._n_workers == 1 and self._timeout is None):
-            return self._run()
-        self._pool = WorkerPool(self._evaluate, self._n_workers)
-        try:
-            return self._run()
-        finally:
-            self._pool.close()
-            self._pool = None
+        import contextlib
 
-    def _race_iteration(self, race, cache, params_of, trial_objects, study, used, progress=None):
+        with contextlib.ExitStack() as stack:
+            if self._sqlite is not None:
+                stack.enter_context(_SqliteWal(self._sqlite))
+            if self._executor is not None or (self._n_workers == 1 and self._timeout is None):
+                return self._run()
+            self._pool = WorkerPool(self._evaluate, self._n_workers)
+            try:
+                return self._run()
+            finally:
+                self._pool.close()
+                self._pool = None
+
+    def _race_iteration(self, race, cache, params_of, trial_objects, mirror, used, progress=None):
         """Drive one race to its end (or to the budget); returns (evaluations used, whether
         the budget ran out). ``progress(race, used)`` is called after every block."""
         out_of_budget = False
         while not race.finished:
+            mirror.flush(due_only=True)
             if progress is not None:
                 progress(race, used)
             batch = race.ask()
@@ -958,10 +1198,11 @@ class IteratedRace:
                 record = {str(k): v for k, v in cache[ev.candidate].items()}
                 if ev.candidate in trial_objects:
                     trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                    mirror.changed(ev.candidate)
                 else:
                     # A finished trial cannot change: an elite's later evaluations go
                     # to the study, under its trial number.
-                    study.set_user_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+                    mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
                 if race_error is not None:
                     race.tell(ev, error=race_error)
                 else:
@@ -994,9 +1235,6 @@ class IteratedRace:
         ))
 
     def _run(self) -> IteratedRaceResult:
-        from racer.elimination import ProtectElites
-        from racer.race import Race, RaceFailedError, _NoElimination
-
         study = self._study
         n_total = len(self._instances)
         order = np.random.default_rng([self._seed, 0x0DE5]).permutation(n_total).tolist()
@@ -1033,21 +1271,37 @@ class IteratedRace:
         )
         races = []
         n_sampled = 0
-        from racer.progress import ProgressBar
+        mirror = _StudyMirror(study)
+        try:
+            return self._iterate(study, mirror, order, n_total, cache, used, elites, iteration,
+                                 n_seen, n_params, params_of, leftover, races, n_sampled)
+        except BaseException:
+            # Whatever was evaluated is stored, so that a rerun resumes from it (an
+            # interrupted run, or one that failed); a storage that fails again is not news.
+            try:
+                mirror.flush()
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+
+    def _iterate(self, study, mirror, order, n_total, cache, used, elites, iteration, n_seen,
+                 n_params, params_of, leftover, races, n_sampled) -> IteratedRaceResult:
+        from racer.elimination import ProtectElites
+        from racer.progress import ProgressBar, iteration_text, iterations_done_text
+        from racer.race import Race, RaceFailedError, _NoElimination
 
         bar = ProgressBar(enabled=self._progress)
         while True:
             j = iteration + 1
             remaining = self._budget - used
             pending: list[tuple[optuna.Trial, dict]] = [
-                (optuna.trial.Trial(study, trials[n]._trial_id), params_of[n]) for n in leftover
+                (mirror.trial(n), params_of[n]) for n in leftover
             ]
             leftover = []
             if n_params is None:
                 if not pending:
-                    pending.append(self._sample())
+                    pending.append(self._sample(mirror, j))
                     n_sampled += 1
-                    pending[-1][0].set_user_attr(ITERATION_ATTR, j)
                 n_params = max(1, len(pending[0][1]))
             default = int(math.floor(2 + math.log2(n_params)))
             n_iter = self._n_iterations or default
@@ -1062,12 +1316,11 @@ class IteratedRace:
             first_cost = n_new * min(self._first_test, n_total)
             if n_new < min_new or first_cost > remaining:
                 for trial, _ in pending:  # never leave a sampled trial RUNNING
-                    study.tell(trial, state=TrialState.FAIL)
+                    mirror.work.tell(trial, state=TrialState.FAIL)
+                    mirror.sync(trial.number)
                 break
             while len(pending) < n_new:
-                trial, params = self._sample()
-                trial.set_user_attr(ITERATION_ATTR, j)
-                pending.append((trial, params))
+                pending.append(self._sample(mirror, j))
                 n_sampled += 1
             for trial, params in pending:
                 params_of[trial.number] = params
@@ -1095,26 +1348,27 @@ class IteratedRace:
             )
             trial_objects = {t.number: t for t, _ in pending}
 
-            def show(race, used, j=j, elites=tuple(elites)):
+            def show(race, used, j=j, n_iter=n_iter, elites=tuple(elites)):
                 def text():
                     best = ""
                     if elites and cache.get(elites[0]):
                         seen = [v for v in cache[elites[0]].values() if math.isfinite(v)]
                         if seen:
                             best = f" | best so far #{elites[0]} mean {np.mean(seen):.6g}"
-                    return (f"iteration {j} | race: instance {race.n_instances}, "
+                    return (f"{iteration_text(j, n_iter)} | race: instance {race.n_instances}, "
                             f"{len(race.survivor_indices)}/{len(race.candidates)} alive | "
                             f"{used}/{self._budget} evaluations{best}")
                 bar.update(min(used / self._budget, 1.0), text)
 
             try:
                 used, out_of_budget = self._race_iteration(
-                    race, cache, params_of, trial_objects, study, used, show)
+                    race, cache, params_of, trial_objects, mirror, used, show)
             except RaceFailedError:
                 # Nothing usable came back: not a crash to resume from, so the trials of this
                 # iteration end FAIL instead of staying RUNNING forever.
                 for trial in trial_objects.values():
-                    study.tell(trial, state=TrialState.FAIL)
+                    mirror.work.tell(trial, state=TrialState.FAIL)
+                    mirror.sync(trial.number)
                 raise
             result = race.result()
             races.append(result)
@@ -1135,21 +1389,26 @@ class IteratedRace:
                     trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
                 else:
                     trial.report(mean, step=len(cache[number]))
-                study.tell(trial, state=TrialState.PRUNED)
+                mirror.work.tell(trial, state=TrialState.PRUNED)
+                mirror.sync(number)
             elites = [int(n) for n in result.survivors[:n_elites]]
             # Rows of an abandoned block are registered but not evaluated: count only the
             # instances every elite has a result on.
             n_seen = max(n_seen, len(result.instances) if not out_of_budget
                          else min(len(cache[e]) for e in elites))
             iteration = j
-            study.set_user_attr(STATE_ATTR, {
+            # The elites' new scores first, then the state that counts them.
+            mirror.set_study_attr(STATE_ATTR, {
                 "order": order, "elites": elites, "iteration": iteration, "n_seen": n_seen,
                 "n_params": n_params,
             })
+            mirror.flush()
             if out_of_budget:
                 break
 
-        bar.close(f"done: {iteration} iterations | {used}/{self._budget} evaluations"
+        planned = self._n_iterations or int(math.floor(2 + math.log2(n_params or 1)))
+        bar.close(f"done: {iterations_done_text(iteration, planned)} | {used}/{self._budget} "
+                  "evaluations"
                   + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
         if not elites:
             raise RuntimeError(

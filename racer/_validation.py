@@ -18,6 +18,7 @@ __all__ = [
     "as_score_matrix",
     "as_paired",
     "as_1d",
+    "as_race_items",
     "check_random_state",
     "seed_from_random_state",
     "check_direction",
@@ -110,6 +111,44 @@ def as_score_matrix(
             f"`{name}` must be finite; found {arr[row, col]} at row {row}, column {col}"
         )
     return arr, names
+
+
+def as_race_items(value: Any, name: str) -> Any:
+    """``value`` (the ``candidates`` or ``instances`` of a race) as the iterable to race.
+
+    Two containers iterate in a way nobody means here, so they get a stated meaning:
+
+    * a table -- a pandas DataFrame, or a polars one -- is **one item per row**, each a dict
+      of its column values (``df.to_dict("records")``); iterating it would give the column
+      names;
+    * a mapping (a dict) is refused: iterating it gives its keys, and whether the keys or
+      the values are meant cannot be guessed; the message says what to pass.
+
+    Anything else is returned as is. Neither pandas nor polars is imported.
+
+    >>> as_race_items([1, 2], "candidates")
+    [1, 2]
+    >>> as_race_items({"fast": {"lr": 0.1}}, "candidates")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: `candidates` is a dict, which iterates over its keys (['fast']): pass list(...
+    """
+    from collections.abc import Mapping
+
+    if hasattr(value, "columns"):
+        if hasattr(value, "to_dict") and hasattr(value, "iterrows"):  # pandas
+            return value.to_dict("records")
+        if hasattr(value, "to_dicts"):  # polars
+            return value.to_dicts()
+    if isinstance(value, Mapping):
+        keys = ", ".join(_describe(k) for _, k in zip(range(3), value))
+        more = ", ..." if len(value) > 3 else ""
+        raise TypeError(
+            f"`{name}` is a {type(value).__name__}, which iterates over its keys "
+            f"([{keys}{more}]): pass list({name}.values()) to race its values, "
+            f"list({name}) to race its keys, or list({name}.items()) for (key, value) pairs"
+        )
+    return value
 
 
 def check_view(view: Any, name: str = "view") -> None:

@@ -259,8 +259,9 @@ def read_exec_dir(path: Any) -> IteratedRun:
             with open(results_path, encoding="utf-8") as fh:
                 saved = json.load(fh)
             final = [int(e["id"]) for e in saved.get("elites", [])] or final
-            info = {k: saved[k] for k in ("stop_reason", "iterations", "experiments", "budget",
-                                          "max_time", "seed", "time_used") if k in saved}
+            info = {k: saved[k] for k in ("stop_reason", "iterations", "iterations_planned",
+                                          "experiments", "budget", "max_time", "seed",
+                                          "time_used") if k in saved}
         except (OSError, ValueError, KeyError, TypeError):
             info = {"note": "results.json could not be read"}
     runs_csv = os.path.join(text, "runs.csv")

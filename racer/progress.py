@@ -28,7 +28,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["ProgressBar", "ProgressLine", "redraws_in_place", "track"]
+__all__ = ["ProgressBar", "ProgressLine", "iteration_text", "iterations_done_text",
+           "redraws_in_place", "track"]
 
 _BAR_WIDTH = 24
 # Quarters of the bar at which a non-terminal stream gets a line.
@@ -176,6 +177,44 @@ class ProgressLine:
         # The bar shows what was used, not 100%: a race that stops early (min_survivors) has
         # saved the rest, and that is worth seeing.
         self._bar.close(self._text(fraction) + (f" | done: {reason}" if reason else ""), fraction)
+
+
+def iteration_text(iteration: int, planned: int) -> str:
+    """Where an iterated race is, in the words every front end uses (issue 18).
+
+    ``planned`` is the number of iterations announced at the start (irace's
+    ``nbIterations``: an estimate from the number of parameters, unless the user fixed it).
+    Like irace, an iterated race goes on past it while budget is left; the text then says so
+    instead of moving the target (irace's "Iteration 5 of 5") or stopping at "4/4".
+
+    >>> iteration_text(3, 4)
+    'iteration 3/4'
+    >>> iteration_text(5, 4)
+    'iteration 5 (beyond the 4 planned: budget left)'
+    """
+    if iteration <= planned:
+        return f"iteration {iteration}/{planned}"
+    return f"iteration {iteration} (beyond the {planned} planned: budget left)"
+
+
+def iterations_done_text(done: int, planned: int) -> str:
+    """How many iterations an iterated race ran, against the ``planned`` announced.
+
+    >>> iterations_done_text(4, 4)
+    '4 iterations (as planned)'
+    >>> iterations_done_text(5, 4)
+    '5 iterations (4 planned, 1 more: budget left)'
+    >>> iterations_done_text(3, 4)
+    '3 iterations (4 planned)'
+    >>> iterations_done_text(1, 1)
+    '1 iteration (as planned)'
+    """
+    words = f"{done} iteration{'s' if done != 1 else ''}"
+    if done == planned:
+        return f"{words} (as planned)"
+    if done > planned:
+        return f"{words} ({planned} planned, {done - planned} more: budget left)"
+    return f"{words} ({planned} planned)"
 
 
 def track(iterable: Iterable, *, total: int | None = None, label: str = "",

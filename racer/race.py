@@ -33,6 +33,7 @@ import numpy as np
 
 from ._race_stats import RaceStats
 from ._validation import (
+    as_race_items,
     check_bool,
     check_direction,
     check_int,
@@ -216,7 +217,9 @@ class Race:
     ----------
     candidates : iterable
         The configurations to race (dicts, tuples, any objects; nothing needs to be hashable).
-        They are reported back as these same objects.
+        They are reported back as these same objects. A pandas DataFrame is one candidate
+        per row, a dict of its column values; a dict is refused (TypeError saying what to
+        pass: its keys or its values?).
     test : RacingTest, optional
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
         (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
@@ -250,7 +253,8 @@ class Race:
         not exceed the number of candidates.
     instances : iterable, optional
         Instances to race on, in order (a sequence, or any iterator, even an endless
-        generator of seeds). More can be appended with :meth:`add_instances` or passed to
+        generator of seeds). A DataFrame is one instance per row (a dict of its column
+        values); a dict is refused, as for ``candidates``. More can be appended with :meth:`add_instances` or passed to
         :meth:`run`. An empty ``instances`` is allowed here, but :meth:`run` refuses to start
         a race that has no instance at all, and :meth:`result` refuses to name a winner of a
         race that stopped before its first evaluation.
@@ -400,7 +404,8 @@ class Race:
     ) -> None:
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
-        self._candidates = list(candidates)
+        # A DataFrame is one candidate per row (a dict); a dict is refused (keys or values?).
+        self._candidates = list(as_race_items(candidates, "candidates"))
         if not self._candidates:
             raise ValueError("`candidates` is empty: a race needs at least one candidate")
         if test is None:
@@ -609,6 +614,8 @@ class Race:
         """
         if isinstance(instances, (str, bytes)) or not isinstance(instances, Iterable):
             raise TypeError(f"`instances` must be an iterable of instances; got {instances!r}")
+        # A DataFrame is one instance per row (a dict); a dict is refused (keys or values?).
+        instances = as_race_items(instances, "instances")
         if self._n_available is not None:
             try:
                 self._n_available += len(instances)  # type: ignore[arg-type]
@@ -1461,7 +1468,9 @@ def race(
     One call for scripts: ``Race(candidates, **options).run(evaluate, instances, executor=...,
     n_jobs=..., timeout=..., progress=...)`` (see :meth:`Race.run` for ``timeout``). See :class:`Race` for the options (``test``, ``direction``,
     ``budget``, ``max_instances``, ``first_test``, ``each_test``, ``min_survivors``,
-    ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``).
+    ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``). A DataFrame of
+    ``candidates`` or ``instances`` is one item per row (a dict of its column values); a dict
+    is refused with what to pass instead.
 
     >>> from racer.elimination import Elimination, RacingTest
     >>> class KeepAll(RacingTest):

@@ -655,8 +655,12 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     runs_text = (f"{info['experiments']}" + (f" of maxExperiments = {info['budget']}" if info.get("budget") else "")
                  if "experiments" in info else
                  f"{info['runs_logged']} logged in runs.csv so far" if "runs_logged" in info else "unknown")
+    from .progress import iterations_done_text
+
     rows = [
-        ("Iterations", str(len(run.elites))),
+        # The words of the command's last line when results.json says what was planned.
+        ("Iterations", iterations_done_text(len(run.elites), info["iterations_planned"])
+         if info.get("iterations_planned") else str(len(run.elites))),
         ("Configurations sampled", str(n_conf)),
         ("Races", ", ".join(f"{_esc(label)} ({len(res.candidates)} configurations, "
                             f"{_esc(res.stop_reason)})" for _it, label, res in run.races)),

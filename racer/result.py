@@ -245,9 +245,10 @@ class RaceResult:
         ]
         records = {rec.candidate_index: rec for rec in self.history}
         n_seen = self.n_evaluated
-        # The status names the eliminator by its candidate (a short repr, as every other line
-        # here), so that a race over parameter dicts reads in parameters, not in indices; it
-        # comes last because its width varies with the candidates.
+        # The status names the eliminator by its number, the "#k" of the candidate column (and
+        # of the HTML report): a repr cut to fit made every eliminator of a race over parameter
+        # dicts read the same ("dominated by {'strategy': 'currenttobest1bin', 'm..."). An
+        # eliminator saw at least as many instances, so it ranks above: it is in the table.
         width = min(60, max(len(_short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
         header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'candidate':<{width}}  status"
         lines.append(header)
@@ -259,8 +260,7 @@ class RaceResult:
             elif rec.reason == "failed":
                 status = "failed"
             else:
-                by = _short_repr(self.candidates[rec.by_index], 40)
-                status = f"{rec.reason} by {by} (p={rec.probability:.3g})"
+                status = f"{rec.reason} by #{rec.by_index} (p={rec.probability:.3g})"
             mean = self.mean_scores[idx]
             mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
             candidate = f"#{idx} {_short_repr(self.candidates[idx], 60)}"

@@ -178,7 +178,8 @@ CASES = [
     pytest.param(lambda: instance_objective(_evaluate, {"b", "a", "c"}), TypeError,
                  r"`instances` must be an ordered sequence", id="objective-instances-set"),  # fixed
     pytest.param(lambda: instance_objective(_evaluate, {"a": 1}), TypeError,  # fixed
-                 r"`instances` must be an ordered sequence", id="objective-instances-dict"),
+                 r"`instances` is a dict, which iterates over its keys \(\['a'\]\): pass "
+                 r"list\(instances.values\(\)\)", id="objective-instances-dict"),
     pytest.param(lambda: instance_objective(_evaluate, [1, 2], on_prune="skip"), ValueError,
                  r"`on_prune`", id="objective-unknown-on-prune"),
     pytest.param(lambda: instance_objective(_evaluate, [1, 2], random_state=1.5), TypeError,

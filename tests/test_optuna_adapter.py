@@ -616,6 +616,111 @@ def test_iterated_race_resumes_after_a_crash(tmp_path):
     assert again.study.best_trial.params == res.best_params
 
 
+def _study_contents(study):
+    """What a user finds in a study: every trial's number, state, parameters, values,
+    intermediate values and attributes, and the study's user and system attributes."""
+    trials = [(t.number, t.state, t.params, t.values, t.intermediate_values, t.user_attrs,
+               t.system_attrs) for t in study.get_trials(deepcopy=False)]
+    system = study._storage.get_study_system_attrs(study._study_id)
+    return trials, study.user_attrs, system
+
+
+@pytest.mark.parametrize("make_sampler", [
+    lambda: optuna.samplers.TPESampler(seed=3),
+    # QMC keeps its position in the study's system attributes: they must reach the file too.
+    lambda: optuna.samplers.QMCSampler(seed=3, warn_independent_sampling=False),
+], ids=["tpe", "qmc"])
+def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path, make_sampler):
+    # Issue 18: with an RDB storage, Optuna works on an in-memory copy and the storage gets
+    # the same content in fewer calls. The study must end up the same, trial for trial.
+    import sqlite3
+
+    evaluate, instances, _ = _race_problem()
+    space = {"x": FloatDistribution(-1, 1),
+             "kind": optuna.distributions.CategoricalDistribution(["a", "b"])}
+
+    def scored(params, instance):
+        return evaluate({"x": params["x"]}, instance) + (0.1 if params["kind"] == "b" else 0.0)
+
+    memory = IteratedRace(scored, space, instances, budget=300, sampler=make_sampler(),
+                          random_state=3, progress=False).run()
+    path = tmp_path / "race.db"
+    stored = IteratedRace(scored, space, instances, budget=300, storage=f"sqlite:///{path}",
+                          sampler=make_sampler(), study_name="s", random_state=3,
+                          progress=False).run()
+    assert stored.best_params == memory.best_params
+    assert stored.n_evaluations == memory.n_evaluations and stored.n_iterations >= 2
+    # Read back from the file by a fresh storage, not from the study object's cache.
+    reloaded = optuna.load_study(study_name="s", storage=f"sqlite:///{path}")
+    assert _study_contents(reloaded) == _study_contents(memory.study)
+    # The file is left in SQLite's default journal mode (WAL only while racing).
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_iterated_race_on_an_in_memory_sqlite_database():
+    # "sqlite://" is a database in memory: no WAL switch (closing its connection would drop it).
+    evaluate, instances, _ = _race_problem()
+    res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=120,
+                       storage="sqlite://", random_state=0, progress=False).run()
+    assert res.study.best_trial.params == res.best_params
+
+
+def test_iterated_race_on_sqlite_resumes_after_a_crash(tmp_path):
+    evaluate, instances, calls = _race_problem()
+
+    class Crash(BaseException):
+        pass
+
+    def crashing(params, instance):
+        if len(calls) == 110:
+            raise Crash
+        return evaluate(params, instance)
+
+    space = {"x": FloatDistribution(-1, 1)}
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    with pytest.raises(Crash):
+        IteratedRace(crashing, space, instances, budget=200, storage=url, study_name="s",
+                     random_state=0, progress=False).run()
+    assert len(calls) == 110
+    # The trials of the interrupted iteration are in the file, RUNNING, and every evaluation
+    # made before the crash is in it (the write-behind is flushed on the way out).
+    crashed = optuna.load_study(study_name="s", storage=url)
+    assert any(t.state == TrialState.RUNNING for t in crashed.trials)
+    params = {t.number: tuple(sorted(t.params.items())) for t in crashed.trials}
+    stored = {(params[t.number], int(k)) for t in crashed.trials
+              for k in t.user_attrs.get(racer_optuna.SCORES_ATTR, {})}
+    stored |= {(params[int(key.rsplit("_", 1)[1])], int(k))
+               for key, record in crashed.user_attrs.items()
+               if key.startswith(racer_optuna.SCORES_ATTR + "_") for k in record}
+    # A block's evaluations are recorded when the block ends (as before issue 18): those of
+    # the block the crash interrupted are not stored, every earlier one is.
+    assert 60 <= len(stored) < len(calls) and stored <= set(calls)
+    res = IteratedRace(evaluate, space, instances, budget=200, storage=url, study_name="s",
+                       random_state=0, progress=False).run()
+    assert not stored & set(calls[110:])  # nothing stored is evaluated again
+    assert len(set(calls[110:])) == len(calls) - 110
+    assert res.n_evaluations == len(calls) - (len(calls[:110]) - len(stored)) <= 200
+    assert all(t.state != TrialState.RUNNING for t in res.study.trials)
+
+
+def test_iterated_race_refuses_a_study_another_process_adds_trials_to(tmp_path):
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    evaluate, instances, _ = _race_problem()
+    intruder = optuna.load_study  # another process, here the same one through its own storage
+
+    def meddling(params, instance):
+        if instance == instances[-1]:
+            intruder(study_name="s", storage=url).add_trial(
+                create_trial(params={"x": 0.0}, distributions={"x": FloatDistribution(-1, 1)},
+                             value=0.0))
+        return evaluate(params, instance)
+
+    with pytest.raises(RuntimeError, match="another process added trials"):
+        IteratedRace(meddling, {"x": FloatDistribution(-1, 1)}, instances, budget=300,
+                     storage=url, study_name="s", random_state=0, progress=False).run()
+
+
 def test_iterated_race_arguments_are_checked():
     space = {"x": FloatDistribution(-1, 1)}
     with pytest.raises(TypeError, match="`evaluate`"):

@@ -449,6 +449,34 @@ def test_ranking_orders_eliminated_by_instances_seen_then_mean():
     np.testing.assert_array_equal(res.ranking_indices, [4, 3, 2, 1, 0])
 
 
+class _DropFirstTwo(RacingTest):
+    """At the first test: #0 dominated by #2, #1 indistinguishable from #3."""
+
+    def decide(self, view, rng):
+        if len(view.ids) < 4:
+            return []
+        return [Elimination(0, "dominated", 2, 0.97), Elimination(1, "indistinguishable", 3, 0.96)]
+
+    def get_params(self):
+        return {}
+
+
+def test_summary_names_each_eliminator():
+    # Issue 18: with parameter dicts sharing a long prefix (python -m racer's), a cut repr made
+    # every "dominated by {...}" read the same; each line must name its own eliminator.
+    candidates = [{"strategy": "currenttobest1bin", "mutation": (0.5, 1.0), "recombination": r,
+                   "popsize": p} for r in (0.3, 0.9) for p in (5, 15)]
+    res = Race(candidates, test=_DropFirstTwo(), first_test=2, random_state=0).run(
+        lambda c, i: c["recombination"] + c["popsize"] + i, range(4), progress=False)
+    lines = res.summary().splitlines()
+    first = next(line for line in lines if line.rstrip().endswith("(p=0.97)"))
+    second = next(line for line in lines if line.rstrip().endswith("(p=0.96)"))
+    assert first.startswith("   ") and "#0 " in first and first.endswith("dominated by #2 (p=0.97)")
+    assert "#1 " in second and second.endswith("indistinguishable by #3 (p=0.96)")
+    # The eliminators are in the table, under the numbers the statuses give.
+    assert any(" #2 {" in line for line in lines) and any(" #3 {" in line for line in lines)
+
+
 def test_summary_frame_and_repr():
     pd = pytest.importorskip("pandas")
     res = Race([0.0, 0.5, 1.0], test=DropWorstMean(), first_test=2, random_state=0,
@@ -456,7 +484,7 @@ def test_summary_frame_and_repr():
         linear_evaluate, range(20), progress=False
     )
     text = res.summary()
-    assert "Best: 1.0" in text and "dominated by 1.0 (p=" in text and "Stopped because" in text
+    assert "Best: 1.0" in text and "dominated by #2 (p=" in text and "Stopped because" in text
     frame = res.to_frame()
     assert isinstance(frame, pd.DataFrame) and list(frame["rank"]) == [3, 2, 1]
     assert list(frame["eliminated_at"]) == [2, 3, -1] and list(frame["survivor"]) == [False, False, True]

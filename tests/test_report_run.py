@@ -360,7 +360,7 @@ def test_cli_progress_line_is_the_shared_bar():
     race = Race(configs, test=KeepAll(), first_test=2, instances=range(30), random_state=0)
     stream = Stream(tty=False)
     progress = Progress(stream=stream)
-    state = {"iteration": 2, "n_iterations": 4, "budget": 40, "experiments": 0}
+    state = {"iteration": 2, "planned": 4, "budget": 40, "experiments": 0}
     while state["experiments"] < 39:
         for ev in race.ask():
             race.tell(ev, float(ev.candidate.values["x"]))

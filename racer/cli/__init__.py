@@ -436,6 +436,7 @@ def do_check(loaded: dict, args) -> int:
 
 def do_run(loaded: dict, args) -> int:
     from .iterated import JOURNAL_DIR, Settings, Tuner
+    from ..progress import iterations_done_text
     from .output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
                          write_results, write_test)
 
@@ -517,7 +518,10 @@ def do_run(loaded: dict, args) -> int:
         raise
     if not quiet:
         mode = "one race of the configurations file" if args.fixed_list else (
-            f"iterated racing, {tuner.n_iterations} iterations planned, minNbSurvival = {tuner.min_survival}")
+            f"iterated racing, {tuner.n_iterations} iterations "
+            + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
+               "more run while budget is left)")
+            + f", minNbSurvival = {tuner.min_survival}")
         budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
                        else f"maxExperiments = {v['maxExperiments']}")
         print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
@@ -551,8 +555,8 @@ def do_run(loaded: dict, args) -> int:
         log.close()
         reaper.close()
         close_executor()
-    progress.end(f"done: {result.stop_reason}; {result.experiments} runs; "
-                 f"{result.iterations} iteration(s)")
+    done = iterations_done_text(result.iterations, result.planned_iterations)
+    progress.end(f"done: {result.stop_reason}; {result.experiments} runs; {done}")
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:
@@ -564,7 +568,7 @@ def do_run(loaded: dict, args) -> int:
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
             if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
-    print(f"# Stopped: {result.stop_reason}; {used}; {result.iterations} iteration(s)"
+    print(f"# Stopped: {result.stop_reason}; {used}; {done}"
           + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
              if result.soft_restarts else ""))
     print(elites_report(space, result.elites, label))

@@ -133,6 +133,9 @@ class TuningResult:
     test: dict | None = None  # {"instances": [...], "costs": {id: [..]}}
     time_used: float = 0.0
     soft_restarts: list = dataclasses.field(default_factory=list)  # iterations with one
+    # The iterations announced at the start (Tuner.n_iterations); ``iterations`` may exceed
+    # it when budget is left (nbIterations = 0, as irace), or fall short when budget is not.
+    planned_iterations: int = 0
 
 
 # Set by the command line's SIGINT/SIGTERM handlers, which also raise KeyboardInterrupt. The
@@ -677,12 +680,12 @@ class Tuner:
                 f"maxExperiments = {budget} cannot pay for the first test: {len(cands)} "
                 f"configurations x firstTest = {first} instances = {len(cands) * first} runs")
         tasks = self.tasks(0, self.n_tasks_available(budget))
-        self.state.update(iteration=1, n_iterations=1, budget=budget)
+        self.state.update(iteration=1, planned=1, budget=budget)
         result = self.run_race(1, cands, tasks, budget=budget, min_survivors=s.min_survival or 1,
                                test=self.test, first_test=first, journal="fixed-list.sqlite",
                                pool=pool, max_total=budget)
         return TuningResult(list(result.survivors), 1, self.experiments, result.stop_reason,
-                            [(1, result, cands)])
+                            [(1, result, cands)], planned_iterations=1)
 
     def _iterated(self, pool) -> TuningResult:
         s = self.settings
@@ -855,7 +858,9 @@ class Tuner:
             if len(tasks) < s.first_test:
                 raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
             saved = n_elites * n_seen if (s.elitist and not first_race) else 0
-            self.state.update(iteration=iteration, n_iterations=n_iterations, budget=budget)
+            # The progress line counts against what the header announced (self.n_iterations),
+            # not against n_iterations, which irace moves along when it runs past the plan.
+            self.state.update(iteration=iteration, planned=self.n_iterations, budget=budget)
             used_before = self.experiments
             protect_rows = 0
             test = self.test
@@ -885,7 +890,7 @@ class Tuner:
                 stop_reason = "no runs possible within the remaining budget"
                 break
         return TuningResult(elites, len(races), self.experiments, stop_reason, races,
-                            soft_restarts=soft_restarts)
+                            soft_restarts=soft_restarts, planned_iterations=self.n_iterations)
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])

@@ -149,6 +149,7 @@ def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None
                     "values": {k: v for k, v in e.values.items()},
                     "command_line": space.command_line(e.values)} for e in result.elites],
         "iterations": result.iterations,
+        "iterations_planned": result.planned_iterations,
         "experiments": result.experiments,
         "stop_reason": result.stop_reason,
         "time_used": result.time_used,
@@ -184,8 +185,10 @@ class Progress:
         self._race_id = None
 
     def _describe(self, state: dict, race) -> str:
+        from ..progress import iteration_text
+
         it = state.get("iteration")
-        where = "test phase" if it == "test" else f"iteration {it}/{state.get('n_iterations', '?')}"
+        where = "test phase" if it == "test" else iteration_text(it, state.get("planned", it))
         budget = state.get("budget") or 0
         used = state.get("experiments", 0)
         spent = f"{used}/{budget} runs" if budget else f"{used} runs"
