@@ -24,7 +24,9 @@ import signal
 import sys
 import traceback
 
-import numpy as np
+# numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
+# that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
+# them (they cost a second or more on a cold start).
 
 __all__ = ["main", "EXIT_OK", "EXIT_INTERNAL", "EXIT_SCENARIO", "EXIT_RUNNER", "EXIT_INTERRUPTED"]
 
@@ -286,6 +288,8 @@ def _seed(sc, journal_dir: str) -> int:
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return int(f.read().strip())
+    import numpy as np
+
     seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
     os.makedirs(journal_dir, exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
@@ -316,6 +320,8 @@ def write_run_report(exec_dir: str) -> str | None:
 
 
 def do_check(loaded: dict, args) -> int:
+    import numpy as np
+
     from .iterated import _derived_seed
     from .sampler import Sampler
 
@@ -349,6 +355,8 @@ def do_check(loaded: dict, args) -> int:
 
 
 def do_run(loaded: dict, args) -> int:
+    import numpy as np
+
     from .iterated import JOURNAL_DIR, Settings, Tuner
     from .output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
                          write_results, write_test)
@@ -551,15 +559,33 @@ def do_init(directory: str) -> int:
     return EXIT_OK
 
 
+class _NotRaised(Exception):
+    """Stands in, in an ``except`` clause, for an error class whose module is not imported."""
+
+
+def _if_imported(module: str, name: str, default=None):
+    """``module.name`` if ``module`` is imported, else ``default``.
+
+    main() catches the race engine's errors without importing the engine (numpy, SciPy, Numba)
+    for ``--help``, ``--version``, ``--init`` or a scenario mistake: an error can only have been
+    raised, and a run can only be under way, once its module is imported.
+    """
+    loaded = sys.modules.get(module)
+    return default if loaded is None else getattr(loaded, name, default)
+
+
+def _clear_interrupted() -> None:
+    interrupted = _if_imported(f"{__name__}.iterated", "INTERRUPTED")
+    if interrupted is not None:
+        interrupted.clear()
+
+
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
     from .parameters import ParameterFileError
     from .rexpr import RSyntaxError
-    from .sampler import SamplingError
     from .scenario import ScenarioError
     from .target_runner import TargetRunnerError
-    from .iterated import BudgetError
-    from ..race import RaceFailedError
     from ..storage import JournalInUseError
 
     if argv is None:
@@ -579,13 +605,15 @@ def main(argv: list | None = None) -> int:
     if args.init:
         return do_init(os.getcwd())
 
-    from .iterated import INTERRUPTED
-
     def on_signal(signum, frame):
-        INTERRUPTED.set()  # see INTERRUPTED: the raise alone can be lost in a finaliser
+        # See iterated.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
+        # imported the engine there is no run to tell.
+        interrupted = _if_imported(f"{__name__}.iterated", "INTERRUPTED")
+        if interrupted is not None:
+            interrupted.set()
         raise KeyboardInterrupt
 
-    INTERRUPTED.clear()
+    _clear_interrupted()
     old = {}
     for signum in (signal.SIGTERM, signal.SIGINT):
         try:
@@ -599,7 +627,9 @@ def main(argv: list | None = None) -> int:
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, BudgetError, SamplingError) as exc:
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError,
+            _if_imported(f"{__name__}.iterated", "BudgetError", _NotRaised),
+            _if_imported(f"{__name__}.sampler", "SamplingError", _NotRaised)) as exc:
         _error(str(exc))
         return EXIT_SCENARIO
     except JournalInUseError as exc:
@@ -610,7 +640,7 @@ def main(argv: list | None = None) -> int:
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
-    except RaceFailedError as exc:
+    except _if_imported("racer.race", "RaceFailedError", _NotRaised) as exc:
         _error("no configuration could be evaluated (every run of a race failed): "
                f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER
@@ -633,5 +663,5 @@ def main(argv: list | None = None) -> int:
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
-        INTERRUPTED.clear()  # a Tuner driven from Python afterwards starts uninterrupted
+        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
 
