@@ -63,21 +63,27 @@ def cases(racer_script: str, scratch: str) -> list[dict]:
         os.mkdir(path)
         return path
 
+    def case(label, argv, cwd=scratch, code=0, racer=True):
+        return {"label": label, "argv": argv, "cwd": cwd, "code": code, "racer": racer}
+
+    def python_c(code, racer=True):
+        return case(f'python -c "{code}"' if " " in code else f"python -c {code}",
+                    [python, "-c", code], racer=racer)
+
     return [
-        {"label": "python -c pass", "argv": [python, "-c", "pass"], "cwd": scratch, "code": 0, "racer": False},
-        {"label": 'python -c "import racer"', "argv": [python, "-c", "import racer"],
-         "cwd": scratch, "code": 0, "racer": True},
-        {"label": "racer --help", "argv": [racer_script, "--help"], "cwd": scratch, "code": 0, "racer": True},
-        {"label": "racer --version", "argv": [racer_script, "--version"], "cwd": scratch, "code": 0, "racer": True},
-        {"label": "racer --init (empty folder)", "argv": [racer_script, "--init"], "cwd": fresh_dir,
-         "code": 0, "racer": True},
-        {"label": "racer --check, parameter-file mistake", "argv": [racer_script, "--check"],
-         "cwd": error_dir, "code": 2, "racer": True},
+        python_c("pass", racer=False),
+        python_c("import racer"),
+        case("racer --help", [racer_script, "--help"]),
+        case("racer --version", [racer_script, "--version"]),
+        case("racer --init (empty folder)", [racer_script, "--init"], cwd=fresh_dir),
+        case("racer --check, parameter-file mistake", [racer_script, "--check"], cwd=error_dir,
+             code=2),
+        # What a script that races pays before its first race: the engine, numpy and SciPy's
+        # special functions (Numba loads at the first test step that runs a kernel).
+        python_c("from racer import race, BayesianTest"),
         # For scale: what the quick answers no longer import.
-        {"label": 'python -c "import numpy"', "argv": [python, "-c", "import numpy"],
-         "cwd": scratch, "code": 0, "racer": False},
-        {"label": 'python -c "import scipy.stats"', "argv": [python, "-c", "import scipy.stats"],
-         "cwd": scratch, "code": 0, "racer": False},
+        python_c("import numpy", racer=False),
+        python_c("import scipy.stats", racer=False),
     ]
 
 

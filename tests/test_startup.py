@@ -110,11 +110,13 @@ def test_init_loads_no_heavy_module(tmp_path):
 
 SCENARIO_MISTAKES = {
     "no-scenario-file": (["--scenario", "missing.txt"], {}, "scenario file not found"),
-    "check-no-scenario-file": (["--check", "--scenario", "missing.txt"], {}, "scenario file not found"),
+    "check-no-scenario-file": (["--check", "--scenario", "missing.txt"], {},
+                               "scenario file not found"),
     "bad-option-value": (["--scenario", "scenario.txt"],
                          {"scenario.txt": INIT_FILES["scenario.txt"] + "firstTest = 'five'\n"},
                          "option firstTest: expected a number"),
-    "no-budget": (["--check"], {"scenario.txt": INIT_FILES["scenario.txt"] + "maxExperiments = 0\n"},
+    "no-budget": (["--check"],
+                  {"scenario.txt": INIT_FILES["scenario.txt"] + "maxExperiments = 0\n"},
                   "option maxExperiments"),
     "bad-parameter-type": (["--check"], {"parameters.txt": 'x "--x " z (1, 2)\n'},
                            "parameters.txt:1"),
@@ -153,8 +155,10 @@ def test_every_public_name_resolves_in_a_fresh_interpreter(tmp_path):
     body = textwrap.dedent("""
         import types
         import racer, racer.stats
-        bad = [n for n in racer.__all__ if isinstance(getattr(racer, n), types.ModuleType)]
-        bad += [n for n in racer.stats.__all__ if isinstance(getattr(racer.stats, n), types.ModuleType)]
+        bad = [f"racer.{n}" for n in racer.__all__
+               if isinstance(getattr(racer, n), types.ModuleType)]
+        bad += [f"racer.stats.{n}" for n in racer.stats.__all__
+                if isinstance(getattr(racer.stats, n), types.ModuleType)]
         outcome = {"bad": bad, "race": type(racer.race).__name__,
                    "stats": racer.stats.friedman.__module__}
     """)
@@ -196,7 +200,8 @@ def test_dir_lists_what_it_did_before_anything_is_loaded(tmp_path):
     "from racer.cli import main; main(['--version'])",
 ])
 def test_racer_race_stays_the_function_whoever_imports_the_module_first(first, tmp_path):
-    body = first + "\nimport racer\noutcome = [racer.race.__module__, callable(racer.race), type(racer.race).__name__]"
+    body = (first + "\nimport racer\n"
+            "outcome = [racer.race.__module__, callable(racer.race), type(racer.race).__name__]")
     outcome, _, _ = probe(body, tmp_path)
     assert outcome == ["racer.race", True, "function"]
 
