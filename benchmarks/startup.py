@@ -56,6 +56,10 @@ def cases(racer_script: str, scratch: str) -> list[dict]:
     error_dir = os.path.join(scratch, "scenario-error")
     os.mkdir(error_dir)
     prepare_scenario_error(error_dir, racer_script)
+    # A budget too small to race is found by the tuner, once the race engine is imported.
+    budget_dir = os.path.join(scratch, "small-budget")
+    os.mkdir(budget_dir)
+    subprocess.run([racer_script, "--init"], cwd=budget_dir, check=True, stdout=subprocess.DEVNULL)
     init_dirs = iter(range(10**9))
 
     def fresh_dir():
@@ -78,6 +82,8 @@ def cases(racer_script: str, scratch: str) -> list[dict]:
         case("racer --init (empty folder)", [racer_script, "--init"], cwd=fresh_dir),
         case("racer --check, parameter-file mistake", [racer_script, "--check"], cwd=error_dir,
              code=2),
+        case("racer, maxExperiments too small", [racer_script, "--max-experiments", "5"],
+             cwd=budget_dir, code=2),
         # What a script that races pays before its first race: the engine, numpy and SciPy's
         # special functions (Numba loads at the first test step that runs a kernel).
         python_c("from racer import race, BayesianTest"),

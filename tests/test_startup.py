@@ -141,15 +141,18 @@ def test_a_scenario_mistake_is_reported_without_heavy_modules(argv, files, messa
     assert not set(loaded) & set(HEAVY), loaded
 
 
-def test_the_engines_errors_are_still_caught_once_it_is_loaded(tmp_path):
+@pytest.mark.parametrize("test_type", ["F-test", "t-test"])
+def test_a_budget_too_small_is_caught_from_the_engine_without_scipy(test_type, tmp_path):
     # BudgetError comes from the tuner, imported only once a run starts: the lazy `except`
-    # must still turn it into exit code 2 with its message, not a traceback.
+    # must still turn it into exit code 2 with its message, not a traceback. The racing test
+    # is built by then, but SciPy waits for its first decision.
     write_scenario(tmp_path, **{"scenario.txt": INIT_FILES["scenario.txt"].replace(
-        "maxExperiments = 300", "maxExperiments = 5")})
-    code, _, out = run_cli(["--no-report"], tmp_path)
+        "maxExperiments = 300", f"maxExperiments = 5\ntestType = {test_type!r}")})
+    code, loaded, out = run_cli(["--no-report"], tmp_path)
     assert code == EXIT_SCENARIO, out.stderr
     assert "maxExperiments = 5 is too small" in out.stderr
     assert "Traceback" not in out.stderr
+    assert not set(loaded) & set(HEAVY), loaded
 
 
 def test_every_public_name_resolves_in_a_fresh_interpreter(tmp_path):
