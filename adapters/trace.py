@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy import stats
 
 from racer._validation import check_option, check_probability, check_view
 from racer.elimination import Elimination, RacingTest
@@ -151,6 +150,9 @@ def _pvalues(costs, adjust):
     test = ((p < 1) & (np.minimum(var[best], var) >= 10 * _EPS)
             & ~np.all(x <= costs, axis=0) & (stderr >= 10 * _EPS * np.abs(d_mean)))
     if test.any():
+        # Imported here: a scenario mistake or a too small budget answers without SciPy.
+        from scipy import stats
+
         cols = np.flatnonzero(test)
         p[cols] = stats.ttest_rel(np.broadcast_to(x, (costs.shape[0], cols.size)),
                                   costs[:, cols], axis=0).pvalue

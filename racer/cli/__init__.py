@@ -27,7 +27,9 @@ import signal
 import sys
 import traceback
 
-import numpy as np
+# numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
+# that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
+# them (they cost a second or more on a cold start).
 
 __all__ = ["main", "EXIT_OK", "EXIT_INTERNAL", "EXIT_SCENARIO", "EXIT_RUNNER", "EXIT_INTERRUPTED"]
 
@@ -369,6 +371,8 @@ def _seed(sc, journal_dir: str) -> int:
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             return int(f.read().strip())
+    import numpy as np
+
     seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
     os.makedirs(journal_dir, exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
@@ -399,6 +403,8 @@ def write_run_report(exec_dir: str) -> str | None:
 
 
 def do_check(loaded: dict, args) -> int:
+    import numpy as np
+
     from .iterated import _derived_seed
     from .sampler import Sampler
 
@@ -435,6 +441,8 @@ def do_check(loaded: dict, args) -> int:
 
 
 def do_run(loaded: dict, args) -> int:
+    import numpy as np
+
     from .iterated import JOURNAL_DIR, Settings, Tuner
     from ..progress import iterations_done_text
     from .output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
@@ -711,16 +719,34 @@ def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
     return None
 
 
+class _NotRaised(Exception):
+    """Stands in, in an ``except`` clause, for an error class whose module is not imported."""
+
+
+def _if_imported(module: str, name: str, default=None):
+    """``module.name`` if ``module`` is imported, else ``default``.
+
+    main() catches the race engine's errors without importing the engine (numpy, SciPy, Numba)
+    for ``--help``, ``--version``, ``--init`` or a scenario mistake: an error can only have been
+    raised, and a run can only be under way, once its module is imported.
+    """
+    loaded = sys.modules.get(module)
+    return default if loaded is None else getattr(loaded, name, default)
+
+
+def _clear_interrupted() -> None:
+    interrupted = _if_imported(f"{__name__}.iterated", "INTERRUPTED")
+    if interrupted is not None:
+        interrupted.clear()
+
+
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
     from .parameters import ParameterFileError
     from .rexpr import RSyntaxError
-    from .sampler import SamplingError
     from .scenario import ScenarioError
     from .target_runner import TargetRunnerError
-    from .iterated import BudgetError
     from .resume import ResumeError
-    from ..race import RaceFailedError
     from ..storage import JournalInUseError
 
     if argv is None:
@@ -741,13 +767,15 @@ def main(argv: list | None = None) -> int:
     if args.init:
         return do_init(os.getcwd())
 
-    from .iterated import INTERRUPTED
-
     def on_signal(signum, frame):
-        INTERRUPTED.set()  # see INTERRUPTED: the raise alone can be lost in a finaliser
+        # See iterated.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
+        # imported the engine there is no run to tell.
+        interrupted = _if_imported(f"{__name__}.iterated", "INTERRUPTED")
+        if interrupted is not None:
+            interrupted.set()
         raise KeyboardInterrupt
 
-    INTERRUPTED.clear()
+    _clear_interrupted()
     old = {}
     for signum in (signal.SIGTERM, signal.SIGINT):
         try:
@@ -765,7 +793,7 @@ def main(argv: list | None = None) -> int:
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except BudgetError as exc:
+    except _if_imported(f"{__name__}.iterated", "BudgetError", _NotRaised) as exc:
         # Raised once racing starts: name where the budget was set.
         sc = loaded["scenario"]
         option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
@@ -776,8 +804,8 @@ def main(argv: list | None = None) -> int:
                       else f"{where['path']}: " if where["path"] else "")
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, SamplingError,
-            ResumeError) as exc:
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
+            _if_imported(f"{__name__}.sampler", "SamplingError", _NotRaised)) as exc:
         _error(str(exc))
         return EXIT_SCENARIO
     except JournalInUseError as exc:
@@ -788,7 +816,7 @@ def main(argv: list | None = None) -> int:
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
-    except RaceFailedError as exc:
+    except _if_imported("racer.race", "RaceFailedError", _NotRaised) as exc:
         _error("no configuration could be evaluated (every run of a race failed): "
                f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER
@@ -815,5 +843,5 @@ def main(argv: list | None = None) -> int:
     finally:
         for signum, handler in old.items():
             signal.signal(signum, handler)
-        INTERRUPTED.clear()  # a Tuner driven from Python afterwards starts uninterrupted
+        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
 

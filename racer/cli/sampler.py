@@ -47,7 +47,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import truncnorm
 
 from .parameters import Parameter, ParameterSpace
 
@@ -63,6 +62,10 @@ class SamplingError(RuntimeError):
 def _rtnorm(rng: np.random.Generator, mean: float, sd: float, lower: float, upper: float) -> float:
     if not sd > 0:
         return min(max(mean, lower), upper)
+    # Imported here, not with the module: scipy.stats costs a second on a cold start, which
+    # `racer --check` and a scenario mistake should not pay.
+    from scipy.stats import truncnorm
+
     a, b = (lower - mean) / sd, (upper - mean) / sd
     return float(truncnorm.rvs(a, b, loc=mean, scale=sd, random_state=rng))
 
