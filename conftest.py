@@ -83,17 +83,23 @@ class ShellBlockParser(CodeBlockParser):
             where.unlink(missing_ok=True)
 
 
-def _until_workers_take_functions_by_value(evaluator):
-    """An expected failure, not an error, while racer's workers import `evaluate` by reference.
+def _as_a_reader_would(evaluator):
+    """Runs a page's Python block; skips it when it imports an optional extra that is absent.
 
-    A page that races with ``n_jobs=2`` defines its ``evaluate`` in the reader's session, which
-    worker processes cannot import (issue 18, item 1: ship such functions by value). When that
-    lands this wrapper never fires, and it goes.
+    Until racer's workers take functions by value (issue 18, item 1), a block that races with
+    ``n_jobs=2`` on an ``evaluate`` defined on the page (in the reader's session, which worker
+    processes cannot import) is an expected failure, not an error; once that lands the
+    ``xfail`` below never fires, and it goes.
     """
 
     def evaluate(example):
         try:
             return evaluator(example)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").partition(".")[0]
+            if top in OPTIONAL_DEPENDENCIES:
+                pytest.skip(f"the page needs {top}, an optional dependency")
+            raise
         except TypeError as exc:
             if "cannot be pickled to run in worker processes" in str(exc):
                 pytest.xfail(f"racer's workers cannot run a function defined on the page yet: {exc}")
@@ -105,7 +111,7 @@ def _until_workers_take_functions_by_value(evaluator):
 class PagePythonParser(PythonCodeBlockParser):
     @staticmethod
     def codeblock_parser_class(language, evaluator):
-        return CodeBlockParser(language, _until_workers_take_functions_by_value(evaluator))
+        return CodeBlockParser(language, _as_a_reader_would(evaluator))
 
 
 _pages = Sybil(
@@ -155,12 +161,24 @@ class InstalledModuleDoctests(DoctestModule):
             raise
 
 
+def _doctests(file_path: Path, parent):
+    name = _dotted_name(file_path)
+    if name is None:
+        return None
+    module = InstalledModuleDoctests.from_parent(parent, path=file_path)
+    module.dotted_name = name
+    return module
+
+
 def pytest_collect_file(file_path: Path, parent):
     if file_path.suffix == ".py":
-        name = _dotted_name(file_path)
-        if name is None:
-            return None
-        module = InstalledModuleDoctests.from_parent(parent, path=file_path)
-        module.dotted_name = name
-        return module
+        if parent.session.isinitpath(file_path):
+            return None  # named on the command line: pytest_pycollect_makemodule below
+        return _doctests(file_path, parent)
     return _collect_page(file_path, parent)
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    # `pytest adapters/sklearn.py`: pytest's Python plugin would import a file named on the
+    # command line by its path, as `adapters.sklearn`; its doctests are collected instead.
+    return _doctests(module_path, parent)
