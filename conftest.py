@@ -19,6 +19,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -61,15 +62,17 @@ class ShellBlockParser(CodeBlockParser):
     language = "bash"
 
     def evaluate(self, example) -> None:
-        where = Path(tempfile.mkstemp(prefix="racer-doc-cwd-")[1])
+        handle, name = tempfile.mkstemp(prefix="racer-doc-cwd-")
+        os.close(handle)
+        where = Path(name)
         env = dict(os.environ)
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         # `pip install ...` and `pytest ...` on a page install racer and run this very suite:
         # racer is installed already (that is how these tests run), and the suite must not run
-        # itself. README.md says so next to the block that has them.
+        # itself. README.md says so.
         prelude = ('pip() { echo "(doc test: racer is installed already)"; }\n'
                    'pytest() { echo "(doc test: the test suite does not run itself)"; }\n')
-        script = f"{prelude}{example.parsed}\npwd -P > {where}\n"
+        script = f"{prelude}{example.parsed}\npwd -P > {shlex.quote(str(where))}\n"
         try:
             proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env,
                                   capture_output=True, text=True, timeout=600)
@@ -102,7 +105,7 @@ def _as_a_reader_would(evaluator):
             raise
         except TypeError as exc:
             if "cannot be pickled to run in worker processes" in str(exc):
-                pytest.xfail(f"racer's workers cannot run a function defined on the page yet: {exc}")
+                pytest.xfail(f"racer's workers cannot run a function of the page yet: {exc}")
             raise
 
     return evaluate
