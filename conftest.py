@@ -164,6 +164,14 @@ class InstalledModuleDoctests(DoctestModule):
             raise
 
 
+def pytest_collect_directory(path: Path, parent):
+    # A folder of the package is collected as a plain folder, not as a Python package whose
+    # __init__.py pytest would import by its path (`adapters/` as a top-level `adapters`).
+    if _dotted_name(path / "__init__.py") is not None:
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
 def _doctests(file_path: Path, parent):
     name = _dotted_name(file_path)
     if name is None:
