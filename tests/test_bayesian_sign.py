@@ -432,15 +432,6 @@ def test_bad_input_to_the_primitives():
     np.testing.assert_array_equal(prob_greater_matrix(wins, 9), prob_greater_matrix(wins))
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    import racer.stats.bayesian_sign as module
-
-    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 10 and result.failed == 0
-
-
 def test_results_compare_by_their_numbers():
     x, y = paired_from_counts(5, 1, 2)
     first = bayesian_sign_test(x, y, n_samples=10, random_state=1)

@@ -275,16 +275,6 @@ def test_irace_bundled_examples_parse():
     assert any(u.startswith("targetEvaluator") for u in moaco.unimplemented())
 
 
-def test_docstring_examples_run():
-    import doctest
-    import importlib
-
-    for name in ["rexpr", "parameters", "scenario", "sampler", "target_runner", "checks"]:
-        module = importlib.import_module(f"racer.cli.{name}")
-        outcome = doctest.testmod(module)
-        assert outcome.attempted > 0 and outcome.failed == 0, name
-
-
 def test_comments_are_stripped_outside_strings_only():
     from racer.cli.rexpr import strip_comment
 

@@ -316,12 +316,3 @@ def test_race_search_cv_takes_every_seed_type(kind):
     np.testing.assert_array_equal(a.split_order_, b.split_order_)
     assert a.best_params_ == b.best_params_ and a.n_fits_ == b.n_fits_
     assert not np.array_equal(a.split_order_, _search(8).split_order_)
-
-
-def test_docstring_examples_of_the_normalisers_run():
-    import doctest
-
-    import racer._validation
-
-    outcome = doctest.testmod(racer._validation)
-    assert outcome.attempted >= 5 and outcome.failed == 0

@@ -208,12 +208,3 @@ def test_options_are_validated():
     with pytest.raises(TypeError, match="gate"):
         FRaceTest(gate="yes")
     assert FRaceTest().get_params() == {"alpha": 0.05, "post_hoc": "conover", "gate": True}
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    from racer.adapters import frace
-
-    outcome = doctest.testmod(frace)
-    assert outcome.attempted > 0 and outcome.failed == 0

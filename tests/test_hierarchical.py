@@ -290,12 +290,3 @@ def test_long_format_equals_the_matrix_and_allows_ragged_data_sets():
         assert c.mle[i] == pytest.approx(long[keep][np.array(labels_kept) == lab].mean(),
                                          rel=1e-12)
     assert c.rhat < 1.01
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    from racer.stats import _hierarchical
-
-    outcome = doctest.testmod(_hierarchical)
-    assert outcome.attempted >= 4 and outcome.failed == 0

@@ -329,18 +329,3 @@ def test_race_search_over_data_sets():
                                              random_state=0)
     assert sorted(h.groups) == [f"site{d}" for d in range(6)]
     assert h.prob_left + h.prob_rope + h.prob_right == pytest.approx(1.0, abs=1e-12)
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    from racer import hierarchical_racing, result
-
-    for module, least in ((hierarchical_racing, 8), (result, 6)):
-        outcome = doctest.testmod(module)
-        assert outcome.attempted >= least and outcome.failed == 0, module.__name__
-    pytest.importorskip("sklearn")
-    from racer.adapters import sklearn_datasets
-
-    outcome = doctest.testmod(sklearn_datasets)
-    assert outcome.attempted >= 4 and outcome.failed == 0

@@ -246,10 +246,3 @@ def test_validation(result):
         plot.plot_evaluations(result, figsize=(0, 3))
     with pytest.raises(TypeError, match="figsize"):
         plot.plot_evaluations(result, figsize="big")
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    outcome = doctest.testmod(plot)
-    assert outcome.attempted > 0 and outcome.failed == 0

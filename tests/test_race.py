@@ -523,17 +523,6 @@ def test_progress_line_redraws_in_place_on_a_terminal():
     assert "12/12 evaluations (100%) | instance 4 | 3/3 survivors" in text
 
 
-def test_docstring_examples_run():
-    import doctest
-    import sys
-
-    import racer.result
-
-    for module in (sys.modules["racer.race"], racer.result):
-        outcome = doctest.testmod(module)
-        assert outcome.attempted > 0 and outcome.failed == 0, module.__name__
-
-
 # ---------------------------------------------------------------------------- validation
 
 

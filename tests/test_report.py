@@ -283,13 +283,6 @@ def test_report_renders_in_headless_chromium(finished_html, tmp_path):
     assert len(data) > 50_000  # a page with tables and figures, not a blank one
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    outcome = doctest.testmod(report)
-    assert outcome.attempted > 0 and outcome.failed == 0
-
-
 def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
     from racer.adapters.frace import FRaceTest
 

@@ -430,14 +430,3 @@ def test_iterated_race_and_search_cv_progress(capsys):
     assert "[racer]" in err and "done:" in err
     with pytest.raises(ValueError, match="progress"):
         RaceSearchCV(KNeighborsClassifier(), grid, progress="yes").fit(X, y)
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    import racer.iterated_run
-    import racer.progress
-
-    for module in (racer.iterated_run, racer.progress):
-        failures, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert attempted > 0 and failures == 0, module.__name__

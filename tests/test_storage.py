@@ -361,12 +361,3 @@ def test_a_forked_child_does_not_keep_the_lock(tmp_path):
     finally:
         os.close(write_end)
         os.waitpid(pid, 0)
-
-
-def test_storage_docstring_examples_run():
-    import doctest
-
-    import racer.storage
-
-    outcome = doctest.testmod(racer.storage)
-    assert outcome.attempted > 0 and outcome.failed == 0
