@@ -87,13 +87,7 @@ class ShellBlockParser(CodeBlockParser):
 
 
 def _as_a_reader_would(evaluator):
-    """Runs a page's Python block; skips it when it imports an optional extra that is absent.
-
-    Until racer's workers take functions by value (issue 18, item 1), a block that races with
-    ``n_jobs=2`` on an ``evaluate`` defined on the page (in the reader's session, which worker
-    processes cannot import) is an expected failure, not an error; once that lands the
-    ``xfail`` below never fires, and it goes.
-    """
+    """Runs a page's Python block; skips it when it imports an optional extra that is absent."""
 
     def evaluate(example):
         try:
@@ -102,10 +96,6 @@ def _as_a_reader_would(evaluator):
             top = (exc.name or "").partition(".")[0]
             if top in OPTIONAL_DEPENDENCIES:
                 pytest.skip(f"the page needs {top}, an optional dependency")
-            raise
-        except TypeError as exc:
-            if "cannot be pickled to run in worker processes" in str(exc):
-                pytest.xfail(f"racer's workers cannot run a function of the page yet: {exc}")
             raise
 
     return evaluate
