@@ -97,11 +97,7 @@ def _constants(tree) -> list[float]:
             return []
         return [float(v) for v in (value if isinstance(value, tuple) else (value,))
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
-    tag = tree[0]
-    if tag == "name":
-        return []
-    children = (tree[2], tree[3]) if tag == "bin" else tree[2] if tag == "call" else (tree[1],)
-    return [c for child in children for c in _constants(child)]
+    return [c for child in rexpr.children(tree) for c in _constants(child)]
 
 
 def _points(p: Parameter, constants: list[float], digits: int) -> list:
@@ -205,22 +201,11 @@ def _outside(space: ParameterSpace, tree) -> list[str]:
             if problem and problem not in found:
                 found.append(problem)
 
-    def walk(node):
-        tag = node[0]
-        if tag == "bin":
-            if node[1] in ("==", "!=", "%in%"):
-                check(node[2], node[3])
-                if node[1] != "%in%":  # `"a" == mode` too; `"a" %in% mode` is no domain test
-                    check(node[3], node[2])
-            walk(node[2])
-            walk(node[3])
-        elif tag in ("neg", "pos", "not"):
-            walk(node[1])
-        elif tag == "call":
-            for arg in node[2]:
-                walk(arg)
-
-    walk(tree)
+    for node in rexpr.nodes(tree):
+        if node[0] == "bin" and node[1] in ("==", "!=", "%in%"):
+            check(node[2], node[3])
+            if node[1] != "%in%":  # `"a" == mode` too; `"a" %in% mode` is no domain test
+                check(node[3], node[2])
     return found
 
 

@@ -193,26 +193,30 @@ def parse(text: str):
     return tree
 
 
+def children(node) -> tuple:
+    """The subexpressions of one node of a parsed tree (none for a name or a constant)."""
+    tag = node[0]
+    if tag == "bin":
+        return (node[2], node[3])
+    if tag in ("neg", "pos", "not"):
+        return (node[1],)
+    if tag == "call":
+        return tuple(node[2])
+    return ()
+
+
+def nodes(tree):
+    """Every node of a parsed tree, parents before their children, left to right."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
 def names(tree) -> list[str]:
     """Names the expression reads, in order of first use."""
-    out: list[str] = []
-
-    def walk(node):
-        tag = node[0]
-        if tag == "name":
-            if node[1] not in out:
-                out.append(node[1])
-        elif tag == "bin":
-            walk(node[2])
-            walk(node[3])
-        elif tag in ("neg", "pos", "not"):
-            walk(node[1])
-        elif tag == "call":
-            for arg in node[2]:
-                walk(arg)
-
-    walk(tree)
-    return out
+    return list(dict.fromkeys(node[1] for node in nodes(tree) if node[0] == "name"))
 
 
 def _vec(x) -> tuple:
