@@ -39,13 +39,30 @@ OPTIONAL_DEPENDENCIES = {"sklearn", "optuna", "matplotlib", "distributed", "dask
 
 # ------------------------------------------------------------------------- README.md, docs/*.md
 
+def _copy_examples(target: Path) -> None:
+    """The repository's examples as a clone has them: the files git tracks, without what a run
+    made here left behind (the README's first command writes examples/tsp-sa/arena/ and the
+    tests come second; a copied execDir is a moved one, which racer rightly refuses to resume).
+    Outside a git checkout (an unpacked sdist), the folder as it is."""
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "examples"],
+                                capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(ROOT / "examples", target)
+        return
+    for name in filter(None, listed.split("\0")):
+        destination = target.parent / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, destination)
+
+
 def _start_page(namespace: dict) -> None:
     # A reader's session: a script's module name (functions defined on the page are
     # `__main__.f`, as in a script or a notebook) and a fresh folder next to a copy of the
     # repository's examples, where files the page writes (race.sqlite, report.html) land.
     namespace["__name__"] = "__main__"
     folder = Path(tempfile.mkdtemp(prefix="racer-doc-"))
-    shutil.copytree(ROOT / "examples", folder / "examples")
+    _copy_examples(folder / "examples")
     namespace["_page"] = {"folder": folder, "cwd_before": os.getcwd()}
     os.chdir(folder)
 
