@@ -75,8 +75,8 @@ def gap_lp(m: int, n: int, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(folder: str, files: dict, train: list, test: list) -> None:
-    base = HERE / folder
+def write(root: Path, folder: str, files: dict, train: list, test: list) -> None:
+    base = root / folder
     (base / "instances" if files else base).mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (base / "instances" / name).write_text(text)
@@ -84,7 +84,8 @@ def write(folder: str, files: dict, train: list, test: list) -> None:
     (base / "test.txt").write_text("".join(f"{t}\n" for t in test))
 
 
-def sat(folder: str, sizes: tuple, train_seeds: range, test_seeds: range, base_seed: int) -> None:
+def sat(root: Path, folder: str, sizes: tuple, train_seeds: range, test_seeds: range,
+        base_seed: int) -> None:
     files, train, test = {}, [], []
     for seeds, names in ((train_seeds, train), (test_seeds, test)):
         for s in seeds:
@@ -93,15 +94,16 @@ def sat(folder: str, sizes: tuple, train_seeds: range, test_seeds: range, base_s
                 files[name] = dimacs(n, random_3sat(n, RATIO, base_seed + 1000 * n + s),
                                      f"uniform random 3-SAT n={n} ratio={RATIO} seed={base_seed + 1000 * n + s}")
                 names.append(name)
-    write(folder, files, train, test)
+    write(root, folder, files, train, test)
 
 
-def main() -> None:
+def main(root: Path = HERE) -> None:
+    """Write every scenario's instances and lists under ``root`` (default: this folder)."""
     # CaDiCaL: 160 and 170 variables keep a run under ~0.1 s on a quiet core.
-    sat("sat-cadical", (160, 170), range(1, 11), range(101, 107), base_seed=0)
+    sat(root, "sat-cadical", (160, 170), range(1, 11), range(101, 107), base_seed=0)
     # The capped scenario: formulas large enough that a cut-off of 10,000 conflicts stops
     # some runs (5-25% of the default solvers' runs).
-    sat("sat-capped", (160, 175), range(1, 9), range(101, 106), base_seed=500_000)
+    sat(root, "sat-capped", (160, 175), range(1, 9), range(101, 106), base_seed=500_000)
 
     files, train, test = {}, [], []
     for seeds, names in ((range(1, 13), train), (range(101, 107), test)):
@@ -110,7 +112,7 @@ def main() -> None:
                 name = f"mkp{n}-5-{tight}-s{s}.lp"
                 files[name] = mkp_lp(n, 5, tight, 10_000 * n + s)
                 names.append(name)
-    write("mip-mkp", files, train, test)
+    write(root, "mip-mkp", files, train, test)
 
     files, train, test = {}, [], []
     for seeds, names in ((range(1, 13), train), (range(101, 107), test)):
@@ -119,14 +121,14 @@ def main() -> None:
                 name = f"gap{m}x12-s{s}.lp"
                 files[name] = gap_lp(m, 12, 100_000 * m + s)
                 names.append(name)
-    write("mip-gap", files, train, test)
+    write(root, "mip-gap", files, train, test)
 
     # BBOB: all 24 functions in dimension 5; instances 1-3 for training, 4-5 held out.
-    write("bbob-cma", {}, [f"f{f}-i{i}-d5" for i in (1, 2, 3) for f in range(1, 25)],
+    write(root, "bbob-cma", {}, [f"f{f}-i{i}-d5" for i in (1, 2, 3) for f in range(1, 25)],
           [f"f{f}-i{i}-d5" for i in (4,) for f in range(1, 25)])
 
     data = ("iris", "wine", "breast_cancer", "digits")
-    write("ml-sklearn", {}, [f"{d}-r{r}" for r in range(1, 6) for d in data],
+    write(root, "ml-sklearn", {}, [f"{d}-r{r}" for r in range(1, 6) for d in data],
           [f"{d}-r{r}" for r in range(101, 104) for d in data])
 
 
