@@ -76,9 +76,9 @@ ROLE = {name: e.role for name, e in SUITE.items()}
 
 def paired_summary(rows: list[dict]) -> dict:
     """Per-tool and paired statistics of one scenario's rows (``seed``, ``tool``, ``test``:
-    held-out cost or None when the tool failed).
+    held-out cost or None when the tool failed, ``runs``: runs the tool used).
 
-    >>> rows = [{"seed": s, "tool": t, "test": c} for s, t, c in
+    >>> rows = [{"seed": s, "tool": t, "test": c, "runs": 100} for s, t, c in
     ...         [(1, "irace", 2.0), (1, "racer", 1.0), (2, "irace", 4.0), (2, "racer", 5.0)]]
     >>> got = paired_summary(rows)
     >>> got["racer"]["worst"], got["diff_mean"], got["diff_se"], got["wins"], got["pairs"]
