@@ -69,6 +69,7 @@ SUITE = {
     "bbob-cma": _entry("bbob-cma", "pilot", 3, 300, files=False),
     "mip-gap": _entry("mip-gap", "report", 3, 300),
     "sat-capped": _entry("sat-capped", "report", 3, 180),
+    "pbo-deap": _entry("pbo-deap", "report", 5, 300, files=False),
     "ml-sklearn": _entry("ml-sklearn", "report", 2, 180, files=False),
 }
 ROLE = {name: e.role for name, e in SUITE.items()}

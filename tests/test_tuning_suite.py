@@ -88,13 +88,13 @@ def test_paired_summary_pairs_only_seeds_both_tools_finished(harness):
 
 
 _NEEDS = {"sat-cadical": "pysat", "sat-capped": "pysat", "mip-mkp": "highspy", "mip-gap": "highspy",
-          "bbob-cma": "cma", "ml-sklearn": "sklearn"}
+          "bbob-cma": "cma", "pbo-deap": "deap", "ml-sklearn": "sklearn"}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_target_runner_prints_one_number_its_seed_fixes(name):
     pytest.importorskip(_NEEDS[name])
-    if name == "bbob-cma":
+    if name in ("bbob-cma", "pbo-deap"):
         pytest.importorskip("ioh")
     folder = os.path.join(_TUNING, name)
     sc = read_scenario(os.path.join(folder, "scenario.txt"))

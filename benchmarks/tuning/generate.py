@@ -16,9 +16,9 @@ a training instance.
   row sum / agents), the hardest of the classic types (Martello & Toth 1990; Chu & Beasley,
   Comput. Oper. Res. 1997).
 
-The BBOB (``bbob-cma``) and scikit-learn (``ml-sklearn``) scenarios name their instances
-(``f<function>-i<instance>-d<dimension>``, ``<dataset>-r<resample>``); only their lists are
-written here.
+The BBOB (``bbob-cma``), PBO (``pbo-deap``) and scikit-learn (``ml-sklearn``) scenarios
+name their instances (``f<function>-i<instance>-d<dimension>``, ``f<function>-d<bits>``,
+``<dataset>-r<resample>``); only their lists are written here.
 
 Example::
 
@@ -126,6 +126,11 @@ def main(root: Path = HERE) -> None:
     # BBOB: all 24 functions in dimension 5; instances 1-3 for training, 4-5 held out.
     write(root, "bbob-cma", {}, [f"f{f}-i{i}-d5" for i in (1, 2, 3) for f in range(1, 25)],
           [f"f{f}-i{i}-d5" for i in (4,) for f in range(1, 25)])
+
+    # PBO (IOHexperimenter): W-model LeadingOnes/OneMax variants and Ising models; trained on
+    # 49 and 64 bits, tested on 81 (square sizes: the Ising torus needs them).
+    pbo = (2, 8, 11, 13, 15, 19, 20, 21)
+    write(root, "pbo-deap", {}, [f"f{f}-d{n}" for n in (49, 64) for f in pbo], [f"f{f}-d81" for f in pbo])
 
     data = ("iris", "wine", "breast_cancer", "digits")
     write(root, "ml-sklearn", {}, [f"{d}-r{r}" for r in range(1, 6) for d in data],
