@@ -17,8 +17,13 @@ least as good, the worst seed of each tool (a user runs a tuner once), and the r
 used. A tool that fails or refuses the budget (racer below irace's minimum, exit 2) is
 recorded as such and left out of the paired statistics.
 
-``ROLE`` marks the scenarios used to choose racer's defaults (``pilot``) and those kept for
-reporting them (``report``); ``--role pilot`` runs only the former.
+``SUITE`` marks the scenarios used to choose racer's defaults (``pilot``) and those kept for
+reporting them (``report``); ``--role pilot`` runs only the former:
+
+=========================================  ========
+sat-cadical, mip-mkp, bbob-cma             pilot
+mip-gap, sat-capped, pbo-deap, ml-sklearn  report
+=========================================  ========
 
 ``nice -n 19 python benchmarks/tuning_vs_irace.py [--seeds 20] [--scenarios a,b] [--role pilot]
 [--racer-budget-factor 0.5] [--racer-args '--racing-test bayesian'] [--quick]``
