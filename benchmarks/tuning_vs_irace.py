@@ -122,7 +122,9 @@ def one_run(name: str, entry: Entry, tool: str, seed: int, budget: int, parallel
                else run_racer(entry.scenario, folder, seed, parallel, extra=extra, time_report=False))
     except RuntimeError as exc:  # a refused budget (exit 2) or a failed run: recorded, not fatal
         lines = [ln for ln in str(exc).splitlines() if ln.strip()]
-        reason = next((ln for ln in lines if "too small" in ln or "rror" in ln), lines[-1] if lines else "")
+        # the last error line names the cause (a refused budget, a runner's exception)
+        reason = next((ln for ln in reversed(lines) if "too small" in ln or "Error" in ln or "rror:" in ln),
+                      lines[-1] if lines else "")
         return {"scenario": name, "tool": tool, "seed": seed, "budget": budget, "runs": None,
                 "test": None, "wall": time.perf_counter() - t0, "best": None,
                 "outcome": f"failed: {reason.strip()[:300]}"}
