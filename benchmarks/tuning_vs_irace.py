@@ -113,6 +113,18 @@ def paired_summary(rows: list[dict]) -> dict:
     return out
 
 
+def default_switches(entry: Entry) -> list:
+    """The command-line switches of the scenario's first configuration (``default.txt``)."""
+    from racer.cli.parameters import format_value, read_configurations, read_parameters
+    from racer.cli.scenario import read_scenario
+
+    sc = read_scenario(str(entry.scenario.path / "scenario.txt"))
+    space = read_parameters(sc.path("parameterFile"))
+    first = read_configurations(sc.path("configurationsFile"), space)[0]
+    return [w for p in space.declared if first.get(p.name) is not None
+            for w in (p.switch.strip(), format_value(first[p.name]))]
+
+
 def one_run(name: str, entry: Entry, tool: str, seed: int, budget: int, parallel: int,
             base: Path, extra: tuple) -> dict:
     folder = fresh_copy(entry.scenario, base, f"{name}-{tool}-{seed}")
@@ -134,10 +146,11 @@ def one_run(name: str, entry: Entry, tool: str, seed: int, budget: int, parallel
             "best": got["best"], "outcome": "ok"}
 
 
-def scenario_lines(name: str, rows: list[dict], budgets: dict) -> list[str]:
+def scenario_lines(name: str, rows: list[dict], budgets: dict, default: float) -> list[str]:
     s = paired_summary(rows)
     lines = [f"## {name} ({ROLE[name]})", "",
-             f"Budget: irace {budgets['irace']} runs, racer {budgets['racer']} runs.", "",
+             f"Budget: irace {budgets['irace']} runs, racer {budgets['racer']} runs. The first "
+             f"configuration (`default.txt`) untuned: held-out {default:.5g}.", "",
              "| seed | irace held-out | racer held-out | racer - irace | irace runs | racer runs "
              "| irace wall (s) | racer wall (s) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     by = {(r["seed"], r["tool"]): r for r in rows}
@@ -161,13 +174,14 @@ def scenario_lines(name: str, rows: list[dict], budgets: dict) -> list[str]:
     return lines
 
 
-def summary_table(all_rows: dict) -> list[str]:
-    lines = ["## Summary", "", "| scenario | role | irace mean | racer mean | racer - irace (% of irace, SE) "
-             "| irace worst | racer worst | irace runs | racer runs | racer <= irace |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+def summary_table(all_rows: dict, defaults: dict) -> list[str]:
+    lines = ["## Summary", "", "| scenario | role | untuned default | irace mean | racer mean | racer - irace "
+             "(% of irace, SE) | irace worst | racer worst | irace runs | racer runs | racer <= irace |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, rows in all_rows.items():
         s = paired_summary(rows)
-        lines.append(f"| {name} | {ROLE[name]} | {s['irace']['mean']:.5g} | {s['racer']['mean']:.5g} | "
+        lines.append(f"| {name} | {ROLE[name]} | {defaults[name]:.5g} | {s['irace']['mean']:.5g} | "
+                     f"{s['racer']['mean']:.5g} | "
                      f"{s['diff_pct']:+.1f}% +/- {s['diff_pct_se']:.1f}% | {s['irace']['worst'][0]:.5g} | "
                      f"{s['racer']['worst'][0]:.5g} | {s['irace']['runs']:.0f} | {s['racer']['runs']:.0f} | "
                      f"{s['wins']}/{s['pairs']} |")
@@ -204,13 +218,14 @@ def main() -> None:
             f"Command: `{' '.join(['python', 'benchmarks/tuning_vs_irace.py', *sys.argv[1:]])}`; seeds {seeds}; "
             f"load average at start {load()}. held-out = mean cost of the final best on the test "
             "instances x fixed seeds (lower is better).", ""]
-    all_rows, body = {}, []
+    all_rows, defaults, body = {}, {}, []
     jsonl.write_text("")
     with tempfile.TemporaryDirectory(prefix="tuning-vs-irace-") as tmp:
         for name in names:
             entry = SUITE[name]
             irace_budget = entry.quick_budget if args.quick else budget_of(entry.scenario)
             budgets = {"irace": irace_budget, "racer": max(1, round(args.racer_budget_factor * irace_budget))}
+            defaults[name] = held_out(entry.scenario, default_switches(entry), seeds_per_instance=entry.test_seeds)
             rows = []
             for seed in seeds:
                 for tool in ("irace", "racer"):
@@ -222,10 +237,11 @@ def main() -> None:
                     print(f"{name} seed {seed} {tool}: held-out {row['test']}, runs {row['runs']}, "
                           f"wall {row['wall']:.1f}s, {row['outcome']}, best {row['best']}", flush=True)
             all_rows[name] = rows
-            body += scenario_lines(name, rows, budgets)
-            out.write_text("\n".join(head + summary_table(all_rows) + body) + "\n")
-    out.write_text("\n".join(head + summary_table(all_rows) + body + [f"Load average at end: {load()}."]) + "\n")
-    print("\n".join(summary_table(all_rows)))
+            body += scenario_lines(name, rows, budgets, defaults[name])
+            out.write_text("\n".join(head + summary_table(all_rows, defaults) + body) + "\n")
+    out.write_text("\n".join(head + summary_table(all_rows, defaults) + body
+                              + [f"Load average at end: {load()}."]) + "\n")
+    print("\n".join(summary_table(all_rows, defaults)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from racer.cli.parameters import format_value, read_configurations, read_parameters
+from racer.cli.parameters import read_configurations, read_parameters
 from racer.cli.scenario import read_instances, read_scenario
 
 _BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
@@ -92,16 +92,13 @@ _NEEDS = {"sat-cadical": "pysat", "sat-capped": "pysat", "mip-mkp": "highspy", "
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_target_runner_prints_one_number_its_seed_fixes(name):
+def test_target_runner_prints_one_number_its_seed_fixes(harness, name):
     pytest.importorskip(_NEEDS[name])
     if name in ("bbob-cma", "pbo-deap"):
         pytest.importorskip("ioh")
     folder = os.path.join(_TUNING, name)
     sc = read_scenario(os.path.join(folder, "scenario.txt"))
-    space = read_parameters(sc.path("parameterFile"))
-    default = read_configurations(sc.path("configurationsFile"), space)[0]
-    switches = [w for p in space.params if default.get(p.name) is not None
-                for w in (p.switch.strip(), format_value(default[p.name]))]
+    switches = harness.default_switches(harness.SUITE[name])
     instance = read_instances(sc, "test")[0].name
     runner = [sys.executable, os.path.join(folder, "target-runner"), "1", "1"]
 
