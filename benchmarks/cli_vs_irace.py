@@ -178,7 +178,8 @@ def _count(folder: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple = ()) -> dict:
+def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple = (),
+              time_report: bool = True) -> dict:
     # --no-report: irace writes no HTML report, and the floor has none; racer's report (3-5 s
     # with matplotlib, more than the whole gap to the floor) is timed apart, below.
     cmd = RACER + ["--scenario", "scenario.txt", "--seed", str(seed), "--parallel", str(parallel),
@@ -193,10 +194,12 @@ def run_racer(sc: Scenario, folder: Path, seed: int, parallel: int, extra: tuple
     with open(folder / "arena" / "runs.csv") as f:
         rows = list(csv.DictReader(f))
     unused = [r for r in rows if r["status"] == "speculative-unused"]
-    t0 = time.perf_counter()
-    subprocess.run(RACER + ["report", str(folder / "arena")], cwd=folder, capture_output=True,
-                   env=tool_env(folder, PYTHON))
-    report = time.perf_counter() - t0
+    report = math.nan
+    if time_report:  # quality-only callers (tuning_vs_irace.py) skip the 3-5 s report
+        t0 = time.perf_counter()
+        subprocess.run(RACER + ["report", str(folder / "arena")], cwd=folder, capture_output=True,
+                       env=tool_env(folder, PYTHON))
+        report = time.perf_counter() - t0
     failed = sum(r["status"] != "ok" for r in rows) - len(unused)
     return {"wall": wall, "runs": res["experiments"], "best": res["elites"][0]["command_line"],
             "outcome": "ok", "failed": failed, "report": report,
