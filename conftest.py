@@ -21,6 +21,7 @@ import importlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -200,3 +201,12 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
     # `pytest adapters/sklearn.py`: pytest's Python plugin would import a file named on the
     # command line by its path, as `adapters.sklearn`; its doctests are collected instead.
     return _doctests(module_path, parent)
+
+
+def pytest_configure(config):
+    # A suite started in the background of a non-interactive shell (`(pytest -q &)`) inherits
+    # SIGINT ignored, and so would every process it starts: the tests that press Ctrl-C on a
+    # race, or cancel a Ray task (Ray cancels by SIGINT), would then test nothing a user does.
+    # Restore the terminal's behaviour; processes started from here get the default action.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
