@@ -22,6 +22,8 @@ import pytest
 from racer import Race, race
 from racer.elimination import RacingTest
 
+from test_execution import _alive, _wait_gone  # the same /proc checks the pool tests use
+
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "SIGKILL") or not os.path.isdir("/proc"),
     reason="POSIX worker launch; walks /proc to find workers",
@@ -93,19 +95,6 @@ class KeepAll(RacingTest):
         return {}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pids, bound=20.0):
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
 
 
 def _env(pid_log) -> dict:
