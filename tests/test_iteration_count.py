@@ -6,7 +6,6 @@ it and says when a run goes beyond it, and the end of the run names both numbers
 """
 
 import csv
-import io
 import json
 import re
 
@@ -15,15 +14,8 @@ import pytest
 from racer.progress import iteration_text, iterations_done_text
 
 from test_cli_main import make_scenario
+from test_progress import Stream  # a StringIO that says whether it is a terminal
 
-
-class Stream(io.StringIO):
-    def __init__(self, tty):
-        super().__init__()
-        self._tty = tty
-
-    def isatty(self):
-        return self._tty
 
 
 def test_a_cli_run_beyond_the_plan_says_so_everywhere(tmp_path, capsys):
