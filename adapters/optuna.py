@@ -933,7 +933,7 @@ class IteratedRace:
         against a crash of the process), and is put back in its journal mode afterwards.
     direction : {"minimize", "maximize"}, default "minimize"
         As in Optuna and :class:`racer.Race` (racer's one direction convention).
-    test : racer.elimination.RacingTest, optional
+    test : racer.racing.base.RacingTest, optional
         The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
         is undefined while a race has fewer instances than candidates, and the test's
         default (hold) would then never eliminate in races of hundreds of candidates. The
@@ -1006,7 +1006,7 @@ class IteratedRace:
         random_state: Any = None,
         progress: bool = True,
     ) -> None:
-        from racer.elimination import RacingTest
+        from racer.racing.base import RacingTest
 
         self._progress = check_bool(progress, "progress")
         if not callable(evaluate):
@@ -1030,7 +1030,7 @@ class IteratedRace:
         self._budget = check_int(budget, "budget", minimum=1)
         self._direction = check_option(direction, "direction", ("minimize", "maximize"))
         if test is None:
-            from racer.bayesian_test import BayesianTest
+            from racer.racing.bayesian import BayesianTest
 
             # Decision: an iterated race opens with hundreds of candidates and tests from the
             # fifth instance, so the Friedman gate's default ("hold" while n <= m - 1, where
@@ -1039,7 +1039,7 @@ class IteratedRace:
             # first test; measured in docs/optuna.md.
             test = BayesianTest(small_n="reject")
         if not isinstance(test, RacingTest):
-            raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
+            raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
         self._n_iterations = check_int(n_iterations, "n_iterations", minimum=1, allow_none=True)
         self._n_elites = check_int(n_elites, "n_elites", minimum=1, allow_none=True)
@@ -1286,9 +1286,10 @@ class IteratedRace:
 
     def _iterate(self, study, mirror, order, n_total, cache, used, elites, iteration, n_seen,
                  n_params, params_of, leftover, races, n_sampled) -> IteratedRaceResult:
-        from racer.elimination import ProtectElites
+        from racer.racing.base import ProtectElites
         from racer.progress import ProgressBar, iteration_text, iterations_done_text
-        from racer.race import Race, RaceFailedError, _NoElimination
+        from racer.race import Race, RaceFailedError
+        from racer.racing.base import KeepAll
 
         bar = ProgressBar(enabled=self._progress)
         while True:
@@ -1336,7 +1337,7 @@ class IteratedRace:
             short = n_total < self._first_test
             race = Race(
                 candidates,
-                test=_NoElimination() if short else ProtectElites(
+                test=KeepAll() if short else ProtectElites(
                     self._test, len(elites), n_seen),
                 direction=self._direction,
                 budget=race_budget,

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 from sklearn.base import _fit_context, clone, is_classifier
 from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring
@@ -45,14 +44,19 @@ from racer._validation import (
     check_nonnegative,
     check_probability,
     check_random_state,
-    check_view,
 )
-from racer.elimination import Elimination, RacingTest
+from racer.racing.base import KeepAll, RacingTest, check_view
+from racer.racing.cv import (
+    CorrelatedTTestRacing,
+    HalvingFloor,
+    ImpreciseEquivalence,
+    ScoreResolution,
+)
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
-from .sklearn_datasets import WithinGroupKFold, split_datasets
+from racer.adapters.sklearn_datasets import WithinGroupKFold, split_datasets
 
-__all__ = ["RaceSearchCV", "CorrelatedTTestRacing", "WithinGroupKFold"]
+__all__ = ["RaceSearchCV", "WithinGroupKFold"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,243 +274,6 @@ def _masked_param_arrays(candidates: list[dict]) -> dict[str, np.ma.MaskedArray]
 
 
 # --------------------------------------------------------------------------------------------
-# Racing tests for correlated CV scores
-# --------------------------------------------------------------------------------------------
-
-
-class _ScoreResolution(RacingTest):
-    """Wraps a rank-based test so that scores closer than ``rope`` count as tied.
-
-    Scores are rounded to multiples of ``rope`` before the inner test sees them: two
-    candidates whose scores on a split fall in the same cell are tied on that split, which the
-    sign and rank tests count as one half each way. This is a resolution rather than a
-    pairwise ROPE (two scores ``rope/10`` apart can straddle a cell edge), chosen because a
-    RacingTest only sees the score matrix, not pairwise differences.
-    """
-
-    def __init__(self, inner: RacingTest, rope: float):
-        self.inner = inner
-        self.rope = rope
-
-    def decide(self, view, rng):
-        snapped = np.round(view.scores / self.rope) * self.rope
-        return self.inner.decide(view.with_scores(snapped), rng)
-
-    def get_params(self) -> dict[str, Any]:
-        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
-        return {"inner": type(self.inner).__name__, "rope": self.rope, **inner}
-
-
-class _ImpreciseEquivalence(RacingTest):
-    """Keeps an inner test's "indistinguishable" eliminations only where the imprecise DP
-    (IDP) lower probability of the equivalence band still exceeds ``credibility``.
-
-    Under the DP of seed 002 the prior pseudo-observation sits at the tie, so a pair tied on
-    every split is certain to be equivalent (``Pr = 1``) after any number of splits: with coarse
-    scores (accuracies on small folds) five tied splits removed most of a grid "with p=1".
-    The IDP (seed 002 section 7) lets the pseudo-observation be anywhere; its lower
-    probability moves it to the worst place for the statement, a win for one side. The band
-    is then ``Pr[w < 2 eps]`` with ``w ~ Beta(s, n)`` when every split ties: 0.41 after 5,
-    0.65 after 10 (``eps=0.05``), so near-certainty has to come from many splits, not from
-    where the prior sits. The probability recorded is that lower probability. The formula is
-    :func:`racer.stats.bayesian_sign.prob_indistinguishable` with the pseudo-observation as
-    one more win (and a vanishing weight left at the tie).
-    """
-
-    def __init__(self, inner, credibility: float, eps: float, prior_strength: float = 1.0):
-        self.inner = inner
-        self.credibility = credibility
-        self.eps = eps
-        self.prior_strength = prior_strength
-
-    def decide(self, view, rng):
-        out = self.inner.decide(view, rng)
-        equivalent = [e for e in out if e.reason == "indistinguishable"]
-        if not equivalent:
-            return out
-        # The pseudo-observation enters as whole counts: s = 1, seed 002's strength.
-        greater, n, s = view.greater, view.scores.shape[0], int(round(self.prior_strength))
-        kept = []
-        for e in out:
-            if e.reason != "indistinguishable":
-                kept.append(e)
-                continue
-            wins, losses = int(greater[e.by, e.index]), int(greater[e.index, e.by])
-            lower = _idp_lower_band(wins, losses, n, self.eps, s)
-            if lower > self.credibility:
-                kept.append(dataclasses.replace(e, probability=float(lower)))
-        return kept
-
-    def get_params(self) -> dict[str, Any]:
-        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
-        return {"inner": type(self.inner).__name__, "credibility": self.credibility,
-                "eps": self.eps, "prior_strength": self.prior_strength, **inner}
-
-
-def _idp_lower_band(wins: int, losses: int, n: int, eps: float = 0.05, s: int = 1) -> float:
-    """IDP lower probability of ``|theta - 1/2| < eps`` from a pair's sign counts over ``n``
-    blocks: the ``s`` pseudo-observations moved to a win for either side, whichever is lower
-    (see :class:`_ImpreciseEquivalence`)."""
-    from racer.stats.bayesian_sign import prob_indistinguishable
-
-    return min(
-        prob_indistinguishable(wins + s, losses, n + s, _VANISHING, eps),
-        prob_indistinguishable(wins, losses + s, n + s, _VANISHING, eps),
-    )
-
-
-# Weight left at the tie by the IDP band (prob_indistinguishable needs a positive one); at
-# 1e-12 the band equals the pure "one more win" Beta value to 1e-12 (checked in the tests).
-_VANISHING = 1e-12
-
-
-class _HalvingFloor(RacingTest):
-    """Caps an inner test's eliminations so that, while the race is on a subsample level
-    below the last, at least as many candidates survive as ``HalvingGridSearchCV`` would keep
-    after that level (``ceil(n_candidates / factor**(level + 1))``, and at least two); the
-    best-scoring of the condemned are spared first. With ``cut``, the end of such a level
-    also cuts the field down to that quota by the level's mean, as Halving does. Low-fidelity scores (a k-NN fitted on 16 samples) can order
-    candidates differently from full ones, so the subsample levels may thin the field but not
-    decide it alone (``resource="n_samples"``; docs/sklearn.md)."""
-
-    def __init__(self, inner, n_candidates: int, splits_per_level: int, n_levels: int,
-                 factor: float, cut: bool = False):
-        self.inner = inner
-        self.n_candidates = n_candidates
-        self.splits_per_level = splits_per_level
-        self.n_levels = n_levels
-        self.factor = factor
-        self.cut = cut
-
-    def decide(self, view, rng):
-        out = self.inner.decide(view, rng)
-        n, m = view.scores.shape
-        level = (n - 1) // self.splits_per_level
-        if level >= self.n_levels - 1:
-            return out
-        # At least two reach the last level, so that the winner is chosen on full training
-        # parts (Halving's "exhaust" ends on the full size too).
-        floor = max(2, int(np.ceil(self.n_candidates / self.factor ** (level + 1))))
-        allowed = max(0, m - floor)
-        means = view.scores.mean(axis=0)
-        if len(out) > allowed:
-            out = sorted(out, key=lambda e: means[e.index])[:allowed]
-        if self.cut and n % self.splits_per_level == 0 and m - len(out) > floor:
-            # End of a level with more survivors than Halving keeps: cut to Halving's quota
-            # by the mean over this level's splits, as Halving does at the end of a rung. No
-            # test stands behind it, hence no probability (NaN; cv_results_ says "halving").
-            rows = view.scores[n - self.splits_per_level:]
-            level_mean = rows.mean(axis=0)
-            gone = {e.index for e in out}
-            alive = [j for j in np.argsort(-level_mean, kind="stable") if j not in gone]
-            best = int(alive[0])
-            out = list(out) + [Elimination(int(j), "dominated", best, float("nan"))
-                               for j in alive[floor:]]
-        return out
-
-    def get_params(self) -> dict[str, Any]:
-        inner = {f"inner__{k}": v for k, v in self.inner.get_params().items()}
-        return {"inner": type(self.inner).__name__, "n_candidates": self.n_candidates,
-                "splits_per_level": self.splits_per_level, "n_levels": self.n_levels,
-                "factor": self.factor, **inner}
-
-
-@dataclasses.dataclass
-class CorrelatedTTestRacing(RacingTest):
-    """Racing test for cross-validation scores: Bayesian correlated t-test against the leader.
-
-    Every survivor ``j`` is compared with the survivor of best mean score, ``b``, through the
-    differences ``d_k = x_kb - x_kj`` over the ``n`` splits seen. The correlated t-test
-    statistic ``mean(d) / sqrt(var(d) (1/n + rho/(1 - rho)))`` with ``rho = n_test / n``
-    (Nadeau-Bengio; seed 001_0238dbec7fc2dab4.txt, eq. 1) becomes, in its Bayesian form
-    (Corani & Benavoli 2015, as in baycomp's ``CorrelatedTTest``), a Student t posterior of
-    the mean difference with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
-    ``sqrt((1/n + rho/(1 - rho)) var(d))``. The ROPE reading follows seed
-    004_8eac922c148f9c66.txt (section 3.1: equivalence when the posterior mass inside the rope
-    is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
-    shrink as splits are added: correlated splits never add up to certainty, which is why a
-    ``rope`` is needed to let near-equal candidates go.
-
-    * dominated when ``P(mu > rope) > credibility``;
-    * indistinguishable when ``P(|mu| < rope) > credibility`` (``rope > 0`` only).
-
-    Both decisions are about the leader, so no candidate is dropped for losing to a candidate
-    that is itself dominated. The probability recorded is the posterior probability above.
-
-    >>> import numpy as np
-    >>> scores = np.array([[0.90, 0.80, 0.905], [0.92, 0.81, 0.91], [0.91, 0.79, 0.915],
-    ...                    [0.93, 0.80, 0.925], [0.90, 0.82, 0.905]])
-    >>> from racer.elimination import RaceView
-    >>> test = CorrelatedTTestRacing(rho=0.2, rope=0.02)
-    >>> view = RaceView.from_scores(scores)
-    >>> [(e.index, e.reason, e.by) for e in test.decide(view, None)]
-    [(1, 'dominated', 0), (2, 'indistinguishable', 0)]
-    """
-
-    rho: float = 0.2
-    rope: float = 0.01
-    credibility: float = 0.95
-
-    def __post_init__(self):
-        # The shared checks first: a string or None gets a TypeError naming the argument
-        # rather than a bare comparison error.
-        self.rho = check_probability(self.rho, "rho", open_left=False)
-        self.rope = check_nonnegative(self.rope, "rope")
-        self.credibility = check_probability(self.credibility, "credibility")
-        if not (0.5 < self.credibility < 1.0):
-            raise ValueError(f"`credibility` must be in (0.5, 1); got {self.credibility!r}")
-
-    def decide(self, view, rng):
-        check_view(view)
-        scores = view.scores
-        n, m = scores.shape
-        if n < 2 or m < 2:
-            return []
-        means = scores.mean(axis=0)
-        leader = int(np.argmax(means))
-        diff = scores[:, [leader]] - scores
-        loc = diff.mean(axis=0)
-        scale = np.sqrt((1.0 / n + self.rho / (1.0 - self.rho)) * diff.var(axis=0, ddof=1))
-        rope = self.rope
-        with np.errstate(divide="ignore", invalid="ignore"):
-            upper = student_t.cdf((rope - loc) / scale, df=n - 1)
-            lower = student_t.cdf((-rope - loc) / scale, df=n - 1)
-        # Zero variance: the posterior is a point mass at the observed mean difference.
-        point = scale == 0
-        upper = np.where(point, (loc <= rope).astype(float), upper)
-        lower = np.where(point, (loc < -rope).astype(float), lower)
-        prob_dominated = 1.0 - upper
-        prob_equivalent = upper - lower if rope > 0 else np.zeros(m)
-        # Coarse scores: tied splits, or differences so regular that the t posterior is a
-        # point mass (p = 1 from a few splits). There both probabilities are capped by the
-        # IDP sign test on the same splits, as the default test does (docs/sklearn.md,
-        # "Tied scores").
-        tied = (diff == 0).any(axis=0) | point
-        tied[leader] = False
-        if tied.any():
-            from racer.stats.bayesian_sign import prob_greater_from_counts
-
-            wins = (diff > 0).sum(axis=0)[tied]
-            losses = (diff < 0).sum(axis=0)[tied]
-            prob_dominated[tied] = np.minimum(
-                prob_dominated[tied], prob_greater_from_counts(wins, losses + 1)
-            )
-            if rope > 0:
-                band = [_idp_lower_band(int(w), int(lo), n) for w, lo in zip(wins, losses)]
-                prob_equivalent[tied] = np.minimum(prob_equivalent[tied], band)
-        out = []
-        for j in np.flatnonzero(prob_dominated > self.credibility):
-            if j != leader:
-                out.append(Elimination(int(j), "dominated", leader, float(prob_dominated[j])))
-        for j in np.flatnonzero(prob_equivalent > self.credibility):
-            if j != leader and prob_dominated[j] <= self.credibility:
-                out.append(
-                    Elimination(int(j), "indistinguishable", leader, float(prob_equivalent[j]))
-                )
-        return out
-
-
-# --------------------------------------------------------------------------------------------
 # The search
 # --------------------------------------------------------------------------------------------
 
@@ -571,7 +338,7 @@ class RaceSearchCV(BaseSearchCV):
         half the grid's fits: tied pairs leave after 8 tied splits (p = 0.83), a candidate
         losing every split after 4 (p = 0.94). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
         guard). ``"frace"``: the F-race baseline
-        (:class:`racer.adapters.frace.FRaceTest`). ``"correlated-t"``:
+        (:class:`racer.racing.frace.FRaceTest`). ``"correlated-t"``:
         :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
         with the Nadeau-Bengio correction. ``"hierarchical"``: several data sets with folds
         inside -- ``X`` stacks data sets sharing one feature space, ``fit(X, y,
@@ -579,7 +346,7 @@ class RaceSearchCV(BaseSearchCV):
         WithinGroupKFold(k)``); :class:`racer.HierarchicalRacingTest` then compares the
         leaders with seed 004's hierarchical model (``rope`` is its rope) and
         ``"posterior-best"`` handles the rest (``docs/sklearn.md``, "Several data sets").
-        A :class:`racer.elimination.RacingTest` instance is used as given (``rope`` then does
+        A :class:`racer.racing.base.RacingTest` instance is used as given (``rope`` then does
         not apply).
     rope : float, default=0.005
         Practical equivalence in units of the ``refit`` score. For ``"correlated-t"`` the
@@ -834,7 +601,7 @@ class RaceSearchCV(BaseSearchCV):
                 )
         elif not hasattr(self.test, "decide"):
             raise TypeError(
-                "`test` must be a string or a racer.elimination.RacingTest instance; got "
+                "`test` must be a string or a racer.racing.base.RacingTest instance; got "
                 f"{_describe(self.test)}"
             )
         if not (
@@ -1113,7 +880,7 @@ class RaceSearchCV(BaseSearchCV):
         if not isinstance(test, str):
             return test
         if test == "bayes":
-            from racer.bayesian_test import BayesianTest
+            from racer.racing.bayesian import BayesianTest
 
             # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
             # race rarely has more splits than candidates, so "hold" would never decide. On
@@ -1125,35 +892,35 @@ class RaceSearchCV(BaseSearchCV):
             # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
             bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp",
                                  credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
-            inner = _ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
+            inner = ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
                                           bayes.prior_strength)
-            return _ScoreResolution(inner, rope) if rope > 0 else inner
+            return ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "posterior-best":
-            from racer.posterior_best_test import PosteriorBestTest
+            from racer.racing.posterior_best import PosteriorBestTest
 
             # Its tie guard caps every elimination on tied splits by the IDP sign test.
             inner = PosteriorBestTest()
-            return _ScoreResolution(inner, rope) if rope > 0 else inner
+            return ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "frace":
-            from racer.adapters.frace import FRaceTest
+            from racer.racing.frace import FRaceTest
 
             inner = FRaceTest()
-            return _ScoreResolution(inner, rope) if rope > 0 else inner
+            return ScoreResolution(inner, rope) if rope > 0 else inner
         if test == "hierarchical":
-            from racer.hierarchical_racing import HierarchicalRacingTest
-            from racer.posterior_best_test import PosteriorBestTest
+            from racer.racing.hierarchical import HierarchicalRacingTest
+            from racer.racing.posterior_best import PosteriorBestTest
 
             # Instances are split indices; split_datasets_ names the data set of each.
             base = PosteriorBestTest()
             return HierarchicalRacingTest(
                 test_fraction=rho, rope=rope, group=self.split_datasets_,
-                base=_ScoreResolution(base, rope) if rope > 0 else base,
+                base=ScoreResolution(base, rope) if rope > 0 else base,
             )
         return CorrelatedTTestRacing(rho=rho, rope=rope)
 
     def _race(self, candidates, splits, evaluate_units, race_score, rng):
         """Drive :class:`racer.race.Race` block by block; return its :class:`RaceResult`."""
-        from racer.race import Race, _NoElimination
+        from racer.race import Race
 
         n_candidates = len(candidates)
 
@@ -1167,13 +934,13 @@ class RaceSearchCV(BaseSearchCV):
             )
         racing_test = self._racing_test(rho=float(n_test / n_total))
         if self.resource == "n_samples" and self.n_repeats_ > 1:
-            racing_test = _HalvingFloor(racing_test, n_candidates,
+            racing_test = HalvingFloor(racing_test, n_candidates,
                                         len(splits) // self.n_repeats_, self.n_repeats_,
                                         float(self.factor), cut=_SUBSAMPLE_CUT)
         if first_test < int(self.first_test):
             # Fewer splits than first_test: no test may run (exactly GridSearchCV). The engine
             # refuses first_test > max_instances (a race that can never test), so say it.
-            racing_test = _NoElimination()
+            racing_test = KeepAll()
         race = Race(
             # The parameter dicts themselves, so that race_.best and race_.summary() speak of
             # parameters; positions still index cv_results_.
@@ -1309,7 +1076,7 @@ class RaceSearchCV(BaseSearchCV):
             eliminated_at[i] = record.n_instances
             reason[i] = record.reason
             if record.reason == "dominated" and np.isnan(record.probability):
-                reason[i] = "halving"  # _HalvingFloor's quota cut, not a test's decision
+                reason[i] = "halving"  # HalvingFloor's quota cut, not a test's decision
             probability[i] = record.probability
             if record.by_index is not None:
                 eliminated_by[i] = record.by_index

@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from racer.adapters.frace import FRaceTest
-from racer.bayesian_test import BayesianTest
+from racer.racing.frace import FRaceTest
+from racer.racing.bayesian import BayesianTest
 from racer._race_stats import RaceStats
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 from racer.race import Race
 
 SETTINGS = [(30, 1.0), (50, 1.0), (100, 1.0), (100, 0.5), (100, 0.1), (200, 0.1)]

@@ -259,7 +259,7 @@ def held_out(sc: Scenario, best: list | None, seeds_per_instance: int = 5) -> fl
 
 def startup_time() -> float:
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "import racer.cli, racer.adapters.frace, racer.cli.iterated"], check=True)
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.cli.iterated"], check=True)
     return time.perf_counter() - t0
 
 
@@ -297,7 +297,7 @@ def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
                                                start_new_session=True), range(runs)))
     floor = time.perf_counter() - t0
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "import racer.cli, racer.adapters.frace, racer.cli.iterated"],
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.cli.iterated"],
                    check=True)
     startup = time.perf_counter() - t0
     return {"runs": runs, "racer": racer_wall, "floor": floor, "startup": startup}
@@ -308,7 +308,7 @@ def inprocess_overhead(budget: int = 2000) -> dict:
     with a target-runner stand-in that returns at once: no process start-up to hide it."""
     import random
 
-    from racer.adapters.frace import FRaceTest
+    from racer.racing.frace import FRaceTest
     from racer.cli.iterated import Settings, Tuner
     from racer.cli.parameters import Parameter, ParameterSpace
     from racer.cli.scenario import Instance

@@ -167,7 +167,7 @@ def budgets_of(q):
 
 
 def _oracle_class():
-    from racer.elimination import Elimination, RacingTest
+    from racer.racing.base import Elimination, RacingTest
 
     class OracleTest(RacingTest):
         """Knows the truth: keeps only the true best at the first test (a check of the
@@ -191,8 +191,8 @@ def method_factories(extra=()):
     """Name -> factory(truth) of a fresh test (tests may cache per race), and whether the
     method reads the budget (then it runs once per budget)."""
     import racer
-    from racer.adapters.frace import FRaceTest
-    from racer.bayesian_test import BayesianTest
+    from racer.racing.frace import FRaceTest
+    from racer.racing.bayesian import BayesianTest
 
     methods = {
         "frace_conover": (lambda t: FRaceTest(post_hoc="conover"), False),

@@ -196,9 +196,9 @@ def speed(configs, repeats=5):
     view) have counted the first n - 5 rows, 5 new rows arrive.
     """
     from racer._race_stats import RaceStats
-    from racer.adapters.frace import FRaceTest
-    from racer.bayesian_test import BayesianTest
-    from racer.elimination import RaceView
+    from racer.racing.frace import FRaceTest
+    from racer.racing.bayesian import BayesianTest
+    from racer.racing.base import RaceView
     from racer.stats._kernels import blas_single_thread
     from _racing_sim import make_data
 
@@ -295,7 +295,7 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
     import tempfile
 
     from _racing_sim import make_data
-    from racer.adapters.frace import FRaceTest
+    from racer.racing.frace import FRaceTest
     from racer.race import Race
 
     lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | "

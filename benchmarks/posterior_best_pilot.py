@@ -30,7 +30,7 @@ from _racing_sim import BLOCK, MAX_ITERATIONS, make_data, race_on_matrix, race_s
 
 from racer import PosteriorBestTest, RaceView  # noqa: E402
 from racer._race_stats import RaceStats  # noqa: E402
-from racer.adapters.frace import FRaceTest  # noqa: E402
+from racer.racing.frace import FRaceTest  # noqa: E402
 from racer.stats._ranks import block_ranks  # noqa: E402
 
 N_ROWS = BLOCK * MAX_ITERATIONS

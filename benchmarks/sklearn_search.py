@@ -309,12 +309,12 @@ def _ablation_tests(rho):
     at 0.975 with eps 0.05) against looser equivalence credibilities and wider bands, each
     wrapped in the default score resolution (rope 0.005) exactly as ``RaceSearchCV`` builds it.
     """
-    from racer.adapters.sklearn import _ImpreciseEquivalence, _ScoreResolution
-    from racer.bayesian_test import BayesianTest
+    from racer.racing.cv import ImpreciseEquivalence, ScoreResolution
+    from racer.racing.bayesian import BayesianTest
 
     def idp(dominance=0.975, equivalence=0.975, eps=0.05):
         bayes = BayesianTest(small_n="reject", prior="idp", credibility=dominance, eps=eps)
-        return _ScoreResolution(_ImpreciseEquivalence(bayes, equivalence, eps), 0.005)
+        return ScoreResolution(ImpreciseEquivalence(bayes, equivalence, eps), 0.005)
 
     variants = {"default (idp 0.975, band 0.975, eps 0.05)": (idp(), 5)}
     for dom, eq, eps in [

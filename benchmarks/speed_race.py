@@ -129,15 +129,15 @@ def main():
     q, n = (50, 300) if args.quick else (200, 1500)
     means, scores = make_matrix(n, q, args.seed)
 
-    from racer.adapters.frace import FRaceTest
+    from racer.racing.frace import FRaceTest
 
     tests = [("FRaceTest (conover)", FRaceTest)]
     try:
-        from racer.bayesian_test import BayesianTest
+        from racer.racing.bayesian import BayesianTest
 
         tests.insert(0, ("BayesianTest (defaults)", BayesianTest))
     except ImportError:
-        print("(racer.bayesian_test not available: Bayesian row skipped)")
+        print("(racer.racing.bayesian not available: Bayesian row skipped)")
 
     # Compile/caches warm-up on a small race so JIT time is not counted.
     warm_means, warm = make_matrix(40, 8, 99)

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from racer import PosteriorBestTest, RaceView
-from racer.adapters.frace import FRaceTest
+from racer.racing.frace import FRaceTest
 from racer._race_stats import RaceStats
 
 

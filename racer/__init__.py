@@ -1,7 +1,9 @@
 """racer: Bayesian nonparametric racing of costly, noisy configurations.
 
-The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; adapters for
-scikit-learn, Optuna and the F-race baseline in :mod:`racer.adapters`.
+The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
+test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
+adapters for scikit-learn and Optuna in :mod:`racer.adapters`; the command line in
+:mod:`racer.cli`.
 """
 
 import importlib
@@ -14,13 +16,18 @@ __version__ = "0.1.0"
 # ``import racer`` and the command line's ``racer --help`` then pay for neither SciPy nor Numba
 # (a second or more on a cold start) until something races.
 _EXPORTS = {
-    "BayesianTest": "bayesian_test",
-    "Elimination": "elimination",
-    "RaceView": "elimination",
-    "RacingTest": "elimination",
-    "HierarchicalRacingTest": "hierarchical_racing",
-    "instance_groups": "hierarchical_racing",
-    "PosteriorBestTest": "posterior_best_test",
+    "BayesianTest": "racing",
+    "CorrelatedTTestRacing": "racing",
+    "Elimination": "racing",
+    "FRaceTest": "racing",
+    "HierarchicalRacingTest": "racing",
+    "KeepAll": "racing",
+    "PosteriorBestTest": "racing",
+    "ProtectElites": "racing",
+    "RaceView": "racing",
+    "RacingTest": "racing",
+    "TRaceTest": "racing",
+    "instance_groups": "racing",
     "Evaluation": "race",
     "EvaluationError": "race",
     "Race": "race",
@@ -36,33 +43,13 @@ _EXPORTS = {
 _SUBMODULES = (
     "_race_stats",
     "_validation",
-    "bayesian_test",
-    "elimination",
-    "hierarchical_racing",
-    "posterior_best_test",
+    "racing",
     "result",
     "stats",
     "storage",
 )
 
-__all__ = [
-    "__version__",
-    "BayesianTest",
-    "Elimination",
-    "EliminationRecord",
-    "Evaluation",
-    "EvaluationError",
-    "HierarchicalRacingTest",
-    "JournalInUseError",
-    "PosteriorBestTest",
-    "Race",
-    "RaceFailedError",
-    "RaceResult",
-    "RaceView",
-    "RacingTest",
-    "race",
-    "instance_groups",
-]
+__all__ = ["__version__", *sorted(_EXPORTS)]
 
 
 def __getattr__(name):

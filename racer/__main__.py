@@ -130,14 +130,14 @@ class _Evaluate:
 
 def _make_test(name):
     if name == "frace":
-        from racer.adapters.frace import FRaceTest
+        from racer.racing.frace import FRaceTest
 
         return FRaceTest()
     if name == "seed002":
-        from racer.bayesian_test import BayesianTest
+        from racer.racing.bayesian import BayesianTest
 
         return BayesianTest()
-    from racer.posterior_best_test import PosteriorBestTest
+    from racer.racing.posterior_best import PosteriorBestTest
 
     return PosteriorBestTest()
 

@@ -3,7 +3,7 @@
 The engine (:mod:`racer.race`) knows when rows arrive (a test step sees more rows than the
 previous one) and when the survivors change (it eliminates them), so it keeps one
 :class:`RaceStats` per race and tells it :meth:`RaceStats.survivors_changed`. Racing tests
-read the statistics through :class:`racer.elimination.RaceView` (``view.greater``,
+read the statistics through :class:`racer.racing.base.RaceView` (``view.greater``,
 ``view.ranks``, ``view.rank_sums``, ...) and keep nothing themselves, so one test object can
 serve many races and decisions depend only on the view.
 

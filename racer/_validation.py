@@ -30,7 +30,6 @@ __all__ = [
     "check_nonnegative",
     "check_int",
     "check_bool",
-    "check_view",
     "orient",
 ]
 
@@ -151,19 +150,6 @@ def as_race_items(value: Any, name: str) -> Any:
     return value
 
 
-def check_view(view: Any, name: str = "view") -> None:
-    """Check the first argument of ``RacingTest.decide``: a :class:`racer.elimination.RaceView`.
-
-    A bare score matrix (the pre-RaceView calling convention) would otherwise fail deep inside
-    with "'numpy.ndarray' object has no attribute 'scores'".
-    """
-    from .elimination import RaceView
-
-    if not isinstance(view, RaceView):
-        raise TypeError(
-            f"`{name}` must be a racer.elimination.RaceView (build one from a score matrix "
-            f"with RaceView.from_scores(scores, ids)); got {type(view).__name__}"
-        )
 
 
 def as_1d(

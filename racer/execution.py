@@ -91,7 +91,7 @@ from collections import deque
 from multiprocessing.connection import wait as _wait
 from typing import Any, Callable, Iterable, Iterator
 
-from ._validation import check_int
+from racer._validation import check_int
 
 __all__ = [
     "WorkerPool",
@@ -225,7 +225,7 @@ def run_block(
 
 
 def _evaluation_name(ev: Any) -> str:
-    from .race import _clip
+    from racer.race import _clip
 
     return (
         f"candidate #{ev.candidate_index} {_clip(ev.candidate, 40)} on instance "
@@ -561,7 +561,7 @@ class WorkerPool:
         try:
             self._payload = _dumps(fn)
         except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
-            from .race import _clip
+            from racer.race import _clip
 
             culprits = _unpicklable_parts(fn)
             what = "; ".join(culprits) if culprits else f"{type(exc).__name__}: {exc}"

@@ -28,7 +28,7 @@ import os
 import re
 from typing import Any
 
-from .result import RaceResult
+from racer.result import RaceResult
 
 __all__ = ["IteratedRun", "ParameterInfo", "from_iterated_race", "read_exec_dir"]
 
@@ -201,8 +201,8 @@ def read_exec_dir(path: Any) -> IteratedRun:
     ...
     ValueError: `path`=...: no racer-journal/ folder with race journals: not a racer execDir...
     """
-    from .report import result_from_journal
-    from .storage import read_journal
+    from racer.report import result_from_journal
+    from racer.storage import read_journal
 
     try:
         text = os.fspath(path)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from racer._validation import (
     as_paired,
     as_score_matrix,
     check_bool,
@@ -57,7 +57,7 @@ from ._validation import (
     check_probability,
     check_random_state,
 )
-from .result import RaceResult, _short_repr
+from racer.result import RaceResult, _short_repr
 
 __all__ = [
     "plot_bayesian_critical_difference",
@@ -409,7 +409,7 @@ def plot_pairwise_probabilities(
     >>> fig.axes[0].get_ylabel()
     'i (row) beats j (column)'
     """
-    from .stats import SignCounts
+    from racer.stats import SignCounts
 
     matrix, labels, maximize = _comparison_matrix(scores, maximize, names, candidates)
     prob = np.array(SignCounts.from_scores(matrix, maximize=maximize).prob_greater(), dtype=float)
@@ -523,7 +523,7 @@ def plot_critical_difference(
     >>> len([c for c in fig.axes[0].collections if c.get_gid() == "group"])  # a-b-c together
     1
     """
-    from .stats import friedman, nemenyi
+    from racer.stats import friedman, nemenyi
 
     alpha = check_probability(alpha, "alpha")
     if not 0.0 < alpha < 1.0:
@@ -581,7 +581,7 @@ def plot_bayesian_critical_difference(
     >>> len([c for c in fig.axes[0].collections if c.get_gid() == "group"])
     1
     """
-    from .stats import SignCounts, bayesian_friedman
+    from racer.stats import SignCounts, bayesian_friedman
 
     credibility = check_probability(credibility, "credibility")
     if not 0.5 < credibility < 1.0:
@@ -642,7 +642,7 @@ def plot_posterior_simplex(
     >>> len(fig.axes[0].collections[0].get_offsets())
     3000
     """
-    from .stats import BayesianSignResult, bayesian_sign_test
+    from racer.stats import BayesianSignResult, bayesian_sign_test
 
     if isinstance(x, BayesianSignResult):
         if y is not None:
@@ -748,7 +748,7 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
     >>> [ax.get_title() for ax in fig.axes[:2]]
     ['algo', 'x']
     """
-    from .iterated_run import as_iterated_run
+    from racer.iterated_run import as_iterated_run
 
     run = as_iterated_run(run)
     params = _check_parameters(run, parameters)
@@ -831,7 +831,7 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
     >>> len([ln for ln in fig.axes[0].lines if (ln.get_gid() or "").startswith("elite-")])
     4
     """
-    from .iterated_run import as_iterated_run, normalized
+    from racer.iterated_run import as_iterated_run, normalized
 
     run = as_iterated_run(run)
     params = _check_parameters(run, parameters)
@@ -956,7 +956,7 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
     >>> fig.axes[1].collections[0].get_offsets()[:, 1].tolist()
     [1.5, 2.5]
     """
-    from .iterated_run import as_iterated_run
+    from racer.iterated_run import as_iterated_run
 
     run = as_iterated_run(run)
     ids = _check_elite_ids(run, elites)

@@ -1,7 +1,7 @@
 """The race engine: an ask/tell state machine that races candidates block by block.
 
 A race evaluates every survivor on the same instances, in the same order, a block at a time;
-after a block it hands the survivors' score matrix to a :class:`~racer.elimination.RacingTest`
+after a block it hands the survivors' score matrix to a :class:`~racer.racing.base.RacingTest`
 and removes whoever the test eliminates. The engine owns the loop, the budget, the schedule of
 tests, failures, persistence and execution; the test owns the statistics. That split is what
 lets the Bayesian test and the F-race baseline run on exactly the same loop.
@@ -31,8 +31,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ._race_stats import RaceStats
-from ._validation import (
+from racer._race_stats import RaceStats
+from racer._validation import (
     as_race_items,
     check_bool,
     check_direction,
@@ -40,9 +40,9 @@ from ._validation import (
     check_option,
     seed_from_random_state,
 )
-from .elimination import Elimination, RaceView, RacingTest
-from .result import EliminationRecord, RaceResult
-from .stats._ranks import block_ranks
+from racer.racing.base import Elimination, KeepAll, RaceView, RacingTest
+from racer.result import EliminationRecord, RaceResult
+from racer.stats._ranks import block_ranks
 
 __all__ = ["Evaluation", "EvaluationError", "Race", "RaceFailedError", "race"]
 
@@ -58,16 +58,6 @@ _LIMITS = ("budget", "max_instances")
 _SHUFFLE_SALT = 0x5EED5EED
 
 
-class _NoElimination(RacingTest):
-    """Keeps every candidate. The adapters race with it when they have fewer instances than
-    ``first_test`` and documented that nothing is then eliminated (a plain grid search), since
-    :class:`Race` refuses a first block shorter than ``first_test``."""
-
-    def decide(self, view: Any, rng: np.random.Generator) -> list:
-        return []
-
-    def get_params(self) -> dict:
-        return {}
 
 
 class Evaluation(NamedTuple):
@@ -365,7 +355,7 @@ class Race:
     ``stop_reason == "instances_exhausted"``, and adding instances reopens it.
 
     >>> import numpy as np
-    >>> from racer.elimination import Elimination, RacingTest
+    >>> from racer.racing.base import Elimination, RacingTest
     >>> class DropWorstMean(RacingTest):
     ...     def decide(self, view, rng):
     ...         means = view.scores.mean(axis=0)
@@ -412,11 +402,11 @@ class Race:
             # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
             # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
             # the budget binds, which BayesianTest (seed 002 to the letter) never does.
-            from .posterior_best_test import PosteriorBestTest
+            from racer.racing.posterior_best import PosteriorBestTest
 
             test = PosteriorBestTest()
         if not isinstance(test, RacingTest):
-            raise TypeError(f"`test` must be a racer.elimination.RacingTest; got {test!r}")
+            raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
         self._direction = check_direction(direction, maximize)
         self._maximize = self._direction == "maximize"
@@ -523,7 +513,7 @@ class Race:
         winner picked on the first block: said now, not discovered afterwards.
         """
         n_cand = len(self._candidates)
-        if n_cand < 2 or isinstance(self._test, _NoElimination):
+        if n_cand < 2 or isinstance(self._test, KeepAll):
             return  # the adapters' documented plain grid search is no racing on purpose
         first_len = self._first_test
         why = None
@@ -924,7 +914,7 @@ class Race:
             row = start + offset
             if row < len(known):
                 if known[row] != text:
-                    from .storage import _first_difference
+                    from racer.storage import _first_difference
 
                     was, now = _first_difference(known[row], text)
                     path = self._journal.path
@@ -1174,7 +1164,7 @@ class Race:
         }
 
     def _open_storage(self, storage: Any, random_state: Any) -> None:
-        from .storage import Journal
+        from racer.storage import Journal
 
         if random_state is None:
             seed_spec = None
@@ -1297,8 +1287,8 @@ class Race:
         progress : bool, default True
             Show a progress line on stderr.
         """
-        from .execution import check_timeout, resolve_executor, run_block
-        from .progress import ProgressLine
+        from racer.execution import check_timeout, resolve_executor, run_block
+        from racer.progress import ProgressLine
 
         self._raise_if_failed()
         _check_evaluate(evaluate, executor)
@@ -1472,7 +1462,7 @@ def race(
     ``candidates`` or ``instances`` is one item per row (a dict of its column values); a dict
     is refused with what to pass instead.
 
-    >>> from racer.elimination import Elimination, RacingTest
+    >>> from racer.racing.base import Elimination, RacingTest
     >>> class KeepAll(RacingTest):
     ...     def decide(self, view, rng):
     ...         return []
@@ -1500,7 +1490,7 @@ def race(
     >>> more.n_evaluations, len(calls)
     (40, 40)
     """
-    from .execution import check_timeout
+    from racer.execution import check_timeout
 
     check_timeout(timeout)  # before Race() opens a journal
     if "maximize" in options:

@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from .result import EliminationRecord, RaceResult, _short_repr
-from .storage import _as_path, read_journal
+from racer.result import EliminationRecord, RaceResult, _short_repr
+from racer.storage import _as_path, read_journal
 
 __all__ = ["Repr", "export_csv", "export_json", "main", "result_from_journal", "write_report"]
 
@@ -189,7 +189,7 @@ def result_from_journal(journal: Any) -> RaceResult:
     winner = data.get("winner")
     complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
     if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
-        from .stats._ranks import block_ranks
+        from racer.stats._ranks import block_ranks
 
         # As Race._order_survivors: rank sums over the instances every survivor completed; a
         # failure ranks last on its instance (its substitute score is not journaled, but any
@@ -450,7 +450,7 @@ def _figures(result: RaceResult, rope: float, random_state: int, which: str = "a
     """(title, caption, svg or note) for each figure; a figure that cannot be drawn says why.
     ``which="race"`` draws only the timeline and the score matrix (for the many races of a
     tuning report)."""
-    from . import plot
+    from racer import plot
 
     out: list = []
     add = _figure_adder(out, salt)
@@ -640,7 +640,7 @@ def _value_text(value: Any) -> str:
 
 def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> str:
     """The report of a ``racer --scenario`` run (an :class:`racer.iterated_run.IteratedRun`)."""
-    from . import plot
+    from racer import plot
 
     info = run.info
     h = [_page_head(title or "racer report: " + os.path.basename(os.path.abspath(run.source)))]
@@ -655,7 +655,7 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     runs_text = (f"{info['experiments']}" + (f" of maxExperiments = {info['budget']}" if info.get("budget") else "")
                  if "experiments" in info else
                  f"{info['runs_logged']} logged in runs.csv so far" if "runs_logged" in info else "unknown")
-    from .progress import iterations_done_text
+    from racer.progress import iterations_done_text
 
     rows = [
         # The words of the command's last line when results.json says what was planned.
@@ -791,7 +791,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     >>> "<svg" in open(out).read()
     True
     """
-    from ._validation import check_nonnegative, seed_from_random_state
+    from racer._validation import check_nonnegative, seed_from_random_state
 
     journal_text = _as_path(journal_path, "journal_path")
     out = _output_path(output_path, "output_path")
@@ -800,7 +800,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     if title is not None and not isinstance(title, str):
         raise TypeError(f"`title` must be a str or None; got {title!r}")
     if os.path.isdir(journal_text):
-        from .iterated_run import read_exec_dir
+        from racer.iterated_run import read_exec_dir
 
         page = _run_html(read_exec_dir(journal_text), rope, random_state, title)
         with open(out, "w", encoding="utf-8") as fh:

@@ -331,9 +331,9 @@ class RaceResult:
         >>> h.prob_rope > h.prob_left and h.prob_rope > h.prob_right
         True
         """
-        from ._validation import check_nonnegative, check_random_state
-        from .hierarchical_racing import _jitter_constant_groups, _jitter_scale, instance_groups
-        from .stats import hierarchical_test
+        from racer._validation import check_nonnegative, check_random_state
+        from racer.racing.hierarchical import _jitter_constant_groups, _jitter_scale, instance_groups
+        from racer.stats import hierarchical_test
 
         n_cand = len(self.candidates)
         for name, value in (("a", a), ("b", b)):

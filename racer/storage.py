@@ -753,7 +753,7 @@ def read_journal(path: Any) -> dict:
 
     >>> import os, tempfile
     >>> from racer import Race
-    >>> from racer.elimination import RacingTest
+    >>> from racer.racing.base import RacingTest
     >>> class KeepAll(RacingTest):
     ...     def decide(self, view, rng):
     ...         return []

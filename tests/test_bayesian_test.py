@@ -6,11 +6,11 @@ import os
 
 import numpy as np
 
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 import pytest
 
-from racer.bayesian_test import BayesianTest
-from racer.elimination import Elimination
+from racer.racing.bayesian import BayesianTest
+from racer.racing.base import Elimination
 from racer.stats import bayesian_friedman
 from racer.stats.bayesian_sign import prob_greater_from_counts
 
@@ -170,12 +170,12 @@ def test_reused_test_does_not_decide_from_stale_counts():
 
 @pytest.mark.parametrize("make_inner", [
     lambda: BayesianTest(credibility=0.9),
-    lambda: __import__("racer.adapters.frace", fromlist=["FRaceTest"]).FRaceTest(),
+    lambda: __import__("racer.racing.frace", fromlist=["FRaceTest"]).FRaceTest(),
 ])
 def test_engine_statistics_equal_fresh_ones_through_a_race(make_inner):
     # The race lends its incremental statistics to the view; a view computed afresh from the
     # same scores must give the same numbers, bit for bit (sums of multiples of 1/4).
-    from racer.elimination import RacingTest
+    from racer.racing.base import RacingTest
     from racer.race import Race
 
     seen = []

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from racer.adapters.frace import FRaceTest
+from racer.racing.frace import FRaceTest
 from racer.cli import EXIT_OK, main
 from racer.cli.iterated import SKIPPED, Settings, Tuner
 from racer.cli.lookahead import UNUSED

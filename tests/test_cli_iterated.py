@@ -7,12 +7,12 @@ import random
 import numpy as np
 import pytest
 
-from racer.adapters.frace import FRaceTest
+from racer.racing.frace import FRaceTest
 from racer.cli.iterated import (BudgetError, ProtectElites, Settings, Tuner, _quiet_tests)
 from racer.cli.parameters import Parameter, ParameterSpace
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import RunResult
-from racer.elimination import Elimination, RaceView, RacingTest
+from racer.racing.base import Elimination, RaceView, RacingTest
 
 
 class FakeRunner:

@@ -12,7 +12,7 @@ import pytest
 
 from racer import Race
 from racer.cli import EXIT_OK, main
-from racer.adapters.frace import FRaceTest
+from racer.racing.frace import FRaceTest
 
 from test_cli_main import PARAMS_1, make_scenario, read_runs
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace as C
 import numpy as np
 import pytest
 
-from racer.adapters.frace import FRaceTest
+from racer.racing.frace import FRaceTest
 from racer.cli.iterated import Settings, Tuner
 from racer.cli import rexpr
 from racer.cli.parameters import Parameter, ParameterSpace

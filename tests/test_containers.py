@@ -8,7 +8,7 @@ pass instead (iterating it gives its keys, and keys or values cannot be guessed)
 import pytest
 
 from racer import Race, race
-from racer.elimination import RacingTest
+from racer.racing.base import RacingTest
 
 pd = pytest.importorskip("pandas")
 

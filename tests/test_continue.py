@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 import pytest
-from racer.adapters.frace import FRaceTest
-from racer.adapters.trace import TRaceTest
+from racer.racing.frace import FRaceTest
+from racer.racing.trace import TRaceTest
 
 import racer
 from racer import PosteriorBestTest, Race

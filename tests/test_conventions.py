@@ -12,7 +12,7 @@ import pytest
 
 from racer import BayesianTest, Race, race
 from racer._validation import check_random_state, seed_from_random_state
-from racer.elimination import Elimination, RaceView, RacingTest
+from racer.racing.base import Elimination, RaceView, RacingTest
 from racer.report import result_from_journal
 from racer.stats import SignCounts, bayesian_sign_test, prob_indistinguishable
 from racer.storage import read_journal

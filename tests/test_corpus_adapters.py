@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from racer import BayesianTest
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("sklearn")
@@ -20,10 +20,11 @@ pytest.importorskip("sklearn")
 from optuna.distributions import FloatDistribution  # noqa: E402
 from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
-from racer.adapters import frace  # noqa: E402
-from racer.adapters.frace import FRaceTest  # noqa: E402
+from racer.racing import frace  # noqa: E402
+from racer.racing.frace import FRaceTest  # noqa: E402
 from racer.adapters.optuna import IteratedRace, RacingPruner, instance_objective  # noqa: E402
-from racer.adapters.sklearn import CorrelatedTTestRacing, RaceSearchCV  # noqa: E402
+from racer.adapters.sklearn import RaceSearchCV  # noqa: E402
+from racer.racing import CorrelatedTTestRacing  # noqa: E402
 
 S = np.random.default_rng(0).normal(size=(8, 3))
 SPACE = {"x": FloatDistribution(-1.0, 1.0)}
@@ -73,7 +74,7 @@ CASES = [
     pytest.param(lambda: RaceView.from_scores(S > 0), TypeError, r"`scores` .*not booleans",
                  id="view-boolean-scores"),  # fixed
     pytest.param(lambda: BayesianTest().decide(S, np.random.default_rng(0)), TypeError,
-                 r"`view` must be a racer.elimination.RaceView", id="bayes-decide-array"),  # fixed
+                 r"`view` must be a racer.racing.base.RaceView", id="bayes-decide-array"),  # fixed
     # --- FRaceTest ---
     pytest.param(lambda: FRaceTest(alpha=1.0), ValueError, r"`alpha`", id="frace-alpha-one"),
     pytest.param(lambda: FRaceTest(alpha=True), TypeError, r"`alpha`", id="frace-alpha-bool"),
@@ -82,7 +83,7 @@ CASES = [
                  id="frace-post-hoc-none"),
     pytest.param(lambda: FRaceTest(gate=1), TypeError, r"`gate`", id="frace-gate-int"),
     pytest.param(lambda: FRaceTest().decide(S, None), TypeError,
-                 r"`view` must be a racer.elimination.RaceView", id="frace-decide-array"),  # fixed
+                 r"`view` must be a racer.racing.base.RaceView", id="frace-decide-array"),  # fixed
     # --- CorrelatedTTestRacing (scikit-learn adapter) ---
     pytest.param(lambda: CorrelatedTTestRacing(rho="0.2"), TypeError, r"`rho`",
                  id="corr-t-rho-string"),  # fixed
@@ -97,7 +98,7 @@ CASES = [
     pytest.param(lambda: CorrelatedTTestRacing(credibility=0.4), ValueError, r"`credibility`",
                  id="corr-t-credibility-below-half"),
     pytest.param(lambda: CorrelatedTTestRacing().decide(S, None), TypeError,
-                 r"`view` must be a racer.elimination.RaceView", id="corr-t-decide-array"),  # fixed
+                 r"`view` must be a racer.racing.base.RaceView", id="corr-t-decide-array"),  # fixed
     # --- RaceSearchCV parameters ---
     pytest.param(lambda: _search(n_repeats=0), ValueError, r"'n_repeats' parameter of RaceSearchCV", id="search-no-repeats"),
     pytest.param(lambda: _search(n_repeats=True), TypeError, r"`n_repeats`",
@@ -134,7 +135,7 @@ CASES = [
                  r"exactly one of `param_grid` and `param_distributions`", id="search-no-grid"),
     pytest.param(lambda: _search(param_grid=[]), ValueError, r"parameter grid is empty",
                  id="search-empty-grid-list"),
-    # --- the F-race helpers (public in racer.adapters.frace) ---
+    # --- the F-race helpers (public in racer.racing.frace) ---
     pytest.param(lambda: frace.friedman_chi2([[1.0, 2.0], [np.nan, 1.0]]), ValueError,
                  r"`scores` must be finite; found nan at row 1, column 0",
                  id="friedman-chi2-nan"),  # fixed: was a silent statistic

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from racer import Race, RaceFailedError, race
-from racer.elimination import RacingTest
+from racer.racing.base import RacingTest
 from racer.execution import WorkerPool, check_timeout
 
 

@@ -28,7 +28,7 @@ from racer import (
     RacingTest,
     race,
 )
-from racer.bayesian_test import BayesianTest
+from racer.racing.bayesian import BayesianTest
 
 
 class KeepAll(RacingTest):

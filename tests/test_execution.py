@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from racer import BayesianTest, Race, race
-from racer.elimination import RacingTest
+from racer.racing.base import RacingTest
 from racer.execution import WorkerPool
 from racer.race import EvaluationError
 
@@ -225,7 +225,7 @@ SIGKILL_SCRIPT = textwrap.dedent(
     """
     import os, sys, time
     from racer import race
-    from racer.elimination import RacingTest
+    from racer.racing.base import RacingTest
 
     class KeepAll(RacingTest):
         def decide(self, view, rng):

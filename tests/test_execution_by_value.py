@@ -20,7 +20,7 @@ import time
 import pytest
 
 from racer import Race, race
-from racer.elimination import RacingTest
+from racer.racing.base import RacingTest
 
 from test_execution import _alive, _wait_gone  # the same /proc checks the pool tests use
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 import pytest
 from scipy import stats
 
-from racer.adapters.frace import (
+from racer.racing.frace import (
     FRaceTest,
     _hodges_lehmann,
     _wilcoxon_r,

@@ -28,7 +28,7 @@ def rows(frontier):
     # its rows must equal the truncated ones.
     return frontier.run(["paper_30_1", "cvacc"], 1, 10000,
                         ["frace_conover", "oracle", "frace_b"],
-                        ["frace_b=racer.adapters.frace.FRaceTest():budget"], None, 1,
+                        ["frace_b=racer.racing.frace.FRaceTest():budget"], None, 1,
                         progress=False)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 import pytest
 
 optuna = pytest.importorskip("optuna")
@@ -455,7 +455,7 @@ def test_sqlite_storage_with_two_workers(tmp_path):
 # ---------------------------------------------------------------------------- IteratedRace
 
 from racer.adapters.optuna import IteratedRace  # noqa: E402
-from racer.elimination import Elimination, RacingTest  # noqa: E402
+from racer.racing.base import Elimination, RacingTest  # noqa: E402
 
 
 def _race_problem(n_instances=20, seed=0):
@@ -568,7 +568,7 @@ def test_elites_are_protected_on_old_instances():
         def get_params(self):
             return {}
 
-    from racer.elimination import ProtectElites
+    from racer.racing.base import ProtectElites
 
     wrapped = ProtectElites(AlwaysDropFirst(), n_elites=1, until=6)
     ids = np.array([0, 1, 2])
@@ -785,7 +785,7 @@ def test_one_test_object_serves_several_races_like_fresh_ones():
     # A racing test keeps no state (the engine owns the incremental counts), so IteratedRace
     # passes the same object to every race; two runs sharing one object race exactly like
     # two runs with a fresh object each.
-    from racer.bayesian_test import BayesianTest
+    from racer.racing.bayesian import BayesianTest
 
     def histories(res):
         return [[(h.candidate, h.n_instances, h.reason, h.by) for h in r.history]
@@ -807,8 +807,8 @@ def test_one_test_object_serves_several_races_like_fresh_ones():
 
 
 def test_elite_protection_keeps_the_inner_tests_winner_rule():
-    from racer.adapters.frace import FRaceTest
-    from racer.elimination import ProtectElites
+    from racer.racing.frace import FRaceTest
+    from racer.racing.base import ProtectElites
 
     assert ProtectElites(FRaceTest(), 2, 10).winner == "rank_sum"
     assert ProtectElites(RaceOnlyTest(), 2, 10).winner is None

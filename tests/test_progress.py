@@ -3,7 +3,7 @@
 import io
 
 from racer import Race
-from racer.elimination import RacingTest
+from racer.racing.base import RacingTest
 from racer.progress import ProgressLine
 
 
@@ -95,7 +95,7 @@ def test_terminal_gets_a_bar_redrawn_in_place():
 
 
 def test_an_early_stop_shows_what_was_used():
-    from racer.elimination import Elimination
+    from racer.racing.base import Elimination
 
     class DropWorst(RacingTest):
         def decide(self, view, rng):

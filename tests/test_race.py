@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 import pytest
 
 from racer import (
@@ -536,7 +536,7 @@ def test_progress_line_redraws_in_place_on_a_terminal():
         ({"winner": "median"}, ValueError, "`winner` must be one of"),
         ({"maximize": "yes"}, TypeError, "`maximize` must be True or False"),
         ({"random_state": -1}, ValueError, "`random_state` must be a non-negative integer"),
-        ({"test": object()}, TypeError, "`test` must be a racer.elimination.RacingTest"),
+        ({"test": object()}, TypeError, "`test` must be a racer.racing.base.RacingTest"),
     ],
 )
 def test_bad_options_are_refused_naming_the_argument(kwargs, exc, match):
@@ -604,7 +604,7 @@ def irace_loop(costs, test, first_test, each_test, min_survival, max_exp):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("each_test, max_exp", [(1, 0), (5, 0), (1, 700), (5, 900)])
 def test_engine_reproduces_irace_loop_with_the_frace_test(seed, each_test, max_exp):
-    frace = pytest.importorskip("racer.adapters.frace")
+    frace = pytest.importorskip("racer.racing.frace")
     rng = np.random.default_rng(seed)
     q, n_tasks = 20, 60
     costs = rng.normal(rng.uniform(0, 1, q), 1.0, size=(n_tasks, q))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from racer.adapters.frace import FRaceTest
-from racer.bayesian_test import BayesianTest
+from racer.racing.frace import FRaceTest
+from racer.racing.bayesian import BayesianTest
 from racer.race import Race
 
 DATA = np.round(np.random.default_rng(11).normal(np.linspace(0, 1.2, 10), 1.0, size=(120, 10)), 1)

@@ -78,7 +78,7 @@ def test_rank_sums_and_moments_match_scipy_ranks_and_the_tie_identity():
 
 
 def test_protect_elites_rejects_bad_arguments_naming_them():
-    from racer.elimination import ProtectElites
+    from racer.racing.base import ProtectElites
 
     class Keep(RacingTest):
         def decide(self, view, rng):

@@ -284,7 +284,7 @@ def test_report_renders_in_headless_chromium(finished_html, tmp_path):
 
 
 def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
-    from racer.adapters.frace import FRaceTest
+    from racer.racing.frace import FRaceTest
 
     path = str(tmp_path / "frace.sqlite")
     with Race(CANDIDATES[:5], test=FRaceTest(), random_state=0, storage=path) as r:

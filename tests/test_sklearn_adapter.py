@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from racer.elimination import RaceView
+from racer.racing.base import RaceView
 import pytest
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -30,8 +30,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from racer.racing import CorrelatedTTestRacing
 from racer.adapters.sklearn import (
-    CorrelatedTTestRacing,
     RaceSearchCV,
     _materialise_splits,
     _stage_rank,
@@ -369,7 +369,7 @@ def test_max_fits_budget(easy_problem):
 
 
 def test_frace_runs_the_same_search(easy_problem):
-    pytest.importorskip("racer.adapters.frace")
+    pytest.importorskip("racer.racing.frace")
     X, y = easy_problem
     search = RaceSearchCV(
         KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, test="frace", random_state=0
@@ -495,7 +495,7 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
     """BayesianTest's default holds while n <= m - 1; the adapter opens it (docs/sklearn.md)."""
-    from racer.bayesian_test import BayesianTest
+    from racer.racing.bayesian import BayesianTest
 
     search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
     test = search._racing_test(rho=0.2)
@@ -511,7 +511,7 @@ def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
 
 
 def test_score_resolution_turns_small_differences_into_ties():
-    from racer.adapters.sklearn import _ScoreResolution
+    from racer.racing.cv import ScoreResolution
 
     seen = {}
 
@@ -521,7 +521,7 @@ def test_score_resolution_turns_small_differences_into_ties():
             seen["scores"] = scores
             return []
 
-    wrapped = _ScoreResolution(Spy(), 0.01)
+    wrapped = ScoreResolution(Spy(), 0.01)
     wrapped.decide(RaceView.from_scores(np.array([[0.901, 0.899, 0.93], [0.8, 0.8021, 0.7]]), np.arange(3)), None)
     np.testing.assert_allclose(seen["scores"], [[0.90, 0.90, 0.93], [0.80, 0.80, 0.70]])
     assert wrapped.get_params()["rope"] == 0.01
@@ -685,7 +685,7 @@ def test_all_tied_splits_are_not_evidence_of_equivalence():
 
 
 def test_posterior_best_test_is_available_by_name(easy_problem):
-    from racer.posterior_best_test import PosteriorBestTest
+    from racer.racing.posterior_best import PosteriorBestTest
 
     X, y = easy_problem
     search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=3, n_repeats=4, first_test=3,
@@ -793,11 +793,11 @@ def test_subsample_mode_results_refit_and_reproducibility(easy_problem):
 
 
 def test_subsample_levels_keep_at_least_what_halving_keeps():
-    from racer.adapters.sklearn import _HalvingFloor
+    from racer.racing.cv import HalvingFloor
 
     class DropAllButLeader:
         def decide(self, view, rng):
-            from racer.elimination import Elimination
+            from racer.racing.base import Elimination
 
             leader = int(np.argmax(view.scores.mean(axis=0)))
             return [Elimination(j, "dominated", leader, 0.99)
@@ -806,7 +806,7 @@ def test_subsample_levels_keep_at_least_what_halving_keeps():
         def get_params(self):
             return {}
 
-    floor = _HalvingFloor(DropAllButLeader(), n_candidates=27, splits_per_level=5, n_levels=3,
+    floor = HalvingFloor(DropAllButLeader(), n_candidates=27, splits_per_level=5, n_levels=3,
                           factor=3)
     scores = np.tile(np.arange(27, dtype=float), (5, 1))
     # Level 0 (5 splits seen): 27 / 3 = 9 must stay, the 18 worst-scoring go.
@@ -821,7 +821,7 @@ def test_subsample_levels_keep_at_least_what_halving_keeps():
 
 
 def test_subsample_level_end_cuts_to_halvings_quota_by_the_level_mean():
-    from racer.adapters.sklearn import _HalvingFloor
+    from racer.racing.cv import HalvingFloor
 
     class NoDecision:
         def decide(self, view, rng):
@@ -830,7 +830,7 @@ def test_subsample_level_end_cuts_to_halvings_quota_by_the_level_mean():
         def get_params(self):
             return {}
 
-    cut = _HalvingFloor(NoDecision(), n_candidates=9, splits_per_level=2, n_levels=3, factor=3,
+    cut = HalvingFloor(NoDecision(), n_candidates=9, splits_per_level=2, n_levels=3, factor=3,
                         cut=True)
     # Level 0's first split: no cut yet. Its last split: keep 9 / 3 = 3, by the level's mean
     # (column 8 is best on average though worst on the first split).

@@ -180,14 +180,16 @@ def test_star_import_binds_every_public_name(tmp_path):
     assert outcome == []
 
 
-# What `dir(racer)` listed when racer/__init__.py imported everything eagerly (tab completion).
+# What `dir(racer)` lists before anything is loaded (tab completion): the public names, the
+# submodules `import racer` used to bind, and nothing of the lazy-loading machinery.
 DIR_BEFORE_LAZY = [
-    "BayesianTest", "Elimination", "EliminationRecord", "Evaluation", "EvaluationError",
-    "HierarchicalRacingTest", "JournalInUseError", "PosteriorBestTest", "Race", "RaceFailedError",
-    "RaceResult", "RaceView", "RacingTest", "__all__", "__builtins__", "__cached__", "__doc__",
-    "__file__", "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
-    "_race_stats", "_validation", "bayesian_test", "elimination", "hierarchical_racing",
-    "instance_groups", "posterior_best_test", "race", "result", "stats", "storage",
+    "BayesianTest", "CorrelatedTTestRacing", "Elimination", "EliminationRecord", "Evaluation",
+    "EvaluationError", "FRaceTest", "HierarchicalRacingTest", "JournalInUseError", "KeepAll",
+    "PosteriorBestTest", "ProtectElites", "Race", "RaceFailedError", "RaceResult", "RaceView",
+    "RacingTest", "TRaceTest", "__all__", "__builtins__", "__cached__", "__doc__", "__file__",
+    "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
+    "_race_stats", "_validation", "instance_groups", "race", "racing", "result", "stats",
+    "storage",
 ]
 
 

@@ -16,8 +16,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from racer import Race
-from racer.adapters.trace import TRaceTest, adjust_pvalues
-from racer.elimination import RaceView
+from racer.racing.trace import TRaceTest, adjust_pvalues
+from racer.racing.base import RaceView
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = json.loads((ROOT / "tests" / "data" / "trace_reference.json").read_text())
@@ -157,7 +157,7 @@ def test_parameters_are_validated(kwargs, match):
 
 
 def test_inputs_are_validated():
-    with pytest.raises(TypeError, match="`view` must be a racer.elimination.RaceView"):
+    with pytest.raises(TypeError, match="`view` must be a racer.racing.base.RaceView"):
         TRaceTest().decide(np.zeros((3, 2)), None)
     with pytest.raises(ValueError, match="`costs` must be a finite"):
         TRaceTest().pvalues([[1.0, 2.0]])

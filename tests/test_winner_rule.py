@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from racer.adapters.frace import FRaceTest
-from racer.elimination import RacingTest
+from racer.racing.frace import FRaceTest
+from racer.racing.base import RacingTest
 from racer.race import Race
 
 # Candidate 0 has the best mean (one big win), candidate 1 the best rank sum (it beats 0 and

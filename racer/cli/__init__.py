@@ -45,7 +45,7 @@ class UsageError(ValueError):
 
 
 def _parser():
-    from .scenario import OPTIONS
+    from racer.cli.scenario import OPTIONS
 
     p = argparse.ArgumentParser(
         prog="racer",
@@ -66,7 +66,7 @@ def _parser():
                    help="racing test, overriding the scenario's testType: 'F-test' (irace's "
                         "Friedman + Conover, the default), 't-test', 't-test-bonferroni', "
                         "'t-test-holm' (irace's paired t-tests against the best mean, "
-                        "racer.adapters.trace.TRaceTest), 'bayesian' (racer.BayesianTest) or "
+                        "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest) or "
                         "'module:Class' for any racer RacingTest")
     g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
@@ -116,9 +116,9 @@ def _error(message: str) -> None:
 
 def load(args) -> dict:
     """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
-    from .checks import check_space
-    from .parameters import read_configurations, read_forbidden, read_parameters
-    from .scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
+    from racer.cli.checks import check_space
+    from racer.cli.parameters import read_configurations, read_forbidden, read_parameters
+    from racer.cli.scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
 
     sc = defaults()
     scenario_file = args.scenario
@@ -206,7 +206,7 @@ def load(args) -> dict:
 
 def _input_file(sc, option: str, what: str) -> str:
     """The path of the file ``option`` names; ScenarioError if it is missing or a folder."""
-    from .scenario import ScenarioError
+    from racer.cli.scenario import ScenarioError
 
     path = sc.path(option)
     if os.path.isdir(path):
@@ -219,7 +219,7 @@ def _input_file(sc, option: str, what: str) -> str:
 def _check_runner(sc, path: str) -> None:
     """The target-runner can be executed: a file, executable, and a ``#!`` line naming an
     interpreter that exists (exec's own error says only "No such file or directory")."""
-    from .scenario import ScenarioError
+    from racer.cli.scenario import ScenarioError
 
     where = {"option": "targetRunner", **sc.where("targetRunner")}
     if os.path.isdir(path):
@@ -247,8 +247,8 @@ def _check_runner(sc, path: str) -> None:
 
 
 def _check_launcher(sc) -> None:
-    from .scenario import ScenarioError
-    from .target_runner import build_command
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import build_command
 
     launcher = sc.values["targetRunnerLauncher"]
     found = (sc.path("targetRunnerLauncher") if os.sep in launcher else shutil.which(launcher))
@@ -264,7 +264,7 @@ def _check_launcher(sc) -> None:
 
 def _check_exec_dir(sc, path: str) -> None:
     """execDir exists, is a folder and racer can create files in it (runs.csv, the journal)."""
-    from .scenario import ScenarioError
+    from racer.cli.scenario import ScenarioError
 
     where = {"option": "execDir", **sc.where("execDir")}
     if os.path.isfile(path):
@@ -278,7 +278,7 @@ def _check_exec_dir(sc, path: str) -> None:
 
 
 def make_runner(loaded: dict, reaper=None):
-    from .target_runner import TargetRunner, build_command
+    from racer.cli.target_runner import TargetRunner, build_command
 
     sc = loaded["scenario"]
     launcher = sc.values["targetRunnerLauncher"]
@@ -300,17 +300,17 @@ def make_test(name: str | None, confidence: float):
     """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
     ``testType``: the F-race orders survivors by rank sum, the t-test races by mean cost
     (irace's ``overall.ranks``)."""
-    from ..elimination import RacingTest
+    from racer.racing.base import RacingTest
 
     key = (name or "").lower()
     if key in TEST_TYPES and TEST_TYPES[key] is None:
-        from ..adapters.frace import FRaceTest
+        from racer.racing.frace import FRaceTest
         return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
     if key in TEST_TYPES:
-        from ..adapters.trace import TRaceTest
+        from racer.racing.trace import TRaceTest
         return TRaceTest(alpha=1.0 - confidence, adjust=TEST_TYPES[key]), "mean"
     if name == "bayesian":
-        from ..bayesian_test import BayesianTest
+        from racer.racing.bayesian import BayesianTest
         return BayesianTest(), None
     if ":" in name:
         module, _, cls = name.partition(":")
@@ -351,7 +351,7 @@ def make_executor(spec: str, parallel: int):
             close = client.close
         return client.get_executor(), close
     if spec == "ray" or spec.startswith("ray:"):
-        from .ray_executor import RayExecutor
+        from racer.cli.ray_executor import RayExecutor
 
         try:
             if spec == "ray":
@@ -394,7 +394,7 @@ def write_run_report(exec_dir: str) -> str | None:
         return None
     path = os.path.join(exec_dir, "report.html")
     try:
-        from ..report import write_report
+        from racer.report import write_report
 
         return write_report(exec_dir, path)
     except Exception as exc:  # a report is a by-product: it never changes the run's outcome
@@ -405,8 +405,8 @@ def write_run_report(exec_dir: str) -> str | None:
 def do_check(loaded: dict, args) -> int:
     import numpy as np
 
-    from .iterated import _derived_seed
-    from .sampler import Sampler
+    from racer.cli.iterated import _derived_seed
+    from racer.cli.sampler import Sampler
 
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
@@ -443,9 +443,9 @@ def do_check(loaded: dict, args) -> int:
 def do_run(loaded: dict, args) -> int:
     import numpy as np
 
-    from .iterated import JOURNAL_DIR, Settings, Tuner
-    from ..progress import iterations_done_text
-    from .output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
+    from racer.cli.iterated import JOURNAL_DIR, Settings, Tuner
+    from racer.progress import iterations_done_text
+    from racer.cli.output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
                          write_results, write_test)
 
     sc, space = loaded["scenario"], loaded["space"]
@@ -476,7 +476,7 @@ def do_run(loaded: dict, args) -> int:
         error_policy=args.on_error, fixed_list=args.fixed_list,
         lookahead=not getattr(args, "no_lookahead", False),
         soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
-    from .target_runner import Reaper
+    from racer.cli.target_runner import Reaper
 
     reaper = Reaper()
     runner = make_runner(loaded, reaper)
@@ -486,7 +486,7 @@ def do_run(loaded: dict, args) -> int:
     progress = Progress(quiet=quiet)
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
-    from .resume import check_resume, settings_of
+    from racer.cli.resume import check_resume, settings_of
 
     try:
         # Before anything runs: the same settings resume, a larger budget continues, anything
@@ -502,7 +502,7 @@ def do_run(loaded: dict, args) -> int:
     settings.earlier_budgets = tuple(earlier)
     sampler = None
     if args.sampler == "optuna":
-        from .sampler import OptunaSampler
+        from racer.cli.sampler import OptunaSampler
 
         try:
             sampler = OptunaSampler(space, seed=seed)
@@ -601,7 +601,7 @@ def read_prior_times(path: str) -> dict:
     after a kill). A torn last line is skipped."""
     import csv
 
-    from .lookahead import UNUSED
+    from racer.cli.lookahead import UNUSED
 
     times: dict = {}
     if not os.path.exists(path):
@@ -742,26 +742,26 @@ def _clear_interrupted() -> None:
 
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
-    from .parameters import ParameterFileError
-    from .rexpr import RSyntaxError
-    from .scenario import ScenarioError
-    from .target_runner import TargetRunnerError
-    from .resume import ResumeError
-    from ..storage import JournalInUseError
+    from racer.cli.parameters import ParameterFileError
+    from racer.cli.rexpr import RSyntaxError
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import TargetRunnerError
+    from racer.cli.resume import ResumeError
+    from racer.storage import JournalInUseError
 
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "report":
         # `racer report ...`: the report's own command line (also installed as racer-report).
         # Dispatched on the first word so every `racer --scenario ...` command stays as it was.
-        from ..report import main as report_main
+        from racer.report import main as report_main
 
         return report_main(list(argv[1:]), prog="racer report")
     parser = _parser()
     args = parser.parse_args(argv)
     args.argv = list(argv)  # to repeat the command in advice (--fresh)
     if args.version:
-        from .. import __version__
+        from racer import __version__
         print(f"racer {__version__}")
         return EXIT_OK
     if args.init:

@@ -44,8 +44,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from . import rexpr
-from .parameters import Parameter, ParameterFileError, ParameterSpace, format_value
+from racer.cli import rexpr
+from racer.cli.parameters import Parameter, ParameterFileError, ParameterSpace, format_value
 
 __all__ = ["check_space", "MAX_COMBINATIONS", "MAX_DIGITS"]
 

@@ -31,13 +31,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..elimination import ProtectElites, RacingTest
-from ..race import Race
-from .parameters import ParameterSpace, format_value
-from .lookahead import UNUSED, Lookahead
-from .sampler import Sampler
-from .scenario import Instance
-from .target_runner import RunResult, TargetRunner, TargetRunnerError
+from racer.racing.base import KeepAll, ProtectElites, RacingTest
+from racer.race import Race
+from racer.cli.parameters import ParameterSpace, format_value
+from racer.cli.lookahead import UNUSED, Lookahead
+from racer.cli.sampler import Sampler
+from racer.cli.scenario import Instance
+from racer.cli.target_runner import RunResult, TargetRunner, TargetRunnerError
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
            "KeepAll", "ProtectElites"]
@@ -75,14 +75,6 @@ class Task:
         return f"Task({self.index}, {self.instance.name!r}, {' '.join(self.instance.extra)!r}, {self.seed})"
 
 
-class KeepAll(RacingTest):
-    """A test that eliminates nothing (the test phase runs every elite on every instance)."""
-
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 @dataclasses.dataclass
@@ -914,7 +906,7 @@ class Tuner:
         and the test phase runs on the new elites, taking the runs already made (an elite
         still among them, the same test instance and seed) from the earlier journals instead
         of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
-        from ..storage import Journal, read_journal
+        from racer.storage import Journal, read_journal
 
         current = os.path.join(self.journal_dir, "test.sqlite")
         reprs = [repr(e) for e in elites]

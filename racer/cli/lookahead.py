@@ -36,7 +36,7 @@ import os
 import time
 from typing import Any
 
-from .target_runner import RunResult
+from racer.cli.target_runner import RunResult
 
 __all__ = ["UNUSED", "Lookahead"]
 

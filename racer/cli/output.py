@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .parameters import ParameterSpace, format_value
+from racer.cli.parameters import ParameterSpace, format_value
 
 __all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_test",
            "write_results", "elites_report", "configuration_words"]
@@ -175,7 +175,7 @@ class Progress:
     only the final line)."""
 
     def __init__(self, stream: Any = None, quiet: bool = False) -> None:
-        from ..progress import ProgressBar
+        from racer.progress import ProgressBar
 
         self.quiet = quiet
         self._bar = ProgressBar(stream=stream, enabled=not quiet)
@@ -185,7 +185,7 @@ class Progress:
         self._race_id = None
 
     def _describe(self, state: dict, race) -> str:
-        from ..progress import iteration_text
+        from racer.progress import iteration_text
 
         it = state.get("iteration")
         where = "test phase" if it == "test" else iteration_text(it, state.get("planned", it))

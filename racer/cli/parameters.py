@@ -32,8 +32,8 @@ import re
 import shlex
 from typing import Any
 
-from . import rexpr
-from .scenario import read_text
+from racer.cli import rexpr
+from racer.cli.scenario import read_text
 
 __all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "ForbiddenRule", "read_parameters",
            "read_forbidden", "read_configurations", "format_value"]

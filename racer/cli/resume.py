@@ -54,7 +54,7 @@ def _budget_of(values: dict) -> dict:
 
 
 def _describe_parameter(p) -> str:
-    from .parameters import format_value
+    from racer.cli.parameters import format_value
 
     # format_value: exact (shortest repr), so that any change of a bound is seen.
     domain = "(" + ", ".join(format_value(x) if isinstance(x, (int, float)) else str(x)
@@ -71,7 +71,7 @@ def settings_of(loaded: dict, args, seed: int, runner_command: list) -> dict:
     """The settings of this command, as recorded in ``settings.json`` (without ``budgets``)."""
     sc, space = loaded["scenario"], loaded["space"]
     v = sc.values
-    from .parameters import format_value
+    from racer.cli.parameters import format_value
 
     return {
         "version": _VERSION,

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .parameters import Parameter, ParameterSpace
+from racer.cli.parameters import Parameter, ParameterSpace
 
 __all__ = ["Sampler", "SamplingError", "OptunaSampler"]
 

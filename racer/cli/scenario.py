@@ -25,7 +25,7 @@ import re
 import shlex
 from typing import Any
 
-from . import rexpr
+from racer.cli import rexpr
 
 __all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
            "read_instances", "read_text"]

@@ -45,7 +45,7 @@ import threading
 import time
 import uuid
 
-from .scenario import Instance
+from racer.cli.scenario import Instance
 
 __all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
 
@@ -203,7 +203,7 @@ class Reaper:
 
 
 def _death_cause(returncode: int) -> str:
-    from ..execution import _death_cause as cause  # stdlib-only module; lazily, as it is rare
+    from racer.execution import _death_cause as cause  # stdlib-only module; lazily, as it is rare
 
     return cause(returncode)
 

@@ -51,7 +51,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.special import fdtr, fdtri
 
-from .._validation import (
+from racer._validation import (
     as_score_matrix,
     check_bool,
     check_int,
@@ -60,8 +60,8 @@ from .._validation import (
     check_probability,
     check_random_state,
 )
-from ._ranks import block_ranks
-from ._result import StatsResult
+from racer.stats._ranks import block_ranks
+from racer.stats._result import StatsResult
 
 __all__ = [
     "BayesianFriedmanResult",
@@ -351,7 +351,7 @@ def bayesian_friedman_from_sums(
     """:func:`bayesian_friedman` from the sufficient statistics of the ranks.
 
     For callers that keep the sums themselves (a race keeps them incrementally:
-    :attr:`racer.elimination.RaceView.rank_sums` and ``rank_outer``). ``rank_sums`` (m,)
+    :attr:`racer.racing.base.RaceView.rank_sums` and ``rank_outer``). ``rank_sums`` (m,)
     and ``rank_outer`` (m, m) are ``sum_l r_l`` and ``sum_l r_l r_l'`` over ``n_blocks``
     within-block rank vectors (1 = best); the Monte Carlo region also needs the rank rows
     themselves (``ranks``, (n_blocks, m)). Unlike :func:`bayesian_friedman`,
@@ -407,7 +407,7 @@ class FriedmanAccumulator:
     The rank rows are kept, because the Monte Carlo region needs them.
 
     Use :meth:`update` with the survivors' whole score matrix and their stable ids (the
-    interface of :class:`racer.elimination.RacingTest`); it works out itself whether it can
+    interface of :class:`racer.racing.base.RacingTest`); it works out itself whether it can
     extend its sums or must rebuild them. Rows already seen must not change.
 
     >>> import numpy as np

@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from .._validation import (
+from racer._validation import (
     as_1d,
     as_paired,
     check_int,
@@ -55,8 +55,8 @@ from .._validation import (
     check_positive,
     check_random_state,
 )
-from . import _kernels
-from ._result import StatsResult
+from racer.stats import _kernels
+from racer.stats._result import StatsResult
 
 __all__ = [
     "IDP_PRIOR_STRENGTH",

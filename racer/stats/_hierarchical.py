@@ -23,15 +23,15 @@ import math
 import numpy as np
 from scipy import special
 
-from .._validation import (
+from racer._validation import (
     _numeric_array,
     check_int,
     check_nonnegative,
     check_probability,
     check_random_state,
 )
-from . import _diagnostics
-from ._result import StatsResult
+from racer.stats import _diagnostics
+from racer.stats._result import StatsResult
 
 __all__ = ["HierarchicalResult", "ConvergenceError", "hierarchical_test", "odds_grade"]
 
@@ -235,7 +235,7 @@ def _check_data(rows: list, labels, name: str) -> None:
 
 
 def _run(stats, rho, n_chains, n_warmup, n_draws, rng):
-    from ._kernels import hier_chain
+    from racer.stats._kernels import hier_chain
 
     xbar, ss, n_obs, sigma_upper, sigma0_upper = stats
     q = xbar.shape[0]

@@ -37,9 +37,9 @@ import numbers
 import numpy as np
 from scipy import special
 
-from .._validation import as_score_matrix, check_bool, check_nonnegative
-from ._ranks import block_ranks
-from ._result import StatsResult
+from racer._validation import as_score_matrix, check_bool, check_nonnegative
+from racer.stats._ranks import block_ranks
+from racer.stats._result import StatsResult
 
 __all__ = ["RankPosteriorResult", "prob_smallest", "rank_posterior"]
 

@@ -28,7 +28,7 @@ import numpy as np
 from scipy import integrate
 from scipy.special import betainc, betaincinv, gammainc, gammaincinv
 
-from .._validation import (
+from racer._validation import (
     _describe,
     as_paired,
     as_score_matrix,
@@ -40,8 +40,8 @@ from .._validation import (
     check_random_state,
     orient,
 )
-from . import _kernels
-from ._result import StatsResult
+from racer.stats import _kernels
+from racer.stats._result import StatsResult
 
 __all__ = [
     "prob_greater_from_counts",

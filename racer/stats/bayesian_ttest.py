@@ -20,8 +20,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from .._validation import as_1d, check_nonnegative, check_probability
-from ._result import StatsResult
+from racer._validation import as_1d, check_nonnegative, check_probability
+from racer.stats._result import StatsResult
 
 __all__ = ["BayesianCorrelatedTTestResult", "bayesian_correlated_ttest"]
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from scipy import stats as _st
 
-from .._validation import (
+from racer._validation import (
     _describe,
     as_1d,
     check_bool,
@@ -27,7 +27,7 @@ from .._validation import (
     check_probability,
     check_random_state,
 )
-from ._result import StatsResult
+from racer.stats._result import StatsResult
 
 __all__ = [
     "CorrelatedTTestResult",

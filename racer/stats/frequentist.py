@@ -28,7 +28,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import stats as _st
 
-from .._validation import (
+from racer._validation import (
     _describe,
     _numeric_array,
     as_1d,
@@ -39,8 +39,8 @@ from .._validation import (
     check_option,
     check_probability,
 )
-from ._ranks import block_ranks, tie_group_sizes_term
-from ._result import StatsResult
+from racer.stats._ranks import block_ranks, tie_group_sizes_term
+from racer.stats._result import StatsResult
 
 __all__ = [
     "FriedmanResult",

@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from .._validation import (
+from racer._validation import (
     as_score_matrix,
     check_bool,
     check_int,
@@ -39,9 +39,9 @@ from .._validation import (
     check_random_state,
     orient,
 )
-from . import _kernels
-from ._result import StatsResult
-from .bayesian_sign import prob_greater_from_counts
+from racer.stats import _kernels
+from racer.stats._result import StatsResult
+from racer.stats.bayesian_sign import prob_greater_from_counts
 
 __all__ = ["JointComparisonsResult", "joint_comparisons", "joint_prefix_probabilities"]
 

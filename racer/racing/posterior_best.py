@@ -25,9 +25,9 @@ import warnings
 import numpy as np
 from scipy import special
 
-from ._validation import check_bool, check_nonnegative, check_probability
-from .elimination import Elimination, RacingTest
-from .stats.bayesian_mean_ranks import _posterior_from_sums, _prob_smallest
+from racer._validation import check_bool, check_nonnegative, check_probability
+from racer.racing.base import Elimination, RacingTest
+from racer.stats.bayesian_mean_ranks import _posterior_from_sums, _prob_smallest
 
 __all__ = ["PosteriorBestTest"]
 
@@ -229,7 +229,7 @@ def _guard(lead_wins, lose_wins):
     """IDP (s = 1) lower probability that the leader beats a candidate: the pseudo-instance
     sits on the candidate's side (seed 002, section 7; ties drop out)."""
     # Lazy: the sign-test module brings Numba, which ``import racer`` should not pay for.
-    from .stats.bayesian_sign import prob_greater_from_counts
+    from racer.stats.bayesian_sign import prob_greater_from_counts
 
     return prob_greater_from_counts(lead_wins, np.asarray(lose_wins) + _GUARD_STRENGTH)
 

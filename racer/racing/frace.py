@@ -35,9 +35,8 @@ from racer._validation import (
     check_bool,
     check_option,
     check_probability,
-    check_view,
 )
-from racer.elimination import Elimination, RacingTest
+from racer.racing.base import Elimination, RacingTest, check_view
 from racer.stats._ranks import block_ranks, tie_group_sizes_term
 
 __all__ = ["FRaceTest", "friedman_chi2", "conover_threshold"]
@@ -179,8 +178,8 @@ class FRaceTest(RacingTest):
     Examples
     --------
     >>> import numpy as np
-    >>> from racer.adapters.frace import FRaceTest
-    >>> from racer.elimination import RaceView
+    >>> from racer.racing.frace import FRaceTest
+    >>> from racer.racing.base import RaceView
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.normal([0.0, 0.0, 2.0], 1.0, size=(15, 3))
     >>> out = FRaceTest().decide(RaceView.from_scores(scores, np.arange(3)), rng)

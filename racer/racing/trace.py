@@ -26,8 +26,8 @@ import dataclasses
 
 import numpy as np
 
-from racer._validation import check_option, check_probability, check_view
-from racer.elimination import Elimination, RacingTest
+from racer._validation import check_option, check_probability
+from racer.racing.base import Elimination, RacingTest, check_view
 
 __all__ = ["TRaceTest", "adjust_pvalues"]
 
@@ -87,8 +87,8 @@ class TRaceTest(RacingTest):
     Examples
     --------
     >>> import numpy as np
-    >>> from racer.adapters.trace import TRaceTest
-    >>> from racer.elimination import RaceView
+    >>> from racer.racing.trace import TRaceTest
+    >>> from racer.racing.base import RaceView
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.normal([0.0, 0.0, 2.0], 1.0, size=(15, 3))  # larger is better
     >>> out = TRaceTest(adjust="holm").decide(RaceView.from_scores(scores), rng)

@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_probability
-from .elimination import Elimination, RacingTest
-from .posterior_best_test import PosteriorBestTest
+from racer._validation import check_int, check_nonnegative, check_probability
+from racer.racing.base import Elimination, RacingTest
+from racer.racing.posterior_best import PosteriorBestTest
 
 __all__ = ["HierarchicalRacingTest", "instance_groups"]
 
@@ -257,7 +257,7 @@ class HierarchicalRacingTest(RacingTest):
         keep, n_groups = _usable_rows(labels)
         if n_groups < 2:
             return out
-        from .stats import ConvergenceError, hierarchical_test
+        from racer.stats import ConvergenceError, hierarchical_test
 
         rows = np.flatnonzero(keep)
         kept_labels = [labels[r] for r in rows]

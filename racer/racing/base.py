@@ -4,7 +4,7 @@ The engine (:mod:`racer.race`) owns the loop, the budget, the bookkeeping and th
 incremental statistics (it alone knows when rows arrive and survivors change); a racing test
 is a configuration plus a decision rule: it reads a :class:`RaceView` of the survivors and says
 who goes. Keeping that boundary narrow is what lets the Bayesian test
-(:mod:`racer.bayesian_test`) and the F-race baseline (:mod:`racer.adapters.frace`) run on the
+(:mod:`racer.racing.bayesian`) and the F-race baseline (:mod:`racer.racing.frace`) run on the
 very same loop, and what lets one test object serve many races.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Elimination", "ProtectElites", "RaceView", "RacingTest"]
+__all__ = ["Elimination", "KeepAll", "ProtectElites", "RaceView", "RacingTest", "check_view"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +113,7 @@ class RaceView:
         >>> view.ranks.tolist()
         [[3.0, 1.5, 1.5], [1.0, 3.0, 2.0]]
         """
-        from ._validation import as_score_matrix, check_int
+        from racer._validation import as_score_matrix, check_int
 
         scores, _ = as_score_matrix(scores, "scores", min_blocks=1, min_candidates=1)
         m = scores.shape[1]
@@ -323,7 +323,7 @@ class ProtectElites(RacingTest):
     Examples
     --------
     >>> import numpy as np
-    >>> from racer.elimination import Elimination, ProtectElites, RaceView, RacingTest
+    >>> from racer.racing.base import Elimination, ProtectElites, RaceView, RacingTest
     >>> class DropAllButFirst(RacingTest):
     ...     def decide(self, view, rng):
     ...         return [Elimination(j, "dominated", 0, 1.0) for j in range(1, len(view.ids))]
@@ -343,7 +343,7 @@ class ProtectElites(RacingTest):
         from racer._validation import check_int
 
         if not isinstance(inner, RacingTest):
-            raise TypeError(f"`inner` must be a racer.elimination.RacingTest; got {inner!r}")
+            raise TypeError(f"`inner` must be a racer.racing.base.RacingTest; got {inner!r}")
         self.inner = inner
         self.n_elites = check_int(n_elites, "n_elites", minimum=0)
         self.until = check_int(until, "until", minimum=0)
@@ -362,3 +362,34 @@ class ProtectElites(RacingTest):
             inner = {"repr": repr(self.inner)}
         return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
                 "n_elites": self.n_elites, "until": self.until}
+
+def check_view(view: Any, name: str = "view") -> None:
+    """Check the first argument of ``RacingTest.decide``: a :class:`racer.racing.base.RaceView`.
+
+    A bare score matrix (the pre-RaceView calling convention) would otherwise fail deep inside
+    with "'numpy.ndarray' object has no attribute 'scores'".
+    """
+    if not isinstance(view, RaceView):
+        raise TypeError(
+            f"`{name}` must be a racer.racing.base.RaceView (build one from a score matrix "
+            f"with RaceView.from_scores(scores, ids)); got {type(view).__name__}"
+        )
+
+
+class KeepAll(RacingTest):
+    """A racing test that eliminates nothing: every candidate runs on every instance.
+
+    The command line's test phase runs its elites with it, and the adapters race with it when
+    they have fewer instances than ``first_test`` (a plain grid search), since
+    :class:`racer.race.Race` refuses a first block shorter than ``first_test``.
+
+    >>> import numpy as np
+    >>> KeepAll().decide(RaceView.from_scores(np.eye(3), np.arange(3)), None)
+    []
+    """
+
+    def decide(self, view: Any, rng: np.random.Generator) -> list:
+        return []
+
+    def get_params(self) -> dict:
+        return {}

@@ -46,9 +46,8 @@ from racer._validation import (
     check_option,
     check_positive,
     check_probability,
-    check_view,
 )
-from racer.elimination import Elimination, RaceView, RacingTest
+from racer.racing.base import Elimination, RaceView, RacingTest, check_view
 
 __all__ = ["BayesianTest"]
 
@@ -141,8 +140,8 @@ class BayesianTest(RacingTest):
     Examples
     --------
     >>> import numpy as np
-    >>> from racer.bayesian_test import BayesianTest
-    >>> from racer.elimination import RaceView
+    >>> from racer.racing.bayesian import BayesianTest
+    >>> from racer.racing.base import RaceView
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.normal([0.0, 0.0, 1.0], 0.5, size=(20, 3))
     >>> out = BayesianTest().decide(RaceView.from_scores(scores, np.arange(3)), np.random.default_rng(1))
@@ -205,7 +204,7 @@ class BayesianTest(RacingTest):
     def gate_statistic(self, view):
         """Bayesian Friedman statistic and threshold ``(stat, rho)`` (eq. 16-19).
 
-        ``view`` is a :class:`~racer.elimination.RaceView` or a score matrix (larger is
+        ``view`` is a :class:`~racer.racing.base.RaceView` or a score matrix (larger is
         better). Both come from
         :func:`racer.stats.bayesian_friedman_from_sums` (``method=
         "ellipsoid"``) on the view's rank sums; ``rho`` is NaN while ``n <= m - 1`` (the F

@@ -1,0 +1,54 @@
+"""Every racing test, and the interface between them and the race engine.
+
+A racing test reads a :class:`RaceView` of the survivors after each block of instances and
+returns the :class:`Elimination` decisions; :class:`racer.race.Race` runs the loop. Each test
+takes its formulas from :mod:`racer.stats`.
+
+=============================  ===================================================================
+module                         racing tests
+=============================  ===================================================================
+:mod:`racer.racing.base`       the interface (``RacingTest``, ``RaceView``, ``Elimination``),
+                               ``ProtectElites`` and ``KeepAll``
+:mod:`racer.racing.posterior_best`  ``PosteriorBestTest``, the default
+:mod:`racer.racing.bayesian`   ``BayesianTest``: Bayesian Friedman gate + joint sign tests
+:mod:`racer.racing.hierarchical`  ``HierarchicalRacingTest`` for grouped instances
+:mod:`racer.racing.frace`      ``FRaceTest``: irace's F-race (Friedman + Conover) and variants
+:mod:`racer.racing.trace`      ``TRaceTest``: irace's t-test races
+:mod:`racer.racing.cv`         ``CorrelatedTTestRacing`` and the cross-validation wrappers
+:mod:`racer.racing.registry`   the names the command line, the demo and ``RaceSearchCV`` accept
+=============================  ===================================================================
+"""
+
+import importlib
+
+# Public name -> submodule. Loaded on first access (PEP 562), as in `racer` itself: the F-race
+# and the t-race import scipy.stats, which `import racer.racing.base` should not pay for.
+_EXPORTS = {
+    "Elimination": "base",
+    "KeepAll": "base",
+    "ProtectElites": "base",
+    "RaceView": "base",
+    "RacingTest": "base",
+    "BayesianTest": "bayesian",
+    "CorrelatedTTestRacing": "cv",
+    "FRaceTest": "frace",
+    "HierarchicalRacingTest": "hierarchical",
+    "instance_groups": "hierarchical",
+    "PosteriorBestTest": "posterior_best",
+    "TRaceTest": "trace",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
