@@ -60,6 +60,7 @@ _EXPORTS = {
     "signed_rank_posterior_mean": "_bayesian_signed_rank",
     "BayesianCorrelatedTTestResult": "bayesian_ttest",
     "bayesian_correlated_ttest": "bayesian_ttest",
+    "bayesian_correlated_ttest_from_moments": "bayesian_ttest",
     "BayesianFriedmanResult": "_bayesian_friedman",
     "FriedmanAccumulator": "_bayesian_friedman",
     "auto_min_blocks": "_bayesian_friedman",
