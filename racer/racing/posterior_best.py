@@ -27,7 +27,7 @@ from scipy import special
 
 from racer._validation import check_bool, check_nonnegative, check_probability
 from racer.racing.base import Elimination, RacingTest
-from racer.stats.bayesian_mean_ranks import _posterior_from_sums, _prob_smallest
+from racer.stats import rank_posterior_from_sums
 
 __all__ = ["PosteriorBestTest"]
 
@@ -176,8 +176,8 @@ class PosteriorBestTest(RacingTest):
         # engine-maintained sums (new rows only between steps): the posterior needs no more
         rank_sums = view.rank_sums
         sum_sq = float(view.rank_sq_sums.sum())
-        loc, scale, df = _posterior_from_sums(rank_sums, sum_sq, n, m)
-        p = _prob_smallest(loc, scale, df)
+        post = rank_posterior_from_sums(rank_sums, sum_sq, n)
+        loc, scale, df, p = post.mean_ranks, post.scale, post.df, post.prob_best
         # Least probable first; equal probabilities: the worse mean rank first.
         order = np.lexsort((-loc, p))
         leader = int(order[-1])

@@ -69,6 +69,7 @@ _EXPORTS = {
     "RankPosteriorResult": "bayesian_mean_ranks",
     "prob_smallest": "bayesian_mean_ranks",
     "rank_posterior": "bayesian_mean_ranks",
+    "rank_posterior_from_sums": "bayesian_mean_ranks",
     "JointComparisonsResult": "joint",
     "joint_comparisons": "joint",
     "joint_prefix_probabilities": "joint",

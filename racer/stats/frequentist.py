@@ -42,7 +42,7 @@ from racer._validation import (
     check_option,
     check_probability,
 )
-from racer.stats._ranks import block_ranks, tie_group_sizes_term
+from racer.stats._ranks import block_ranks, check_rank_sums, tie_group_sizes_term
 from racer.stats._result import StatsResult
 
 __all__ = [
@@ -324,33 +324,6 @@ def _scores_and_ranks(scores, maximize):
     return arr, ranks, names
 
 
-def _check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks: int = 1):
-    """``(rank_sums, rank_sq_sum, n, k)`` checked against what ``n`` blocks of ranks can give."""
-    n = check_int(n_blocks, "n_blocks", minimum=min_blocks)
-    sums = as_1d(rank_sums, "rank_sums", min_length=2)
-    k = sums.shape[0]
-    # Every block's ranks are a permutation of 1..k (ties averaged): they sum to k (k + 1)/2,
-    # and their squares to between k (k + 1)^2 / 4 (all tied) and k (k + 1)(2k + 1)/6.
-    expected = n * k * (k + 1) / 2.0
-    if abs(float(sums.sum()) - expected) > 1e-9 * expected:
-        raise ValueError(
-            f"`rank_sums` must be the sums of {n} blocks of ranks 1..{k} (total {expected:g}); "
-            f"got total {float(sums.sum()):g}"
-        )
-    if rank_sq_sum is None:
-        return sums, None, n, k
-    if isinstance(rank_sq_sum, bool) or not isinstance(rank_sq_sum, (numbers.Real, np.floating)):
-        raise TypeError(f"`rank_sq_sum` must be a real number; got {_describe(rank_sq_sum)}")
-    sum_sq = float(rank_sq_sum)
-    low, high = n * k * (k + 1) ** 2 / 4.0, n * k * (k + 1) * (2 * k + 1) / 6.0
-    if not low - 1e-9 * high <= sum_sq <= high * (1 + 1e-9):
-        raise ValueError(
-            f"`rank_sq_sum` must lie in [{low:g}, {high:g}] for {n} blocks of ranks 1..{k}; "
-            f"got {sum_sq!r}"
-        )
-    return sums, sum_sq, n, k
-
-
 # ---------------------------------------------------------------------------------------------
 # Friedman
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +427,7 @@ def friedman_from_sums(
     True
     """
     tie_correction = check_bool(tie_correction, "tie_correction")
-    sums, sum_sq, n, k = _check_rank_sums(rank_sums, rank_sq_sum, n_blocks)
+    sums, sum_sq, n, k = check_rank_sums(rank_sums, rank_sq_sum, n_blocks)
     tie_term = 12.0 * (n * k * (k + 1) * (2 * k + 1) / 6.0 - sum_sq) if tie_correction else 0.0
     return _friedman_result(sums, n, k, tie_term, tie_correction, None)
 
@@ -612,7 +585,7 @@ def conover_from_sums(
     """
     alternative = check_option(alternative, "alternative", _ALTERNATIVES)
     method = _check_p_adjust(p_adjust)
-    sums, sum_sq, n, k = _check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks=2)
+    sums, sum_sq, n, k = check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks=2)
     return _conover_result(sums, sum_sq, n, k, alternative, method, None)
 
 
@@ -685,7 +658,7 @@ def mean_ranks_test_from_sums(
     """
     alternative = check_option(alternative, "alternative", _ALTERNATIVES)
     method = _check_p_adjust(p_adjust)
-    sums, _, n, k = _check_rank_sums(rank_sums, None, n_blocks)
+    sums, _, n, k = check_rank_sums(rank_sums, None, n_blocks)
     return _mean_ranks_result(sums / n, n, k, alternative, method, None)
 
 
