@@ -107,12 +107,12 @@ class FRaceTest(RacingTest):
         if self.gate and not pvalue < self.alpha:
             return []
         if self.post_hoc == "conover":
-            return self._conover(rank_sums, sum_sq, n, pvalue)
+            return self._rank_sum_post_hoc(rank_sums, sum_sq, n, pvalue)
         if self.post_hoc == "sign":
             return self._sign(view.greater)
         return self._mean_ranks(rank_sums, n)
 
-    def _conover(self, rank_sums, sum_sq, n, pvalue):
+    def _rank_sum_post_hoc(self, rank_sums, sum_sq, n, pvalue):
         from racer.stats import conover_from_sums
 
         # irace: every candidate whose rank sum exceeds the best one's by more than t*.
