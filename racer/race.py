@@ -24,7 +24,6 @@ import logging
 import math
 import numbers
 import pickle
-import re
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, NamedTuple
@@ -32,6 +31,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from racer._race_stats import RaceStats
+from racer._text import describe_value, short_repr, stable_repr
 from racer._validation import (
     as_race_items,
     check_bool,
@@ -105,28 +105,9 @@ class RaceFailedError(EvaluationError):
 _MISSING = object()
 
 
-def _stable_repr(obj: Any) -> str:
-    # Default reprs embed memory addresses ("<function f at 0x7f...>") that change from run to
-    # run; a resumed race must still recognise its own candidates and instances.
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
-
-
-def _clip(obj: Any, width: int = 80) -> str:
-    text = _stable_repr(obj)
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _describe_value(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not hide the failure
-        text = f"<unprintable: repr raised {type(exc).__name__}>"
-    text = text if len(text) <= 60 else text[:57] + "..."
-    kind = type(value)
-    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    if isinstance(value, np.ndarray):
-        name += f" of shape {value.shape}"
-    return f"{text} ({name})"
+def _clip(obj: Any) -> str:
+    # How this module's messages and logs name a candidate, an instance or `evaluate`.
+    return short_repr(obj, 80, stable=True)
 
 
 def _check_value(value: Any) -> str | None:
@@ -142,26 +123,26 @@ def _check_value(value: Any) -> str | None:
     if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
         return None if value - value == 0.0 else f"returned {value}"
     if isinstance(value, (bool, np.bool_)):
-        return f"returned a bool, not a score: {_describe_value(value)}; return a float"
+        return f"returned a bool, not a score: {describe_value(value)}; return a float"
     if isinstance(value, numbers.Real):
         try:
             if math.isfinite(value):
                 return None
         except OverflowError:
-            return f"returned a number too large for a float: {_describe_value(value)}"
+            return f"returned a number too large for a float: {describe_value(value)}"
         return f"returned {float(value)}"
     if isinstance(value, numbers.Complex):
-        return f"returned a complex number, not a real score: {_describe_value(value)}"
+        return f"returned a complex number, not a real score: {describe_value(value)}"
     if isinstance(value, np.ndarray):
         hint = "; return a scalar, e.g. x.item()" if value.size == 1 else ""
-        return f"returned an array, not a number: {_describe_value(value)}{hint}"
+        return f"returned an array, not a number: {describe_value(value)}{hint}"
     if isinstance(value, dict) and "fun" in value and "x" in value:
         # scipy.optimize.OptimizeResult is a dict subclass with .fun (the objective value).
         return (
             f"returned a non-number: a {type(value).__name__} (an optimizer's result); "
             "return its `.fun`, the objective value"
         )
-    return f"returned a non-number: {_describe_value(value)}"
+    return f"returned a non-number: {describe_value(value)}"
 
 
 def _check_evaluate(evaluate: Any, executor: Any) -> None:
@@ -750,7 +731,7 @@ class Race:
         key = self._key_of(evaluation)
         if error is not None and not isinstance(error, (BaseException, str)):
             raise TypeError(
-                f"`error` must be an exception or a message (str); got {_describe_value(error)}"
+                f"`error` must be an exception or a message (str); got {describe_value(error)}"
             )
         if not charge and error is None:
             raise ValueError("`charge=False` is only for a failure: give `error=`")
@@ -907,7 +888,7 @@ class Race:
         self._instances.extend(new)
         if self._journal is None:
             return
-        reprs = [_stable_repr(inst) for inst in new]
+        reprs = [stable_repr(inst) for inst in new]
         known = self._stored_instance_reprs
         fresh = []
         for offset, text in enumerate(reprs):
@@ -1146,11 +1127,11 @@ class Race:
         try:
             params = self._test.get_params()
         except NotImplementedError:
-            params = {"repr": _stable_repr(self._test)}
+            params = {"repr": stable_repr(self._test)}
         return {
-            "candidates": [_stable_repr(c) for c in self._candidates],
+            "candidates": [stable_repr(c) for c in self._candidates],
             "test": f"{type(self._test).__module__}.{type(self._test).__qualname__}",
-            "test_params": {k: _stable_repr(v) for k, v in sorted(params.items())},
+            "test_params": {k: stable_repr(v) for k, v in sorted(params.items())},
             "direction": self._direction,
             "budget": self._budget,
             "max_instances": self._max_instances,
@@ -1160,7 +1141,7 @@ class Race:
             "shuffle": self._shuffle,
             "on_error": self._on_error,
             "random_state": seed_spec,
-            "metadata": {str(k): _stable_repr(v) for k, v in sorted(self._metadata.items(), key=str)},
+            "metadata": {str(k): stable_repr(v) for k, v in sorted(self._metadata.items(), key=str)},
         }
 
     def _open_storage(self, storage: Any, random_state: Any) -> None:

@@ -16,12 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from racer._text import short_repr
+
 __all__ = ["EliminationRecord", "RaceResult"]
-
-
-def _short_repr(value: Any, width: int = 48) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,9 +59,9 @@ class EliminationRecord:
     step: int
 
     def __repr__(self) -> str:
-        by = "" if self.by_index is None else f", by={_short_repr(self.by)}"
+        by = "" if self.by_index is None else f", by={short_repr(self.by, 48)}"
         return (
-            f"EliminationRecord(candidate={_short_repr(self.candidate)}, "
+            f"EliminationRecord(candidate={short_repr(self.candidate, 48)}, "
             f"n_instances={self.n_instances}, reason={self.reason!r}{by}, "
             f"probability={self.probability:.4g})"
         )
@@ -176,7 +173,7 @@ class RaceResult:
 
     def __repr__(self) -> str:
         return (
-            f"RaceResult(best={_short_repr(self.best)}, survivors={len(self.survivors)}, "
+            f"RaceResult(best={short_repr(self.best, 48)}, survivors={len(self.survivors)}, "
             f"candidates={len(self.candidates)}, n_instances={self.n_instances}, "
             f"n_evaluations={self.n_evaluations}, stop_reason={self.stop_reason!r})"
         )
@@ -227,7 +224,7 @@ class RaceResult:
 
         ``max_rows`` (>= 0) limits the ranking table."""
         if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral):
-            raise TypeError(f"`max_rows` must be an integer; got {_short_repr(max_rows)}")
+            raise TypeError(f"`max_rows` must be an integer; got {short_repr(max_rows, 48)}")
         if max_rows < 0:
             raise ValueError(f"`max_rows` must be >= 0; got {max_rows}")
         n_cand = len(self.candidates)
@@ -237,7 +234,7 @@ class RaceResult:
             f"Race over {n_cand} candidates, {self.n_instances} instances raced; budget {budget}.",
             f"Cost: {self.cost_text()}.",
             f"Stopped because: {_STOP_TEXT.get(self.stop_reason, self.stop_reason)}.",
-            f"Best: {_short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
+            f"Best: {short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
             f"{direction})",
             f"Survivors: {len(self.survivors)}; eliminated: {len(self.history)} "
             f"({self._reason_counts()}); failed evaluations: {len(self.failures)}.",
@@ -249,7 +246,7 @@ class RaceResult:
         # of the HTML report): a repr cut to fit made every eliminator of a race over parameter
         # dicts read the same ("dominated by {'strategy': 'currenttobest1bin', 'm..."). An
         # eliminator saw at least as many instances, so it ranks above: it is in the table.
-        width = min(60, max(len(_short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
+        width = min(60, max(len(short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
         header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'candidate':<{width}}  status"
         lines.append(header)
         lines.append("-" * len(header))
@@ -263,7 +260,7 @@ class RaceResult:
                 status = f"{rec.reason} by #{rec.by_index} (p={rec.probability:.3g})"
             mean = self.mean_scores[idx]
             mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
-            candidate = f"#{idx} {_short_repr(self.candidates[idx], 60)}"
+            candidate = f"#{idx} {short_repr(self.candidates[idx], 60)}"
             lines.append(
                 f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {candidate:<{width}}  "
                 f"{status}"

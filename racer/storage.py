@@ -91,13 +91,27 @@ import time
 import weakref
 from typing import Any
 
+import numpy as np
+
+from racer._text import clip
+from racer.result import EliminationRecord, RaceResult
+from racer.stats._ranks import block_ranks
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
     import msvcrt
 
-__all__ = ["Journal", "JournalInUseError", "describe_changes", "read_journal"]
+__all__ = [
+    "Journal",
+    "JournalInUseError",
+    "Repr",
+    "describe_changes",
+    "journal_data",
+    "read_journal",
+    "result_from_journal",
+]
 
 # The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
 # magic.txt and not used by any format we know of.
@@ -656,8 +670,7 @@ class Journal:
 def _short(value: Any, width: int = 40) -> str:
     """A value of a fingerprint as the user wrote it: the stored reprs of strings lose their
     quotes' escapes, long texts are cut."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return clip(value if isinstance(value, str) else repr(value), width)
 
 
 def _first_difference(old: str, new: str, width: int = 40) -> tuple[str, str]:
@@ -806,3 +819,174 @@ def read_journal(path: Any) -> dict:
         return result
     finally:
         conn.close()
+
+
+# --------------------------------------------------------------------------- journal -> result
+
+
+class Repr:
+    """A candidate or instance known only by its ``repr`` text (as stored in a journal)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Repr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def journal_data(journal: Any) -> dict:
+    """The tables of a journal that holds a race: ``journal`` is a path (read with
+    :func:`read_journal`) or the dict :func:`read_journal` returned, checked to be one.
+
+    A journal without a fingerprint (its race never started) is a ValueError: it holds
+    nothing to rebuild or report."""
+    if isinstance(journal, dict):
+        data = journal
+        missing = {"fingerprint", "seed", "instances", "evaluations", "decisions"} - set(data)
+        if missing:
+            raise ValueError(
+                f"`journal` must be a path or the dict of racer.storage.read_journal(); this "
+                f"dict lacks {sorted(missing)}"
+            )
+    else:
+        data = read_journal(journal)
+    if data["fingerprint"] is None:
+        raise ValueError(
+            "the journal holds no race yet (no fingerprint: the race that created it had not "
+            "started); there is nothing to report"
+        )
+    return data
+
+
+def result_from_journal(journal: Any) -> RaceResult:
+    """Rebuild the :class:`racer.RaceResult` of a journaled race, finished or not.
+
+    ``journal`` is a journal path or the dict returned by
+    :func:`racer.storage.read_journal`. Candidates and instances are :class:`Repr` objects
+    (the journal stores their ``repr``). ``stop_reason`` is the journaled one; for a race
+    that has not stopped it is ``"interrupted"`` (last block incomplete) or ``"unfinished"``;
+    for a journal of an older racer, which did not record it, it is inferred
+    (``"min_survivors"``, ``"max_instances"``, ``"budget"``, ``"interrupted"``,
+    ``"stopped_between_blocks"`` or ``"not_started"``). Survivors are ordered by the
+    journaled ``winner`` rule (by mean score in older journals).
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0, storage=path)
+    >>> back = result_from_journal(path)
+    >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
+    (0.0, True, True)
+    """
+    data = journal_data(journal)
+    fp = data["fingerprint"]
+    cand_reprs = list(fp.get("candidates", []))
+    n_cand = len(cand_reprs)
+    if n_cand == 0:
+        raise ValueError("the journal's fingerprint lists no candidates")
+    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
+    instances = [Repr(t) for t in data["instances"]]
+    n_rows = len(instances)
+    for cand, inst, _v, _e in data["evaluations"]:
+        if not (0 <= cand < n_cand and 0 <= inst):
+            raise ValueError(f"the journal has an evaluation of candidate {cand}, instance {inst} "
+                             f"outside its {n_cand} candidates")
+        n_rows = max(n_rows, inst + 1)
+    instances += [Repr(f"<instance {i}: repr not journaled>") for i in range(len(instances), n_rows)]
+
+    scores = np.full((n_rows, n_cand), np.nan)
+    evaluated = np.zeros((n_rows, n_cand), dtype=bool)
+    failures = []
+    for cand, inst, value, error in data["evaluations"]:
+        evaluated[inst, cand] = True
+        if value is None or error is not None:
+            failures.append((int(cand), int(inst), str(error)))
+        else:
+            scores[inst, cand] = float(value)
+    failures.sort(key=lambda f: (f[1], f[0]))
+    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
+
+    candidates = [Repr(t) for t in cand_reprs]
+    alive = np.ones(n_cand, dtype=bool)
+    history = []
+    for step, n_inst, cand, reason, by, prob in data["decisions"]:
+        alive[cand] = False
+        history.append(EliminationRecord(
+            candidate=candidates[cand], candidate_index=int(cand), n_instances=int(n_inst),
+            reason=str(reason), by=None if by is None else candidates[by],
+            by_index=None if by is None else int(by),
+            probability=math.nan if prob is None else float(prob), step=int(step),
+        ))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counts = np.sum(np.isfinite(scores), axis=0)
+        mean_scores = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
+    oriented = mean_scores if maximize else -mean_scores
+    key = np.where(np.isnan(oriented), -np.inf, oriented)
+    idx = np.arange(n_cand)
+    survivors = idx[alive]
+    surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
+    winner = data.get("winner")
+    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
+    if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
+            # As Race._order_survivors: rank sums over the instances every survivor completed; a
+        # failure ranks last on its instance (its substitute score is not journaled, but any
+        # substitute ranks last).
+        block = scores[np.ix_(complete_rows, survivors)]
+        block = block if maximize else -block
+        block = np.where(np.isnan(block), -np.inf, block)
+        rank_key = block_ranks(block).sum(axis=0)
+        surv_sorted = survivors[np.lexsort((survivors, rank_key))]
+    elim = idx[~alive]
+    elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
+    ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+    if len(surv_sorted) == 0:
+        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
+    best = int(surv_sorted[0])
+
+    n_evals = int(evaluated.sum())
+    complete = bool(np.all(evaluated[:, survivors])) if n_rows else True
+    budget = fp.get("budget")
+    max_inst = fp.get("max_instances")
+    each = int(fp.get("each_test", 1) or 1)
+    journaled = data.get("stop_reason")
+    if journaled:
+        stop = str(journaled)
+    elif n_rows == 0:
+        stop = "not_started"
+    elif not complete:
+        stop = "interrupted"
+    elif winner is not None:  # this journal records stops: it has not stopped
+        stop = "unfinished"
+    elif len(survivors) <= int(fp.get("min_survivors", 1)):
+        stop = "min_survivors"
+    elif max_inst is not None and n_rows >= int(max_inst):
+        stop = "max_instances"
+    elif budget is not None and n_evals + len(survivors) * each > int(budget):
+        stop = "budget"
+    else:
+        stop = "stopped_between_blocks"
+
+    return RaceResult(
+        best=candidates[best], best_index=best,
+        survivors=[candidates[i] for i in surv_sorted],
+        survivor_indices=surv_sorted.astype(np.int64),
+        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
+        candidates=candidates, instances=instances, scores=scores,
+        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
+        n_instances=n_rows, history=tuple(history), failures=tuple(failures),
+        stop_reason=stop, maximize=maximize,
+        budget=None if budget is None else int(budget),
+        seed=int(data["seed"]) if data["seed"] is not None else -1,
+    )
