@@ -79,10 +79,12 @@ existed lack both and still read (:func:`read_journal` returns None for them).
 
 from __future__ import annotations
 
+import ast
 import errno
 import gc
 import json
 import math
+import numbers
 import os
 import pathlib
 import socket
@@ -93,7 +95,8 @@ from typing import Any
 
 import numpy as np
 
-from racer._text import clip
+from racer._text import clip, stable_repr
+from racer._validation import seed_from_random_state
 from racer.result import EliminationRecord, RaceResult
 from racer.stats._ranks import block_ranks
 
@@ -106,9 +109,12 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = [
     "Journal",
     "JournalInUseError",
+    "NullJournal",
+    "RaceJournal",
     "Repr",
     "describe_changes",
     "journal_data",
+    "race_fingerprint",
     "read_journal",
     "result_from_journal",
 ]
@@ -665,6 +671,249 @@ class Journal:
             self.close()
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
+
+
+# --------------------------------------------------------------------------- a race's observer
+
+# Options that only stop a race: a resume may raise them (continue a finished race).
+_LIMITS = ("budget", "max_instances")
+
+
+class NullJournal:
+    """The journal of a race without ``storage``: every hook does nothing, nothing replays.
+
+    :class:`racer.Race` calls one hook per event (:meth:`on_evaluation`, :meth:`on_instances`,
+    :meth:`on_decisions`, :meth:`on_stop`, :meth:`on_restart`) on its journal, this object or
+    a :class:`RaceJournal`, instead of asking each time whether it has one. ``closed`` marks
+    the stand-in of a journal that was closed: such a race refuses further results.
+
+    >>> journal = NullJournal()
+    >>> journal.take((0, 0)) is None, journal.replaying, journal.failure_hint
+    (True, False, '')
+    """
+
+    path: str | None = None
+    failure_hint = ""  # what RaceFailedError's message adds about the journal
+    tested_steps = 0  # test steps the journal says were taken (a resume applies their decisions)
+
+    def __init__(self, *, closed: bool = False) -> None:
+        self.closed = closed
+
+    @property
+    def replaying(self) -> bool:
+        """Whether journaled evaluations are left to replay."""
+        return False
+
+    def take(self, key: tuple[int, int]) -> tuple[float, str | None, bool] | None:
+        """The journaled ``(score, error message, charged)`` of evaluation ``key``
+        (candidate, instance), taken out of the replay; None when there is none."""
+        return None
+
+    def decisions_of(self, step: int) -> list:
+        """The journaled eliminations of test step ``step``: ``(candidate, reason, by,
+        probability)``, in the order they were decided."""
+        return []
+
+    def on_evaluation(self, ci: int, row: int, score: float, message: str | None,
+                      charge: bool) -> None:
+        """Candidate ``ci`` was told on instance ``row``: ``score``, or failed (``message``);
+        ``charge=False``: a failure not paid from the budget."""
+
+    def on_instances(self, start: int, new: list) -> None:
+        """Instances ``new`` were drawn as rows ``start``, ``start + 1``, ...; a resume checks
+        them against the journaled ones (a ValueError names the first that differs)."""
+
+    def on_decisions(self, step: int, n_instances: int, applied: list, *,
+                     tested: bool = False) -> None:
+        """Eliminations ``(candidate, reason, by, probability)`` applied at ``step`` after
+        ``n_instances`` instances; ``tested``: test step ``step`` was taken (even if it
+        eliminated nobody)."""
+
+    def on_stop(self, reason: str) -> None:
+        """The race stopped for ``reason`` (:attr:`racer.Race.stop_reason`)."""
+
+    def on_restart(self) -> None:
+        """A stopped race runs again (new instances after ``instances_exhausted``)."""
+
+    def close(self) -> None:
+        """Release the journal (nothing to release here)."""
+
+
+class RaceJournal(NullJournal):
+    """The journal of one :class:`racer.Race` (``storage=``): claims it, replays it, records
+    each event (the hooks of :class:`NullJournal`).
+
+    Opening it opens the :class:`Journal` (path checks, writer lock), derives the race seed
+    (the journaled one when ``random_state`` is None), and claims the journal with the race's
+    fingerprint: ``candidates``' and the test's reprs, ``options`` (the decision-changing
+    settings, ``budget`` and ``max_instances`` among them, in :class:`racer.Race`'s words), the
+    seed and ``metadata``. A resume reads what the race will replay: the evaluations, the
+    instances' reprs, the test steps taken and their eliminations. A ``budget`` or
+    ``max_instances`` below what the journal holds is refused before anything is written.
+
+    >>> import os, tempfile
+    >>> from racer import KeepAll
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> options = dict(direction="minimize", budget=None, max_instances=None, first_test=1,
+    ...                each_test=1, min_survivors=1, shuffle=False, on_error="worst")
+    >>> journal = RaceJournal(path, 7, candidates=[1, 2], test=KeepAll(), options=options,
+    ...                       metadata={}, winner="mean")
+    >>> journal.on_instances(0, ["a"]); journal.on_evaluation(0, 0, 0.5, None, True)
+    >>> journal.close()
+    >>> again = RaceJournal(path, 7, candidates=[1, 2], test=KeepAll(), options=options,
+    ...                     metadata={}, winner="mean")
+    >>> again.seed, again.replaying, again.take((0, 0)), again.take((0, 0))
+    (7, True, (0.5, None, True), None)
+    >>> again.close()
+    """
+
+    def __init__(self, storage: Any, random_state: Any, *, candidates: list, test: Any,
+                 options: dict, metadata: dict, winner: str) -> None:
+        super().__init__()
+        if random_state is None:
+            seed_spec = None
+        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+            seed_spec = int(random_state)
+        else:
+            seed_spec = "generator"
+        journal = Journal(storage)
+        try:
+            stored_seed = journal.load_seed()
+            if random_state is None and stored_seed is not None:
+                seed = stored_seed
+            else:
+                seed = seed_from_random_state(random_state)
+            fingerprint = race_fingerprint(candidates, test, options, seed_spec, metadata)
+            fingerprint["seed"] = str(seed)
+            journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
+            self._replay = journal.load_evaluations()
+            uncharged = journal.get_meta("uncharged")
+            self._replay_uncharged = (
+                {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
+            self._stored_instance_reprs = journal.load_instances()
+            if journaled is not None:
+                # Before anything is written.
+                self._check_limits(journaled, journal.path, options["budget"],
+                                   options["max_instances"])
+                if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
+                    journal.update_fingerprint(fingerprint)
+            self.tested_steps, self._replay_decisions = journal.load_decisions()
+            # Not in the fingerprint (journals from before it was recorded resume unchanged):
+            # the report reads the rule instead of guessing it. A race on this journal is
+            # running again, so any earlier stop reason is stale until it stops anew.
+            journal.set_meta("winner", winner)
+            journal.set_meta("stop_reason", None)
+        except BaseException:
+            journal.close()
+            raise
+        self.seed = seed
+        self.path = journal.path
+        self.failure_hint = (" The `storage` journal keeps these failures and replays them on "
+                             "resume: use a new journal once `evaluate` is fixed.")
+        self._journal = journal
+        # Failures told with charge=False (evaluations the caller did not make): recorded,
+        # not paid from the budget; journaled under the meta key "uncharged" for a resume.
+        self._uncharged: set[tuple[int, int]] = set()
+
+    def _check_limits(self, journaled: dict, path: str, budget: int | None,
+                      max_instances: int | None) -> None:
+        """Refuse a resume whose ``budget`` or ``max_instances`` is below what the journal
+        already holds; any limit at or above it continues the race (see the module)."""
+        spent = sum(1 for key in self._replay if key not in self._replay_uncharged)
+        raced = len(self._stored_instance_reprs)
+        start_over = f"to start over, pass another `storage=` path (or delete {path!r})"
+        if budget is not None and spent > budget:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass budget >= {spent} "
+                f"(or budget=None); {start_over}. It already spent {spent} evaluations "
+                f"(its budget was {journaled.get('budget')}), more than `budget`={budget}."
+            )
+        if max_instances is not None and raced > max_instances:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass max_instances >= "
+                f"{raced} (or max_instances=None); {start_over}. It already raced {raced} "
+                f"instances (its max_instances was {journaled.get('max_instances')}), more than "
+                f"`max_instances`={max_instances}."
+            )
+
+    # -------------------------------------------------------------- replay
+
+    @property
+    def replaying(self) -> bool:
+        return bool(self._replay)
+
+    def take(self, key: tuple[int, int]) -> tuple[float, str | None, bool] | None:
+        hit = self._replay.pop(key, None) if self._replay else None
+        if hit is None:
+            return None
+        charged = key not in self._replay_uncharged
+        if not charged:
+            self._uncharged.add(key)
+        return hit[0], hit[1], charged
+
+    def decisions_of(self, step: int) -> list:
+        return self._replay_decisions.get(step, [])
+
+    # -------------------------------------------------------------- events
+
+    def on_evaluation(self, ci: int, row: int, score: float, message: str | None,
+                      charge: bool) -> None:
+        if not charge:
+            self._uncharged.add((ci, row))
+            self._journal.set_meta("uncharged", repr(sorted(self._uncharged)))
+        self._journal.record_evaluation(ci, row, score, message)
+
+    def on_instances(self, start: int, new: list) -> None:
+        known = self._stored_instance_reprs
+        fresh = []
+        for offset, inst in enumerate(new):
+            row, text = start + offset, stable_repr(inst)
+            if row < len(known):
+                if known[row] != text:
+                    was, now = _first_difference(known[row], text)
+                    raise ValueError(
+                        f"`storage`={self.path!r} holds a race on other instances. To start "
+                        f"over, pass another `storage=` path (or delete {self.path!r}); to "
+                        "continue the journaled race, pass the instances it raced, in the same "
+                        f"order:\n  instance #{row}: journal {was}, now {now}"
+                    )
+            else:
+                fresh.append((row, text))
+        if fresh:
+            self._journal.record_instances(fresh)
+
+    def on_decisions(self, step: int, n_instances: int, applied: list, *,
+                     tested: bool = False) -> None:
+        if applied or tested:
+            self._journal.record_decisions(step, n_instances, applied, tested=tested)
+
+    def on_stop(self, reason: str) -> None:
+        self._journal.set_meta("stop_reason", reason)
+
+    def on_restart(self) -> None:
+        self._journal.set_meta("stop_reason", None)
+
+    def close(self) -> None:
+        self._journal.close()
+
+
+def race_fingerprint(candidates: list, test: Any, options: dict, seed_spec: Any,
+                     metadata: dict) -> dict:
+    """What identifies a race in its journal (the seed is added by the caller): the
+    candidates' and the test's stable reprs, ``options`` as given, ``random_state`` as
+    ``seed_spec`` (an int, None or ``"generator"``) and ``metadata`` (values by repr)."""
+    try:
+        params = test.get_params()
+    except NotImplementedError:
+        params = {"repr": stable_repr(test)}
+    return {
+        "candidates": [stable_repr(c) for c in candidates],
+        "test": f"{type(test).__module__}.{type(test).__qualname__}",
+        "test_params": {k: stable_repr(v) for k, v in sorted(params.items())},
+        **options,
+        "random_state": seed_spec,
+        "metadata": {str(k): stable_repr(v) for k, v in sorted(metadata.items(), key=str)},
+    }
 
 
 def _short(value: Any, width: int = 40) -> str:
