@@ -80,7 +80,7 @@ class RaceFailedError(EvaluationError):
     """The race cannot have a winner: no candidate has a usable score.
 
     Raised (whatever ``on_error`` is) as soon as the first evaluations of a race all failed
-    (see :class:`Race`, "Failures"), and under ``on_error="eliminate"`` when every survivor
+    (see "Failures: `on_error`" in docs/racing.md), and under ``on_error="eliminate"`` when every survivor
     failed in one block. The message quotes the first failure: candidate, instance, and what
     ``evaluate`` returned (type and value) or raised. ``failures`` holds every failure as
     ``(candidate_index, instance_index, message)`` in the order they were told, and
@@ -177,6 +177,146 @@ def _check_evaluate(evaluate: Any, executor: Any) -> None:
                 "the executor (racer's own workers take lambdas, closures and functions of "
                 "notebooks), define it at module level, or use a thread pool"
             ) from None
+
+
+def _evaluation_key(evaluation: Any) -> tuple[int, int]:
+    """``(candidate_index, instance_index)`` of what tell() was given (checked)."""
+    if isinstance(evaluation, Evaluation):
+        return evaluation.candidate_index, evaluation.instance_index
+    ci = getattr(evaluation, "candidate_index", None)
+    ii = getattr(evaluation, "instance_index", None)
+    if ci is None or ii is None:
+        try:
+            ci, ii = evaluation
+        except (TypeError, ValueError):
+            raise TypeError(
+                "`evaluation` must be an Evaluation from ask() or a (candidate_index, "
+                f"instance_index) pair; got {evaluation!r}"
+            ) from None
+    if not isinstance(ci, numbers.Integral) or not isinstance(ii, numbers.Integral):
+        raise TypeError(
+            f"`evaluation` indices must be integers; got ({ci!r}, {ii!r})"
+        )
+    return int(ci), int(ii)
+
+
+def _checked_decisions(test: RacingTest, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
+    """What ``test.decide()`` returned for ``m`` survivors, as ``(column, reason, by column,
+    probability)`` once per column; a broken test is refused with what it returned."""
+    name = type(test).__name__
+    out = []
+    seen: set[int] = set()
+    for dec in decisions or ():
+        if not isinstance(dec, Elimination):
+            raise TypeError(f"{name}.decide() must return Elimination objects; got {dec!r}")
+        col, by_col = int(dec.index), int(dec.by)
+        if not (0 <= col < m and 0 <= by_col < m) or col == by_col:
+            raise ValueError(
+                f"{name}.decide() returned {dec!r}: index and by must be distinct columns "
+                f"of the {m} survivors"
+            )
+        if dec.reason not in _TEST_REASONS:
+            raise ValueError(
+                f"{name}.decide() returned reason {dec.reason!r}; expected one of "
+                f"{_TEST_REASONS}"
+            )
+        if col in seen:
+            continue  # a candidate leaves once; the first reason given is kept
+        seen.add(col)
+        out.append((col, dec.reason, by_col, float(dec.probability)))
+    if len(seen) >= m:
+        raise RuntimeError(f"{name}.decide() eliminated every survivor, which is a bug in the test")
+    return out
+
+
+class _InstanceStream:
+    """The instances of a race: those raced so far (:attr:`raced`, the rows of the score
+    table), then its sources in the order they were added, drawn lazily a block at a time.
+
+    ``seed`` orders shuffled sources (``shuffle=True``); ``max_instances`` caps :meth:`left`.
+    """
+
+    def __init__(self, seed: int, shuffle: bool, max_instances: int | None) -> None:
+        self._seed = seed
+        self._shuffle = shuffle
+        self._max_instances = max_instances
+        self.raced: list[Any] = []
+        self._sources: collections.deque = collections.deque()  # [iterator, size or None]
+        self._lookahead: collections.deque = collections.deque()  # drawn, put back
+        self.n_sources = 0
+        # Instances the race could race, for the cost report: None once a source has no length.
+        self._n_available: int | None = 0
+
+    def add(self, instances: Iterable) -> None:
+        """Append a source (already checked to be an iterable of instances)."""
+        if self._n_available is not None:
+            try:
+                self._n_available += len(instances)  # type: ignore[arg-type]
+            except TypeError:
+                self._n_available = None  # an iterator: endless or of unknown length
+        if self._shuffle:
+            if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
+                raise TypeError(
+                    "`shuffle=True` needs a sequence of instances (list, tuple, range, array); "
+                    f"got an iterator {type(instances).__name__!r}"
+                )
+            items = list(instances)
+            rng = np.random.default_rng([self._seed, _SHUFFLE_SALT, self.n_sources])
+            order = rng.permutation(len(items))
+            source = iter([items[i] for i in order])
+        else:
+            items = instances
+            source = iter(instances)
+        # How many instances this source still holds, when it says (for RaceView.instances_left).
+        size = len(items) if hasattr(items, "__len__") else None
+        self.n_sources += 1
+        self._sources.append([source, size])
+
+    def draw(self, k: int) -> list:
+        """Up to ``k`` next instances (fewer when the sources run out); not yet raced."""
+        drawn = []
+        while len(drawn) < k:
+            if self._lookahead:
+                drawn.append(self._lookahead.popleft())
+                continue
+            if not self._sources:
+                break
+            head = self._sources[0]
+            try:
+                drawn.append(next(head[0]))
+            except StopIteration:
+                self._sources.popleft()
+                continue
+            if head[1] is not None:
+                head[1] -= 1
+        return drawn
+
+    def put_back(self, drawn: list) -> None:
+        """Undo :meth:`draw`: ``drawn`` comes first again."""
+        self._lookahead.extendleft(reversed(drawn))
+
+    def has_more(self) -> bool:
+        got = self.draw(1)
+        self.put_back(got)
+        return bool(got)
+
+    def left(self) -> int | None:
+        """Instances the race can still draw (None: unknown, e.g. an endless generator)."""
+        left = None
+        if all(size is not None for _, size in self._sources):
+            left = len(self._lookahead) + sum(max(size, 0) for _, size in self._sources)
+        if self._max_instances is not None:
+            cap = max(self._max_instances - len(self.raced), 0)
+            left = cap if left is None else min(left, cap)
+        return left
+
+    def available(self) -> int | None:
+        """Instances the race could race: all given, capped at ``max_instances``."""
+        if self._n_available is None:
+            # An endless or unsized source: only max_instances bounds what could be raced.
+            return self._max_instances
+        total = max(self._n_available, len(self.raced))
+        return total if self._max_instances is None else min(total, self._max_instances)
 
 
 class Race:
@@ -347,10 +487,8 @@ class Race:
         # Incremental statistics lent to the test at each step (view.greater, view.ranks...).
         self._stats = RaceStats(n_cand)
 
-        self._instances: list[Any] = []
-        self._sources: collections.deque = collections.deque()
-        self._lookahead: collections.deque = collections.deque()
-        self._n_sources_added = 0
+        self._stream = _InstanceStream(self._seed, self._shuffle, self._max_instances)
+        self._instances = self._stream.raced  # the rows of the score table, in order
 
         # The open block is the score table's open rows (ScoreTable.rows_open).
         self._pending: dict[tuple[int, int], Evaluation] = {}
@@ -366,8 +504,6 @@ class Race:
         # See "Failures" in docs/racing.md: set when the first block opens.
         self._fail_fast_after: int | None = None
         self._fatal: RaceFailedError | None = None
-        # Instances the race could race, for the cost report: None once a source has no length.
-        self._n_available: int | None = 0
         self._listeners: list[Callable[[Race], None]] = []
 
         if instances is not None:
@@ -390,8 +526,8 @@ class Race:
         if self._budget is not None and self._budget - n_cand * first_len < 2 * self._each_test:
             why = (f"`budget`={self._budget} pays for the first block ({n_cand} candidates x "
                    f"{first_len} instances) and not for one more")
-        elif self._n_sources_added:  # instances given now; the ask/tell path may add later
-            left = self._instances_left()
+        elif self._stream.n_sources:  # instances given now; the ask/tell path may add later
+            left = self._stream.left()
             if left is not None and left <= first_len:
                 why = f"only {left} instance(s) are available, all in the first block"
         if why is not None:
@@ -475,65 +611,13 @@ class Race:
         if isinstance(instances, (str, bytes)) or not isinstance(instances, Iterable):
             raise TypeError(f"`instances` must be an iterable of instances; got {instances!r}")
         # A DataFrame is one instance per row (a dict); a dict is refused (keys or values?).
-        instances = as_race_items(instances, "instances")
-        if self._n_available is not None:
-            try:
-                self._n_available += len(instances)  # type: ignore[arg-type]
-            except TypeError:
-                self._n_available = None  # an iterator: endless or of unknown length
-        if self._shuffle:
-            if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
-                raise TypeError(
-                    "`shuffle=True` needs a sequence of instances (list, tuple, range, array); "
-                    f"got an iterator {type(instances).__name__!r}"
-                )
-            items = list(instances)
-            rng = np.random.default_rng([self._seed, _SHUFFLE_SALT, self._n_sources_added])
-            order = rng.permutation(len(items))
-            source = iter([items[i] for i in order])
-        else:
-            items = instances
-            source = iter(instances)
-        # How many instances this source still holds, when it says (for RaceView.instances_left).
-        size = len(items) if hasattr(items, "__len__") else None
-        self._n_sources_added += 1
-        self._sources.append([source, size])
+        self._stream.add(as_race_items(instances, "instances"))
         if self._stop_reason == "instances_exhausted":
             self._stop_reason = None
             self._journal.on_restart()
 
-    def _draw_instances(self, k: int) -> list:
-        drawn = []
-        while len(drawn) < k:
-            if self._lookahead:
-                drawn.append(self._lookahead.popleft())
-                continue
-            if not self._sources:
-                break
-            head = self._sources[0]
-            try:
-                drawn.append(next(head[0]))
-            except StopIteration:
-                self._sources.popleft()
-                continue
-            if head[1] is not None:
-                head[1] -= 1
-        return drawn
-
-    def _instances_left(self) -> int | None:
-        """Instances the race can still draw (None: unknown, e.g. an endless generator)."""
-        left = None
-        if all(size is not None for _, size in self._sources):
-            left = len(self._lookahead) + sum(max(size, 0) for _, size in self._sources)
-        if self._max_instances is not None:
-            cap = max(self._max_instances - len(self._instances), 0)
-            left = cap if left is None else min(left, cap)
-        return left
-
     def _has_more_instances(self) -> bool:
-        got = self._draw_instances(1)
-        self._lookahead.extendleft(got)
-        return bool(got)
+        return self._stream.has_more()
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -616,7 +700,7 @@ class Race:
         (2, 1)
         """
         self._raise_if_failed()
-        key = self._key_of(evaluation)
+        key = _evaluation_key(evaluation)
         if error is not None and not isinstance(error, (BaseException, str)):
             raise TypeError(
                 f"`error` must be an exception or a message (str); got {describe_value(error)}"
@@ -663,25 +747,6 @@ class Race:
         if not self._pending:
             self._advance()
 
-    def _key_of(self, evaluation: Any) -> tuple[int, int]:
-        if isinstance(evaluation, Evaluation):
-            return evaluation.candidate_index, evaluation.instance_index
-        ci = getattr(evaluation, "candidate_index", None)
-        ii = getattr(evaluation, "instance_index", None)
-        if ci is None or ii is None:
-            try:
-                ci, ii = evaluation
-            except (TypeError, ValueError):
-                raise TypeError(
-                    "`evaluation` must be an Evaluation from ask() or a (candidate_index, "
-                    f"instance_index) pair; got {evaluation!r}"
-                ) from None
-        if not isinstance(ci, numbers.Integral) or not isinstance(ii, numbers.Integral):
-            raise TypeError(
-                f"`evaluation` indices must be integers; got ({ci!r}, {ii!r})"
-            )
-        return int(ci), int(ii)
-
     # ------------------------------------------------------------------ the loop
 
     def _advance(self) -> None:
@@ -711,7 +776,7 @@ class Race:
                 self._stop("max_instances")
                 return
             planned = min(planned, self._max_instances - n)
-        if not self._has_more_instances():
+        if not self._stream.has_more():
             self._stop("instances_exhausted")
             return
         if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
@@ -727,9 +792,9 @@ class Race:
                 )
             self._stop("budget")
             return
-        new = self._draw_instances(planned)
+        new = self._stream.draw(planned)
         if n == 0 and len(new) < self._first_test:
-            self._lookahead.extendleft(reversed(new))  # nothing consumed: more may be added
+            self._stream.put_back(new)  # nothing consumed: more may be added
             raise ValueError(
                 f"`first_test`={self._first_test} but the race has only {len(new)} instances: "
                 "it would end before its first test; give at least first_test instances "
@@ -741,7 +806,7 @@ class Race:
         self._block_failed = set()
         cand_list = survivors.tolist()
         if n == 0:
-            # Fail fast (see "Failures" in the class docstring): about two instances' worth.
+            # Fail fast (see "Failures" in docs/racing.md): about two instances' worth.
             self._fail_fast_after = min(n_surv * (stop - n), max(2 * n_surv, 10))
         replayed = []
         for row in range(n, stop):
@@ -845,7 +910,7 @@ class Race:
             scores,
             survivors.copy(),
             budget_left=None if self._budget is None else self._budget - self.n_charged,
-            instances_left=self._instances_left(),
+            instances_left=self._stream.left(),
             each_test=self._each_test,
             n_candidates=len(self._candidates),
             step=step,
@@ -854,7 +919,7 @@ class Race:
             instances=self._instances[:n],
         )
         decisions = self._test.decide(view, rng)
-        chosen = self._check_decisions(decisions, len(survivors))
+        chosen = _checked_decisions(self._test, decisions, len(survivors))
         applied = []
         for col, reason, by_col, prob in chosen:
             ci = int(survivors[col])
@@ -862,32 +927,6 @@ class Race:
             self._eliminate(ci, reason, by, prob, n, step)
             applied.append((ci, reason, by, prob))
         self._journal.on_decisions(step, n, applied, tested=True)
-
-    def _check_decisions(self, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
-        name = type(self._test).__name__
-        out = []
-        seen: set[int] = set()
-        for dec in decisions or ():
-            if not isinstance(dec, Elimination):
-                raise TypeError(f"{name}.decide() must return Elimination objects; got {dec!r}")
-            col, by_col = int(dec.index), int(dec.by)
-            if not (0 <= col < m and 0 <= by_col < m) or col == by_col:
-                raise ValueError(
-                    f"{name}.decide() returned {dec!r}: index and by must be distinct columns "
-                    f"of the {m} survivors"
-                )
-            if dec.reason not in _TEST_REASONS:
-                raise ValueError(
-                    f"{name}.decide() returned reason {dec.reason!r}; expected one of "
-                    f"{_TEST_REASONS}"
-                )
-            if col in seen:
-                continue  # a candidate leaves once; the first reason given is kept
-            seen.add(col)
-            out.append((col, dec.reason, by_col, float(dec.probability)))
-        if len(seen) >= m:
-            raise RuntimeError(f"{name}.decide() eliminated every survivor, which is a bug in the test")
-        return out
 
     def _eliminate(
         self, ci: int, reason: str, by: int | None, prob: float, n: int, step: int
@@ -1053,18 +1092,11 @@ class Race:
             history=self._history,
             failures=self._failures,
             n_evaluations=self._n_evaluations,
-            n_instances_available=self._instances_available(),
+            n_instances_available=self._stream.available(),
             stop_reason=self._stop_reason or "running",
             budget=self._budget,
             seed=self._seed,
         )
-
-    def _instances_available(self) -> int | None:
-        if self._n_available is None:
-            # An endless or unsized source: only max_instances bounds what could be raced.
-            return self._max_instances
-        total = max(self._n_available, len(self._instances))
-        return total if self._max_instances is None else min(total, self._max_instances)
 
     def __repr__(self) -> str:
         state = self._stop_reason or "running"

@@ -84,7 +84,7 @@ class RaceResult:
         best mean score over all instances; ``"mean_rank"`` / ``"rank_sum"``: best mean /
         sum of within-instance ranks among the survivors; by default the rule the test
         states, see :class:`racer.Race`). Ties go to the earlier candidate. A candidate whose every
-        evaluation failed is never the winner (see :class:`racer.Race`, "Failures").
+        evaluation failed is never the winner (see "Failures" in docs/racing.md).
     best_index : int
         Position of ``best`` in ``candidates``.
     survivors : list
