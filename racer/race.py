@@ -229,6 +229,76 @@ def _checked_decisions(test: RacingTest, decisions: Any, m: int) -> list[tuple[i
     return out
 
 
+class _Options(NamedTuple):
+    """A race's options, checked (see :class:`Race`)."""
+
+    test: RacingTest
+    direction: str
+    budget: int | None
+    max_instances: int | None
+    first_test: int
+    each_test: int
+    min_survivors: int
+    shuffle: bool
+    on_error: str
+    winner: str
+
+    def journaled(self) -> dict:
+        """The options in a journal's fingerprint: all but the test (fingerprinted by its
+        parameters) and ``winner`` (free to change on resume)."""
+        return {k: v for k, v in self._asdict().items() if k not in ("test", "winner")}
+
+
+def _check_options(n_candidates: int, *, test: Any, direction: Any, maximize: Any, budget: Any,
+                   max_instances: Any, first_test: Any, each_test: Any, min_survivors: Any,
+                   shuffle: Any, on_error: Any, winner: Any) -> _Options:
+    """:class:`Race`'s options checked (a ValueError or TypeError naming the argument) and
+    their defaults filled in, for a race of ``n_candidates``."""
+    if test is None:
+        # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
+        # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
+        # the budget binds, which BayesianTest (seed 002 to the letter) never does.
+        from racer.racing.posterior_best import PosteriorBestTest
+
+        test = PosteriorBestTest()
+    if not isinstance(test, RacingTest):
+        raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
+    direction = check_direction(direction, maximize, stacklevel=4)  # the caller of Race()
+    budget = check_int(budget, "budget", minimum=1, allow_none=True)
+    max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
+    first_test = check_int(first_test, "first_test", minimum=1)
+    each_test = check_int(each_test, "each_test", minimum=1)
+    min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
+    if min_survivors > n_candidates:
+        raise ValueError(
+            f"`min_survivors`={min_survivors} exceeds the number of candidates "
+            f"({n_candidates}): the race could never reach it"
+        )
+    if max_instances is not None and first_test > max_instances:
+        raise ValueError(
+            f"`first_test`={first_test} exceeds `max_instances`={max_instances}: "
+            "the race would stop before its first test"
+        )
+    shuffle = check_bool(shuffle, "shuffle")
+    on_error = check_option(on_error, "on_error", _ON_ERROR)
+    if winner is None:
+        stated = getattr(test, "winner", None)
+        if stated is not None and stated not in _WINNER:
+            raise ValueError(
+                f"{type(test).__name__}.winner must be one of {_WINNER} or None; got "
+                f"{stated!r}"
+            )
+        winner = "mean" if stated is None else stated
+    winner = check_option(winner, "winner", _WINNER)
+    if budget is not None and budget < n_candidates * first_test:
+        raise ValueError(
+            f"`budget`={budget} cannot pay for the first block: {n_candidates} candidates x "
+            f"{first_test} instances = {n_candidates * first_test} evaluations"
+        )
+    return _Options(test, direction, budget, max_instances, first_test, each_test,
+                    min_survivors, shuffle, on_error, winner)
+
+
 class _InstanceStream:
     """The instances of a race: those raced so far (:attr:`raced`, the rows of the score
     table), then its sources in the order they were added, drawn lazily a block at a time.
@@ -417,51 +487,17 @@ class Race:
         self._candidates = list(as_race_items(candidates, "candidates"))
         if not self._candidates:
             raise ValueError("`candidates` is empty: a race needs at least one candidate")
-        if test is None:
-            # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
-            # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
-            # the budget binds, which BayesianTest (seed 002 to the letter) never does.
-            from racer.racing.posterior_best import PosteriorBestTest
-
-            test = PosteriorBestTest()
-        if not isinstance(test, RacingTest):
-            raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
-        self._test = test
-        self._direction = check_direction(direction, maximize)
+        options = _check_options(
+            len(self._candidates), test=test, direction=direction, maximize=maximize,
+            budget=budget, max_instances=max_instances, first_test=first_test,
+            each_test=each_test, min_survivors=min_survivors, shuffle=shuffle,
+            on_error=on_error, winner=winner,
+        )
+        (self._test, self._direction, self._budget, self._max_instances, self._first_test,
+         self._each_test, self._min_survivors, self._shuffle, self._on_error,
+         self._winner) = options
         self._maximize = self._direction == "maximize"
-        self._budget = check_int(budget, "budget", minimum=1, allow_none=True)
-        self._max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
-        self._first_test = check_int(first_test, "first_test", minimum=1)
-        self._each_test = check_int(each_test, "each_test", minimum=1)
-        self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
-        if self._min_survivors > len(self._candidates):
-            raise ValueError(
-                f"`min_survivors`={self._min_survivors} exceeds the number of candidates "
-                f"({len(self._candidates)}): the race could never reach it"
-            )
-        if self._max_instances is not None and self._first_test > self._max_instances:
-            raise ValueError(
-                f"`first_test`={self._first_test} exceeds `max_instances`={self._max_instances}: "
-                "the race would stop before its first test"
-            )
-        self._shuffle = check_bool(shuffle, "shuffle")
-        self._on_error = check_option(on_error, "on_error", _ON_ERROR)
-        if winner is None:
-            stated = getattr(test, "winner", None)
-            if stated is not None and stated not in _WINNER:
-                raise ValueError(
-                    f"{type(test).__name__}.winner must be one of {_WINNER} or None; got "
-                    f"{stated!r}"
-                )
-            winner = "mean" if stated is None else stated
-        self._winner = check_option(winner, "winner", _WINNER)
         n_cand = len(self._candidates)
-        first_len = self._first_test
-        if self._budget is not None and self._budget < n_cand * first_len:
-            raise ValueError(
-                f"`budget`={self._budget} cannot pay for the first block: {n_cand} candidates x "
-                f"{first_len} instances = {n_cand * first_len} evaluations"
-            )
         if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"`metadata` must be a dict or None; got {metadata!r}")
         # The journal observes every event (NullJournal: no storage); a resume replays it.
@@ -469,12 +505,7 @@ class Race:
         if storage is not None:
             self._journal = RaceJournal(
                 storage, random_state, candidates=self._candidates, test=test,
-                options=dict(
-                    direction=self._direction, budget=self._budget,
-                    max_instances=self._max_instances, first_test=self._first_test,
-                    each_test=self._each_test, min_survivors=self._min_survivors,
-                    shuffle=self._shuffle, on_error=self._on_error,
-                ),
+                options=options.journaled(),
                 metadata=dict(metadata or {}), winner=self._winner,
             )
             self._seed = self._journal.seed
