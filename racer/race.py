@@ -108,77 +108,6 @@ def _clip(obj: Any) -> str:
     return short_repr(obj, 80, stable=True)
 
 
-def _check_value(value: Any) -> str | None:
-    """Return why ``value`` is not a usable score, or None if it is one.
-
-    A score is a finite real number: a Python or NumPy float or integer (or any
-    ``numbers.Real``). Refused, each with a message naming what came back: NaN and +-inf;
-    ``True``/``False`` (a bool is not a score here, though Python counts it as an int);
-    complex numbers; strings and None; arrays of any size, one-element ones included (return
-    ``x.item()`` if that is what is meant: racer will not guess which element is the score);
-    ``scipy.optimize.OptimizeResult`` and other result objects (return their ``.fun``).
-    """
-    if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
-        return None if value - value == 0.0 else f"returned {value}"
-    if isinstance(value, (bool, np.bool_)):
-        return f"returned a bool, not a score: {describe_value(value)}; return a float"
-    if isinstance(value, numbers.Real):
-        try:
-            if math.isfinite(value):
-                return None
-        except OverflowError:
-            return f"returned a number too large for a float: {describe_value(value)}"
-        return f"returned {float(value)}"
-    if isinstance(value, numbers.Complex):
-        return f"returned a complex number, not a real score: {describe_value(value)}"
-    if isinstance(value, np.ndarray):
-        hint = "; return a scalar, e.g. x.item()" if value.size == 1 else ""
-        return f"returned an array, not a number: {describe_value(value)}{hint}"
-    if isinstance(value, dict) and "fun" in value and "x" in value:
-        # scipy.optimize.OptimizeResult is a dict subclass with .fun (the objective value).
-        return (
-            f"returned a non-number: a {type(value).__name__} (an optimizer's result); "
-            "return its `.fun`, the objective value"
-        )
-    return f"returned a non-number: {describe_value(value)}"
-
-
-def _check_evaluate(evaluate: Any, executor: Any) -> None:
-    """Refuse an ``evaluate`` that cannot work, before any evaluation is spent on it."""
-    if not callable(evaluate):
-        raise TypeError(f"`evaluate` must be callable; got {_clip(evaluate)}")
-    if inspect.iscoroutinefunction(evaluate):
-        raise TypeError(
-            f"`evaluate` must return a score, but {_clip(evaluate)} is a coroutine function "
-            "(async def); run the coroutine inside a plain function"
-        )
-    try:
-        signature = inspect.signature(evaluate)
-    except (TypeError, ValueError):
-        signature = None  # builtins and extension functions without one: cannot check
-    if signature is not None:
-        try:
-            signature.bind(None, None)
-        except TypeError as exc:
-            raise TypeError(
-                f"`evaluate` must accept two positional arguments, evaluate(candidate, "
-                f"instance); {_clip(evaluate)} has signature {signature} ({exc})"
-            ) from None
-    # With n_jobs > 1 or a timeout, racer's own WorkerPool refuses an unpicklable evaluate
-    # before evaluating (racer.execution); a user's ProcessPoolExecutor would instead fail
-    # every evaluation in its workers, so check that case here.
-    if isinstance(executor, cf.ProcessPoolExecutor):
-        try:
-            pickle.dumps(evaluate)
-        except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
-            raise TypeError(
-                f"`evaluate` cannot be pickled to run in worker processes (the executor is a "
-                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Pass n_jobs= instead of "
-                "the executor (racer's own workers take lambdas, closures and functions of "
-                "notebooks), define it at module level, or use a thread pool"
-            ) from None
-
-
 def _evaluation_key(evaluation: Any) -> tuple[int, int]:
     """``(candidate_index, instance_index)`` of what tell() was given (checked)."""
     if isinstance(evaluation, Evaluation):
@@ -247,6 +176,25 @@ class _Options(NamedTuple):
         """The options in a journal's fingerprint: all but the test (fingerprinted by its
         parameters) and ``winner`` (free to change on resume)."""
         return {k: v for k, v in self._asdict().items() if k not in ("test", "winner")}
+
+    def no_racing_reason(self, n_candidates: int, instances_left: int | None) -> str | None:
+        """Why no test of this race can save an evaluation, or None.
+
+        After the first block, an elimination only pays off if the race can still afford a
+        block (``each_test`` instances for at least two survivors). When the budget or the
+        instances known at construction (``instances_left``; None: unknown or none given yet)
+        rule that out, the race is uniform allocation with a winner picked on the first block:
+        said at the start, not discovered afterwards.
+        """
+        if n_candidates < 2 or isinstance(self.test, KeepAll):
+            return None  # the adapters' documented plain grid search is no racing on purpose
+        first = self.first_test
+        if self.budget is not None and self.budget - n_candidates * first < 2 * self.each_test:
+            return (f"`budget`={self.budget} pays for the first block ({n_candidates} "
+                    f"candidates x {first} instances) and not for one more")
+        if instances_left is not None and instances_left <= first:
+            return f"only {instances_left} instance(s) are available, all in the first block"
+        return None
 
 
 def _check_options(n_candidates: int, *, test: Any, direction: Any, maximize: Any, budget: Any,
@@ -387,6 +335,77 @@ class _InstanceStream:
             return self._max_instances
         total = max(self._n_available, len(self.raced))
         return total if self._max_instances is None else min(total, self._max_instances)
+
+
+def _check_value(value: Any) -> str | None:
+    """Return why ``value`` is not a usable score, or None if it is one.
+
+    A score is a finite real number: a Python or NumPy float or integer (or any
+    ``numbers.Real``). Refused, each with a message naming what came back: NaN and +-inf;
+    ``True``/``False`` (a bool is not a score here, though Python counts it as an int);
+    complex numbers; strings and None; arrays of any size, one-element ones included (return
+    ``x.item()`` if that is what is meant: racer will not guess which element is the score);
+    ``scipy.optimize.OptimizeResult`` and other result objects (return their ``.fun``).
+    """
+    if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
+        return None if value - value == 0.0 else f"returned {value}"
+    if isinstance(value, (bool, np.bool_)):
+        return f"returned a bool, not a score: {describe_value(value)}; return a float"
+    if isinstance(value, numbers.Real):
+        try:
+            if math.isfinite(value):
+                return None
+        except OverflowError:
+            return f"returned a number too large for a float: {describe_value(value)}"
+        return f"returned {float(value)}"
+    if isinstance(value, numbers.Complex):
+        return f"returned a complex number, not a real score: {describe_value(value)}"
+    if isinstance(value, np.ndarray):
+        hint = "; return a scalar, e.g. x.item()" if value.size == 1 else ""
+        return f"returned an array, not a number: {describe_value(value)}{hint}"
+    if isinstance(value, dict) and "fun" in value and "x" in value:
+        # scipy.optimize.OptimizeResult is a dict subclass with .fun (the objective value).
+        return (
+            f"returned a non-number: a {type(value).__name__} (an optimizer's result); "
+            "return its `.fun`, the objective value"
+        )
+    return f"returned a non-number: {describe_value(value)}"
+
+
+def _check_evaluate(evaluate: Any, executor: Any) -> None:
+    """Refuse an ``evaluate`` that cannot work, before any evaluation is spent on it."""
+    if not callable(evaluate):
+        raise TypeError(f"`evaluate` must be callable; got {_clip(evaluate)}")
+    if inspect.iscoroutinefunction(evaluate):
+        raise TypeError(
+            f"`evaluate` must return a score, but {_clip(evaluate)} is a coroutine function "
+            "(async def); run the coroutine inside a plain function"
+        )
+    try:
+        signature = inspect.signature(evaluate)
+    except (TypeError, ValueError):
+        signature = None  # builtins and extension functions without one: cannot check
+    if signature is not None:
+        try:
+            signature.bind(None, None)
+        except TypeError as exc:
+            raise TypeError(
+                f"`evaluate` must accept two positional arguments, evaluate(candidate, "
+                f"instance); {_clip(evaluate)} has signature {signature} ({exc})"
+            ) from None
+    # With n_jobs > 1 or a timeout, racer's own WorkerPool refuses an unpicklable evaluate
+    # before evaluating (racer.execution); a user's ProcessPoolExecutor would instead fail
+    # every evaluation in its workers, so check that case here.
+    if isinstance(executor, cf.ProcessPoolExecutor):
+        try:
+            pickle.dumps(evaluate)
+        except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+            raise TypeError(
+                f"`evaluate` cannot be pickled to run in worker processes (the executor is a "
+                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Pass n_jobs= instead of "
+                "the executor (racer's own workers take lambdas, closures and functions of "
+                "notebooks), define it at module level, or use a thread pool"
+            ) from None
 
 
 class Race:
@@ -539,28 +558,12 @@ class Race:
 
         if instances is not None:
             self.add_instances(instances)
-        self._warn_if_no_racing()
+        self._warn_if_no_racing(options)
 
-    def _warn_if_no_racing(self) -> None:
-        """Say at the start when nothing a test decides can save an evaluation.
-
-        After the first block, an elimination only pays off if the race can still afford a
-        block (``each_test`` instances for at least two survivors). When the budget or the
-        instances known at construction rule that out, the race is uniform allocation with a
-        winner picked on the first block: said now, not discovered afterwards.
-        """
-        n_cand = len(self._candidates)
-        if n_cand < 2 or isinstance(self._test, KeepAll):
-            return  # the adapters' documented plain grid search is no racing on purpose
-        first_len = self._first_test
-        why = None
-        if self._budget is not None and self._budget - n_cand * first_len < 2 * self._each_test:
-            why = (f"`budget`={self._budget} pays for the first block ({n_cand} candidates x "
-                   f"{first_len} instances) and not for one more")
-        elif self._stream.n_sources:  # instances given now; the ask/tell path may add later
-            left = self._stream.left()
-            if left is not None and left <= first_len:
-                why = f"only {left} instance(s) are available, all in the first block"
+    def _warn_if_no_racing(self, options: _Options) -> None:
+        """Say at the start when nothing a test decides can save an evaluation."""
+        left = self._stream.left() if self._stream.n_sources else None  # instances given now
+        why = options.no_racing_reason(len(self._candidates), left)
         if why is not None:
             warnings.warn(
                 f"{why}: no test can save an evaluation, so this race is uniform allocation "
