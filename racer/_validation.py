@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from racer._text import short_repr
+
 __all__ = [
     "as_score_matrix",
     "as_paired",
@@ -34,9 +36,8 @@ __all__ = [
 ]
 
 
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+# racer.stats and the adapters import it under this name (one implementation: racer._text).
+_describe = short_repr
 
 
 def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:

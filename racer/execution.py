@@ -91,6 +91,7 @@ from collections import deque
 from multiprocessing.connection import wait as _wait
 from typing import Any, Callable, Iterable, Iterator
 
+from racer._text import short_repr
 from racer._validation import check_int
 
 __all__ = [
@@ -225,11 +226,9 @@ def run_block(
 
 
 def _evaluation_name(ev: Any) -> str:
-    from racer.race import _clip
-
     return (
-        f"candidate #{ev.candidate_index} {_clip(ev.candidate, 40)} on instance "
-        f"#{ev.instance_index} {_clip(ev.instance, 40)}"
+        f"candidate #{ev.candidate_index} {short_repr(ev.candidate, 40, stable=True)} on "
+        f"instance #{ev.instance_index} {short_repr(ev.instance, 40, stable=True)}"
     )
 
 
@@ -561,11 +560,9 @@ class WorkerPool:
         try:
             self._payload = _dumps(fn)
         except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
-            from racer.race import _clip
-
             culprits = _unpicklable_parts(fn)
             what = "; ".join(culprits) if culprits else f"{type(exc).__name__}: {exc}"
-            label = getattr(fn, "__qualname__", None) or _clip(fn, 80)
+            label = getattr(fn, "__qualname__", None) or short_repr(fn, 80, stable=True)
             raise TypeError(
                 f"`{name}` ({label}) cannot be pickled to send it to worker processes (n_jobs > "
                 f"1 or timeout need that): {what}. Create such objects (open files, locks, "

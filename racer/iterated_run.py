@@ -67,7 +67,7 @@ class IteratedRun:
         Iteration -> ids of the elites its race kept, best first.
     races : list of (iteration, label, RaceResult)
         The races in order; ``label`` names the journal (or ``"race k"``). Candidates of a
-        CLI race are :class:`racer.report.Repr` texts, of an Optuna one trial numbers.
+        CLI race are :class:`racer.storage.Repr` texts, of an Optuna one trial numbers.
     candidate_ids : list of list of int
         For each race, the configuration id of each of its candidates (column order).
     final_elites : list of int
@@ -201,8 +201,7 @@ def read_exec_dir(path: Any) -> IteratedRun:
     ...
     ValueError: `path`=...: no racer-journal/ folder with race journals: not a racer execDir...
     """
-    from racer.report import result_from_journal
-    from racer.storage import read_journal
+    from racer.storage import read_journal, result_from_journal
 
     try:
         text = os.fspath(path)

@@ -8,7 +8,7 @@ a notebook by evaluating ``fig``. matplotlib is imported inside the functions, s
 to install it (``pip install "bayes-racer[plot]"``).
 
 Figures of a race take a :class:`racer.RaceResult` (or the one rebuilt from a journal by
-:func:`racer.report.result_from_journal`):
+:func:`racer.storage.result_from_journal`):
 
 * :func:`plot_race_timeline` -- survivors over instances, and one lifeline per candidate that
   ends where it was eliminated, marked by reason and annotated with the probability;
@@ -57,7 +57,8 @@ from racer._validation import (
     check_probability,
     check_random_state,
 )
-from racer.result import RaceResult, _short_repr
+from racer._text import clip, short_repr
+from racer.result import RaceResult
 
 __all__ = [
     "plot_bayesian_critical_difference",
@@ -110,7 +111,7 @@ def _check_result(result: Any) -> RaceResult:
     if not isinstance(result, RaceResult):
         raise TypeError(
             f"`result` must be a racer.RaceResult (from Race.run() or "
-            f"racer.report.result_from_journal()); got {type(result).__name__}"
+            f"racer.storage.result_from_journal()); got {type(result).__name__}"
         )
     if result.n_instances == 0:
         raise ValueError("`result` has no instances yet: there is nothing to plot")
@@ -119,7 +120,7 @@ def _check_result(result: Any) -> RaceResult:
 
 def candidate_label(result: RaceResult, index: int, width: int = 32) -> str:
     """``"#index repr"`` of a candidate, shortened to ``width`` characters."""
-    return f"#{index} {_short_repr(result.candidates[index], width)}"
+    return f"#{index} {short_repr(result.candidates[index], width)}"
 
 
 def _status(result: RaceResult) -> dict[int, Any]:
@@ -695,11 +696,6 @@ def plot_posterior_simplex(
 # --------------------------------------------------------------------------- iterated races
 
 
-def _clip_text(text: Any, width: int) -> str:
-    text = str(text)
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
-
-
 def _iteration_colors(iterations: Sequence[int]) -> dict:
     from matplotlib import colormaps
 
@@ -774,7 +770,7 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
                        color=colors[it], label=f"iteration {it} ({len(by_iter[it])})",
                        gid=f"freq-{p.name}-{it}")
             ax.set_xticks(range(len(levels)))
-            ax.set_xticklabels([_clip_text(lv, 12) for lv in levels],
+            ax.set_xticklabels([clip(str(lv), 12, "\u2026") for lv in levels],
                                rotation=45 if len(levels) > 4 else 0, fontsize=8)
         else:
             lo, hi = float(p.domain[0]), float(p.domain[1])
@@ -868,13 +864,13 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
         else:
             levels = [str(v) for v in p.domain]
             step = 1 if len(levels) <= 6 else len(levels) - 1
-            ticks = [(i / max(len(levels) - 1, 1), _clip_text(levels[i], 10))
+            ticks = [(i / max(len(levels) - 1, 1), clip(str(levels[i]), 10, "\u2026"))
                      for i in range(0, len(levels), step)]
         for y, label in ticks:
             ax.text(x + 0.04, y, label, fontsize=7, va="center", ha="left", color="#333333")
         ax.text(x + 0.04, na, "NA", fontsize=7, va="center", ha="left", color="#999999")
     ax.set_xticks(xs)
-    ax.set_xticklabels([_clip_text(p.name, 16) + (" (log)" if p.log else "") for p in params],
+    ax.set_xticklabels([clip(str(p.name), 16, "\u2026") + (" (log)" if p.log else "") for p in params],
                        fontsize=8, rotation=30 if k > 6 else 0)
     ax.set_yticks([])
     ax.set_ylim(na - 0.08, 1.08)

@@ -16,7 +16,6 @@ Two ways to drive it:
 
 from __future__ import annotations
 
-import ast
 import collections
 import concurrent.futures as cf
 import inspect
@@ -24,7 +23,6 @@ import logging
 import math
 import numbers
 import pickle
-import re
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, NamedTuple
@@ -32,6 +30,8 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from racer._race_stats import RaceStats
+from racer._scores import ScoreTable
+from racer._text import describe_value, short_repr
 from racer._validation import (
     as_race_items,
     check_bool,
@@ -42,7 +42,7 @@ from racer._validation import (
 )
 from racer.racing.base import Elimination, KeepAll, RaceView, RacingTest
 from racer.result import EliminationRecord, RaceResult
-from racer.stats._ranks import block_ranks
+from racer.storage import NullJournal, RaceJournal
 
 __all__ = ["Evaluation", "EvaluationError", "Race", "RaceFailedError", "race"]
 
@@ -51,8 +51,6 @@ logger = logging.getLogger("racer")
 _ON_ERROR = ("worst", "eliminate", "raise")
 _WINNER = ("mean", "mean_rank", "rank_sum")
 _TEST_REASONS = ("dominated", "indistinguishable")
-# Options that only stop a race: a resume may raise them (continue a finished race).
-_LIMITS = ("budget", "max_instances")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
 # default_rng([seed, step]) (steps are small positive integers).
 _SHUFFLE_SALT = 0x5EED5EED
@@ -82,7 +80,7 @@ class RaceFailedError(EvaluationError):
     """The race cannot have a winner: no candidate has a usable score.
 
     Raised (whatever ``on_error`` is) as soon as the first evaluations of a race all failed
-    (see :class:`Race`, "Failures"), and under ``on_error="eliminate"`` when every survivor
+    (see "Failures: `on_error`" in docs/racing.md), and under ``on_error="eliminate"`` when every survivor
     failed in one block. The message quotes the first failure: candidate, instance, and what
     ``evaluate`` returned (type and value) or raised. ``failures`` holds every failure as
     ``(candidate_index, instance_index, message)`` in the order they were told, and
@@ -105,28 +103,238 @@ class RaceFailedError(EvaluationError):
 _MISSING = object()
 
 
-def _stable_repr(obj: Any) -> str:
-    # Default reprs embed memory addresses ("<function f at 0x7f...>") that change from run to
-    # run; a resumed race must still recognise its own candidates and instances.
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(obj))
+def _clip(obj: Any) -> str:
+    # How this module's messages and logs name a candidate, an instance or `evaluate`.
+    return short_repr(obj, 80, stable=True)
 
 
-def _clip(obj: Any, width: int = 80) -> str:
-    text = _stable_repr(obj)
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _evaluation_key(evaluation: Any) -> tuple[int, int]:
+    """``(candidate_index, instance_index)`` of what tell() was given (checked)."""
+    if isinstance(evaluation, Evaluation):
+        return evaluation.candidate_index, evaluation.instance_index
+    ci = getattr(evaluation, "candidate_index", None)
+    ii = getattr(evaluation, "instance_index", None)
+    if ci is None or ii is None:
+        try:
+            ci, ii = evaluation
+        except (TypeError, ValueError):
+            raise TypeError(
+                "`evaluation` must be an Evaluation from ask() or a (candidate_index, "
+                f"instance_index) pair; got {evaluation!r}"
+            ) from None
+    if not isinstance(ci, numbers.Integral) or not isinstance(ii, numbers.Integral):
+        raise TypeError(
+            f"`evaluation` indices must be integers; got ({ci!r}, {ii!r})"
+        )
+    return int(ci), int(ii)
 
 
-def _describe_value(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not hide the failure
-        text = f"<unprintable: repr raised {type(exc).__name__}>"
-    text = text if len(text) <= 60 else text[:57] + "..."
-    kind = type(value)
-    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    if isinstance(value, np.ndarray):
-        name += f" of shape {value.shape}"
-    return f"{text} ({name})"
+def _checked_decisions(test: RacingTest, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
+    """What ``test.decide()`` returned for ``m`` survivors, as ``(column, reason, by column,
+    probability)`` once per column; a broken test is refused with what it returned."""
+    name = type(test).__name__
+    out = []
+    seen: set[int] = set()
+    for dec in decisions or ():
+        if not isinstance(dec, Elimination):
+            raise TypeError(f"{name}.decide() must return Elimination objects; got {dec!r}")
+        col, by_col = int(dec.index), int(dec.by)
+        if not (0 <= col < m and 0 <= by_col < m) or col == by_col:
+            raise ValueError(
+                f"{name}.decide() returned {dec!r}: index and by must be distinct columns "
+                f"of the {m} survivors"
+            )
+        if dec.reason not in _TEST_REASONS:
+            raise ValueError(
+                f"{name}.decide() returned reason {dec.reason!r}; expected one of "
+                f"{_TEST_REASONS}"
+            )
+        if col in seen:
+            continue  # a candidate leaves once; the first reason given is kept
+        seen.add(col)
+        out.append((col, dec.reason, by_col, float(dec.probability)))
+    if len(seen) >= m:
+        raise RuntimeError(f"{name}.decide() eliminated every survivor, which is a bug in the test")
+    return out
+
+
+class _Options(NamedTuple):
+    """A race's options, checked (see :class:`Race`)."""
+
+    test: RacingTest
+    direction: str
+    budget: int | None
+    max_instances: int | None
+    first_test: int
+    each_test: int
+    min_survivors: int
+    shuffle: bool
+    on_error: str
+    winner: str
+
+    def journaled(self) -> dict:
+        """The options in a journal's fingerprint: all but the test (fingerprinted by its
+        parameters) and ``winner`` (free to change on resume)."""
+        return {k: v for k, v in self._asdict().items() if k not in ("test", "winner")}
+
+    def no_racing_reason(self, n_candidates: int, instances_left: int | None) -> str | None:
+        """Why no test of this race can save an evaluation, or None.
+
+        After the first block, an elimination only pays off if the race can still afford a
+        block (``each_test`` instances for at least two survivors). When the budget or the
+        instances known at construction (``instances_left``; None: unknown or none given yet)
+        rule that out, the race is uniform allocation with a winner picked on the first block:
+        said at the start, not discovered afterwards.
+        """
+        if n_candidates < 2 or isinstance(self.test, KeepAll):
+            return None  # the adapters' documented plain grid search is no racing on purpose
+        first = self.first_test
+        if self.budget is not None and self.budget - n_candidates * first < 2 * self.each_test:
+            return (f"`budget`={self.budget} pays for the first block ({n_candidates} "
+                    f"candidates x {first} instances) and not for one more")
+        if instances_left is not None and instances_left <= first:
+            return f"only {instances_left} instance(s) are available, all in the first block"
+        return None
+
+
+def _check_options(n_candidates: int, *, test: Any, direction: Any, maximize: Any, budget: Any,
+                   max_instances: Any, first_test: Any, each_test: Any, min_survivors: Any,
+                   shuffle: Any, on_error: Any, winner: Any) -> _Options:
+    """:class:`Race`'s options checked (a ValueError or TypeError naming the argument) and
+    their defaults filled in, for a race of ``n_candidates``."""
+    if test is None:
+        # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
+        # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
+        # the budget binds, which BayesianTest (seed 002 to the letter) never does.
+        from racer.racing.posterior_best import PosteriorBestTest
+
+        test = PosteriorBestTest()
+    if not isinstance(test, RacingTest):
+        raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
+    direction = check_direction(direction, maximize, stacklevel=4)  # the caller of Race()
+    budget = check_int(budget, "budget", minimum=1, allow_none=True)
+    max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
+    first_test = check_int(first_test, "first_test", minimum=1)
+    each_test = check_int(each_test, "each_test", minimum=1)
+    min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
+    if min_survivors > n_candidates:
+        raise ValueError(
+            f"`min_survivors`={min_survivors} exceeds the number of candidates "
+            f"({n_candidates}): the race could never reach it"
+        )
+    if max_instances is not None and first_test > max_instances:
+        raise ValueError(
+            f"`first_test`={first_test} exceeds `max_instances`={max_instances}: "
+            "the race would stop before its first test"
+        )
+    shuffle = check_bool(shuffle, "shuffle")
+    on_error = check_option(on_error, "on_error", _ON_ERROR)
+    if winner is None:
+        stated = getattr(test, "winner", None)
+        if stated is not None and stated not in _WINNER:
+            raise ValueError(
+                f"{type(test).__name__}.winner must be one of {_WINNER} or None; got "
+                f"{stated!r}"
+            )
+        winner = "mean" if stated is None else stated
+    winner = check_option(winner, "winner", _WINNER)
+    if budget is not None and budget < n_candidates * first_test:
+        raise ValueError(
+            f"`budget`={budget} cannot pay for the first block: {n_candidates} candidates x "
+            f"{first_test} instances = {n_candidates * first_test} evaluations"
+        )
+    return _Options(test, direction, budget, max_instances, first_test, each_test,
+                    min_survivors, shuffle, on_error, winner)
+
+
+class _InstanceStream:
+    """The instances of a race: those raced so far (:attr:`raced`, the rows of the score
+    table), then its sources in the order they were added, drawn lazily a block at a time.
+
+    ``seed`` orders shuffled sources (``shuffle=True``); ``max_instances`` caps :meth:`left`.
+    """
+
+    def __init__(self, seed: int, shuffle: bool, max_instances: int | None) -> None:
+        self._seed = seed
+        self._shuffle = shuffle
+        self._max_instances = max_instances
+        self.raced: list[Any] = []
+        self._sources: collections.deque = collections.deque()  # [iterator, size or None]
+        self._lookahead: collections.deque = collections.deque()  # drawn, put back
+        self.n_sources = 0
+        # Instances the race could race, for the cost report: None once a source has no length.
+        self._n_available: int | None = 0
+
+    def add(self, instances: Iterable) -> None:
+        """Append a source (already checked to be an iterable of instances)."""
+        if self._n_available is not None:
+            try:
+                self._n_available += len(instances)  # type: ignore[arg-type]
+            except TypeError:
+                self._n_available = None  # an iterator: endless or of unknown length
+        if self._shuffle:
+            if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
+                raise TypeError(
+                    "`shuffle=True` needs a sequence of instances (list, tuple, range, array); "
+                    f"got an iterator {type(instances).__name__!r}"
+                )
+            items = list(instances)
+            rng = np.random.default_rng([self._seed, _SHUFFLE_SALT, self.n_sources])
+            order = rng.permutation(len(items))
+            source = iter([items[i] for i in order])
+        else:
+            items = instances
+            source = iter(instances)
+        # How many instances this source still holds, when it says (for RaceView.instances_left).
+        size = len(items) if hasattr(items, "__len__") else None
+        self.n_sources += 1
+        self._sources.append([source, size])
+
+    def draw(self, k: int) -> list:
+        """Up to ``k`` next instances (fewer when the sources run out); not yet raced."""
+        drawn = []
+        while len(drawn) < k:
+            if self._lookahead:
+                drawn.append(self._lookahead.popleft())
+                continue
+            if not self._sources:
+                break
+            head = self._sources[0]
+            try:
+                drawn.append(next(head[0]))
+            except StopIteration:
+                self._sources.popleft()
+                continue
+            if head[1] is not None:
+                head[1] -= 1
+        return drawn
+
+    def put_back(self, drawn: list) -> None:
+        """Undo :meth:`draw`: ``drawn`` comes first again."""
+        self._lookahead.extendleft(reversed(drawn))
+
+    def has_more(self) -> bool:
+        got = self.draw(1)
+        self.put_back(got)
+        return bool(got)
+
+    def left(self) -> int | None:
+        """Instances the race can still draw (None: unknown, e.g. an endless generator)."""
+        left = None
+        if all(size is not None for _, size in self._sources):
+            left = len(self._lookahead) + sum(max(size, 0) for _, size in self._sources)
+        if self._max_instances is not None:
+            cap = max(self._max_instances - len(self.raced), 0)
+            left = cap if left is None else min(left, cap)
+        return left
+
+    def available(self) -> int | None:
+        """Instances the race could race: all given, capped at ``max_instances``."""
+        if self._n_available is None:
+            # An endless or unsized source: only max_instances bounds what could be raced.
+            return self._max_instances
+        total = max(self._n_available, len(self.raced))
+        return total if self._max_instances is None else min(total, self._max_instances)
 
 
 def _check_value(value: Any) -> str | None:
@@ -142,26 +350,26 @@ def _check_value(value: Any) -> str | None:
     if isinstance(value, float):  # the common case (numpy float64 too), without the ABC checks
         return None if value - value == 0.0 else f"returned {value}"
     if isinstance(value, (bool, np.bool_)):
-        return f"returned a bool, not a score: {_describe_value(value)}; return a float"
+        return f"returned a bool, not a score: {describe_value(value)}; return a float"
     if isinstance(value, numbers.Real):
         try:
             if math.isfinite(value):
                 return None
         except OverflowError:
-            return f"returned a number too large for a float: {_describe_value(value)}"
+            return f"returned a number too large for a float: {describe_value(value)}"
         return f"returned {float(value)}"
     if isinstance(value, numbers.Complex):
-        return f"returned a complex number, not a real score: {_describe_value(value)}"
+        return f"returned a complex number, not a real score: {describe_value(value)}"
     if isinstance(value, np.ndarray):
         hint = "; return a scalar, e.g. x.item()" if value.size == 1 else ""
-        return f"returned an array, not a number: {_describe_value(value)}{hint}"
+        return f"returned an array, not a number: {describe_value(value)}{hint}"
     if isinstance(value, dict) and "fun" in value and "x" in value:
         # scipy.optimize.OptimizeResult is a dict subclass with .fun (the objective value).
         return (
             f"returned a non-number: a {type(value).__name__} (an optimizer's result); "
             "return its `.fun`, the objective value"
         )
-    return f"returned a non-number: {_describe_value(value)}"
+    return f"returned a non-number: {describe_value(value)}"
 
 
 def _check_evaluate(evaluate: Any, executor: Any) -> None:
@@ -203,156 +411,56 @@ def _check_evaluate(evaluate: Any, executor: Any) -> None:
 class Race:
     """A race of ``candidates`` over a stream of instances, driven by ask/tell or by :meth:`run`.
 
+    The engine is documented in docs/racing.md: the loop and the test schedule, the stopping
+    rules and the winner, instances, failures ("Failures: `on_error`", including what no
+    policy rescues), parallel execution, persistence and resume ("Persistence and resume"),
+    and the ask/tell protocol ("ask/tell: driving a race from outside").
+
     Parameters
     ----------
     candidates : iterable
-        The configurations to race (dicts, tuples, any objects; nothing needs to be hashable).
-        They are reported back as these same objects. A pandas DataFrame is one candidate
-        per row, a dict of its column values; a dict is refused (TypeError saying what to
-        pass: its keys or its values?).
+        The configurations to race, any objects, reported back as passed. A DataFrame is one
+        candidate per row (a dict); a dict is refused (its keys or its values?).
     test : RacingTest, optional
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
-        (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
-        ``racer.BayesianTest()`` is seed 002's procedure.
+        (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``).
     direction : {"minimize", "maximize"}, default "minimize"
-        Whether smaller or larger scores are better (Optuna's word; irace, Optuna and
-        ``scipy.optimize`` all minimise by default; racer 0.1 maximised, see CHANGELOG.md).
-        The test always sees larger-is-better scores (negated when minimising).
+        Whether smaller or larger scores are better. The test sees larger-is-better scores.
     maximize : bool, optional
-        Deprecated alias: ``maximize=True`` is ``direction="maximize"`` (a
-        DeprecationWarning; it will be removed). Giving both is a ValueError.
+        Deprecated alias of ``direction="maximize"`` (a DeprecationWarning).
     budget : int, optional
-        Maximum number of evaluations. A block is only started when the budget can pay for
-        all of it (survivors x its planned number of instances), as in irace, so the race may
-        end with part of the budget unspent. The first block must fit (checked here).
+        Maximum number of evaluations. A block starts only when the budget pays for all of
+        it, as in irace; the first block must fit.
     max_instances : int, optional
-        Maximum number of instances raced. It must be at least ``first_test``.
+        Maximum number of instances raced (at least ``first_test``).
     first_test : int, default 5
-        Instances every candidate sees before the first test. It may not exceed
-        ``max_instances``; and if the instances run out before ``first_test`` of them were
-        raced, the first block is refused (ValueError from ``ask()``/``run()``, before any of
-        its evaluations): such a race could never test, only evaluate everything.
+        Instances every candidate sees before the first test.
     each_test : int, default 1
         Instances per block after the first: a test runs at instance ``n`` when
-        ``n >= first_test`` and ``(n - first_test) % each_test == 0``. This equals irace's rule
-        (``n % eachTest == 0``) whenever ``first_test`` is a multiple of ``each_test``, which
-        irace requires; racer does not require it.
+        ``n >= first_test`` and ``(n - first_test) % each_test == 0``.
     min_survivors : int, default 1
-        The race stops once no more than this many candidates are left. A test may eliminate
-        several at once and so leave fewer (as in irace); the engine never overrides it. It may
-        not exceed the number of candidates.
+        The race stops once no more than this many candidates are left.
     instances : iterable, optional
-        Instances to race on, in order (a sequence, or any iterator, even an endless
-        generator of seeds). A DataFrame is one instance per row (a dict of its column
-        values); a dict is refused, as for ``candidates``. More can be appended with :meth:`add_instances` or passed to
-        :meth:`run`. An empty ``instances`` is allowed here, but :meth:`run` refuses to start
-        a race that has no instance at all, and :meth:`result` refuses to name a winner of a
-        race that stopped before its first evaluation.
+        Instances to race on, in order (a sequence or any iterator, even endless); more come
+        from :meth:`add_instances` or :meth:`run`. A DataFrame is one instance per row.
     shuffle : bool, default False
-        Race each added sequence of instances in an order drawn from the race seed. Only
-        sequences can be shuffled (an iterator raises TypeError).
+        Race each added sequence of instances in an order drawn from the race seed.
     on_error : {"worst", "eliminate", "raise"}, default "worst"
-        What a failed evaluation (an exception, NaN, inf or a non-number) does. ``"worst"``:
-        it counts as worse than every successful evaluation on that instance, namely as
-        ``lowest - spread`` in larger-is-better terms, where ``lowest`` and ``spread`` are the
-        minimum and the range of that instance's successful scores among the candidates of
-        the block (``spread`` is replaced by ``|lowest|``, or 1 when that is 0, if all
-        successful scores are equal; when every evaluation of the instance failed, all get
-        0): it ranks last, and it pulls the candidate's mean down by more than any success
-        would. ``"eliminate"``: the candidate is eliminated (reason ``"failed"``) at the end of
-        the block, before the test; it is an error for every survivor to fail in one block.
-        ``"raise"``: the error propagates (an :class:`EvaluationError` for bad values) and
-        nothing is recorded. In every case the block's other evaluations are kept. These
-        policies are for *partial* failures; see "Failures" below for what no policy can
-        rescue.
+        What a failed evaluation (an exception, NaN, inf or a non-number) does: rank last on
+        its instance, eliminate its candidate at the end of the block, or propagate.
     winner : {"mean", "mean_rank", "rank_sum"} or None, default None
-        How the winner is chosen among several survivors: best mean score (``"mean"``),
-        best mean within-instance rank among the survivors (``"mean_rank"``), or best sum of
-        those ranks over the instances raced (``"rank_sum"``, irace's order for its F-race:
-        ``overall.ranks()``). Ties go to the earlier candidate. The two rank rules order
-        alike here, because every survivor has seen the same instances. None uses the
-        rule the test states (its class attribute ``winner``; ``FRaceTest`` states
-        ``"rank_sum"`` so that the F-race baseline returns irace's elite), else ``"mean"``.
+        How the winner is chosen among the survivors; None: the rule the test states (its
+        class attribute ``winner``), else ``"mean"``. Ties go to the earlier candidate.
     random_state : None, int, numpy Generator, RandomState or SeedSequence
-        Seeds the race (racer's one seed convention, see
-        :func:`racer._validation.check_random_state`: a Generator or RandomState gives one
-        draw and advances). The test at step ``k`` receives
-        ``numpy.random.default_rng([seed, k])``,
-        never a shared sequential generator, so a resumed race decides exactly as an
-        uninterrupted one. With ``storage`` and ``random_state=None``, a resumed race reuses the
-        seed in the journal.
+        Seeds the race; the test at step ``k`` receives ``numpy.random.default_rng([seed,
+        k])``. With ``storage`` and None, a resumed race reuses the journal's seed.
     storage : str or path, optional
-        SQLite journal (see :mod:`racer.storage`). Every evaluation and decision is written as
-        it happens; constructing the same race on the same file resumes it: recorded
-        evaluations are replayed instead of being evaluated again, and the test steps already
-        taken keep their journaled eliminations. A larger ``budget`` or ``max_instances`` (or
-        None) **continues a finished race**: nothing journaled is evaluated again, eliminated
-        candidates stay out, and with a test whose decisions ignore the budget left
-        (``FRaceTest``, ``TRaceTest``, ``BayesianTest``) the result is, bit for bit, that of one
-        race with the larger limit; ``PosteriorBestTest`` reads the budget left, so its later
-        steps are decided under the larger budget and its earlier ones stand (docs/racing.md,
-        "Continue a finished race with a larger budget"). A race that ended with
-        ``min_survivors`` has nothing to continue; one that ended with
-        ``instances_exhausted`` continues when given more instances. A limit below what the
-        journal already holds is refused, naming the smallest that continues it. A journal
-        written by a different race (other candidates, options, test parameters, seed or
-        ``metadata``) is refused: the message says first how to start over, then each
-        difference as ``name: journal old, now new``. A resume cannot check ``evaluate``
-        itself (it is given to ``run()``, and no fingerprint of a function is reliable):
-        after changing it, or the data it reads, bump ``metadata={"evaluate_version": ...}``
-        so the old journal is refused, or use a new file. A file that is not a racer journal
-        (not SQLite, another application's database) is refused before anything is written;
-        path problems raise ``FileNotFoundError``, ``IsADirectoryError`` or
-        ``PermissionError`` naming the path. The race holds the
-        journal's writer lock until :meth:`close` (or garbage collection, or the death of the
-        process): a second race on the same file, in any process, raises
-        :class:`racer.storage.JournalInUseError`; :func:`racer.storage.read_journal` can read
-        it meanwhile.
+        SQLite journal (:mod:`racer.storage`): the same race on the same file resumes it,
+        with a larger ``budget`` or ``max_instances`` it continues a finished race. The race
+        holds the journal's writer lock until :meth:`close`.
     metadata : dict, optional
-        Anything else that changes the scores (a version of ``evaluate``, a data set name,
-        its settings), stored in the journal's fingerprint so a resume under different
-        settings is refused. Values are compared by ``repr``.
-
-    Failures
-    --------
-    A score is a finite real number (see ``on_error`` for what a failure is; ``True``/``False``,
-    complex numbers, strings, None, arrays, even of one element, and
-    ``scipy.optimize.OptimizeResult`` are failures, each recorded with what was returned). Two
-    rules hold under every ``on_error``:
-
-    * a candidate whose every evaluation failed is never the winner: :class:`RaceResult`
-      ranks it after every candidate with at least one usable score (survivor or not); in
-      the unlikely case that no survivor has a usable score, the best-ranked eliminated
-      candidate that has one wins, with a ``RuntimeWarning``;
-    * when no candidate has a usable score the race raises :class:`RaceFailedError`,
-      quoting the first failure (candidate, instance, what was returned or raised). It is
-      raised as soon as the first ``min(first block, max(2 x candidates, 10))`` evaluations
-      told have all failed, so a broken ``evaluate`` costs about two instances' worth of
-      evaluations, not a block or a budget. One instance on which every candidate fails is
-      a legitimate outcome (a tie, see ``"worst"``); two in a row with not one success is a
-      broken ``evaluate``. The race is then dead (``stop_reason == "failed"``, its journal
-      closed): ``ask``, ``tell``, ``run`` and ``result`` raise the same error. With ``storage``, the journal keeps those failures and replays them on
-      resume, so use a new journal once ``evaluate`` is fixed.
-
-    :meth:`run` also checks ``evaluate`` before evaluating anything: it must be callable with
-    two positional arguments (when ``inspect.signature`` can tell; builtins without one pass),
-    and picklable when it runs in worker processes (``n_jobs > 1``, ``timeout``, or a
-    ``ProcessPoolExecutor``).
-
-    Ask/tell protocol
-    -----------------
-    ``ask(n=None)`` returns a list of :class:`Evaluation` ``(candidate_index, candidate,
-    instance_index, instance)`` not yet handed out, all from the current block (at most
-    ``n``). ``tell(evaluation, value)`` records one result (or ``tell(evaluation,
-    error=exc)`` a failure); it accepts the :class:`Evaluation` or a ``(candidate_index,
-    instance_index)`` pair, in any order within the block. The last result of a block runs the
-    test and opens the next block. ``ask()`` returns ``[]`` when everything of the current
-    block is out but not all told (tell the rest first) or when the race is over
-    (``race.finished``). :meth:`pending` lists the block's evaluations not yet told, e.g. to
-    hand them out again after a worker crash. ``tell()`` is not thread-safe: call it from one
-    thread (the one collecting results). Instances come from ``instances=``,
-    :meth:`add_instances` or :meth:`run`; when they run out the race stops with
-    ``stop_reason == "instances_exhausted"``, and adding instances reopens it.
+        Anything else that changes the scores (a version of ``evaluate``, a data set), in the
+        journal's fingerprint, so a resume under other settings is refused.
 
     >>> import numpy as np
     >>> from racer.racing.base import Elimination, RacingTest
@@ -398,93 +506,43 @@ class Race:
         self._candidates = list(as_race_items(candidates, "candidates"))
         if not self._candidates:
             raise ValueError("`candidates` is empty: a race needs at least one candidate")
-        if test is None:
-            # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
-            # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
-            # the budget binds, which BayesianTest (seed 002 to the letter) never does.
-            from racer.racing.posterior_best import PosteriorBestTest
-
-            test = PosteriorBestTest()
-        if not isinstance(test, RacingTest):
-            raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
-        self._test = test
-        self._direction = check_direction(direction, maximize)
+        options = _check_options(
+            len(self._candidates), test=test, direction=direction, maximize=maximize,
+            budget=budget, max_instances=max_instances, first_test=first_test,
+            each_test=each_test, min_survivors=min_survivors, shuffle=shuffle,
+            on_error=on_error, winner=winner,
+        )
+        (self._test, self._direction, self._budget, self._max_instances, self._first_test,
+         self._each_test, self._min_survivors, self._shuffle, self._on_error,
+         self._winner) = options
         self._maximize = self._direction == "maximize"
-        self._budget = check_int(budget, "budget", minimum=1, allow_none=True)
-        self._max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
-        self._first_test = check_int(first_test, "first_test", minimum=1)
-        self._each_test = check_int(each_test, "each_test", minimum=1)
-        self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1)
-        if self._min_survivors > len(self._candidates):
-            raise ValueError(
-                f"`min_survivors`={self._min_survivors} exceeds the number of candidates "
-                f"({len(self._candidates)}): the race could never reach it"
-            )
-        if self._max_instances is not None and self._first_test > self._max_instances:
-            raise ValueError(
-                f"`first_test`={self._first_test} exceeds `max_instances`={self._max_instances}: "
-                "the race would stop before its first test"
-            )
-        self._shuffle = check_bool(shuffle, "shuffle")
-        self._on_error = check_option(on_error, "on_error", _ON_ERROR)
-        if winner is None:
-            stated = getattr(test, "winner", None)
-            if stated is not None and stated not in _WINNER:
-                raise ValueError(
-                    f"{type(test).__name__}.winner must be one of {_WINNER} or None; got "
-                    f"{stated!r}"
-                )
-            winner = "mean" if stated is None else stated
-        self._winner = check_option(winner, "winner", _WINNER)
         n_cand = len(self._candidates)
-        first_len = self._first_test
-        if self._budget is not None and self._budget < n_cand * first_len:
-            raise ValueError(
-                f"`budget`={self._budget} cannot pay for the first block: {n_cand} candidates x "
-                f"{first_len} instances = {n_cand * first_len} evaluations"
-            )
         if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"`metadata` must be a dict or None; got {metadata!r}")
-        self._metadata = dict(metadata or {})
-        self._journal = None
-        self._journal_closed = False
-        self._replay: dict[tuple[int, int], tuple[float, str | None]] = {}
-        # Failures told with charge=False (evaluations the caller did not make): recorded,
-        # not paid from the budget; journaled under the meta key "uncharged" for a resume.
-        self._uncharged: set[tuple[int, int]] = set()
-        self._replay_uncharged: set[tuple[int, int]] = set()
-        self._stored_instance_reprs: list[str] = []
-        # Test steps the journal says were taken, and their eliminations (see _run_test).
-        self._replay_tested = 0
-        self._replay_decisions: dict[int, list] = {}
+        # The journal observes every event (NullJournal: no storage); a resume replays it.
+        self._journal: NullJournal = NullJournal()
         if storage is not None:
-            self._open_storage(storage, random_state)
+            self._journal = RaceJournal(
+                storage, random_state, candidates=self._candidates, test=test,
+                options=options.journaled(),
+                metadata=dict(metadata or {}), winner=self._winner,
+            )
+            self._seed = self._journal.seed
         else:
             self._seed = seed_from_random_state(random_state)
 
-        # Scores grow by doubling so appending a row is amortised O(survivors).
-        capacity = 64
-        self._raw = np.full((capacity, n_cand), np.nan)
-        self._oriented = np.full((capacity, n_cand), np.nan)
-        self._failed = np.zeros((capacity, n_cand), dtype=bool)
-        self._n_seen = np.zeros(n_cand, dtype=np.int64)
-        self._n_failed = np.zeros(n_cand, dtype=np.int64)
+        self._scores = ScoreTable(n_cand, maximize=self._maximize)
         self._alive = np.ones(n_cand, dtype=bool)
         self._survivor_idx = np.arange(n_cand, dtype=np.int64)
         # Incremental statistics lent to the test at each step (view.greater, view.ranks...).
         self._stats = RaceStats(n_cand)
 
-        self._instances: list[Any] = []
-        self._sources: collections.deque = collections.deque()
-        self._lookahead: collections.deque = collections.deque()
-        self._n_sources_added = 0
+        self._stream = _InstanceStream(self._seed, self._shuffle, self._max_instances)
+        self._instances = self._stream.raced  # the rows of the score table, in order
 
-        self._block_active = False
-        self._block_rows = (0, 0)
-        self._block_cands = self._survivor_idx
+        # The open block is the score table's open rows (ScoreTable.rows_open).
         self._pending: dict[tuple[int, int], Evaluation] = {}
         self._unasked: collections.deque = collections.deque()
-        self._row_remaining: dict[int, int] = {}
         self._block_failed: set[int] = set()
 
         self._n_evaluations = 0
@@ -493,37 +551,19 @@ class Race:
         self._history: list[EliminationRecord] = []
         self._failures: list[tuple[int, int, str]] = []
         self._stop_reason: str | None = None
-        # See "Failures" in the class docstring: set when the first block opens.
+        # See "Failures" in docs/racing.md: set when the first block opens.
         self._fail_fast_after: int | None = None
         self._fatal: RaceFailedError | None = None
-        # Instances the race could race, for the cost report: None once a source has no length.
-        self._n_available: int | None = 0
         self._listeners: list[Callable[[Race], None]] = []
 
         if instances is not None:
             self.add_instances(instances)
-        self._warn_if_no_racing()
+        self._warn_if_no_racing(options)
 
-    def _warn_if_no_racing(self) -> None:
-        """Say at the start when nothing a test decides can save an evaluation.
-
-        After the first block, an elimination only pays off if the race can still afford a
-        block (``each_test`` instances for at least two survivors). When the budget or the
-        instances known at construction rule that out, the race is uniform allocation with a
-        winner picked on the first block: said now, not discovered afterwards.
-        """
-        n_cand = len(self._candidates)
-        if n_cand < 2 or isinstance(self._test, KeepAll):
-            return  # the adapters' documented plain grid search is no racing on purpose
-        first_len = self._first_test
-        why = None
-        if self._budget is not None and self._budget - n_cand * first_len < 2 * self._each_test:
-            why = (f"`budget`={self._budget} pays for the first block ({n_cand} candidates x "
-                   f"{first_len} instances) and not for one more")
-        elif self._n_sources_added:  # instances given now; the ask/tell path may add later
-            left = self._instances_left()
-            if left is not None and left <= first_len:
-                why = f"only {left} instance(s) are available, all in the first block"
+    def _warn_if_no_racing(self, options: _Options) -> None:
+        """Say at the start when nothing a test decides can save an evaluation."""
+        left = self._stream.left() if self._stream.n_sources else None  # instances given now
+        why = options.no_racing_reason(len(self._candidates), left)
         if why is not None:
             warnings.warn(
                 f"{why}: no test can save an evaluation, so this race is uniform allocation "
@@ -553,7 +593,7 @@ class Race:
     @property
     def finished(self) -> bool:
         """True once the race has stopped (see :attr:`stop_reason`)."""
-        if self._stop_reason is None and not self._block_active:
+        if self._stop_reason is None and self._scores.rows_open is None:
             self._advance()
         return self._stop_reason is not None
 
@@ -605,66 +645,13 @@ class Race:
         if isinstance(instances, (str, bytes)) or not isinstance(instances, Iterable):
             raise TypeError(f"`instances` must be an iterable of instances; got {instances!r}")
         # A DataFrame is one instance per row (a dict); a dict is refused (keys or values?).
-        instances = as_race_items(instances, "instances")
-        if self._n_available is not None:
-            try:
-                self._n_available += len(instances)  # type: ignore[arg-type]
-            except TypeError:
-                self._n_available = None  # an iterator: endless or of unknown length
-        if self._shuffle:
-            if not isinstance(instances, Sequence) and not hasattr(instances, "__len__"):
-                raise TypeError(
-                    "`shuffle=True` needs a sequence of instances (list, tuple, range, array); "
-                    f"got an iterator {type(instances).__name__!r}"
-                )
-            items = list(instances)
-            rng = np.random.default_rng([self._seed, _SHUFFLE_SALT, self._n_sources_added])
-            order = rng.permutation(len(items))
-            source = iter([items[i] for i in order])
-        else:
-            items = instances
-            source = iter(instances)
-        # How many instances this source still holds, when it says (for RaceView.instances_left).
-        size = len(items) if hasattr(items, "__len__") else None
-        self._n_sources_added += 1
-        self._sources.append([source, size])
+        self._stream.add(as_race_items(instances, "instances"))
         if self._stop_reason == "instances_exhausted":
             self._stop_reason = None
-            if self._journal is not None:
-                self._journal.set_meta("stop_reason", None)
-
-    def _draw_instances(self, k: int) -> list:
-        drawn = []
-        while len(drawn) < k:
-            if self._lookahead:
-                drawn.append(self._lookahead.popleft())
-                continue
-            if not self._sources:
-                break
-            head = self._sources[0]
-            try:
-                drawn.append(next(head[0]))
-            except StopIteration:
-                self._sources.popleft()
-                continue
-            if head[1] is not None:
-                head[1] -= 1
-        return drawn
-
-    def _instances_left(self) -> int | None:
-        """Instances the race can still draw (None: unknown, e.g. an endless generator)."""
-        left = None
-        if all(size is not None for _, size in self._sources):
-            left = len(self._lookahead) + sum(max(size, 0) for _, size in self._sources)
-        if self._max_instances is not None:
-            cap = max(self._max_instances - len(self._instances), 0)
-            left = cap if left is None else min(left, cap)
-        return left
+            self._journal.on_restart()
 
     def _has_more_instances(self) -> bool:
-        got = self._draw_instances(1)
-        self._lookahead.extendleft(got)
-        return bool(got)
+        return self._stream.has_more()
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -676,7 +663,7 @@ class Race:
         """
         n = check_int(n, "n", minimum=1, allow_none=True)
         self._raise_if_failed()
-        if not self._block_active and self._stop_reason is None:
+        if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         out = []
         pending = self._pending
@@ -717,7 +704,7 @@ class Race:
     def pending(self) -> list[Evaluation]:
         """Evaluations of the current block that are not yet told (asked or not)."""
         self._raise_if_failed()
-        if not self._block_active and self._stop_reason is None:
+        if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         return list(self._pending.values())
 
@@ -747,10 +734,10 @@ class Race:
         (2, 1)
         """
         self._raise_if_failed()
-        key = self._key_of(evaluation)
+        key = _evaluation_key(evaluation)
         if error is not None and not isinstance(error, (BaseException, str)):
             raise TypeError(
-                f"`error` must be an exception or a message (str); got {_describe_value(error)}"
+                f"`error` must be an exception or a message (str); got {describe_value(error)}"
             )
         if not charge and error is None:
             raise ValueError("`charge=False` is only for a failure: give `error=`")
@@ -759,15 +746,14 @@ class Race:
                 "tell() needs the score as `value`, or `error=` for a failed evaluation; got "
                 "neither"
             )
-        if self._journal_closed:
+        if self._journal.closed:
             raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
-        if not self._block_active and self._stop_reason is None:
+        if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         if key not in self._pending:
             ci, ii = key
-            if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and (
-                not np.isnan(self._raw[ii, ci]) or self._failed[ii, ci]
-            ):
+            if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and \
+                    self._scores.told(ci, ii):
                 raise ValueError(
                     f"evaluation (candidate_index={ci}, instance_index={ii}) was already told"
                 )
@@ -790,40 +776,17 @@ class Race:
             raise exc
         del self._pending[key]
         score = math.nan if message is not None else float(value)
-        if self._journal is not None:
-            if not charge:
-                self._uncharged.add(key)
-                self._journal.set_meta("uncharged", repr(sorted(self._uncharged)))
-            self._journal.record_evaluation(key[0], key[1], score, message)
+        self._journal.on_evaluation(key[0], key[1], score, message, charge)
         self._record(key[0], key[1], score, message, charge)
         if not self._pending:
             self._advance()
-
-    def _key_of(self, evaluation: Any) -> tuple[int, int]:
-        if isinstance(evaluation, Evaluation):
-            return evaluation.candidate_index, evaluation.instance_index
-        ci = getattr(evaluation, "candidate_index", None)
-        ii = getattr(evaluation, "instance_index", None)
-        if ci is None or ii is None:
-            try:
-                ci, ii = evaluation
-            except (TypeError, ValueError):
-                raise TypeError(
-                    "`evaluation` must be an Evaluation from ask() or a (candidate_index, "
-                    f"instance_index) pair; got {evaluation!r}"
-                ) from None
-        if not isinstance(ci, numbers.Integral) or not isinstance(ii, numbers.Integral):
-            raise TypeError(
-                f"`evaluation` indices must be integers; got ({ci!r}, {ii!r})"
-            )
-        return int(ci), int(ii)
 
     # ------------------------------------------------------------------ the loop
 
     def _advance(self) -> None:
         """Finish completed blocks and open new ones until something needs evaluating."""
         while self._stop_reason is None:
-            if self._block_active:
+            if self._scores.rows_open is not None:
                 if self._pending:
                     return
                 self._finish_block()
@@ -847,11 +810,11 @@ class Race:
                 self._stop("max_instances")
                 return
             planned = min(planned, self._max_instances - n)
-        if not self._has_more_instances():
+        if not self._stream.has_more():
             self._stop("instances_exhausted")
             return
         if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
-            if self._replay:
+            if self._journal.replaying:
                 # A resume with a smaller budget than the journaled race's: it cannot pay for
                 # a block the journal already began, whose evaluations would be left unused.
                 need = self.n_charged + n_surv * planned
@@ -863,9 +826,9 @@ class Race:
                 )
             self._stop("budget")
             return
-        new = self._draw_instances(planned)
+        new = self._stream.draw(planned)
         if n == 0 and len(new) < self._first_test:
-            self._lookahead.extendleft(reversed(new))  # nothing consumed: more may be added
+            self._stream.put_back(new)  # nothing consumed: more may be added
             raise ValueError(
                 f"`first_test`={self._first_test} but the race has only {len(new)} instances: "
                 "it would end before its first test; give at least first_test instances "
@@ -873,85 +836,38 @@ class Race:
             )
         self._register_instances(new)
         stop = len(self._instances)
-        self._ensure_capacity(stop)
-        self._block_active = True
-        self._block_rows = (n, stop)
-        self._block_cands = survivors
+        self._scores.open_rows(n, stop, survivors)
         self._block_failed = set()
         cand_list = survivors.tolist()
-        for row in range(n, stop):
-            self._row_remaining[row] = n_surv
         if n == 0:
-            # Fail fast (see "Failures" in the class docstring): about two instances' worth.
+            # Fail fast (see "Failures" in docs/racing.md): about two instances' worth.
             self._fail_fast_after = min(n_surv * (stop - n), max(2 * n_surv, 10))
         replayed = []
         for row in range(n, stop):
             inst = self._instances[row]
             for ci in cand_list:
-                key = (ci, row)
-                hit = self._replay.pop(key, None) if self._replay else None
+                hit = self._journal.take((ci, row))
                 if hit is not None:
-                    replayed.append((ci, row, hit[0], hit[1]))
+                    replayed.append((ci, row, *hit))
                     continue
                 ev = Evaluation(ci, self._candidates[ci], row, inst)
-                self._pending[key] = ev
+                self._pending[(ci, row)] = ev
                 self._unasked.append(ev)
-        for ci, row, score, message in replayed:
-            charge = (ci, row) not in self._replay_uncharged
-            if not charge:
-                self._uncharged.add((ci, row))
+        for ci, row, score, message, charge in replayed:
             self._record(ci, row, score, message, charge)
 
     def _register_instances(self, new: list) -> None:
         start = len(self._instances)
         self._instances.extend(new)
-        if self._journal is None:
-            return
-        reprs = [_stable_repr(inst) for inst in new]
-        known = self._stored_instance_reprs
-        fresh = []
-        for offset, text in enumerate(reprs):
-            row = start + offset
-            if row < len(known):
-                if known[row] != text:
-                    from racer.storage import _first_difference
-
-                    was, now = _first_difference(known[row], text)
-                    path = self._journal.path
-                    raise ValueError(
-                        f"`storage`={path!r} holds a race on other instances. To start over, "
-                        f"pass another `storage=` path (or delete {path!r}); to continue the "
-                        "journaled race, pass the instances it raced, in the same order:\n"
-                        f"  instance #{row}: journal {was}, now {now}"
-                    )
-            else:
-                fresh.append((row, text))
-        if fresh:
-            self._journal.record_instances(fresh)
-
-    def _ensure_capacity(self, rows: int) -> None:
-        cap = self._raw.shape[0]
-        if rows <= cap:
-            return
-        new_cap = max(rows, 2 * cap)
-        n_cand = len(self._candidates)
-        for name, fill in (("_raw", np.nan), ("_oriented", np.nan), ("_failed", False)):
-            old = getattr(self, name)
-            grown = np.full((new_cap, n_cand), fill, dtype=old.dtype)
-            grown[:cap] = old
-            setattr(self, name, grown)
+        self._journal.on_instances(start, new)
 
     def _record(self, ci: int, row: int, score: float, message: str | None,
                 charge: bool = True) -> None:
         self._n_evaluations += 1
         if not charge:
             self._n_uncharged += 1
-        self._n_seen[ci] += 1
-        if message is None:
-            self._raw[row, ci] = score
-        else:
-            self._failed[row, ci] = True
-            self._n_failed[ci] += 1
+        self._scores.record(ci, row, score, failed=message is not None)
+        if message is not None:
             self._failures.append((ci, row, message))
             self._block_failed.add(ci)
             if (
@@ -961,31 +877,21 @@ class Race:
             ):
                 self._fail("every evaluation failed: no candidate has a usable score after "
                            f"{self._n_evaluations} evaluations", self._failures[0])
-        left = self._row_remaining[row] - 1
-        if left:
-            self._row_remaining[row] = left
-        else:
-            del self._row_remaining[row]
-            self._finalize_row(row)
         for listener in self._listeners:
             listener(self)
 
     def _fail(self, what: str, first: tuple[int, int, str]) -> None:
         ci, row, message = first
-        hint = ""
-        if self._journal is not None:
-            hint = (" The `storage` journal keeps these failures and replays them on resume: "
-                    "use a new journal once `evaluate` is fixed.")
         self._fatal = RaceFailedError(
             f"{what}. First failure: evaluation of candidate #{ci} {_clip(self._candidates[ci])} "
-            f"on instance #{row} {_clip(self._instances[row])} {message}.{hint}",
+            f"on instance #{row} {_clip(self._instances[row])} {message}."
+            f"{self._journal.failure_hint}",
             failures=self._failures,
             n_evaluations=self._n_evaluations,
         )
         self._stop_reason = "failed"
-        if self._journal is not None:
-            self._journal.set_meta("stop_reason", "failed")
-        self._block_active = False
+        self._journal.on_stop("failed")
+        self._scores.close_rows()
         self._pending.clear()
         self._unasked.clear()
         # A dead race writes nothing more: release the journal now, so that it can be
@@ -999,31 +905,12 @@ class Race:
                 str(self._fatal), self._fatal.failures, self._fatal.n_evaluations
             ) from self._fatal
 
-    def _finalize_row(self, row: int) -> None:
-        cols = self._block_cands
-        values = self._raw[row, cols]
-        oriented = values if self._maximize else -values
-        failed = self._failed[row, cols]
-        if failed.any():
-            oriented = oriented.copy()
-            ok = oriented[~failed]
-            if ok.size:
-                lowest, highest = ok.min(), ok.max()
-                spread = highest - lowest
-                if spread <= 0:
-                    spread = abs(lowest) if lowest != 0 else 1.0
-                oriented[failed] = lowest - spread
-            else:
-                oriented[failed] = 0.0
-        self._oriented[row, cols] = oriented
-
     def _finish_block(self) -> None:
-        self._block_active = False
-        n = self._block_rows[1]
+        first_row, n = self._scores.rows_open
+        self._scores.close_rows()
         if self._block_failed and self._on_error == "eliminate":
             failed = sorted(self._block_failed)
             if len(failed) >= len(self._survivor_idx):
-                first_row = self._block_rows[0]
                 self._fail(
                     f"every surviving candidate failed in the block of instances "
                     f"{first_row}..{n - 1} under on_error='eliminate', so none is left to race",
@@ -1031,7 +918,7 @@ class Race:
                 )
             for ci in failed:
                 self._eliminate(ci, "failed", None, math.nan, n, step=0)
-            self._journal_decisions(0, [(ci, "failed", None, math.nan) for ci in failed], n)
+            self._journal.on_decisions(0, n, [(ci, "failed", None, math.nan) for ci in failed])
         if (
             n >= self._first_test
             and (n - self._first_test) % self._each_test == 0
@@ -1042,22 +929,22 @@ class Race:
     def _run_test(self, n: int) -> None:
         self._step += 1
         step = self._step
-        if step <= self._replay_tested:
+        if step <= self._journal.tested_steps:
             # Decided before (a resume): the journaled eliminations stand, even when this
             # race's limits differ from the journaled one's (a larger budget), so a
             # continued race keeps every candidate it eliminated and every evaluation made.
-            for ci, reason, by, prob in self._replay_decisions.get(step, ()):
+            for ci, reason, by, prob in self._journal.decisions_of(step):
                 if self._alive[ci]:
                     self._eliminate(ci, reason, by, prob, n, step)
             return
         survivors = self._survivor_idx
-        scores = self._oriented[:n, survivors]
+        scores = self._scores.oriented[:n, survivors]
         rng = np.random.default_rng([self._seed, step])
         view = RaceView(
             scores,
             survivors.copy(),
             budget_left=None if self._budget is None else self._budget - self.n_charged,
-            instances_left=self._instances_left(),
+            instances_left=self._stream.left(),
             each_test=self._each_test,
             n_candidates=len(self._candidates),
             step=step,
@@ -1066,41 +953,14 @@ class Race:
             instances=self._instances[:n],
         )
         decisions = self._test.decide(view, rng)
-        chosen = self._check_decisions(decisions, len(survivors))
+        chosen = _checked_decisions(self._test, decisions, len(survivors))
         applied = []
         for col, reason, by_col, prob in chosen:
             ci = int(survivors[col])
             by = int(survivors[by_col])
             self._eliminate(ci, reason, by, prob, n, step)
             applied.append((ci, reason, by, prob))
-        if self._journal is not None:
-            self._journal.record_decisions(step, n, applied, tested=True)
-
-    def _check_decisions(self, decisions: Any, m: int) -> list[tuple[int, str, int, float]]:
-        name = type(self._test).__name__
-        out = []
-        seen: set[int] = set()
-        for dec in decisions or ():
-            if not isinstance(dec, Elimination):
-                raise TypeError(f"{name}.decide() must return Elimination objects; got {dec!r}")
-            col, by_col = int(dec.index), int(dec.by)
-            if not (0 <= col < m and 0 <= by_col < m) or col == by_col:
-                raise ValueError(
-                    f"{name}.decide() returned {dec!r}: index and by must be distinct columns "
-                    f"of the {m} survivors"
-                )
-            if dec.reason not in _TEST_REASONS:
-                raise ValueError(
-                    f"{name}.decide() returned reason {dec.reason!r}; expected one of "
-                    f"{_TEST_REASONS}"
-                )
-            if col in seen:
-                continue  # a candidate leaves once; the first reason given is kept
-            seen.add(col)
-            out.append((col, dec.reason, by_col, float(dec.probability)))
-        if len(seen) >= m:
-            raise RuntimeError(f"{name}.decide() eliminated every survivor, which is a bug in the test")
-        return out
+        self._journal.on_decisions(step, n, applied, tested=True)
 
     def _eliminate(
         self, ci: int, reason: str, by: int | None, prob: float, n: int, step: int
@@ -1127,14 +987,9 @@ class Race:
                 len(self._survivor_idx),
             )
 
-    def _journal_decisions(self, step: int, applied: list, n: int) -> None:
-        if self._journal is not None and applied:
-            self._journal.record_decisions(step, n, applied)
-
     def _stop(self, reason: str) -> None:
         self._stop_reason = reason
-        if self._journal is not None:
-            self._journal.set_meta("stop_reason", reason)
+        self._journal.on_stop(reason)
         logger.info(
             "race stopped (%s) after %d instances and %d evaluations; %d survivors",
             reason, len(self._instances), self._n_evaluations, len(self._survivor_idx),
@@ -1142,96 +997,14 @@ class Race:
 
     # ------------------------------------------------------------------ storage
 
-    def _fingerprint(self, seed_spec: Any) -> dict:
-        try:
-            params = self._test.get_params()
-        except NotImplementedError:
-            params = {"repr": _stable_repr(self._test)}
-        return {
-            "candidates": [_stable_repr(c) for c in self._candidates],
-            "test": f"{type(self._test).__module__}.{type(self._test).__qualname__}",
-            "test_params": {k: _stable_repr(v) for k, v in sorted(params.items())},
-            "direction": self._direction,
-            "budget": self._budget,
-            "max_instances": self._max_instances,
-            "first_test": self._first_test,
-            "each_test": self._each_test,
-            "min_survivors": self._min_survivors,
-            "shuffle": self._shuffle,
-            "on_error": self._on_error,
-            "random_state": seed_spec,
-            "metadata": {str(k): _stable_repr(v) for k, v in sorted(self._metadata.items(), key=str)},
-        }
-
-    def _open_storage(self, storage: Any, random_state: Any) -> None:
-        from racer.storage import Journal
-
-        if random_state is None:
-            seed_spec = None
-        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-            seed_spec = int(random_state)
-        else:
-            seed_spec = "generator"
-        journal = Journal(storage)
-        try:
-            stored_seed = journal.load_seed()
-            if random_state is None and stored_seed is not None:
-                seed = stored_seed
-            else:
-                seed = seed_from_random_state(random_state)
-            fingerprint = self._fingerprint(seed_spec)
-            fingerprint["seed"] = str(seed)
-            journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
-            self._replay = journal.load_evaluations()
-            uncharged = journal.get_meta("uncharged")
-            self._replay_uncharged = (
-                {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
-            self._stored_instance_reprs = journal.load_instances()
-            if journaled is not None:
-                self._check_limits(journaled, journal.path)  # before anything is written
-                if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
-                    journal.update_fingerprint(fingerprint)
-            self._replay_tested, self._replay_decisions = journal.load_decisions()
-            # Not in the fingerprint (journals from before it was recorded resume unchanged):
-            # the report reads the rule instead of guessing it. A race on this journal is
-            # running again, so any earlier stop reason is stale until it stops anew.
-            journal.set_meta("winner", self._winner)
-            journal.set_meta("stop_reason", None)
-        except BaseException:
-            journal.close()
-            raise
-        self._seed = seed
-        self._journal = journal
-
-    def _check_limits(self, journaled: dict, path: str) -> None:
-        """Refuse a resume whose ``budget`` or ``max_instances`` is below what the journal
-        already holds; any limit at or above it continues the race (see ``storage``)."""
-        spent = sum(1 for key in self._replay if key not in self._replay_uncharged)
-        raced = len(self._stored_instance_reprs)
-        start_over = f"to start over, pass another `storage=` path (or delete {path!r})"
-        if self._budget is not None and spent > self._budget:
-            raise ValueError(
-                f"To continue the race journaled in `storage`={path!r}, pass budget >= {spent} "
-                f"(or budget=None); {start_over}. It already spent {spent} evaluations "
-                f"(its budget was {journaled.get('budget')}), more than `budget`={self._budget}."
-            )
-        if self._max_instances is not None and raced > self._max_instances:
-            raise ValueError(
-                f"To continue the race journaled in `storage`={path!r}, pass max_instances >= "
-                f"{raced} (or max_instances=None); {start_over}. It already raced {raced} "
-                f"instances (its max_instances was {journaled.get('max_instances')}), more than "
-                f"`max_instances`={self._max_instances}."
-            )
-
     def close(self) -> None:
         """Close the storage journal, if any, and release its writer lock (garbage collection
         and the end of the process also do it), so another race can resume the journal.
 
         A race with a closed journal refuses further tell(): its results could not be saved."""
-        if self._journal is not None:
+        if isinstance(self._journal, RaceJournal):
             self._journal.close()
-            self._journal = None
-            self._journal_closed = True
+            self._journal = NullJournal(closed=True)
 
     def __enter__(self) -> Race:
         return self
@@ -1330,11 +1103,6 @@ class Race:
 
     # ------------------------------------------------------------------ result
 
-    def _complete_rows(self) -> int:
-        if self._block_active:
-            return self._block_rows[0]
-        return len(self._instances)
-
     def result(self) -> RaceResult:
         """The race's outcome so far (final once :attr:`finished`).
 
@@ -1348,91 +1116,21 @@ class Race:
                 f"the race stopped ({self._stop_reason}) before any evaluation: `instances` "
                 "gave none; there is no winner (add instances and continue the race)"
             )
-        n_rows = len(self._instances)
-        raw = self._raw[:n_rows].copy()
-        oriented = self._oriented[:n_rows]
-        with np.errstate(invalid="ignore"):
-            counts = np.sum(~np.isnan(oriented), axis=0)
-            oriented_mean = np.where(
-                counts > 0, np.nansum(oriented, axis=0) / np.maximum(counts, 1), np.nan
-            )
-            if self._on_error == "worst":
-                mean_scores = oriented_mean if self._maximize else -oriented_mean
-            else:
-                raw_counts = np.sum(~np.isnan(raw), axis=0)
-                mean_scores = np.where(
-                    raw_counts > 0, np.nansum(raw, axis=0) / np.maximum(raw_counts, 1), np.nan
-                )
-        survivors = self._survivor_idx
-        order = self._order_survivors(survivors, oriented_mean)
-        surv_sorted = survivors[order]
-        eliminated = np.flatnonzero(~self._alive)
-        key_mean = np.where(np.isnan(oriented_mean), -np.inf, oriented_mean)
-        elim_sorted = eliminated[
-            np.lexsort((eliminated, -key_mean[eliminated], -self._n_seen[eliminated]))
-        ]
-        # A candidate without a single usable score ranks after every one with some, and is
-        # never the winner (see "Failures" in the class docstring). Stable, so the orders
-        # above hold within each group; before any evaluation nothing moves.
-        usable = self._n_seen > self._n_failed
-        if usable.any():
-            surv_sorted = np.concatenate([surv_sorted[usable[surv_sorted]],
-                                          surv_sorted[~usable[surv_sorted]]])
-            ranking_idx = np.concatenate([
-                surv_sorted[usable[surv_sorted]], elim_sorted[usable[elim_sorted]],
-                surv_sorted[~usable[surv_sorted]], elim_sorted[~usable[elim_sorted]],
-            ]).astype(np.int64)
-        else:
-            ranking_idx = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
-        best = int(ranking_idx[0])
-        if usable.any() and not usable[surv_sorted[0]]:
-            warnings.warn(
-                f"no survivor has a usable score (every evaluation of the {len(survivors)} "
-                f"survivors failed); the winner is the best eliminated candidate with one, "
-                f"#{best} {_clip(self._candidates[best])}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return RaceResult(
-            best=self._candidates[best],
-            best_index=best,
-            survivors=[self._candidates[i] for i in surv_sorted],
-            survivor_indices=surv_sorted.astype(np.int64),
-            ranking=[self._candidates[i] for i in ranking_idx],
-            ranking_indices=ranking_idx,
-            candidates=list(self._candidates),
-            instances=list(self._instances),
-            scores=raw,
-            mean_scores=np.asarray(mean_scores, dtype=np.float64),
-            n_evaluated=self._n_seen.copy(),
+        return RaceResult._from_race(
+            self._scores,
+            candidates=self._candidates,
+            instances=self._instances,
+            survivors=self._survivor_idx,
+            winner=self._winner,
+            on_error=self._on_error,
+            history=self._history,
+            failures=self._failures,
             n_evaluations=self._n_evaluations,
-            n_instances=n_rows,
-            n_instances_available=self._instances_available(),
-            history=tuple(self._history),
-            # Sorted (instance, candidate) so the result does not depend on arrival order.
-            failures=tuple(sorted(self._failures, key=lambda f: (f[1], f[0]))),
+            n_instances_available=self._stream.available(),
             stop_reason=self._stop_reason or "running",
-            maximize=self._maximize,
             budget=self._budget,
             seed=self._seed,
         )
-
-    def _instances_available(self) -> int | None:
-        if self._n_available is None:
-            # An endless or unsized source: only max_instances bounds what could be raced.
-            return self._max_instances
-        total = max(self._n_available, len(self._instances))
-        return total if self._max_instances is None else min(total, self._max_instances)
-
-    def _order_survivors(self, survivors: np.ndarray, oriented_mean: np.ndarray) -> np.ndarray:
-        rows = self._complete_rows()
-        if self._winner in ("mean_rank", "rank_sum") and rows > 0 and len(survivors) > 1:
-            # Rank sums over the same rows for every survivor: the mean rank orders alike.
-            key = block_ranks(self._oriented[:rows, survivors]).sum(axis=0)
-            return np.lexsort((np.arange(len(survivors)), key))
-        key = oriented_mean[survivors]
-        key = np.where(np.isnan(key), -np.inf, key)
-        return np.lexsort((np.arange(len(survivors)), -key))
 
     def __repr__(self) -> str:
         state = self._stop_reason or "running"

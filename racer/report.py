@@ -3,7 +3,8 @@
 ``write_report("race.sqlite", "report.html")`` (or ``racer report race.sqlite -o report.html``;
 ``racer-report`` is the same command; a ``racer`` execDir instead of a journal gives the report
 of the whole tuning, see :func:`write_report`)
-reads the journal with :func:`racer.storage.read_journal` -- read-only and without the
+reads the journal with :func:`racer.storage.read_journal` (and rebuilds its result with
+:func:`racer.storage.result_from_journal`) -- read-only and without the
 writer's lock, so it works on a finished race, an interrupted one, and one still running --
 and writes one HTML file: the race's status and settings, the best candidate and the
 survivors, every elimination with its evidence (the decision's probability and the paired
@@ -18,7 +19,7 @@ candidate, the decisions and the evaluations (NaN written as null).
 What a journal does not hold, and what the report does about it (see docs/report.md):
 
 * the candidates and instances are stored as their ``repr`` text, not as objects; the rebuilt
-  result holds :class:`Repr` objects that print as that text;
+  result holds :class:`racer.storage.Repr` objects that print as that text;
 * why the race stopped and the ``winner`` rule are journaled (``meta`` keys ``stop_reason``
   and ``winner``, see :mod:`racer.storage`) and shown as stored. A journal that has the rule
   but no stop reason belongs to a race that has not stopped: still running, or interrupted
@@ -47,30 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from racer.result import EliminationRecord, RaceResult, _short_repr
-from racer.storage import _as_path, read_journal
+from racer._text import short_repr
+from racer.result import EliminationRecord, RaceResult
+from racer.storage import _as_path, journal_data, result_from_journal
 
-__all__ = ["Repr", "export_csv", "export_json", "main", "result_from_journal", "write_report"]
-
-
-class Repr:
-    """A candidate or instance known only by its ``repr`` text (as stored in a journal)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = str(text)
-
-    def __repr__(self) -> str:
-        return self.text
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Repr) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
+__all__ = ["export_csv", "export_json", "main", "write_report"]
 
 
 _STATUS_TEXT = {
@@ -96,151 +78,6 @@ _FINISHED = {"min_survivors", "max_instances", "budget", "instances_exhausted", 
 def status_text(reason: str) -> str:
     """A sentence for a stop reason (journaled or inferred)."""
     return _STATUS_TEXT.get(reason, f"stopped: {reason}")
-
-
-def _load(journal: Any) -> dict:
-    if isinstance(journal, dict):
-        data = journal
-        missing = {"fingerprint", "seed", "instances", "evaluations", "decisions"} - set(data)
-        if missing:
-            raise ValueError(
-                f"`journal` must be a path or the dict of racer.storage.read_journal(); this "
-                f"dict lacks {sorted(missing)}"
-            )
-    else:
-        data = read_journal(journal)
-    if data["fingerprint"] is None:
-        raise ValueError(
-            "the journal holds no race yet (no fingerprint: the race that created it had not "
-            "started); there is nothing to report"
-        )
-    return data
-
-
-def result_from_journal(journal: Any) -> RaceResult:
-    """Rebuild the :class:`racer.RaceResult` of a journaled race, finished or not.
-
-    ``journal`` is a journal path or the dict returned by
-    :func:`racer.storage.read_journal`. Candidates and instances are :class:`Repr` objects
-    (the journal stores their ``repr``). ``stop_reason`` is the journaled one; for a race
-    that has not stopped it is ``"interrupted"`` (last block incomplete) or ``"unfinished"``;
-    for a journal of an older racer, which did not record it, it is inferred
-    (``"min_survivors"``, ``"max_instances"``, ``"budget"``, ``"interrupted"``,
-    ``"stopped_between_blocks"`` or ``"not_started"``). Survivors are ordered by the
-    journaled ``winner`` rule (by mean score in older journals).
-
-    >>> import os, tempfile
-    >>> from racer import race
-    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
-    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
-    ...            random_state=0, storage=path)
-    >>> back = result_from_journal(path)
-    >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
-    (0.0, True, True)
-    """
-    data = _load(journal)
-    fp = data["fingerprint"]
-    cand_reprs = list(fp.get("candidates", []))
-    n_cand = len(cand_reprs)
-    if n_cand == 0:
-        raise ValueError("the journal's fingerprint lists no candidates")
-    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
-    instances = [Repr(t) for t in data["instances"]]
-    n_rows = len(instances)
-    for cand, inst, _v, _e in data["evaluations"]:
-        if not (0 <= cand < n_cand and 0 <= inst):
-            raise ValueError(f"the journal has an evaluation of candidate {cand}, instance {inst} "
-                             f"outside its {n_cand} candidates")
-        n_rows = max(n_rows, inst + 1)
-    instances += [Repr(f"<instance {i}: repr not journaled>") for i in range(len(instances), n_rows)]
-
-    scores = np.full((n_rows, n_cand), np.nan)
-    evaluated = np.zeros((n_rows, n_cand), dtype=bool)
-    failures = []
-    for cand, inst, value, error in data["evaluations"]:
-        evaluated[inst, cand] = True
-        if value is None or error is not None:
-            failures.append((int(cand), int(inst), str(error)))
-        else:
-            scores[inst, cand] = float(value)
-    failures.sort(key=lambda f: (f[1], f[0]))
-    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
-
-    candidates = [Repr(t) for t in cand_reprs]
-    alive = np.ones(n_cand, dtype=bool)
-    history = []
-    for step, n_inst, cand, reason, by, prob in data["decisions"]:
-        alive[cand] = False
-        history.append(EliminationRecord(
-            candidate=candidates[cand], candidate_index=int(cand), n_instances=int(n_inst),
-            reason=str(reason), by=None if by is None else candidates[by],
-            by_index=None if by is None else int(by),
-            probability=math.nan if prob is None else float(prob), step=int(step),
-        ))
-
-    with np.errstate(invalid="ignore", divide="ignore"):
-        counts = np.sum(np.isfinite(scores), axis=0)
-        mean_scores = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
-    oriented = mean_scores if maximize else -mean_scores
-    key = np.where(np.isnan(oriented), -np.inf, oriented)
-    idx = np.arange(n_cand)
-    survivors = idx[alive]
-    surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
-    winner = data.get("winner")
-    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
-    if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
-        from racer.stats._ranks import block_ranks
-
-        # As Race._order_survivors: rank sums over the instances every survivor completed; a
-        # failure ranks last on its instance (its substitute score is not journaled, but any
-        # substitute ranks last).
-        block = scores[np.ix_(complete_rows, survivors)]
-        block = block if maximize else -block
-        block = np.where(np.isnan(block), -np.inf, block)
-        rank_key = block_ranks(block).sum(axis=0)
-        surv_sorted = survivors[np.lexsort((survivors, rank_key))]
-    elim = idx[~alive]
-    elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
-    ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
-    if len(surv_sorted) == 0:
-        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
-    best = int(surv_sorted[0])
-
-    n_evals = int(evaluated.sum())
-    complete = bool(np.all(evaluated[:, survivors])) if n_rows else True
-    budget = fp.get("budget")
-    max_inst = fp.get("max_instances")
-    each = int(fp.get("each_test", 1) or 1)
-    journaled = data.get("stop_reason")
-    if journaled:
-        stop = str(journaled)
-    elif n_rows == 0:
-        stop = "not_started"
-    elif not complete:
-        stop = "interrupted"
-    elif winner is not None:  # this journal records stops: it has not stopped
-        stop = "unfinished"
-    elif len(survivors) <= int(fp.get("min_survivors", 1)):
-        stop = "min_survivors"
-    elif max_inst is not None and n_rows >= int(max_inst):
-        stop = "max_instances"
-    elif budget is not None and n_evals + len(survivors) * each > int(budget):
-        stop = "budget"
-    else:
-        stop = "stopped_between_blocks"
-
-    return RaceResult(
-        best=candidates[best], best_index=best,
-        survivors=[candidates[i] for i in surv_sorted],
-        survivor_indices=surv_sorted.astype(np.int64),
-        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
-        candidates=candidates, instances=instances, scores=scores,
-        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
-        n_instances=n_rows, history=tuple(history), failures=tuple(failures),
-        stop_reason=stop, maximize=maximize,
-        budget=None if budget is None else int(budget),
-        seed=int(data["seed"]) if data["seed"] is not None else -1,
-    )
 
 
 # --------------------------------------------------------------------------- evidence
@@ -294,7 +131,7 @@ def export_csv(journal: Any, path: Any) -> str:
     >>> open(out).readline().strip()
     'candidate,candidate_repr,instance,instance_repr,value,error'
     """
-    data = _load(journal)
+    data = journal_data(journal)
     out = _output_path(path, "path")
     cands = data["fingerprint"]["candidates"]
     insts = data["instances"]
@@ -312,7 +149,7 @@ def export_csv(journal: Any, path: Any) -> str:
 
 def race_record(journal: Any) -> dict:
     """The race as plain JSON-ready data (what ``--json`` writes)."""
-    data = _load(journal)
+    data = journal_data(journal)
     result = result_from_journal(data)
     records = {rec.candidate_index: rec for rec in result.history}
     rank = np.empty(len(result.candidates), dtype=np.int64)
@@ -572,7 +409,7 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
             record = f"{ev['wins']}/{ev['ties']}/{ev['losses']} of {ev['n']}" if ev else "&ndash;"
             h.append(
                 f"<tr><td class=num>{rec.step}</td><td class=num>{rec.n_instances}</td>"
-                f"<td><code>#{rec.candidate_index} {_esc(_short_repr(rec.candidate, 60))}</code></td>"
+                f"<td><code>#{rec.candidate_index} {_esc(short_repr(rec.candidate, 60))}</code></td>"
                 f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
                 f"<td class=num>{record}</td><td class=num>{_num(ev.get('mean', math.nan))}</td>"
                 f"<td class=num>{_num(ev.get('by_mean', math.nan))}</td></tr>")
@@ -584,7 +421,7 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
         h.append(f"<h2>Failed evaluations ({len(result.failures)})</h2><table>"
                  "<tr><th>candidate</th><th>instance</th><th>error</th></tr>")
         for cand, inst, msg in result.failures[:200]:
-            h.append(f"<tr><td><code>#{cand}</code></td><td>{inst}: <code>{_esc(_short_repr(result.instances[inst], 60))}</code></td>"
+            h.append(f"<tr><td><code>#{cand}</code></td><td>{inst}: <code>{_esc(short_repr(result.instances[inst], 60))}</code></td>"
                      f"<td><code>{_esc(msg)}</code></td></tr>")
         h.append("</table>")
         if len(result.failures) > 200:
@@ -740,7 +577,7 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     last = len(run.races) - 1
     for k, (iteration, label, result) in enumerate(run.races):
         journal = os.path.join(run.source, "racer-journal", label)
-        data = _load(journal) if os.path.exists(journal) else None
+        data = journal_data(journal) if os.path.exists(journal) else None
         summary = (f"Iteration {iteration}: {label}, {len(result.candidates)} configurations, "
                    f"{result.n_instances} instances, {result.n_evaluations} evaluations, "
                    f"stopped: {result.stop_reason}")
@@ -806,7 +643,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
         with open(out, "w", encoding="utf-8") as fh:
             fh.write(page)
         return out
-    data = _load(journal_text)
+    data = journal_data(journal_text)
     result = result_from_journal(data)
     page = _html(journal_text, data, result, rope, random_state, title)
     with open(out, "w", encoding="utf-8") as fh:

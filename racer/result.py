@@ -1,6 +1,7 @@
 """What a race returns: the winner, the survivors, the scores and the audit trail of decisions.
 
-:class:`RaceResult` is built by :meth:`racer.Race.result`; users do not construct it. It holds
+:class:`RaceResult` is built by :meth:`racer.Race.result` (with :meth:`RaceResult._from_race`,
+which holds the winner rule and the ordering); users do not construct it. It holds
 the candidates as the objects the user passed (dicts are fine, nothing needs to be hashable),
 the full score matrix (instances x candidates, NaN where an evaluation was not run or failed)
 and one :class:`EliminationRecord` per eliminated candidate, so a race can be audited after
@@ -12,16 +13,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from racer._text import short_repr
+from racer.stats._ranks import block_ranks
+
+if TYPE_CHECKING:
+    from racer._scores import ScoreTable
+
 __all__ = ["EliminationRecord", "RaceResult"]
-
-
-def _short_repr(value: Any, width: int = 48) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,9 +65,9 @@ class EliminationRecord:
     step: int
 
     def __repr__(self) -> str:
-        by = "" if self.by_index is None else f", by={_short_repr(self.by)}"
+        by = "" if self.by_index is None else f", by={short_repr(self.by, 48)}"
         return (
-            f"EliminationRecord(candidate={_short_repr(self.candidate)}, "
+            f"EliminationRecord(candidate={short_repr(self.candidate, 48)}, "
             f"n_instances={self.n_instances}, reason={self.reason!r}{by}, "
             f"probability={self.probability:.4g})"
         )
@@ -81,7 +84,7 @@ class RaceResult:
         best mean score over all instances; ``"mean_rank"`` / ``"rank_sum"``: best mean /
         sum of within-instance ranks among the survivors; by default the rule the test
         states, see :class:`racer.Race`). Ties go to the earlier candidate. A candidate whose every
-        evaluation failed is never the winner (see :class:`racer.Race`, "Failures").
+        evaluation failed is never the winner (see "Failures" in docs/racing.md).
     best_index : int
         Position of ``best`` in ``candidates``.
     survivors : list
@@ -169,6 +172,103 @@ class RaceResult:
     seed: int
     n_instances_available: int | None = None
 
+    @classmethod
+    def _from_race(
+        cls,
+        table: ScoreTable,
+        *,
+        candidates: list,
+        instances: list,
+        survivors: np.ndarray,
+        winner: str,
+        on_error: str,
+        history: tuple,
+        failures: list,
+        n_evaluations: int,
+        n_instances_available: int | None,
+        stop_reason: str,
+        budget: int | None,
+        seed: int,
+    ) -> RaceResult:
+        """The result of a race (:meth:`racer.Race.result`) from its score table and state.
+
+        Means: under ``on_error="worst"`` over every evaluation, failures at their imputed
+        score; otherwise over the successful ones. Survivors are ordered by the ``winner``
+        rule; eliminated candidates after them, by instances seen, then mean; candidates
+        without a usable score last (see "Failures" in docs/racing.md). Ties go to the
+        earlier candidate.
+        """
+        maximize = table.maximize
+        n_rows = len(instances)
+        raw = table.raw[:n_rows].copy()
+        oriented = table.oriented[:n_rows]
+        with np.errstate(invalid="ignore"):
+            counts = np.sum(~np.isnan(oriented), axis=0)
+            oriented_mean = np.where(
+                counts > 0, np.nansum(oriented, axis=0) / np.maximum(counts, 1), np.nan
+            )
+            if on_error == "worst":
+                mean_scores = oriented_mean if maximize else -oriented_mean
+            else:
+                raw_counts = np.sum(~np.isnan(raw), axis=0)
+                mean_scores = np.where(
+                    raw_counts > 0, np.nansum(raw, axis=0) / np.maximum(raw_counts, 1), np.nan
+                )
+        order = _order_survivors(table, survivors, oriented_mean, winner)
+        surv_sorted = survivors[order]
+        alive = np.zeros(len(candidates), dtype=bool)
+        alive[survivors] = True
+        eliminated = np.flatnonzero(~alive)
+        key_mean = np.where(np.isnan(oriented_mean), -np.inf, oriented_mean)
+        elim_sorted = eliminated[
+            np.lexsort((eliminated, -key_mean[eliminated], -table.n_seen[eliminated]))
+        ]
+        # A candidate without a single usable score ranks after every one with some, and is
+        # never the winner (see "Failures" in docs/racing.md). Stable, so the orders above
+        # hold within each group; before any evaluation nothing moves.
+        usable = table.usable
+        if usable.any():
+            surv_sorted = np.concatenate([surv_sorted[usable[surv_sorted]],
+                                          surv_sorted[~usable[surv_sorted]]])
+            ranking_idx = np.concatenate([
+                surv_sorted[usable[surv_sorted]], elim_sorted[usable[elim_sorted]],
+                surv_sorted[~usable[surv_sorted]], elim_sorted[~usable[elim_sorted]],
+            ]).astype(np.int64)
+        else:
+            ranking_idx = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+        best = int(ranking_idx[0])
+        if usable.any() and not usable[surv_sorted[0]]:
+            warnings.warn(
+                f"no survivor has a usable score (every evaluation of the {len(survivors)} "
+                f"survivors failed); the winner is the best eliminated candidate with one, "
+                f"#{best} {short_repr(candidates[best], 80, stable=True)}",
+                RuntimeWarning,
+                stacklevel=3,  # the caller of Race.result()
+            )
+        return cls(
+            best=candidates[best],
+            best_index=best,
+            survivors=[candidates[i] for i in surv_sorted],
+            survivor_indices=surv_sorted.astype(np.int64),
+            ranking=[candidates[i] for i in ranking_idx],
+            ranking_indices=ranking_idx,
+            candidates=list(candidates),
+            instances=list(instances),
+            scores=raw,
+            mean_scores=np.asarray(mean_scores, dtype=np.float64),
+            n_evaluated=table.n_seen.copy(),
+            n_evaluations=n_evaluations,
+            n_instances=n_rows,
+            n_instances_available=n_instances_available,
+            history=tuple(history),
+            # Sorted (instance, candidate) so the result does not depend on arrival order.
+            failures=tuple(sorted(failures, key=lambda f: (f[1], f[0]))),
+            stop_reason=stop_reason,
+            maximize=maximize,
+            budget=budget,
+            seed=seed,
+        )
+
     @property
     def direction(self) -> str:
         """``"maximize"`` or ``"minimize"``: the race's ``direction``."""
@@ -176,7 +276,7 @@ class RaceResult:
 
     def __repr__(self) -> str:
         return (
-            f"RaceResult(best={_short_repr(self.best)}, survivors={len(self.survivors)}, "
+            f"RaceResult(best={short_repr(self.best, 48)}, survivors={len(self.survivors)}, "
             f"candidates={len(self.candidates)}, n_instances={self.n_instances}, "
             f"n_evaluations={self.n_evaluations}, stop_reason={self.stop_reason!r})"
         )
@@ -227,7 +327,7 @@ class RaceResult:
 
         ``max_rows`` (>= 0) limits the ranking table."""
         if isinstance(max_rows, bool) or not isinstance(max_rows, numbers.Integral):
-            raise TypeError(f"`max_rows` must be an integer; got {_short_repr(max_rows)}")
+            raise TypeError(f"`max_rows` must be an integer; got {short_repr(max_rows, 48)}")
         if max_rows < 0:
             raise ValueError(f"`max_rows` must be >= 0; got {max_rows}")
         n_cand = len(self.candidates)
@@ -237,7 +337,7 @@ class RaceResult:
             f"Race over {n_cand} candidates, {self.n_instances} instances raced; budget {budget}.",
             f"Cost: {self.cost_text()}.",
             f"Stopped because: {_STOP_TEXT.get(self.stop_reason, self.stop_reason)}.",
-            f"Best: {_short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
+            f"Best: {short_repr(self.best, 100)}  (mean score {self.mean_scores[self.best_index]:.6g}, "
             f"{direction})",
             f"Survivors: {len(self.survivors)}; eliminated: {len(self.history)} "
             f"({self._reason_counts()}); failed evaluations: {len(self.failures)}.",
@@ -249,7 +349,7 @@ class RaceResult:
         # of the HTML report): a repr cut to fit made every eliminator of a race over parameter
         # dicts read the same ("dominated by {'strategy': 'currenttobest1bin', 'm..."). An
         # eliminator saw at least as many instances, so it ranks above: it is in the table.
-        width = min(60, max(len(_short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
+        width = min(60, max(len(short_repr(c, 60)) for c in self.candidates) + 1 + len(str(n_cand)))
         header = f"{'rank':>4}  {'mean':>11}  {'inst':>5}  {'candidate':<{width}}  status"
         lines.append(header)
         lines.append("-" * len(header))
@@ -263,7 +363,7 @@ class RaceResult:
                 status = f"{rec.reason} by #{rec.by_index} (p={rec.probability:.3g})"
             mean = self.mean_scores[idx]
             mean_text = "nan" if math.isnan(mean) else f"{mean:.5g}"
-            candidate = f"#{idx} {_short_repr(self.candidates[idx], 60)}"
+            candidate = f"#{idx} {short_repr(self.candidates[idx], 60)}"
             lines.append(
                 f"{rank:>4}  {mean_text:>11}  {int(n_seen[idx]):>5}  {candidate:<{width}}  "
                 f"{status}"
@@ -404,6 +504,19 @@ class RaceResult:
                 }
             )
         return pd.DataFrame(rows)
+
+
+def _order_survivors(table: ScoreTable, survivors: np.ndarray, oriented_mean: np.ndarray,
+                     winner: str) -> np.ndarray:
+    """Positions in ``survivors``, best first, by the ``winner`` rule (ties: earlier first)."""
+    rows = table.complete_rows
+    if winner in ("mean_rank", "rank_sum") and rows > 0 and len(survivors) > 1:
+        # Rank sums over the same rows for every survivor: the mean rank orders alike.
+        key = block_ranks(table.oriented[:rows, survivors]).sum(axis=0)
+        return np.lexsort((np.arange(len(survivors)), key))
+    key = oriented_mean[survivors]
+    key = np.where(np.isnan(key), -np.inf, key)
+    return np.lexsort((np.arange(len(survivors)), -key))
 
 
 _STOP_TEXT = {

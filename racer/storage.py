@@ -79,10 +79,12 @@ existed lack both and still read (:func:`read_journal` returns None for them).
 
 from __future__ import annotations
 
+import ast
 import errno
 import gc
 import json
 import math
+import numbers
 import os
 import pathlib
 import socket
@@ -91,13 +93,31 @@ import time
 import weakref
 from typing import Any
 
+import numpy as np
+
+from racer._text import clip, stable_repr
+from racer._validation import seed_from_random_state
+from racer.result import EliminationRecord, RaceResult
+from racer.stats._ranks import block_ranks
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
     import msvcrt
 
-__all__ = ["Journal", "JournalInUseError", "describe_changes", "read_journal"]
+__all__ = [
+    "Journal",
+    "JournalInUseError",
+    "NullJournal",
+    "RaceJournal",
+    "Repr",
+    "describe_changes",
+    "journal_data",
+    "race_fingerprint",
+    "read_journal",
+    "result_from_journal",
+]
 
 # The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
 # magic.txt and not used by any format we know of.
@@ -653,11 +673,253 @@ class Journal:
             pass
 
 
+# --------------------------------------------------------------------------- a race's observer
+
+# Options that only stop a race: a resume may raise them (continue a finished race).
+_LIMITS = ("budget", "max_instances")
+
+
+class NullJournal:
+    """The journal of a race without ``storage``: every hook does nothing, nothing replays.
+
+    :class:`racer.Race` calls one hook per event (:meth:`on_evaluation`, :meth:`on_instances`,
+    :meth:`on_decisions`, :meth:`on_stop`, :meth:`on_restart`) on its journal, this object or
+    a :class:`RaceJournal`, instead of asking each time whether it has one. ``closed`` marks
+    the stand-in of a journal that was closed: such a race refuses further results.
+
+    >>> journal = NullJournal()
+    >>> journal.take((0, 0)) is None, journal.replaying, journal.failure_hint
+    (True, False, '')
+    """
+
+    path: str | None = None
+    failure_hint = ""  # what RaceFailedError's message adds about the journal
+    tested_steps = 0  # test steps the journal says were taken (a resume applies their decisions)
+
+    def __init__(self, *, closed: bool = False) -> None:
+        self.closed = closed
+
+    @property
+    def replaying(self) -> bool:
+        """Whether journaled evaluations are left to replay."""
+        return False
+
+    def take(self, key: tuple[int, int]) -> tuple[float, str | None, bool] | None:
+        """The journaled ``(score, error message, charged)`` of evaluation ``key``
+        (candidate, instance), taken out of the replay; None when there is none."""
+        return None
+
+    def decisions_of(self, step: int) -> list:
+        """The journaled eliminations of test step ``step``: ``(candidate, reason, by,
+        probability)``, in the order they were decided."""
+        return []
+
+    def on_evaluation(self, ci: int, row: int, score: float, message: str | None,
+                      charge: bool) -> None:
+        """Candidate ``ci`` was told on instance ``row``: ``score``, or failed (``message``);
+        ``charge=False``: a failure not paid from the budget."""
+
+    def on_instances(self, start: int, new: list) -> None:
+        """Instances ``new`` were drawn as rows ``start``, ``start + 1``, ...; a resume checks
+        them against the journaled ones (a ValueError names the first that differs)."""
+
+    def on_decisions(self, step: int, n_instances: int, applied: list, *,
+                     tested: bool = False) -> None:
+        """Eliminations ``(candidate, reason, by, probability)`` applied at ``step`` after
+        ``n_instances`` instances; ``tested``: test step ``step`` was taken (even if it
+        eliminated nobody)."""
+
+    def on_stop(self, reason: str) -> None:
+        """The race stopped for ``reason`` (:attr:`racer.Race.stop_reason`)."""
+
+    def on_restart(self) -> None:
+        """A stopped race runs again (new instances after ``instances_exhausted``)."""
+
+    def close(self) -> None:
+        """Release the journal (nothing to release here)."""
+
+
+class RaceJournal(NullJournal):
+    """The journal of one :class:`racer.Race` (``storage=``): claims it, replays it, records
+    each event (the hooks of :class:`NullJournal`).
+
+    Opening it opens the :class:`Journal` (path checks, writer lock), derives the race seed
+    (the journaled one when ``random_state`` is None), and claims the journal with the race's
+    fingerprint: ``candidates``' and the test's reprs, ``options`` (the decision-changing
+    settings, ``budget`` and ``max_instances`` among them, in :class:`racer.Race`'s words), the
+    seed and ``metadata``. A resume reads what the race will replay: the evaluations, the
+    instances' reprs, the test steps taken and their eliminations. A ``budget`` or
+    ``max_instances`` below what the journal holds is refused before anything is written.
+
+    >>> import os, tempfile
+    >>> from racer import KeepAll
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> options = dict(direction="minimize", budget=None, max_instances=None, first_test=1,
+    ...                each_test=1, min_survivors=1, shuffle=False, on_error="worst")
+    >>> journal = RaceJournal(path, 7, candidates=[1, 2], test=KeepAll(), options=options,
+    ...                       metadata={}, winner="mean")
+    >>> journal.on_instances(0, ["a"]); journal.on_evaluation(0, 0, 0.5, None, True)
+    >>> journal.close()
+    >>> again = RaceJournal(path, 7, candidates=[1, 2], test=KeepAll(), options=options,
+    ...                     metadata={}, winner="mean")
+    >>> again.seed, again.replaying, again.take((0, 0)), again.take((0, 0))
+    (7, True, (0.5, None, True), None)
+    >>> again.close()
+    """
+
+    def __init__(self, storage: Any, random_state: Any, *, candidates: list, test: Any,
+                 options: dict, metadata: dict, winner: str) -> None:
+        super().__init__()
+        if random_state is None:
+            seed_spec = None
+        elif isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+            seed_spec = int(random_state)
+        else:
+            seed_spec = "generator"
+        journal = Journal(storage)
+        try:
+            stored_seed = journal.load_seed()
+            if random_state is None and stored_seed is not None:
+                seed = stored_seed
+            else:
+                seed = seed_from_random_state(random_state)
+            fingerprint = race_fingerprint(candidates, test, options, seed_spec, metadata)
+            fingerprint["seed"] = str(seed)
+            journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
+            self._replay = journal.load_evaluations()
+            uncharged = journal.get_meta("uncharged")
+            self._replay_uncharged = (
+                {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
+            self._stored_instance_reprs = journal.load_instances()
+            if journaled is not None:
+                # Before anything is written.
+                self._check_limits(journaled, journal.path, options["budget"],
+                                   options["max_instances"])
+                if any(journaled.get(k) != fingerprint[k] for k in _LIMITS):
+                    journal.update_fingerprint(fingerprint)
+            self.tested_steps, self._replay_decisions = journal.load_decisions()
+            # Not in the fingerprint (journals from before it was recorded resume unchanged):
+            # the report reads the rule instead of guessing it. A race on this journal is
+            # running again, so any earlier stop reason is stale until it stops anew.
+            journal.set_meta("winner", winner)
+            journal.set_meta("stop_reason", None)
+        except BaseException:
+            journal.close()
+            raise
+        self.seed = seed
+        self.path = journal.path
+        self.failure_hint = (" The `storage` journal keeps these failures and replays them on "
+                             "resume: use a new journal once `evaluate` is fixed.")
+        self._journal = journal
+        # Failures told with charge=False (evaluations the caller did not make): recorded,
+        # not paid from the budget; journaled under the meta key "uncharged" for a resume.
+        self._uncharged: set[tuple[int, int]] = set()
+
+    def _check_limits(self, journaled: dict, path: str, budget: int | None,
+                      max_instances: int | None) -> None:
+        """Refuse a resume whose ``budget`` or ``max_instances`` is below what the journal
+        already holds; any limit at or above it continues the race (see the module)."""
+        spent = sum(1 for key in self._replay if key not in self._replay_uncharged)
+        raced = len(self._stored_instance_reprs)
+        start_over = f"to start over, pass another `storage=` path (or delete {path!r})"
+        if budget is not None and spent > budget:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass budget >= {spent} "
+                f"(or budget=None); {start_over}. It already spent {spent} evaluations "
+                f"(its budget was {journaled.get('budget')}), more than `budget`={budget}."
+            )
+        if max_instances is not None and raced > max_instances:
+            raise ValueError(
+                f"To continue the race journaled in `storage`={path!r}, pass max_instances >= "
+                f"{raced} (or max_instances=None); {start_over}. It already raced {raced} "
+                f"instances (its max_instances was {journaled.get('max_instances')}), more than "
+                f"`max_instances`={max_instances}."
+            )
+
+    # -------------------------------------------------------------- replay
+
+    @property
+    def replaying(self) -> bool:
+        return bool(self._replay)
+
+    def take(self, key: tuple[int, int]) -> tuple[float, str | None, bool] | None:
+        hit = self._replay.pop(key, None) if self._replay else None
+        if hit is None:
+            return None
+        charged = key not in self._replay_uncharged
+        if not charged:
+            self._uncharged.add(key)
+        return hit[0], hit[1], charged
+
+    def decisions_of(self, step: int) -> list:
+        return self._replay_decisions.get(step, [])
+
+    # -------------------------------------------------------------- events
+
+    def on_evaluation(self, ci: int, row: int, score: float, message: str | None,
+                      charge: bool) -> None:
+        if not charge:
+            self._uncharged.add((ci, row))
+            self._journal.set_meta("uncharged", repr(sorted(self._uncharged)))
+        self._journal.record_evaluation(ci, row, score, message)
+
+    def on_instances(self, start: int, new: list) -> None:
+        known = self._stored_instance_reprs
+        fresh = []
+        for offset, inst in enumerate(new):
+            row, text = start + offset, stable_repr(inst)
+            if row < len(known):
+                if known[row] != text:
+                    was, now = _first_difference(known[row], text)
+                    raise ValueError(
+                        f"`storage`={self.path!r} holds a race on other instances. To start "
+                        f"over, pass another `storage=` path (or delete {self.path!r}); to "
+                        "continue the journaled race, pass the instances it raced, in the same "
+                        f"order:\n  instance #{row}: journal {was}, now {now}"
+                    )
+            else:
+                fresh.append((row, text))
+        if fresh:
+            self._journal.record_instances(fresh)
+
+    def on_decisions(self, step: int, n_instances: int, applied: list, *,
+                     tested: bool = False) -> None:
+        if applied or tested:
+            self._journal.record_decisions(step, n_instances, applied, tested=tested)
+
+    def on_stop(self, reason: str) -> None:
+        self._journal.set_meta("stop_reason", reason)
+
+    def on_restart(self) -> None:
+        self._journal.set_meta("stop_reason", None)
+
+    def close(self) -> None:
+        self._journal.close()
+
+
+def race_fingerprint(candidates: list, test: Any, options: dict, seed_spec: Any,
+                     metadata: dict) -> dict:
+    """What identifies a race in its journal (the seed is added by the caller): the
+    candidates' and the test's stable reprs, ``options`` as given, ``random_state`` as
+    ``seed_spec`` (an int, None or ``"generator"``) and ``metadata`` (values by repr)."""
+    try:
+        params = test.get_params()
+    except NotImplementedError:
+        params = {"repr": stable_repr(test)}
+    return {
+        "candidates": [stable_repr(c) for c in candidates],
+        "test": f"{type(test).__module__}.{type(test).__qualname__}",
+        "test_params": {k: stable_repr(v) for k, v in sorted(params.items())},
+        **options,
+        "random_state": seed_spec,
+        "metadata": {str(k): stable_repr(v) for k, v in sorted(metadata.items(), key=str)},
+    }
+
+
 def _short(value: Any, width: int = 40) -> str:
     """A value of a fingerprint as the user wrote it: the stored reprs of strings lose their
     quotes' escapes, long texts are cut."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return clip(value if isinstance(value, str) else repr(value), width)
 
 
 def _first_difference(old: str, new: str, width: int = 40) -> tuple[str, str]:
@@ -806,3 +1068,174 @@ def read_journal(path: Any) -> dict:
         return result
     finally:
         conn.close()
+
+
+# --------------------------------------------------------------------------- journal -> result
+
+
+class Repr:
+    """A candidate or instance known only by its ``repr`` text (as stored in a journal)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Repr) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def journal_data(journal: Any) -> dict:
+    """The tables of a journal that holds a race: ``journal`` is a path (read with
+    :func:`read_journal`) or the dict :func:`read_journal` returned, checked to be one.
+
+    A journal without a fingerprint (its race never started) is a ValueError: it holds
+    nothing to rebuild or report."""
+    if isinstance(journal, dict):
+        data = journal
+        missing = {"fingerprint", "seed", "instances", "evaluations", "decisions"} - set(data)
+        if missing:
+            raise ValueError(
+                f"`journal` must be a path or the dict of racer.storage.read_journal(); this "
+                f"dict lacks {sorted(missing)}"
+            )
+    else:
+        data = read_journal(journal)
+    if data["fingerprint"] is None:
+        raise ValueError(
+            "the journal holds no race yet (no fingerprint: the race that created it had not "
+            "started); there is nothing to report"
+        )
+    return data
+
+
+def result_from_journal(journal: Any) -> RaceResult:
+    """Rebuild the :class:`racer.RaceResult` of a journaled race, finished or not.
+
+    ``journal`` is a journal path or the dict returned by
+    :func:`racer.storage.read_journal`. Candidates and instances are :class:`Repr` objects
+    (the journal stores their ``repr``). ``stop_reason`` is the journaled one; for a race
+    that has not stopped it is ``"interrupted"`` (last block incomplete) or ``"unfinished"``;
+    for a journal of an older racer, which did not record it, it is inferred
+    (``"min_survivors"``, ``"max_instances"``, ``"budget"``, ``"interrupted"``,
+    ``"stopped_between_blocks"`` or ``"not_started"``). Survivors are ordered by the
+    journaled ``winner`` rule (by mean score in older journals).
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> path = os.path.join(tempfile.mkdtemp(), "race.sqlite")
+    >>> res = race(lambda c, i: c + (i % 3), [0.0, 1.0, 5.0], range(12), progress=False,
+    ...            random_state=0, storage=path)
+    >>> back = result_from_journal(path)
+    >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
+    (0.0, True, True)
+    """
+    data = journal_data(journal)
+    fp = data["fingerprint"]
+    cand_reprs = list(fp.get("candidates", []))
+    n_cand = len(cand_reprs)
+    if n_cand == 0:
+        raise ValueError("the journal's fingerprint lists no candidates")
+    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
+    instances = [Repr(t) for t in data["instances"]]
+    n_rows = len(instances)
+    for cand, inst, _v, _e in data["evaluations"]:
+        if not (0 <= cand < n_cand and 0 <= inst):
+            raise ValueError(f"the journal has an evaluation of candidate {cand}, instance {inst} "
+                             f"outside its {n_cand} candidates")
+        n_rows = max(n_rows, inst + 1)
+    instances += [Repr(f"<instance {i}: repr not journaled>") for i in range(len(instances), n_rows)]
+
+    scores = np.full((n_rows, n_cand), np.nan)
+    evaluated = np.zeros((n_rows, n_cand), dtype=bool)
+    failures = []
+    for cand, inst, value, error in data["evaluations"]:
+        evaluated[inst, cand] = True
+        if value is None or error is not None:
+            failures.append((int(cand), int(inst), str(error)))
+        else:
+            scores[inst, cand] = float(value)
+    failures.sort(key=lambda f: (f[1], f[0]))
+    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
+
+    candidates = [Repr(t) for t in cand_reprs]
+    alive = np.ones(n_cand, dtype=bool)
+    history = []
+    for step, n_inst, cand, reason, by, prob in data["decisions"]:
+        alive[cand] = False
+        history.append(EliminationRecord(
+            candidate=candidates[cand], candidate_index=int(cand), n_instances=int(n_inst),
+            reason=str(reason), by=None if by is None else candidates[by],
+            by_index=None if by is None else int(by),
+            probability=math.nan if prob is None else float(prob), step=int(step),
+        ))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counts = np.sum(np.isfinite(scores), axis=0)
+        mean_scores = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
+    oriented = mean_scores if maximize else -mean_scores
+    key = np.where(np.isnan(oriented), -np.inf, oriented)
+    idx = np.arange(n_cand)
+    survivors = idx[alive]
+    surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
+    winner = data.get("winner")
+    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
+    if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
+            # As Race._order_survivors: rank sums over the instances every survivor completed; a
+        # failure ranks last on its instance (its substitute score is not journaled, but any
+        # substitute ranks last).
+        block = scores[np.ix_(complete_rows, survivors)]
+        block = block if maximize else -block
+        block = np.where(np.isnan(block), -np.inf, block)
+        rank_key = block_ranks(block).sum(axis=0)
+        surv_sorted = survivors[np.lexsort((survivors, rank_key))]
+    elim = idx[~alive]
+    elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
+    ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
+    if len(surv_sorted) == 0:
+        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
+    best = int(surv_sorted[0])
+
+    n_evals = int(evaluated.sum())
+    complete = bool(np.all(evaluated[:, survivors])) if n_rows else True
+    budget = fp.get("budget")
+    max_inst = fp.get("max_instances")
+    each = int(fp.get("each_test", 1) or 1)
+    journaled = data.get("stop_reason")
+    if journaled:
+        stop = str(journaled)
+    elif n_rows == 0:
+        stop = "not_started"
+    elif not complete:
+        stop = "interrupted"
+    elif winner is not None:  # this journal records stops: it has not stopped
+        stop = "unfinished"
+    elif len(survivors) <= int(fp.get("min_survivors", 1)):
+        stop = "min_survivors"
+    elif max_inst is not None and n_rows >= int(max_inst):
+        stop = "max_instances"
+    elif budget is not None and n_evals + len(survivors) * each > int(budget):
+        stop = "budget"
+    else:
+        stop = "stopped_between_blocks"
+
+    return RaceResult(
+        best=candidates[best], best_index=best,
+        survivors=[candidates[i] for i in surv_sorted],
+        survivor_indices=surv_sorted.astype(np.int64),
+        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
+        candidates=candidates, instances=instances, scores=scores,
+        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
+        n_instances=n_rows, history=tuple(history), failures=tuple(failures),
+        stop_reason=stop, maximize=maximize,
+        budget=None if budget is None else int(budget),
+        seed=int(data["seed"]) if data["seed"] is not None else -1,
+    )

@@ -13,9 +13,8 @@ import pytest
 from racer import BayesianTest, Race, race
 from racer._validation import check_random_state, seed_from_random_state
 from racer.racing.base import Elimination, RaceView, RacingTest
-from racer.report import result_from_journal
 from racer.stats import SignCounts, bayesian_sign_test, prob_indistinguishable
-from racer.storage import read_journal
+from racer.storage import read_journal, result_from_journal
 
 
 class DropWorstMean(RacingTest):

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from racer import Race  # noqa: E402
-from racer import report  # noqa: E402
+from racer import report, storage  # noqa: E402
 
 
 def _evaluate(c, inst):
@@ -56,7 +56,7 @@ def interrupted(tmp_path_factory):
 
 def test_result_from_finished_journal(finished):
     path, res = finished
-    back = report.result_from_journal(path)
+    back = storage.result_from_journal(path)
     assert back.stop_reason == res.stop_reason == "max_instances"
     assert back.best_index == res.best_index
     assert repr(back.best) == repr(res.best)
@@ -76,7 +76,7 @@ def test_result_from_finished_journal(finished):
 
 def test_result_from_interrupted_journal(interrupted):
     path, res = interrupted
-    back = report.result_from_journal(path)
+    back = storage.result_from_journal(path)
     assert back.stop_reason == "interrupted"
     assert back.n_instances == 14
     assert back.failures == ((6, 2, "solver crashed"),)
@@ -89,13 +89,13 @@ def test_result_from_interrupted_journal(interrupted):
 
 def test_result_from_journal_validation(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such journal"):
-        report.result_from_journal(tmp_path / "missing.sqlite")
+        storage.result_from_journal(tmp_path / "missing.sqlite")
     bad = tmp_path / "notes.txt"
     bad.write_text("hello")
     with pytest.raises(ValueError, match="not a racer journal"):
-        report.result_from_journal(bad)
+        storage.result_from_journal(bad)
     with pytest.raises(ValueError, match="lacks"):
-        report.result_from_journal({"fingerprint": {}})
+        storage.result_from_journal({"fingerprint": {}})
 
 
 class _Resources(HTMLParser):
@@ -150,7 +150,7 @@ def test_report_of_finished_race(finished, finished_html, tmp_path):
 
 def test_report_evidence_matches_scores(finished):
     path, res = finished
-    back = report.result_from_journal(path)
+    back = storage.result_from_journal(path)
     rec = back.history[0]
     ev = report._evidence(back, rec)
     a = res.scores[: rec.n_instances, rec.candidate_index]
@@ -295,7 +295,7 @@ def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
 
     empty = str(tmp_path / "empty.sqlite")
     Race(CANDIDATES[:3], random_state=0, storage=empty).close()
-    assert report.result_from_journal(empty).stop_reason == "not_started"
+    assert storage.result_from_journal(empty).stop_reason == "not_started"
     text = open(report.write_report(empty, tmp_path / "e.html"), encoding="utf-8").read()
     assert "not started: no instance has been raced yet" in text
     # Every figure says why it is missing instead of failing the report.
@@ -320,12 +320,12 @@ def test_journal_records_stop_reason_and_winner(finished, tmp_path):
         r.stop("deadline")
         assert r.ask() == [] and r.pending() == [] and r.finished
     assert read_journal(stopped)["stop_reason"] == "deadline"
-    assert report.result_from_journal(stopped).stop_reason == "deadline"
+    assert storage.result_from_journal(stopped).stop_reason == "deadline"
     r = Race(CANDIDATES, random_state=0, storage=stopped, instances=range(60))
     assert read_journal(stopped)["stop_reason"] is None  # running again
     r.close()
     # Not stopped, and the block opened after instance 5 holds no evaluation yet.
-    assert report.result_from_journal(stopped).stop_reason == "interrupted"
+    assert storage.result_from_journal(stopped).stop_reason == "interrupted"
     with pytest.raises(ValueError, match="reason"):
         Race(CANDIDATES, random_state=0).stop("")
 
@@ -341,7 +341,7 @@ def test_report_orders_survivors_by_the_journaled_winner_rule(tmp_path):
     with Race([0, 1, 2], test=KeepAll(), winner="rank_sum", max_instances=6, first_test=6,
               random_state=0, storage=path) as r:
         res = r.run(evaluate, range(6), progress=False)
-    back = report.result_from_journal(path)
+    back = storage.result_from_journal(path)
     assert res.survivor_indices.tolist() == back.survivor_indices.tolist()
     oriented = res.mean_scores if res.maximize else -res.mean_scores
     by_mean = np.argsort(-oriented[res.survivor_indices], kind="stable")
@@ -360,7 +360,7 @@ def test_old_journal_without_stop_reason_is_inferred(finished, tmp_path):
     conn.execute("DELETE FROM meta WHERE key IN ('winner', 'stop_reason')")
     conn.commit()
     conn.close()
-    back = report.result_from_journal(str(old))
+    back = storage.result_from_journal(str(old))
     assert back.stop_reason == "max_instances"  # inferred from the fingerprint
     text = open(report.write_report(str(old), tmp_path / "old.html"), encoding="utf-8").read()
     assert "inferred" in text and "not journaled" in text

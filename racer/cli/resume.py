@@ -27,6 +27,8 @@ import json
 import os
 import shlex
 
+from racer._text import clip
+
 __all__ = ["SETTINGS_FILE", "ResumeError", "check_resume", "settings_of", "write_settings"]
 
 SETTINGS_FILE = "settings.json"
@@ -96,8 +98,7 @@ def settings_of(loaded: dict, args, seed: int, runner_command: list) -> dict:
 
 
 def _short(value, width: int = 50) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return clip(value if isinstance(value, str) else json.dumps(value), width)
 
 
 def _value(value) -> str:
