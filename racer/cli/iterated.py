@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from racer._irace_schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
 from racer.cli.parameters import ParameterSpace, format_value
@@ -204,9 +205,10 @@ class Tuner:
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
         self.executor = executor
-        n_var = max(space.n_variable, 1)
-        self.n_iterations = settings.n_iterations or int(math.floor(2 + math.log2(n_var)))
-        self.min_survival = settings.min_survival or int(math.floor(2 + math.log2(n_var)))
+        # irace's schedule (racer/_irace_schedule.py, shared with Optuna's IteratedRace).
+        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
+        self.n_iterations = self.schedule.planned_iterations
+        self.min_survival = self.schedule.survivors
         # (configuration id, Task) -> (cost, failure message): results elites carry forward.
         self.cache: dict[tuple[int, Task], tuple[float, str | None]] = {}
         self.experiments = 0
@@ -716,7 +718,8 @@ class Tuner:
                 remaining += int(limits[limit_at]) - budget
                 budget = int(limits[limit_at])
             return True
-        mu = max(s.mu, s.first_test)
+        schedule = self.schedule
+        mu = schedule.instances_per_configuration
         n_iterations = self.n_iterations
         elites: list[Configuration] = []
         next_id = 1
@@ -750,14 +753,11 @@ class Tuner:
                     stop_reason = "limit of iterations reached"
                     break
             current = (s.experiments_per_iteration or
-                       remaining // (n_iterations - iteration + 1))
+                       schedule.iteration_budget(remaining, iteration, n_iterations))
             n_elites = len(elites)
-            if s.elitist and not first_race:
-                denom = max(mu + s.each_test * min(5, iteration),
-                            _round_up(n_seen + s.elitist_new_instances, s.each_test))
-                n_conf = min((current + n_elites * n_seen) // denom, 1024)
-            else:
-                n_conf = min(current // (mu + s.each_test * min(5, iteration)), 1024)
+            elitist = s.elitist and not first_race
+            n_conf = schedule.n_configurations(current, iteration, n_elites,
+                                               n_seen if elitist else None)
             if s.n_configurations > 0:
                 if s.n_configurations <= n_conf:
                     n_conf = s.n_configurations
@@ -849,7 +849,6 @@ class Tuner:
             tasks = [self.task(i) for i in order]
             if len(tasks) < s.first_test:
                 raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
-            saved = n_elites * n_seen if (s.elitist and not first_race) else 0
             # The progress line counts against what the header announced (self.n_iterations),
             # not against n_iterations, which irace moves along when it runs past the plan.
             self.state.update(iteration=iteration, planned=self.n_iterations, budget=budget)
@@ -860,7 +859,9 @@ class Tuner:
                 protect_rows = min(n_seen + s.elitist_new_instances, len(tasks))
                 test = ProtectElites(self.test, n_elites, protect_rows)
             result = self.run_race(
-                iteration, candidates, tasks, budget=max(current + saved, len(candidates) * s.first_test),
+                iteration, candidates, tasks,
+                budget=schedule.race_budget(current, len(candidates), n_elites if elitist else 0,
+                                            n_seen),
                 min_survivors=self.min_survival, test=test, first_test=s.first_test,
                 journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=None if timed else budget,
                 elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
@@ -987,5 +988,3 @@ def _rows_run(result) -> int:
     return int(rows[-1]) + 1 if rows.size else 0
 
 
-def _round_up(x: int, multiple: int) -> int:
-    return int(math.ceil(x / multiple) * multiple)
