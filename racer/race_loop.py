@@ -328,8 +328,9 @@ def drive(
                 race.tell(ev, value)
             else:
                 race.tell(ev, error=value)
-        if runs:
-            _tell_results(race, backend.results(runs), settle)
+        # Even an empty list: a back end may have work to settle at each block (the
+        # command line's look-ahead drops runs of configurations eliminated meanwhile).
+        _tell_results(race, backend.results(runs), settle)
         if after_block is not None:
             after_block(race, batch)
     return True

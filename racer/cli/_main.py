@@ -723,7 +723,7 @@ def _if_imported(module: str, name: str, default=None):
 
 
 def _clear_interrupted() -> None:
-    interrupted = _if_imported("racer.cli.iterated", "INTERRUPTED")
+    interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
     if interrupted is not None:
         interrupted.clear()
 
@@ -756,9 +756,9 @@ def main(argv: list | None = None) -> int:
         return do_init(os.getcwd())
 
     def on_signal(signum, frame):
-        # See iterated.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
+        # See dispatch.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
         # imported the engine there is no run to tell.
-        interrupted = _if_imported("racer.cli.iterated", "INTERRUPTED")
+        interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
         if interrupted is not None:
             interrupted.set()
         raise KeyboardInterrupt
