@@ -429,22 +429,16 @@ def do_check(loaded: dict, args) -> int:
 
 
 def do_run(loaded: dict, args) -> int:
-    import numpy as np
-
-    from racer.cli.iterated import JOURNAL_DIR, Settings, Tuner
-    from racer.progress import iterations_done_text
-    from racer.cli.output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
-                         write_results, write_test)
+    """Tune (or race the configurations file): resume or continue from the journal, run the
+    Tuner, write the output files, print the elites and the test."""
+    from racer.cli.iterated import JOURNAL_DIR
 
     sc, space = loaded["scenario"], loaded["space"]
     v = sc.values
     exec_dir = loaded["exec_dir"]
     journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
-    if args.fresh and os.path.isdir(journal_dir):
-        shutil.rmtree(journal_dir)
-        for name in ("runs.csv",):
-            if os.path.exists(os.path.join(exec_dir, name)):
-                os.remove(os.path.join(exec_dir, name))
+    if args.fresh:
+        _start_afresh(exec_dir, journal_dir)
     resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
     seed = _seed(sc, journal_dir)
     # racer's own --racing-test, when given, overrides the scenario's testType.
@@ -452,7 +446,36 @@ def do_run(loaded: dict, args) -> int:
                              v["confidence"])
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
-    settings = Settings(
+    settings = _settings(v, args, seed)
+    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
+    tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet)
+    result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
+    _write_outputs(exec_dir, space, result, {"seed": seed, "budget": v["maxExperiments"],
+                                             "max_time": v["maxTime"],
+                                             "soft_restarts": result.soft_restarts})
+    _print_summary(result, tuner, v, test, winner)
+    written = write_run_report(exec_dir) if not getattr(args, "no_report", False) else None
+    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
+          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+    if written:
+        print(f"# Report: {written}")
+    return EXIT_OK
+
+
+def _start_afresh(exec_dir: str, journal_dir: str) -> None:
+    """``--fresh``: forget the journal and the run log of an earlier run."""
+    if os.path.isdir(journal_dir):
+        shutil.rmtree(journal_dir)
+        for name in ("runs.csv",):
+            if os.path.exists(os.path.join(exec_dir, name)):
+                os.remove(os.path.join(exec_dir, name))
+
+
+def _settings(v: dict, args, seed: int):
+    """The tuner's Settings from the scenario's values and the command line."""
+    from racer.cli.iterated import Settings
+
+    return Settings(
         max_experiments=v["maxExperiments"], max_time=v["maxTime"],
         min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
         mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
@@ -464,18 +487,28 @@ def do_run(loaded: dict, args) -> int:
         error_policy=args.on_error, fixed_list=args.fixed_list,
         lookahead=not getattr(args, "no_lookahead", False),
         soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
+
+
+def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
+                quiet: bool):
+    """The Tuner of this run, after the resume check (racer.cli.resume), and the run log,
+    reaper and executor it needs; announces the run unless ``quiet``. Returns ``(tuner,
+    closing)``: ``closing`` holds what to close at the end, and ``progress``."""
+    from racer.cli.iterated import JOURNAL_DIR, Tuner
+    from racer.cli.output import Progress, RunLog
+    from racer.cli.resume import check_resume, settings_of
     from racer.cli.target_runner import Reaper
 
+    space, v = loaded["space"], loaded["scenario"].values
+    exec_dir = loaded["exec_dir"]
+    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
     reaper = Reaper()
     runner = make_runner(loaded, reaper)
     prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
-    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     log = RunLog(os.path.join(exec_dir, "runs.csv"))
-    progress = Progress(quiet=quiet)
+    closing = {"log": log, "reaper": reaper, "executor": None, "progress": Progress(quiet=quiet)}
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
-    from racer.cli.resume import check_resume, settings_of
-
     try:
         # Before anything runs: the same settings resume, a larger budget continues, anything
         # else is refused in the scenario's words (racer.cli.resume).
@@ -483,52 +516,70 @@ def do_run(loaded: dict, args) -> int:
                                resuming=resuming, exec_dir=exec_dir,
                                command=(args.argv if getattr(args, "argv", None) is not None
                                         else sys.argv[1:]))
-    except BaseException:
-        log.close()
-        reaper.close()
-        raise
-    settings.earlier_budgets = tuple(earlier)
-    sampler = None
-    if args.sampler == "optuna":
-        from racer.cli.sampler import OptunaSampler
-
-        try:
-            sampler = OptunaSampler(space, seed=seed)
-        except ImportError as exc:
-            raise UsageError(str(exc)) from None
-        metadata["sampler"] = "optuna-tpe"
-    close_executor = None
-    try:
-        executor, close_executor = make_executor(args.executor, settings.parallel)
+        settings.earlier_budgets = tuple(earlier)
+        sampler = _sampler(args, space, seed, metadata)
+        executor, closing["executor"] = make_executor(args.executor, settings.parallel)
         tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
                       sampler=sampler, executor=executor,
                       test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
-                      progress=progress, winner=winner, metadata=metadata,
+                      progress=closing["progress"], winner=winner, metadata=metadata,
                       prior_times=prior_times)
     except BaseException:
         # Nothing ran yet, but the run log, the reaper and a started cluster are open.
-        log.close()
-        reaper.close()
-        if close_executor is not None:
-            close_executor()
+        _close(closing)
         raise
     if not quiet:
-        mode = "one race of the configurations file" if args.fixed_list else (
-            f"iterated racing, {tuner.n_iterations} iterations "
-            + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
-               "more run while budget is left)")
-            + f", minNbSurvival = {tuner.min_survival}")
-        budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
-                       else f"maxExperiments = {v['maxExperiments']}")
-        print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
-              f"parallel = {settings.parallel}; test {type(test).__name__}"
-              + ("; resuming from the journal" if resuming else ""), flush=True)
-    if earlier and not quiet:
+        _announce(tuner, args, v, test, seed, resuming, earlier)
+    return tuner, closing
+
+
+def _sampler(args, space, seed: int, metadata: dict):
+    """``--sampler optuna``: Optuna's TPE instead of irace's model (None: irace's)."""
+    if args.sampler != "optuna":
+        return None
+    from racer.cli.sampler import OptunaSampler
+
+    try:
+        sampler = OptunaSampler(space, seed=seed)
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    metadata["sampler"] = "optuna-tpe"
+    return sampler
+
+
+def _close(closing: dict) -> None:
+    closing["log"].close()
+    closing["reaper"].close()
+    if closing["executor"] is not None:
+        closing["executor"]()
+
+
+def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: list) -> None:
+    """The run's first lines: what is tuned how, and whether it resumes or continues."""
+    settings = tuner.settings
+    mode = "one race of the configurations file" if args.fixed_list else (
+        f"iterated racing, {tuner.n_iterations} iterations "
+        + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
+           "more run while budget is left)")
+        + f", minNbSurvival = {tuner.min_survival}")
+    budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
+                   else f"maxExperiments = {v['maxExperiments']}")
+    print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
+          f"parallel = {settings.parallel}; test {type(test).__name__}"
+          + ("; resuming from the journal" if resuming else ""), flush=True)
+    if earlier:
         kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
         print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
               f"{v[kind]:g}: every run already made is kept, new iterations use the rest",
               flush=True)
-    report = not getattr(args, "no_report", False)
+
+
+def _tune(tuner, closing: dict, exec_dir: str, *, report: bool):
+    """Run the tuning; on Ctrl-C write the report of the run so far (unless ``report`` is
+    off), then let the interrupt through. Closes what ``closing`` holds."""
+    from racer.progress import iterations_done_text
+
+    progress = closing["progress"]
     try:
         result = tuner.run()
     except KeyboardInterrupt:
@@ -548,18 +599,31 @@ def do_run(loaded: dict, args) -> int:
         progress.end()
         raise
     finally:
-        log.close()
-        reaper.close()
-        close_executor()
+        _close(closing)
     done = iterations_done_text(result.iterations, result.planned_iterations)
     progress.end(f"done: {result.stop_reason}; {result.experiments} runs; {done}")
+    return result
+
+
+def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
+    """elites.txt, eliminations.csv, test.csv (with test instances) and results.json."""
+    from racer.cli.output import write_eliminations, write_elites, write_results, write_test
+
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
-    write_results(os.path.join(exec_dir, "results.json"), space, result,
-                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
-                   "soft_restarts": result.soft_restarts})
+    write_results(os.path.join(exec_dir, "results.json"), space, result, header)
+
+
+def _print_summary(result, tuner, v: dict, test, winner) -> None:
+    """Why the tuning stopped, the elites, and their mean cost on the test instances."""
+    import numpy as np
+
+    from racer.cli.output import elites_report
+    from racer.progress import iterations_done_text
+
+    done = iterations_done_text(result.iterations, result.planned_iterations)
     stated = winner or getattr(test, "winner", None) or "mean"
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
@@ -567,20 +631,14 @@ def do_run(loaded: dict, args) -> int:
     print(f"# Stopped: {result.stop_reason}; {used}; {done}"
           + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
              if result.soft_restarts else ""))
-    print(elites_report(space, result.elites, label))
+    print(elites_report(tuner.space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "
               f"{len(result.test['tasks'])} test instances")
-        for e in result.elites[: settings.test_n_elites]:
+        for e in result.elites[: tuner.settings.test_n_elites]:
             costs = [c for c in result.test["costs"][e.id] if c is not None]
             mean = f"{np.mean(costs):.6g}" if costs else "NA"
             print(f"{e.id}  {mean}")
-    written = write_run_report(exec_dir) if report else None
-    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
-          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
-    if written:
-        print(f"# Report: {written}")
-    return EXIT_OK
 
 
 def read_prior_times(path: str) -> dict:
