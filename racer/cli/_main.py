@@ -118,44 +118,8 @@ def load(args) -> dict:
         value = getattr(args, f"opt_{name}", None)
         if value is not None:
             sc.set(name, value, origin=("command line", None))
+    _check_values(sc)
     v = sc.values
-    for name in ("firstTest", "eachTest", "mu"):
-        if v[name] < 1:
-            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
-    if v["firstTest"] % v["eachTest"] != 0:
-        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
-                            option="firstTest", **sc.where("firstTest"))
-    if not 0 < v["confidence"] < 1:
-        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
-    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
-        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
-                            option="maxExperiments", **sc.where("maxExperiments"))
-    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
-        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
-                            **sc.where("maxTime"))
-    if v["testType"].lower() not in TEST_TYPES:
-        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
-                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
-                            option="testType", **sc.where("testType"))
-    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
-                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
-                 "minMeasurableTime"):
-        if v[name] < 0:
-            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
-    if v["seed"] is not None and v["seed"] < 0:
-        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
-        # anyway).
-        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
-                            **sc.where("seed"))
-    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
-        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
-                            **sc.where("softRestartThreshold"))
-    if v["targetRunnerTimeout"] < 0:
-        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
-    for name in ("execDir", "parameterFile", "targetRunner"):
-        if not v[name]:
-            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
-                                option=name, **sc.where(name))
 
     pfile = _input_file(sc, "parameterFile", "parameter file")
     space = read_parameters(pfile, digits=v["digits"])
@@ -190,6 +154,58 @@ def load(args) -> dict:
     _check_exec_dir(sc, exec_dir)
     return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
             "exec_dir": exec_dir, "runner_path": runner_path, "warnings": warnings}
+
+
+def _check_values(sc) -> None:
+    """Refuse scenario values irace would refuse (ScenarioError naming the option and where
+    it was set): the race schedule, the budget, the test, then counts and paths."""
+    from racer.cli.scenario import ScenarioError
+
+    v = sc.values
+    for name in ("firstTest", "eachTest", "mu"):
+        if v[name] < 1:
+            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
+    if v["firstTest"] % v["eachTest"] != 0:
+        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
+                            option="firstTest", **sc.where("firstTest"))
+    if not 0 < v["confidence"] < 1:
+        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
+    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
+        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
+                            option="maxExperiments", **sc.where("maxExperiments"))
+    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
+        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
+                            **sc.where("maxTime"))
+    if v["testType"].lower() not in TEST_TYPES:
+        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
+                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
+                            option="testType", **sc.where("testType"))
+    _check_counts_and_paths(sc)
+
+
+def _check_counts_and_paths(sc) -> None:
+    from racer.cli.scenario import OPTIONS, ScenarioError
+
+    v = sc.values
+    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
+                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
+                 "minMeasurableTime"):
+        if v[name] < 0:
+            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["seed"] is not None and v["seed"] < 0:
+        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
+        # anyway).
+        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
+                            **sc.where("seed"))
+    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
+        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
+                            **sc.where("softRestartThreshold"))
+    if v["targetRunnerTimeout"] < 0:
+        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+    for name in ("execDir", "parameterFile", "targetRunner"):
+        if not v[name]:
+            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
+                                option=name, **sc.where(name))
 
 
 def _input_file(sc, option: str, what: str) -> str:
