@@ -736,49 +736,66 @@ def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
     full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
     memory could not grow; the free space of execDir's file system tells which."""
     import errno
+
+    oserrors, sqlite_text, from_sqlite = _storage_errors(exc)
+    codes = {e.errno for e in oserrors if e.errno}
+    if not codes and not from_sqlite:
+        return None
+    path = next((e.filename for e in oserrors if e.filename), None)
+    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    writing = f" while writing {path}" if path else ""
+    free = _free_bytes(folder)
+    resume = "then run the same command again (racer resumes from its journal)"
+    sqlite_full = "disk is full" in sqlite_text or "disk I/O error" in sqlite_text
+    if codes & {errno.ENOSPC, errno.EDQUOT} or (sqlite_full and free is not None and free < 1 << 20):
+        return (f"disk full: no space left on the file system of {folder} "
+                f"({free if free is not None else '?'} bytes free){writing}. "
+                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
+    if errno.EFBIG in codes or sqlite_full:
+        return _write_refused(errno.EFBIG in codes, folder, writing, resume, exc)
+    strerror = next((e.strerror for e in oserrors if e.errno in codes), None)
+    if codes & {errno.EISDIR, errno.ENOTDIR}:
+        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
+                f"({strerror}). Move it away, {resume}.")
+    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
+        return (f"cannot write in {folder}{writing}: {strerror}. "
+                f"Make {folder} writable or set execDir elsewhere, {resume}.")
+    return None
+
+
+def _storage_errors(exc: BaseException) -> tuple[list, str, bool]:
+    """The OSErrors among ``exc`` and its causes, the text of those and of SQLite's errors,
+    and whether SQLite raised any of them."""
     import sqlite3
 
     chain, seen = [], exc
     while seen is not None and len(chain) < 10:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    oserrors = [e for e in chain if isinstance(e, OSError)]
-    codes = {e.errno for e in oserrors if e.errno}
     sqlite_text = " ".join(str(e) for e in chain if isinstance(e, (sqlite3.Error, OSError)))
-    if not codes and not any(isinstance(e, sqlite3.Error) for e in chain) and "SQLite" not in sqlite_text:
-        return None
-    path = next((e.filename for e in oserrors if e.filename), None)
-    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
-    writing = f" while writing {path}" if path else ""
+    from_sqlite = any(isinstance(e, sqlite3.Error) for e in chain) or "SQLite" in sqlite_text
+    return [e for e in chain if isinstance(e, OSError)], sqlite_text, from_sqlite
+
+
+def _free_bytes(folder: str) -> int | None:
     try:
         stat = os.statvfs(folder)
-        free = stat.f_bavail * stat.f_frsize
     except OSError:
-        free = None
-    resume = "then run the same command again (racer resumes from its journal)"
-    if codes & {errno.ENOSPC, errno.EDQUOT} or (
-            ("disk is full" in sqlite_text or "disk I/O error" in sqlite_text)
-            and free is not None and free < 1 << 20):
-        return (f"disk full: no space left on the file system of {folder} "
-                f"({free if free is not None else '?'} bytes free){writing}. "
-                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
-    if errno.EFBIG in codes or "disk is full" in sqlite_text or "disk I/O error" in sqlite_text:
-        import resource
+        return None
+    return stat.f_bavail * stat.f_frsize
 
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if errno.EFBIG in codes or limit != resource.RLIM_INFINITY:
-            shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
-            return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
-                    f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
-        return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
-    if codes & {errno.EISDIR, errno.ENOTDIR}:
-        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
-                f"({next(e.strerror for e in oserrors if e.errno in codes)}). Move it away, {resume}.")
-    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
-        return (f"cannot write in {folder}{writing}: "
-                f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
-                f"Make {folder} writable or set execDir elsewhere, {resume}.")
-    return None
+
+def _write_refused(too_big: bool, folder: str, writing: str, resume: str,
+                   exc: BaseException) -> str:
+    """A write refused with space left: the file-size limit (``ulimit -f``), or the disk."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if too_big or limit != resource.RLIM_INFINITY:
+        shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+        return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
+                f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
+    return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
 
 
 class _NotRaised(Exception):
@@ -804,13 +821,6 @@ def _clear_interrupted() -> None:
 
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
-    from racer.cli.parameters import ParameterFileError
-    from racer.cli.rexpr import RSyntaxError
-    from racer.cli.scenario import ScenarioError
-    from racer.cli.target_runner import TargetRunnerError
-    from racer.cli.resume import ResumeError
-    from racer.storage import JournalInUseError
-
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "report":
@@ -844,7 +854,7 @@ def main(argv: list | None = None) -> int:
             old[signum] = signal.signal(signum, on_signal)
         except ValueError:  # not the main thread (tests calling main() from a thread)
             pass
-    exec_dir = None
+    exec_dir = loaded = None
     try:
         loaded = load(args)
         exec_dir = loaded["exec_dir"]
@@ -855,7 +865,28 @@ def main(argv: list | None = None) -> int:
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except _if_imported("racer.cli.iterated", "BudgetError", _NotRaised) as exc:
+    except Exception as exc:  # noqa: BLE001 - each known failure has its exit code
+        return _failed(exc, loaded, argv, exec_dir)
+    except KeyboardInterrupt:
+        _error("interrupted; run the same command again to resume from the journal")
+        return EXIT_INTERRUPTED
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
+
+
+def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | None) -> int:
+    """Say what went wrong in the scenario's words and return the exit code (called from
+    main's ``except``: an error of no known kind is printed with its traceback)."""
+    from racer.cli.parameters import ParameterFileError
+    from racer.cli.resume import ResumeError
+    from racer.cli.rexpr import RSyntaxError
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import TargetRunnerError
+    from racer.storage import JournalInUseError
+
+    if isinstance(exc, _if_imported("racer.cli.iterated", "BudgetError", _NotRaised)):
         # Raised once racing starts: name where the budget was set.
         sc = loaded["scenario"]
         option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
@@ -866,44 +897,32 @@ def main(argv: list | None = None) -> int:
                       else f"{where['path']}: " if where["path"] else "")
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
-            _if_imported("racer.cli.sampler", "SamplingError", _NotRaised)) as exc:
+    if isinstance(exc, (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
+                        _if_imported("racer.cli.sampler", "SamplingError", _NotRaised))):
         _error(str(exc))
         return EXIT_SCENARIO
-    except JournalInUseError as exc:
+    if isinstance(exc, JournalInUseError):
         _error(f"{exc} (is another racer running on this execDir?)")
         return EXIT_SCENARIO
-    except TargetRunnerError as exc:
+    if isinstance(exc, TargetRunnerError):
         _error("target-runner failed:\n" + str(exc)
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
-    except _if_imported("racer.race", "RaceFailedError", _NotRaised) as exc:
+    if isinstance(exc, _if_imported("racer.race", "RaceFailedError", _NotRaised)):
         _error("no configuration could be evaluated (every run of a race failed): "
                f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER
-    except KeyboardInterrupt:
-        _error("interrupted; run the same command again to resume from the journal")
-        return EXIT_INTERRUPTED
-    except ValueError as exc:
-        if "`storage`" in str(exc):
-            # A journal of the execDir refused the run (an execDir of a racer without
-            # racer-journal/settings.json, whose settings are not known in the scenario's words).
-            fresh = shlex.join(["racer", *argv, "--fresh"])
-            _error(f"the journal in execDir cannot be resumed by this command. To start over: "
-                   f"{fresh} (or set another execDir). The journal says:\n{exc}")
-            return EXIT_SCENARIO
-        traceback.print_exc()
-        return EXIT_INTERNAL
-    except Exception as exc:
-        message = _io_failure(exc, exec_dir)
-        if message is not None:
-            _error(message)
-            return EXIT_SCENARIO
-        traceback.print_exc()
-        return EXIT_INTERNAL
-    finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
-        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
-
+    if isinstance(exc, ValueError) and "`storage`" in str(exc):
+        # A journal of the execDir refused the run (an execDir of a racer without
+        # racer-journal/settings.json, whose settings are not known in the scenario's words).
+        fresh = shlex.join(["racer", *argv, "--fresh"])
+        _error(f"the journal in execDir cannot be resumed by this command. To start over: "
+               f"{fresh} (or set another execDir). The journal says:\n{exc}")
+        return EXIT_SCENARIO
+    message = None if isinstance(exc, ValueError) else _io_failure(exc, exec_dir)
+    if message is not None:
+        _error(message)
+        return EXIT_SCENARIO
+    traceback.print_exc()
+    return EXIT_INTERNAL
