@@ -54,7 +54,7 @@ from racer.racing.cv import (
 )
 from racer.execution import WorkerPool, check_timeout, effective_n_jobs
 
-from racer.adapters.sklearn_datasets import WithinGroupKFold, split_datasets
+from racer.adapters.sklearn.datasets import WithinGroupKFold, split_datasets
 
 __all__ = ["RaceSearchCV", "WithinGroupKFold"]
 
