@@ -12,11 +12,7 @@ Two ways to bring racing to an Optuna study, matching the two ways Optuna users 
 The race core never imports this package or Optuna.
 """
 
-from racer.adapters.optuna.iterated import (
-    IteratedRace,
-    IteratedRaceResult,
-    RacingPruner,
-    instance_objective,
-)
+from racer.adapters.optuna.iterated import IteratedRace, IteratedRaceResult
+from racer.adapters.optuna.pruner import RacingPruner, instance_objective
 
 __all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
