@@ -381,7 +381,6 @@ def test_frace_runs_the_same_search(easy_problem):
     [
         (dict(param_grid=None), ValueError, "exactly one of `param_grid`"),
         (dict(param_distributions={"n_neighbors": [1, 2]}), ValueError, "exactly one"),
-        (dict(n_candidates=3), ValueError, "`n_candidates` only applies"),
         (dict(n_iter=3), ValueError, "`n_iter` only applies"),
         (dict(n_repeats=0), ValueError, "'n_repeats' parameter of RaceSearchCV.*Got 0"),
         (dict(first_test=0), ValueError, "'first_test' parameter of RaceSearchCV.*Got 0"),
@@ -562,7 +561,7 @@ def test_distribution_parameters_are_validated_too(easy_problem):
     from sklearn.utils._param_validation import InvalidParameterError
 
     X, y = easy_problem
-    for kwargs in (dict(n_iter=0), dict(n_iter="ten"), dict(n_candidates=0)):
+    for kwargs in (dict(n_iter=0), dict(n_iter="ten")):
         with pytest.raises(InvalidParameterError):
             RaceSearchCV(KNeighborsClassifier(), param_distributions={"n_neighbors": [1, 3]},
                          cv=2, **kwargs).fit(X, y)
@@ -575,7 +574,7 @@ def test_parameter_constraints_cover_every_init_parameter():
     assert names == set(RaceSearchCV._parameter_constraints)
 
 
-def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_problem):
+def test_n_iter_draws_that_many(easy_problem):
     X, y = easy_problem
     from scipy.stats import randint
 
@@ -585,11 +584,6 @@ def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_prob
     assert len(search.cv_results_["params"]) == 4
     default = RaceSearchCV(KNeighborsClassifier(), **common).fit(X, y)
     assert len(default.cv_results_["params"]) == 10  # RandomizedSearchCV's default n_iter
-    with pytest.warns(FutureWarning, match="`n_candidates` is deprecated.*`n_iter`"):
-        old = RaceSearchCV(KNeighborsClassifier(), n_candidates=4, **common).fit(X, y)
-    assert old.cv_results_["params"] == search.cv_results_["params"]
-    with pytest.raises(ValueError, match="give only `n_iter`"):
-        RaceSearchCV(KNeighborsClassifier(), n_iter=4, n_candidates=4, **common).fit(X, y)
 
 
 def test_verbose_levels_print_more_at_each_level(easy_problem, capsys):

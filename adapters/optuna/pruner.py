@@ -30,7 +30,6 @@ from racer._validation import (
     check_option,
     check_positive,
     check_probability,
-    renamed_argument,
     seed_from_random_state,
 )
 from racer.adapters.optuna._common import (
@@ -126,9 +125,6 @@ class RacingPruner(BasePruner):
         0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
         see ``docs/optuna.md``). Named as in :class:`racer.BayesianTest` and
         :mod:`racer.stats`.
-    prob_threshold : float, optional
-        Deprecated alias of ``credibility`` (a DeprecationWarning; giving both is a
-        ValueError).
     rope : float >= 0
         Region of practical equivalence on the score scale: paired differences no larger than
         this count as ties. ``0`` (default) counts only exact ties.
@@ -200,7 +196,7 @@ class RacingPruner(BasePruner):
         self,
         *,
         test: str = "sign",
-        credibility: float | None = None,
+        credibility: float = 0.95,
         rope: float = 0.0,
         eps: float = 0.05,
         top_k: int = 1,
@@ -209,15 +205,12 @@ class RacingPruner(BasePruner):
         n_samples: int = 2000,
         prior: str = "dp",
         random_state: Any = None,
-        prob_threshold: float | None = None,
     ) -> None:
         self._test = check_option(test, "test", ("sign", "signed-rank", "mean"))
         self._prior = check_option(prior, "prior", ("dp", "idp"))
         if self._prior == "idp" and self._test != "sign":
             raise ValueError("`prior='idp'` is implemented for test='sign' only")
-        credibility = renamed_argument(credibility, "credibility", prob_threshold,
-                                       "prob_threshold", 0.95)
-        self._prob_threshold = check_probability(credibility, "credibility")
+        self._credibility = check_probability(credibility, "credibility")
         self._rope = check_nonnegative(rope, "rope")
         self._eps = check_eps(eps, "eps")
         self._top_k = check_int(top_k, "top_k", minimum=1)
@@ -294,8 +287,8 @@ class RacingPruner(BasePruner):
         ref_means = np.array([float(np.mean(steps_and_values(ref)[1])) for ref in refs])
         unpaired_ok = sign * (float(np.mean(values)) - ref_means) <= 0
         enough = (n_common >= self._n_startup_steps) & unpaired_ok
-        dominated = enough & (prob_worse > self._prob_threshold) & (mean_gap < 0)
-        equivalent = enough & (prob_equiv > self._prob_threshold) & (mean_gap <= 0)
+        dominated = enough & (prob_worse > self._credibility) & (mean_gap < 0)
+        equivalent = enough & (prob_equiv > self._credibility) & (mean_gap <= 0)
         keep.update(
             references=[t.number for t in refs],
             prob_worse=prob_worse.tolist(),

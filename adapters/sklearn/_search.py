@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numbers
 import time
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -59,7 +58,7 @@ _EQUIVALENCE_EPS = 0.1
 class RaceSearchCV(BaseSearchCV):
     """Hyperparameter search that races candidates over cross-validation splits.
 
-    Every candidate of ``param_grid`` (or ``n_candidates`` draws from ``param_distributions``)
+    Every candidate of ``param_grid`` (or ``n_iter`` draws from ``param_distributions``)
     starts the race. Splits are visited one at a time; each surviving candidate is fitted on
     the split's training part and scored on its test part, and after ``first_test`` splits a
     racing test reads the survivors' scores (of the ``refit`` metric) after every split and
@@ -86,8 +85,6 @@ class RaceSearchCV(BaseSearchCV):
     n_iter : int, optional
         Number of settings drawn from ``param_distributions`` (default 10), as in
         ``RandomizedSearchCV``. Not allowed with ``param_grid``.
-    n_candidates : int, optional
-        Deprecated alias of ``n_iter`` (a FutureWarning); it will be removed.
     scoring, refit, n_jobs, pre_dispatch, error_score, return_train_score
         As in ``GridSearchCV``. With several metrics, the ``refit`` metric drives the race and
         the others are recorded. There is no ``direction``: scikit-learn's scorers are
@@ -248,7 +245,6 @@ class RaceSearchCV(BaseSearchCV):
         *,
         param_distributions=None,
         n_iter=None,
-        n_candidates=None,
         scoring=None,
         refit=True,
         cv=None,
@@ -284,7 +280,6 @@ class RaceSearchCV(BaseSearchCV):
         self.param_grid = param_grid
         self.param_distributions = param_distributions
         self.n_iter = n_iter
-        self.n_candidates = n_candidates
         self.n_repeats = n_repeats
         self.test = test
         self.rope = rope
@@ -307,7 +302,6 @@ class RaceSearchCV(BaseSearchCV):
         "param_grid": [dict, list, None],
         "param_distributions": [dict, list, None],
         "n_iter": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "n_candidates": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "n_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
         "test": [StrOptions(set(_TEST_NAMES)), HasMethods(["decide"])],
         "rope": [Interval(numbers.Real, 0, None, closed="left")],
@@ -341,26 +335,12 @@ class RaceSearchCV(BaseSearchCV):
                 f"param_grid={_describe(self.param_grid)}, "
                 f"param_distributions={_describe(self.param_distributions)}"
             )
-        for name in ("n_iter", "n_candidates"):
-            if self.param_grid is not None and getattr(self, name) is not None:
-                raise ValueError(
-                    f"`{name}` only applies to `param_distributions`; got "
-                    f"{name}={getattr(self, name)!r} with a param_grid"
-                )
-        if self.n_iter is not None and self.n_candidates is not None:
+        if self.param_grid is not None and self.n_iter is not None:
             raise ValueError(
-                "`n_candidates` is a deprecated alias of `n_iter`; give only `n_iter`; got "
-                f"n_iter={self.n_iter!r} and n_candidates={self.n_candidates!r}"
-            )
-        if self.n_candidates is not None:
-            warnings.warn(
-                "`n_candidates` is deprecated and will be removed; use `n_iter` (as "
-                f"RandomizedSearchCV does): n_iter={self.n_candidates!r}",
-                FutureWarning,
-                stacklevel=4,
+                "`n_iter` only applies to `param_distributions`; got "
+                f"n_iter={self.n_iter!r} with a param_grid"
             )
         check_int(self.n_iter, "n_iter", minimum=1, allow_none=True)
-        check_int(self.n_candidates, "n_candidates", minimum=1, allow_none=True)
         check_int(self.n_repeats, "n_repeats", minimum=1)
         check_int(self.first_test, "first_test", minimum=1)
         check_int(self.max_fits, "max_fits", minimum=1, allow_none=True)
@@ -406,8 +386,7 @@ class RaceSearchCV(BaseSearchCV):
         if self.param_grid is not None:
             candidates = list(ParameterGrid(self.param_grid))
         else:
-            n = self.n_iter if self.n_iter is not None else self.n_candidates
-            n = 10 if n is None else int(n)
+            n = 10 if self.n_iter is None else int(self.n_iter)
             seed = int(rng.integers(0, 2**31 - 1))
             candidates = list(ParameterSampler(self.param_distributions, n, random_state=seed))
         if not candidates:
