@@ -12,7 +12,7 @@ bookkeeping. Four ways to run the same race:
 
 Reported: pool start-up (creating the pool and a first evaluation on every worker), and the
 wall time per evaluation of the race on the warm pool, driven by ``Race.run``'s own loop
-(``ask`` a block, ``racer.execution.run_block`` it); medians of ``--repeats`` runs. Also the
+(``racer.race_loop.drive`` on the pool); medians of ``--repeats`` runs. Also the
 CPU time (``getrusage``): start-up CPU is that of this process and its reaped workers for a
 pool started and shut down with one evaluation per worker; race-process CPU per evaluation
 is this process's CPU during the race on the warm pool (sending tasks, reading results,
@@ -34,7 +34,8 @@ import statistics
 import time
 
 from racer import Race, RacingTest
-from racer.execution import WorkerPool, run_block
+from racer.execution import WorkerPool
+from racer.race_loop import InProcess, OnWorkerPool, drive
 
 
 class NeverEliminates(RacingTest):
@@ -70,15 +71,11 @@ def cpu_seconds() -> float:
 
 def race_time(n_cand: int, n_inst: int, pool=None, timeout=None) -> tuple[float, float]:
     """Wall time and this process's CPU time of the race, evaluated in process (pool None)
-    or on a warm pool, with the loop of ``Race.run`` (ask a block, ``run_block`` it)."""
+    or on a warm pool, with the loop of ``Race.run`` (``racer.race_loop.drive``)."""
     r = Race(list(range(n_cand)), test=NeverEliminates(), first_test=1, instances=range(n_inst),
              random_state=0)
     start, cpu = time.perf_counter(), time.process_time()
-    while True:
-        batch = r.ask()
-        if not batch:
-            break
-        run_block(r, trivial, batch, pool, raise_errors=False, timeout=timeout)
+    drive(r, InProcess(trivial) if pool is None else OnWorkerPool(pool, timeout=timeout))
     assert r.n_evaluations == n_cand * n_inst and not r.result().failures
     return time.perf_counter() - start, time.process_time() - cpu
 

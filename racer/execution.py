@@ -1,6 +1,6 @@
 """Where evaluations run: in this process, on racer's worker pool, or on any Executor.
 
-:meth:`racer.Race.run` hands each block to :func:`run_block`:
+The race loop (:mod:`racer.race_loop`) hands each block to a back end:
 
 * in process (``n_jobs=1``, no ``timeout``): evaluations run one after the other, no overhead;
 * on a :class:`WorkerPool` (``n_jobs > 1``, or any ``timeout``): racer's own worker processes;
@@ -74,8 +74,6 @@ used inside one ``Race.run`` call, so that thread outlives them.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-from concurrent.futures.process import BrokenProcessPool
 import math
 import multiprocessing as mp
 import numbers
@@ -97,8 +95,8 @@ __all__ = [
     "WorkerPool",
     "check_timeout",
     "effective_n_jobs",
-    "resolve_executor",
-    "run_block",
+    "evaluation_name",
+    "pickle_for_workers",
 ]
 
 def effective_n_jobs(n_jobs: int | None) -> int:
@@ -127,110 +125,48 @@ def check_timeout(timeout: Any) -> float | None:
     return value
 
 
-def resolve_executor(
-    executor: Any, n_jobs: int | None, evaluate: Callable | None = None, timeout: float | None = None
-) -> tuple[Any, bool]:
-    """Return ``(executor, owned)``: None means run in this process; ``owned`` ones are closed
-    by the caller. With ``timeout`` (or ``n_jobs > 1``) and no ``executor``, a
-    :class:`WorkerPool` running ``evaluate``."""
-    timeout = check_timeout(timeout)
-    if executor is not None:
-        if n_jobs not in (None, 1):
-            raise ValueError(
-                f"give either `executor` or `n_jobs`, not both; got n_jobs={n_jobs!r} with an executor"
-            )
-        if not hasattr(executor, "submit"):
-            raise TypeError(
-                f"`executor` must be a concurrent.futures.Executor (with submit()); got {executor!r}"
-            )
-        if timeout is not None:
-            # Decision: refuse. A Future's result(timeout) only stops waiting: the work goes on
-            # holding a Dask/Ray/thread worker, and since a block is submitted at once the
-            # clock would also count queueing time. Stopping work is the executor's job.
-            raise ValueError(
-                f"`timeout`={timeout!r} cannot be combined with a user `executor`: racer can "
-                "only stop evaluations in its own worker processes (use n_jobs=...), not work "
-                "already sent to an executor; use the executor's own time limits instead"
-            )
-        return executor, False
-    workers = effective_n_jobs(n_jobs)
-    if workers == 1 and timeout is None:
-        return None, False
-    return WorkerPool(evaluate, workers), True
-
-
 def _describe_failure(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {exc}"
 
 
-def run_block(
-    race,
-    evaluate: Callable,
-    batch: list,
-    executor: Any,
-    *,
-    raise_errors: bool,
-    timeout: float | None = None,
-) -> None:
-    """Evaluate ``batch`` (Evaluations from ``race.ask()``) and tell the race every result."""
-    if executor is None:
-        for ev in batch:
-            try:
-                value = evaluate(ev.candidate, ev.instance)
-            except Exception as exc:
-                if raise_errors:
-                    raise
-                race.tell(ev, error=exc)
-                continue
-            race.tell(ev, value)
-        return
-    if isinstance(executor, WorkerPool):
-        tasks = ((ev, (ev.candidate, ev.instance)) for ev in batch)
-        results = executor.imap_unordered(tasks, timeout=timeout, describe=_evaluation_name)
-        try:
-            for ev, ok, value in results:
-                if ok:
-                    race.tell(ev, value)
-                elif raise_errors and isinstance(value, BaseException):
-                    raise value
-                else:
-                    race.tell(ev, error=value)
-        finally:
-            results.close()  # on an error here: stop the block's other evaluations now
-        return
-    futures = {executor.submit(evaluate, ev.candidate, ev.instance): ev for ev in batch}
-    if all(isinstance(fut, cf.Future) for fut in futures):
-        arrivals = cf.as_completed(futures)
-    else:
-        # Future-like objects of other frameworks: wait in submission order (decisions do not
-        # depend on the order results are told).
-        arrivals = iter(futures)
-    try:
-        for fut in arrivals:
-            ev = futures[fut]
-            try:
-                value = fut.result()
-            except BrokenProcessPool:
-                raise
-            except Exception as exc:
-                if raise_errors:
-                    raise
-                race.tell(ev, error=exc)
-                continue
-            race.tell(ev, value)
-    except BaseException:
-        for fut in futures:
-            fut.cancel()
-        raise
-
-
-def _evaluation_name(ev: Any) -> str:
+def evaluation_name(ev: Any) -> str:
+    """How an error message names an Evaluation: its candidate and instance, clipped."""
     from racer.race import _clip
 
     return (
         f"candidate #{ev.candidate_index} {_clip(ev.candidate, 40)} on instance "
         f"#{ev.instance_index} {_clip(ev.instance, 40)}"
     )
+
+
+def pickle_for_workers(fn: Any, name: str, *, dumps: Callable[[Any], bytes] | None = None,
+                       purpose: str = "to send it to worker processes (n_jobs > 1 or timeout "
+                                      "need that)",
+                       advice: str = "Create such objects (open files, locks, connections, "
+                                     "generators) inside the function instead of capturing "
+                                     "them, or run with n_jobs=1 and no timeout") -> bytes:
+    """``fn`` pickled (by value where needed: :func:`_dumps`, or ``dumps``), or a TypeError
+    that says which part of it cannot be pickled (a captured variable, a global, a bound
+    object, a partial's argument) and what to do. The one pickling check of racer: its own
+    :class:`WorkerPool` and :func:`racer.race_loop.check_evaluate` (a user's
+    ProcessPoolExecutor, plain pickle) both call it.
+
+    >>> import threading
+    >>> lock = threading.Lock()
+    >>> pickle_for_workers(lambda c, i: lock, "evaluate")
+    Traceback (most recent call last):
+    ...
+    TypeError: `evaluate` (<lambda>) cannot be pickled to send it to worker processes (n_jobs > 1 or timeout need that): the global `lock` it uses (_thread.lock: TypeError: cannot pickle '_thread.lock' object). Create such objects (open files, locks, connections, generators) inside the function instead of capturing them, or run with n_jobs=1 and no timeout
+    """
+    try:
+        return (dumps or _dumps)(fn)
+    except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+        from racer.race import _clip
+
+        culprits = _unpicklable_parts(fn)
+        what = "; ".join(culprits) if culprits else f"{type(exc).__name__}: {exc}"
+        label = getattr(fn, "__qualname__", None) or _clip(fn, 80)
+        raise TypeError(f"`{name}` ({label}) cannot be pickled {purpose}: {what}. {advice}") from None
 
 
 # ---------------------------------------------------------------------------- the worker pool
@@ -558,20 +494,7 @@ class WorkerPool:
         if not callable(fn):
             raise TypeError(f"`{name}` must be callable; got {fn!r}")
         n_workers = check_int(n_workers, "n_workers", minimum=1)
-        try:
-            self._payload = _dumps(fn)
-        except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
-            from racer.race import _clip
-
-            culprits = _unpicklable_parts(fn)
-            what = "; ".join(culprits) if culprits else f"{type(exc).__name__}: {exc}"
-            label = getattr(fn, "__qualname__", None) or _clip(fn, 80)
-            raise TypeError(
-                f"`{name}` ({label}) cannot be pickled to send it to worker processes (n_jobs > "
-                f"1 or timeout need that): {what}. Create such objects (open files, locks, "
-                "connections, generators) inside the function instead of capturing them, or "
-                "run with n_jobs=1 and no timeout"
-            ) from None
+        self._payload = pickle_for_workers(fn, name)
         self._name = name
         self._n = n_workers
         self._workers: list[_Worker | None] = []

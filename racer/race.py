@@ -8,8 +8,9 @@ lets the Bayesian test and the F-race baseline run on exactly the same loop.
 
 Two ways to drive it:
 
-* ``Race.run(evaluate, instances)`` (or :func:`race`) runs the loop itself, serially, on a
-  process pool (``n_jobs``) or on any ``concurrent.futures.Executor``;
+* ``Race.run(evaluate, instances)`` (or :func:`race`) runs the loop of :mod:`racer.race_loop`
+  (the one driver of every race), serially, on a process pool (``n_jobs``) or on any
+  ``concurrent.futures.Executor``;
 * ``ask()``/``tell()`` lets an outside loop (the scikit-learn and Optuna adapters, a cluster
   scheduler) run the evaluations itself.
 """
@@ -18,12 +19,9 @@ from __future__ import annotations
 
 import ast
 import collections
-import concurrent.futures as cf
-import inspect
 import logging
 import math
 import numbers
-import pickle
 import re
 import warnings
 from collections.abc import Iterable, Sequence
@@ -162,42 +160,6 @@ def _check_value(value: Any) -> str | None:
             "return its `.fun`, the objective value"
         )
     return f"returned a non-number: {_describe_value(value)}"
-
-
-def _check_evaluate(evaluate: Any, executor: Any) -> None:
-    """Refuse an ``evaluate`` that cannot work, before any evaluation is spent on it."""
-    if not callable(evaluate):
-        raise TypeError(f"`evaluate` must be callable; got {_clip(evaluate)}")
-    if inspect.iscoroutinefunction(evaluate):
-        raise TypeError(
-            f"`evaluate` must return a score, but {_clip(evaluate)} is a coroutine function "
-            "(async def); run the coroutine inside a plain function"
-        )
-    try:
-        signature = inspect.signature(evaluate)
-    except (TypeError, ValueError):
-        signature = None  # builtins and extension functions without one: cannot check
-    if signature is not None:
-        try:
-            signature.bind(None, None)
-        except TypeError as exc:
-            raise TypeError(
-                f"`evaluate` must accept two positional arguments, evaluate(candidate, "
-                f"instance); {_clip(evaluate)} has signature {signature} ({exc})"
-            ) from None
-    # With n_jobs > 1 or a timeout, racer's own WorkerPool refuses an unpicklable evaluate
-    # before evaluating (racer.execution); a user's ProcessPoolExecutor would instead fail
-    # every evaluation in its workers, so check that case here.
-    if isinstance(executor, cf.ProcessPoolExecutor):
-        try:
-            pickle.dumps(evaluate)
-        except Exception as exc:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
-            raise TypeError(
-                f"`evaluate` cannot be pickled to run in worker processes (the executor is a "
-                f"ProcessPoolExecutor): {type(exc).__name__}: {exc}. Pass n_jobs= instead of "
-                "the executor (racer's own workers take lambdas, closures and functions of "
-                "notebooks), define it at module level, or use a thread pool"
-            ) from None
 
 
 class Race:
@@ -1287,11 +1249,12 @@ class Race:
         progress : bool, default True
             Show a progress line on stderr.
         """
-        from racer.execution import check_timeout, resolve_executor, run_block
-        from racer.progress import ProgressLine
+        # The loop itself is racer.race_loop's, shared with the adapters and the command line.
+        from racer.execution import check_timeout
+        from racer.race_loop import check_evaluate, run_race
 
         self._raise_if_failed()
-        _check_evaluate(evaluate, executor)
+        check_evaluate(evaluate, executor)
         check_bool(progress, "progress")
         timeout = check_timeout(timeout)
         if instances is not None:
@@ -1301,32 +1264,8 @@ class Race:
                 "`instances` is empty: the race has no instance to evaluate the candidates on "
                 "(pass them to run(), race(), Race(instances=...) or add_instances())"
             )
-        pool, owned = resolve_executor(executor, n_jobs, evaluate, timeout)
-        bar = ProgressLine(self) if progress else None
-        if bar is not None:
-            self._listeners.append(bar.update)
-        try:
-            while True:
-                batch = self.ask()
-                if not batch:
-                    if self._stop_reason is not None:
-                        break
-                    # Handed out earlier but never told (an interrupted run(), a crashed
-                    # ask/tell worker): evaluate them now.
-                    batch = self.pending()
-                run_block(
-                    self, evaluate, batch, pool, raise_errors=self._on_error == "raise",
-                    timeout=timeout,
-                )
-        finally:
-            if bar is not None:
-                self._listeners.remove(bar.update)
-                bar.close()
-            if owned:
-                pool.shutdown(wait=True, cancel_futures=True)
-        # The journal stays open: more instances may be added and the race continued; close()
-        # (or garbage collection) releases it.
-        return self.result()
+        return run_race(self, evaluate, executor=executor, n_jobs=n_jobs, timeout=timeout,
+                        progress=progress, raise_errors=self._on_error == "raise")
 
     # ------------------------------------------------------------------ result
 

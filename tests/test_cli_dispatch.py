@@ -15,7 +15,8 @@ import pytest
 
 from racer.racing.frace import FRaceTest
 from racer.cli import EXIT_OK, main
-from racer.cli.iterated import SKIPPED, Settings, Tuner
+from racer.cli.dispatch import SKIPPED
+from racer.cli.iterated import Settings, Tuner
 from racer.cli.lookahead import UNUSED
 from racer.cli.parameters import Parameter, ParameterSpace
 from racer.cli.scenario import Instance

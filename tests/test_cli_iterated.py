@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from racer.racing.frace import FRaceTest
-from racer.cli.iterated import (BudgetError, ProtectElites, Settings, Tuner, _quiet_tests)
+from racer.cli.dispatch import quiet_tests
+from racer.cli.iterated import BudgetError, ProtectElites, Settings, Tuner
 from racer.cli.parameters import Parameter, ParameterSpace
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import RunResult
@@ -123,10 +124,10 @@ def test_quiet_tests_counts_back_to_the_last_elimination():
         def __init__(self, at):
             self.history = [type("Rec", (), {"n_instances": n})() for n in at]
 
-    assert _quiet_tests(R([6]), 9, 5, 1) == 3  # tests at 7, 8, 9 eliminated nobody
-    assert _quiet_tests(R([9]), 9, 5, 1) == 0
-    assert _quiet_tests(R([]), 5, 5, 1) == 0  # the first test does not count
-    assert _quiet_tests(R([]), 12, 4, 2) == 4  # tests at 6, 8, 10, 12
+    assert quiet_tests(R([6]), 9, 5, 1) == 3  # tests at 7, 8, 9 eliminated nobody
+    assert quiet_tests(R([9]), 9, 5, 1) == 0
+    assert quiet_tests(R([]), 5, 5, 1) == 0  # the first test does not count
+    assert quiet_tests(R([]), 12, 4, 2) == 4  # tests at 6, 8, 10, 12
 
 
 def test_elitist_limit_shortens_races(tmp_path):
@@ -226,9 +227,9 @@ def test_quiet_tests_count_only_once_the_elites_are_unprotected():
 
     # irace counts a test towards elitistLimit only once no elite is protected any more
     # (race(): `!any(is.elite > 0)`, i.e. from instance elite.safe = protect_rows on).
-    assert _quiet_tests(R([]), 11, 5, 1, since=11) == 1
-    assert _quiet_tests(R([]), 12, 5, 1, since=11) == 2
-    assert _quiet_tests(R([]), 9, 5, 1, since=0) == 4  # the first race: nothing protected
+    assert quiet_tests(R([]), 11, 5, 1, since=11) == 1
+    assert quiet_tests(R([]), 12, 5, 1, since=11) == 2
+    assert quiet_tests(R([]), 9, 5, 1, since=0) == 4  # the first race: nothing protected
 
 
 def test_elitist_races_run_past_the_elites_instances_before_the_limit(tmp_path):

@@ -282,12 +282,12 @@ def test_interrupt_exits_130_and_leaves_no_runner_behind(tmp_path):
 
 def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypatch, capsys):
     # CPython prints and drops a KeyboardInterrupt raised while a finaliser runs, so the
-    # signal handlers also set racer.cli.iterated.INTERRUPTED, which the dispatch loop polls.
+    # signal handlers also set racer.cli.dispatch.INTERRUPTED, which the dispatcher polls.
     # Here the flag is set with no exception at all (the worst case): the run must still end
     # as interrupted (130), not finish its budget and exit 0.
     import threading
 
-    from racer.cli import iterated
+    from racer.cli import dispatch
 
     scen = make_scenario(tmp_path)
     monkeypatch.setenv("RUNNER_DELAY", "0.2")
@@ -299,7 +299,7 @@ def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypa
             if path.exists() and len(path.read_text().splitlines()) > 3:
                 break
             time.sleep(0.02)
-        iterated.INTERRUPTED.set()
+        dispatch.INTERRUPTED.set()
 
     t = threading.Thread(target=set_flag_after_three_runs)
     t.start()
@@ -307,7 +307,7 @@ def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypa
         code = main(["--scenario", scen, "--parallel", "2", "--quiet", "1", "--no-report"])
     finally:
         t.join()
-        iterated.INTERRUPTED.clear()
+        dispatch.INTERRUPTED.clear()
     assert code == EXIT_INTERRUPTED
     assert "interrupted; run the same command again to resume" in capsys.readouterr().err
     assert len(read_runs(tmp_path)) < 90  # it stopped early, not at the end of its budget

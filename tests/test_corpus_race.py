@@ -236,7 +236,7 @@ REFUSED = [
                  r"`evaluate` .* cannot be pickled.*the global `GENERATOR` it uses \(builtins\.generator",
                  id="lambda-using-a-generator-under-timeout"),
     pytest.param(unpicklable_on_process_pool, TypeError,
-                 r"`evaluate` cannot be pickled .*ProcessPoolExecutor", id="lambda-on-process-pool"),
+                 r"`evaluate` \(.*\) cannot be pickled .*ProcessPoolExecutor", id="lambda-on-process-pool"),
     # --- arguments that make the race impossible
     pytest.param(lambda: run_quiet(good, instances=[]), ValueError, r"`instances` is empty",
                  id="race-instances-empty"),

@@ -17,7 +17,8 @@ import pytest
 
 import racer
 import racer.stats
-from racer.cli import EXIT_OK, EXIT_SCENARIO, INIT_FILES
+from racer.cli import EXIT_OK, EXIT_SCENARIO
+from racer.cli._main import INIT_FILES
 
 # Seconds to import, each, on a cold start; the command line's quick answers need none of them.
 HEAVY = ("scipy", "numba", "matplotlib")

@@ -221,7 +221,7 @@ def test_cli_t_test_scenario_runs_and_orders_elites_by_mean(tmp_path, capsys):
 
 
 def test_cli_test_type_names(capsys):
-    from racer.cli import UsageError, make_test
+    from racer.cli._main import UsageError, make_test
 
     # irace's names and aliases, any letter case (irace lower-cases them); --racing-test too.
     for name, adjust in (("t-test", "none"), ("T.NONE", "none"), ("t-test-holm", "holm"),

@@ -12,8 +12,10 @@ consecutive tests without elimination (irace's elitist races). Soft restarts as 
 (``Settings.earlier_budgets``, :mod:`racer.cli.resume`) replays each earlier session under its
 own budget, then goes on where that budget's schedule stopped.
 
-Evaluations run on a thread pool of ``parallel`` threads, each running one target-runner
-process; results are told to the race as they arrive (no polling). A race is
+Each race is driven by the one race loop (:func:`racer.race_loop.drive`) with the command
+line's back end, :mod:`racer.cli.dispatch`: runs go to a thread pool of ``parallel`` threads,
+each running one target-runner process; results are told to the race as they arrive (no
+polling). A race is
 block-synchronous (every survivor on the same instances, then a test); so that workers do not
 idle at the end of every block, runs of the next block are started ahead
 (:mod:`racer.cli.lookahead`) and cancelled or killed when the test eliminates their
@@ -26,18 +28,19 @@ import concurrent.futures as cf
 import dataclasses
 import math
 import os
-import threading
 from typing import Any, Callable
 
 import numpy as np
 
+from racer._irace_schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
 from racer.cli.parameters import ParameterSpace, format_value
-from racer.cli.lookahead import UNUSED, Lookahead
+from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
+from racer.cli.lookahead import Lookahead
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
-from racer.cli.target_runner import RunResult, TargetRunner, TargetRunnerError
+from racer.cli.target_runner import TargetRunner, TargetRunnerError
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
            "KeepAll", "ProtectElites"]
@@ -107,7 +110,7 @@ class Settings:
     # by default: same elites, same runs used, shorter wall time; the price is runs of
     # configurations the test then eliminates (killed, logged as unused, not counted in the
     # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
-    # racer's own thread pool (Tuner._speculate).
+    # racer's own thread pool (racer.cli.dispatch.speculates).
     lookahead: bool = True
     # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
@@ -128,21 +131,6 @@ class TuningResult:
     # The iterations announced at the start (Tuner.n_iterations); ``iterations`` may exceed
     # it when budget is left (nbIterations = 0, as irace), or fall short when budget is not.
     planned_iterations: int = 0
-
-
-# Set by the command line's SIGINT/SIGTERM handlers, which also raise KeyboardInterrupt. The
-# flag is the backstop: a KeyboardInterrupt raised while the interpreter runs a finaliser
-# (``__del__``, a weakref callback) is printed and dropped by CPython, and the run would then
-# finish as if nobody had pressed Ctrl-C. ``_dispatch`` polls it between runs.
-INTERRUPTED = threading.Event()
-
-# How often (seconds) ``_dispatch`` looks at INTERRUPTED while runs are in flight.
-_INTERRUPT_POLL = 0.2
-
-
-# The failure message of a run not made because its configuration had already failed in the
-# race (see ``Tuner._dispatch``); such cells are not counted as experiments.
-SKIPPED = "not run: the configuration was rejected after a failed run"
 
 
 def _derived_seed(*key: int) -> int:
@@ -204,9 +192,10 @@ class Tuner:
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
         self.executor = executor
-        n_var = max(space.n_variable, 1)
-        self.n_iterations = settings.n_iterations or int(math.floor(2 + math.log2(n_var)))
-        self.min_survival = settings.min_survival or int(math.floor(2 + math.log2(n_var)))
+        # irace's schedule (racer/_irace_schedule.py, shared with Optuna's IteratedRace).
+        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
+        self.n_iterations = self.schedule.planned_iterations
+        self.min_survival = self.schedule.survivors
         # (configuration id, Task) -> (cost, failure message): results elites carry forward.
         self.cache: dict[tuple[int, Task], tuple[float, str | None]] = {}
         self.experiments = 0
@@ -267,79 +256,20 @@ class Tuner:
             storage=self._journal(journal), metadata={**self.metadata, "iteration": iteration},
         )
         cached_before = dict(self.cache)
-        preset = preset or {}
         used_before = self.experiments
+        plan = RacePlan(iteration, candidates, tasks, first_test, settings.each_test,
+                        min_survivors, max_total, cached_before, preset or {}, used_before,
+                        elitist_limit, protect_rows)
         ahead = None
-        if self._speculate:
+        if speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
                               self.runner, self.on_run, iteration)
-
-        def next_block() -> list:
-            """The runs of the block after the current one, as the race will ask them, for
-            the configurations alive now; [] when that block may never come: the instances,
-            min_survivors, the race's budget, maxExperiments or elitistLimit would end the
-            race after the current block even if the test eliminated nobody (conservative:
-            look-ahead never spends runs on a block that only eliminations could open)."""
-            n = race.n_instances
-            rows = range(n, min(n + settings.each_test, len(tasks)))
-            alive = race.survivor_indices
-            if n < first_test or not rows or len(alive) <= min_survivors:
-                return []
-            untold = len(race.pending())
-            if race.budget is not None and race.n_charged + untold + len(alive) * len(rows) > race.budget:
-                return []
-            if elitist_limit and n >= protect_rows and _quiet_tests(
-                    race, n, first_test, settings.each_test, since=protect_rows) >= elitist_limit:
-                return []
-            plan = []
-            for row in rows:
-                for ci in alive:
-                    key = (candidates[ci].id, tasks[row])
-                    if key not in cached_before and key not in preset:
-                        plan.append((int(ci), row, key))
-            if max_total is not None and (used_before + self._real_runs(race, cached_before)
-                                          + untold + len(plan) > max_total):
-                return []
-            return plan
-
         try:
-            while not race.finished:
-                if elitist_limit:
-                    pending = race.pending()
-                    rows_done = min(ev.instance_index for ev in pending) if pending else race.n_instances
-                    # Recomputed from the race's history, not counted along the way, so a
-                    # resumed race (whose journaled blocks are replayed unseen) stops alike.
-                    if (rows_done >= protect_rows and
-                            _quiet_tests(race, rows_done, first_test, settings.each_test,
-                                         since=protect_rows) >= elitist_limit):
-                        race.stop("elitist_limit")  # journaled, so the report says why
-                        break
-                batch = race.ask() or race.pending()
-                if not batch:
-                    break
-                hits, runs = [], []
-                for ev in batch:
-                    key = (ev.candidate.id, ev.instance)
-                    (hits if key in cached_before or key in preset else runs).append(ev)
-                replayed_real = self._real_runs(race, cached_before)
-                if (max_total is not None and used_before + replayed_real + len(runs) > max_total):
-                    # irace never exceeds maxExperiments: stop before a block it cannot pay.
-                    race.stop("budget")
-                    break
-                for ev in hits:
-                    key = (ev.candidate.id, ev.instance)
-                    value, message = cached_before[key] if key in cached_before else preset[key]
-                    if message is None:
-                        race.tell(ev, value)
-                    else:
-                        race.tell(ev, error=message)
-                self.state["experiments"] = self.experiments
-                self._dispatch(iteration, race, runs, pool, ahead, next_block)
-                self.experiments = used_before + self._real_runs(race, cached_before)
-            self.experiments = used_before + self._real_runs(race, cached_before)
+            drive_race(self, race, plan, pool, ahead)
+            self.experiments = used_before + real_runs(race, cached_before)
             result = race.result()
             if ahead is not None:
-                ahead.close(_told(result))
+                ahead.close(told(result))
                 ahead = None
         finally:
             if ahead is not None:  # interrupted: keep the look-ahead journal for the resume
@@ -353,239 +283,12 @@ class Tuner:
         for ci, row, message in result.failures:
             self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
         if iteration > 0:
-            for cand, task in self._real_cells(result, cached_before):
+            for cand, task in real_cells(result, cached_before):
                 key = (iteration, cand.id, task.index)
                 if key not in self._timed:
                     self._timed.add(key)
                     self.time_used += self.run_times.get(key, 0.0)
         return result
-
-    @property
-    def _speculate(self) -> bool:
-        """Whether idle workers get speculative runs (``settings.lookahead``): only on racer's
-        own thread pool. A run shipped to a Dask or Ray worker can be neither killed from here
-        nor, once its future is cancelled, told apart from one that never started, so unused
-        runs there could be neither stopped nor accounted for."""
-        return (self.settings.lookahead and self.executor is None
-                and max(1, self.settings.parallel) > 1)
-
-    def _real_runs(self, race: Race, cached: dict) -> int:
-        """Target-runner calls recorded in ``race`` (evaluations not served from the cache)."""
-        return len(self._real_cells(race.result(), cached))
-
-    @staticmethod
-    def _real_cells(res, cached: dict) -> list:
-        done = ~np.isnan(res.scores)
-        for ci, row, _ in res.failures:
-            done[row, ci] = True
-        for ci, row, message in res.failures:
-            if isinstance(message, str) and message.startswith(SKIPPED):
-                done[row, ci] = False  # rejected before it ran: not a run
-        cells = []
-        for ci, cand in enumerate(res.candidates):
-            for row in np.flatnonzero(done[:, ci]):
-                if (cand.id, res.instances[row]) not in cached:
-                    cells.append((cand, res.instances[row]))
-        return cells
-
-    def _dispatch(self, iteration: int, race: Race, runs: list, pool: cf.Executor,
-                  ahead: Lookahead | None = None, next_block: Callable | None = None) -> None:
-        """Run ``runs`` (one block, instance-major) and tell the race.
-
-        Unless failures rank worst (``--on-error worst``), a configuration that failed is
-        rejected, so its later runs in the block are not made: irace runs one instance at a
-        time and rejects an ``Inf`` at once, so a rejected configuration costs it one run,
-        where racer used to run it on the whole first block (issue 10: 45 of 500 runs on
-        optim-faults seed 1). They are told as failed with :data:`SKIPPED` and not counted
-        as experiments. For the same seed to skip the same runs whatever the timing, a run
-        of a configuration with no success yet in this race waits until its earlier runs in
-        the block have answered; configurations with a success are dispatched at once.
-
-        With ``settings.lookahead``, workers that would idle are given speculative runs:
-        first, gated runs of this block, started before their configuration's earlier run
-        answered ("provisional": told only once the earlier rows have answered, and after a
-        failure told as SKIPPED exactly as one-at-a-time would, the run logged as unused);
-        then, once every run of this block is submitted, the runs of ``next_block()`` of
-        configurations with a success and no failure (``ahead``, :mod:`racer.cli.lookahead`).
-        Runs of this block already started ahead are taken over instead of being started
-        again; the other look-ahead runs (of configurations eliminated meanwhile) are
-        stopped."""
-        res = race.result()
-        if ahead is not None:
-            ahead.plan = None
-            ahead.discard_except({(ev.candidate.id, ev.instance) for ev in runs},
-                                 race.n_instances, _told(res))
-        if not runs:
-            return
-        gate = self.settings.error_policy != "worst"
-        failed: dict[int, int] = {}  # candidate index -> first failed row
-        if gate:
-            for ci, row, _ in res.failures:
-                failed[ci] = min(row, failed.get(ci, row))
-        proven = {int(ci) for ci in np.flatnonzero(np.any(~np.isnan(res.scores), axis=0))}
-        # Candidates look-ahead may run: a success (this block's count too), no failure.
-        sure = set(proven) - {ci for ci, _, _ in res.failures}
-        switches: dict = {}
-        waiting = list(runs)
-        futures: dict = {}
-        ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
-        busy: dict[int, set] = {}  # gated candidate -> its rows in flight
-        provisional: set = set()  # futures of gated runs started before earlier rows answered
-        held: dict[int, list] = {}  # gated candidate -> finished provisional (Evaluation, RunResult)
-        workers = max(1, self.settings.parallel)
-
-        def command(cand):
-            if cand.id not in switches:
-                switches[cand.id] = self.space.command_line(cand.values)
-            return switches[cand.id]
-
-        def submit(ev):
-            cand, task = ev.candidate, ev.instance
-            return pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
-                               command(cand))
-
-        def deliver(ev, res_run: RunResult) -> None:
-            ci = ev.candidate_index
-            if self.on_run is not None:
-                self.on_run(iteration, ev.candidate, ev.instance, res_run)
-            if res_run.time is not None and iteration > 0:
-                self.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
-            if res_run.status == "ok":
-                race.tell(ev, res_run.cost)
-                if ci not in failed:
-                    sure.add(ci)
-            elif res_run.status == "error" and self.settings.error_policy == "stop":
-                raise TargetRunnerError(res_run, self.runner.exec_dir)
-            else:
-                race.tell(ev, error=res_run.message)
-                failed[ci] = min(ev.instance_index, failed.get(ci, ev.instance_index))
-                sure.discard(ci)
-            self.state["experiments"] += 1
-            if self.progress is not None:
-                self.progress(self.state, race)
-
-        def skip(ev) -> None:
-            ci = ev.candidate_index
-            race.tell(ev, error=f"{SKIPPED} (it failed on instance row {failed[ci]})",
-                      charge=False)  # not a run: not paid from the race's budget
-
-        def resolve(ci: int) -> None:
-            """Tell the provisional results of ``ci`` whose earlier rows have all answered, as
-            if they had run one after the other: after a failure, SKIPPED (the run made is
-            logged as unused)."""
-            pending = sorted(held.get(ci, ()), key=lambda p: p[0].instance_index)
-            while pending:
-                ev, res_run = pending[0]
-                if any(row < ev.instance_index for row in busy.get(ci, ())):
-                    break
-                pending.pop(0)
-                if ci in failed and failed[ci] < ev.instance_index:
-                    if self.on_run is not None:
-                        self.on_run(iteration, ev.candidate, ev.instance, dataclasses.replace(
-                            res_run, status=UNUSED,
-                            message=f"provisional run not used: the configuration failed on "
-                                    f"instance row {failed[ci]}"))
-                    skip(ev)
-                else:
-                    deliver(ev, res_run)
-            held[ci] = pending
-
-        try:
-            while waiting or futures or ready:
-                keep = []
-                for ev in waiting:
-                    ci = ev.candidate_index
-                    if gate and ci in failed and failed[ci] < ev.instance_index:
-                        skip(ev)
-                        continue
-                    gated = gate and ci not in proven
-                    if gated and busy.get(ci):
-                        keep.append(ev)
-                        continue
-                    cand, task = ev.candidate, ev.instance
-                    got = ahead.take(cand.id, task) if ahead is not None else None
-                    if got is not None and got.result is not None:
-                        ready.append((ev, got.result))
-                        continue
-                    fut = got.future if got is not None else submit(ev)
-                    futures[fut] = ev
-                    if gated:
-                        busy.setdefault(ci, set()).add(ev.instance_index)
-                in_flight = len(futures) + (ahead.n_running() if ahead is not None else 0)
-                if keep and in_flight < workers and self._speculate:
-                    # Workers would idle while gated runs wait for their configuration's
-                    # earlier run: start them provisionally. Their results are told only once
-                    # the earlier rows have answered, so the race sees what one-at-a-time
-                    # would give (after a failure: SKIPPED, not counted).
-                    rest = []
-                    for ev in keep:
-                        if in_flight < workers:
-                            fut = submit(ev)
-                            futures[fut] = ev
-                            provisional.add(fut)
-                            busy[ev.candidate_index].add(ev.instance_index)
-                            in_flight += 1
-                        else:
-                            rest.append(ev)
-                    keep = rest
-                waiting = keep
-                if ahead is not None and not waiting and next_block is not None:
-                    free = workers - in_flight
-                    if free > 0:
-                        if ahead.plan is None:
-                            ahead.plan = next_block()
-                        for ci, row, key in ahead.plan:
-                            if free <= 0:
-                                break
-                            if ci in sure and ci not in failed and key not in ahead.entries:
-                                cand = race.candidates[ci]
-                                ahead.start(pool, cand, key[1], command(cand))
-                                free -= 1
-                if not futures and not ready:
-                    continue
-                if ready:
-                    done: set = set()
-                    if ahead is not None:
-                        done = {f for f in ahead.running() if f.done()}
-                    done |= {f for f in futures if f.done()}
-                else:
-                    watch = list(futures) + (ahead.running() if ahead is not None else [])
-                    done, _ = cf.wait(watch, timeout=_INTERRUPT_POLL, return_when=cf.FIRST_COMPLETED)
-                if INTERRUPTED.is_set():
-                    raise KeyboardInterrupt
-                if ahead is not None:
-                    ahead.collect(done)
-                # Tell the successes first, in submission order, so that an exception (an
-                # interrupt) loses no result already in hand: the journal keeps them for resume.
-                mine = [(futures[f], f) for f in done if f in futures]
-                mine.sort(key=lambda p: (p[1].exception() is not None, p[0].instance_index,
-                                         p[0].candidate_index))
-                items = sorted(ready, key=lambda p: (p[0].instance_index, p[0].candidate_index))
-                ready = []
-                for ev, fut in mine:
-                    futures.pop(fut)
-                    items.append((ev, fut))
-                for ev, got in items:
-                    ci = ev.candidate_index
-                    res_run: RunResult = got if isinstance(got, RunResult) else got.result()
-                    rows = busy.get(ci)
-                    if rows is not None:
-                        rows.discard(ev.instance_index)
-                    if isinstance(got, cf.Future) and got in provisional:
-                        provisional.discard(got)
-                        held.setdefault(ci, []).append((ev, res_run))
-                    else:
-                        deliver(ev, res_run)
-                    if held.get(ci):
-                        resolve(ci)
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            if ahead is not None:
-                for fut in ahead.running():
-                    fut.cancel()
-            self.runner.kill_all()
-            raise
 
     # ------------------------------------------------------------------ the tuning
 
@@ -716,7 +419,8 @@ class Tuner:
                 remaining += int(limits[limit_at]) - budget
                 budget = int(limits[limit_at])
             return True
-        mu = max(s.mu, s.first_test)
+        schedule = self.schedule
+        mu = schedule.instances_per_configuration
         n_iterations = self.n_iterations
         elites: list[Configuration] = []
         next_id = 1
@@ -750,14 +454,11 @@ class Tuner:
                     stop_reason = "limit of iterations reached"
                     break
             current = (s.experiments_per_iteration or
-                       remaining // (n_iterations - iteration + 1))
+                       schedule.iteration_budget(remaining, iteration, n_iterations))
             n_elites = len(elites)
-            if s.elitist and not first_race:
-                denom = max(mu + s.each_test * min(5, iteration),
-                            _round_up(n_seen + s.elitist_new_instances, s.each_test))
-                n_conf = min((current + n_elites * n_seen) // denom, 1024)
-            else:
-                n_conf = min(current // (mu + s.each_test * min(5, iteration)), 1024)
+            elitist = s.elitist and not first_race
+            n_conf = schedule.n_configurations(current, iteration, n_elites,
+                                               n_seen if elitist else None)
             if s.n_configurations > 0:
                 if s.n_configurations <= n_conf:
                     n_conf = s.n_configurations
@@ -849,7 +550,6 @@ class Tuner:
             tasks = [self.task(i) for i in order]
             if len(tasks) < s.first_test:
                 raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
-            saved = n_elites * n_seen if (s.elitist and not first_race) else 0
             # The progress line counts against what the header announced (self.n_iterations),
             # not against n_iterations, which irace moves along when it runs past the plan.
             self.state.update(iteration=iteration, planned=self.n_iterations, budget=budget)
@@ -860,7 +560,9 @@ class Tuner:
                 protect_rows = min(n_seen + s.elitist_new_instances, len(tasks))
                 test = ProtectElites(self.test, n_elites, protect_rows)
             result = self.run_race(
-                iteration, candidates, tasks, budget=max(current + saved, len(candidates) * s.first_test),
+                iteration, candidates, tasks,
+                budget=schedule.race_budget(current, len(candidates), n_elites if elitist else 0,
+                                            n_seen),
                 min_survivors=self.min_survival, test=test, first_test=s.first_test,
                 journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=None if timed else budget,
                 elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
@@ -941,42 +643,6 @@ class Tuner:
         return preset
 
 
-def _quiet_tests(race: Race, rows_done: int, first_test: int, each_test: int,
-                 since: int = 0) -> int:
-    """Consecutive tests, counting back from instance ``rows_done`` and only after
-    ``first_test`` and from instance ``since`` on, that eliminated nobody (irace's count for
-    ``elitistLimit``: a test counts only once no elite is protected, ``!any(is.elite > 0)``,
-    i.e. from instance ``elite.safe`` = ``since`` on)."""
-    eliminated_at = {rec.n_instances for rec in race.history}
-    count = 0
-    n = rows_done
-    while n > first_test and n >= since:
-        if (n - first_test) % each_test == 0:
-            if n in eliminated_at:
-                break
-            count += 1
-        n -= 1
-    return count
-
-
-def _told(result) -> Callable:
-    """``told(configuration id, task)``: whether ``result`` holds that cell (a score or a
-    failure); the table is built on the first call."""
-    cells: dict = {}
-
-    def told(cid: int, task: Task) -> bool:
-        if not cells:
-            done = ~np.isnan(result.scores)
-            for ci, row, _ in result.failures:
-                done[row, ci] = True
-            cells.update({(c.id, t): bool(done[row, ci]) for ci, c in enumerate(result.candidates)
-                          for row, t in enumerate(result.instances)})
-            cells[None] = False  # built, even for an empty race
-        return cells.get((cid, task), False)
-
-    return told
-
-
 def _rows_run(result) -> int:
     """Rows of ``result`` with at least one evaluation (a race stopped before a block it
     could not pay has that block's rows registered but not run)."""
@@ -987,5 +653,3 @@ def _rows_run(result) -> int:
     return int(rows[-1]) + 1 if rows.size else 0
 
 
-def _round_up(x: int, multiple: int) -> int:
-    return int(math.ceil(x / multiple) * multiple)

@@ -1,0 +1,168 @@
+"""irace's iteration schedule, written once for the ``racer`` command and Optuna's IteratedRace.
+
+Iterated racing (López-Ibáñez et al. 2016, irace 3.5's ``computeComputationalBudget`` and
+``computeNbConfigurations``) spreads a budget of evaluations over iterations, each a race of
+the elites and new configurations:
+
+* iterations: ``nbIterations``, by default ``floor(2 + log2(n_params))``;
+* survivors kept as elites (``minNbSurvival``): by default the same ``floor(2 + log2(n_params))``;
+* budget of iteration ``j``: what remains, split evenly over the iterations left,
+  ``remaining // (n_iterations - j + 1)``;
+* configurations raced in iteration ``j``: that budget, plus what the elites' results save
+  (``n_elites * n_seen`` evaluations already made), over what one configuration costs:
+  ``mu + each_test * min(5, j)`` instances, or the instances an elite must cover
+  (``n_seen`` and the new ones), whichever is more; at most ``max_configurations``;
+* the race's own budget: the iteration's budget plus the elites' savings, and never less
+  than the first test of every configuration.
+
+:class:`racer.cli.iterated.Tuner` (the command line, irace's rules: ``mu``, the 1024 cap,
+``elitistNewInstances`` rounded up to a multiple of ``eachTest``) and
+``racer.adapters.optuna.IteratedRace`` (``mu = first_test``, no cap, ``n_seen + each_test``
+instances for an elite) use one :class:`IraceSchedule` each, with their own options, so the
+two cannot drift apart.
+
+>>> s = IraceSchedule(n_params=4, first_test=5, each_test=1, mu=5)
+>>> s.planned_iterations, s.survivors
+(4, 4)
+>>> s.iteration_budget(1000, iteration=1, n_iterations=4)
+250
+>>> s.n_configurations(250, iteration=1)
+41
+>>> s.n_configurations(250, iteration=2, n_elites=4, n_seen=8)
+31
+>>> s.race_budget(250, n_candidates=40, n_elites=4, n_seen=8)
+282
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+__all__ = ["IraceSchedule", "default_n_iterations"]
+
+
+def default_n_iterations(n_params: int) -> int:
+    """irace's default number of iterations (and of survivors): ``floor(2 + log2(n_params))``,
+    with at least one parameter counted.
+
+    >>> [default_n_iterations(n) for n in (0, 1, 2, 3, 4, 8, 11)]
+    [2, 2, 3, 3, 4, 5, 5]
+    """
+    return int(math.floor(2 + math.log2(max(n_params, 1))))
+
+
+def _round_up(x: int, multiple: int) -> int:
+    return int(math.ceil(x / multiple) * multiple)
+
+
+@dataclasses.dataclass(frozen=True)
+class IraceSchedule:
+    """The schedule of one iterated race (see the module docstring).
+
+    Parameters
+    ----------
+    n_params : int
+        Parameters tuned (irace counts the non-fixed ones).
+    first_test, each_test : int
+        The races' ``first_test`` and ``each_test`` (irace's ``firstTest``, ``eachTest``).
+    mu : int, default 0
+        irace's ``mu``; a configuration costs at least ``max(mu, first_test)`` instances.
+    n_iterations, min_survival : int, default 0
+        ``nbIterations`` and ``minNbSurvival``; 0 is irace's formula (:func:`default_n_iterations`).
+    max_configurations : int or None, default 1024
+        The most configurations one iteration races (irace's 1024); None: no cap.
+    new_instances : int, default 1
+        Instances an elite meets that it has not seen (irace's ``elitistNewInstances``).
+    round_to_each_test : bool, default True
+        Round ``n_seen + new_instances`` up to a multiple of ``each_test``, as irace does.
+    """
+
+    n_params: int
+    first_test: int = 5
+    each_test: int = 1
+    mu: int = 0
+    n_iterations: int = 0
+    min_survival: int = 0
+    max_configurations: int | None = 1024
+    new_instances: int = 1
+    round_to_each_test: bool = True
+
+    @classmethod
+    def from_scenario(cls, settings, n_params: int) -> IraceSchedule:
+        """The ``racer`` command's schedule: the scenario's ``firstTest``, ``eachTest``,
+        ``mu``, ``nbIterations``, ``minNbSurvival`` and ``elitistNewInstances`` (a
+        :class:`racer.cli.iterated.Settings`), irace's rules otherwise."""
+        return cls(n_params=n_params, first_test=settings.first_test,
+                   each_test=settings.each_test, mu=settings.mu,
+                   n_iterations=settings.n_iterations, min_survival=settings.min_survival,
+                   new_instances=settings.elitist_new_instances)
+
+    @classmethod
+    def for_iterated_race(cls, n_params: int, *, first_test: int, each_test: int,
+                          n_iterations: int | None = None,
+                          n_elites: int | None = None) -> IraceSchedule:
+        """Optuna's IteratedRace's schedule: a configuration costs ``first_test`` instances
+        and more (no ``mu``), no cap on the configurations, and an elite is budgeted for
+        ``n_seen + each_test`` instances (not rounded).
+
+        >>> a = IraceSchedule.for_iterated_race(4, first_test=5, each_test=1)
+        >>> b = IraceSchedule(n_params=4, first_test=5, each_test=1, mu=5)
+        >>> a.n_configurations(250, 2, 4, 8) == b.n_configurations(250, 2, 4, 8)
+        True
+        """
+        return cls(n_params=n_params, first_test=first_test, each_test=each_test,
+                   mu=first_test, n_iterations=n_iterations or 0, min_survival=n_elites or 0,
+                   max_configurations=None, new_instances=each_test,
+                   round_to_each_test=False)
+
+    @property
+    def planned_iterations(self) -> int:
+        """The iterations announced at the start (nbIterations, or irace's formula)."""
+        return self.n_iterations or default_n_iterations(self.n_params)
+
+    @property
+    def survivors(self) -> int:
+        """The elites kept after each race (minNbSurvival, or irace's formula)."""
+        return self.min_survival or default_n_iterations(self.n_params)
+
+    @property
+    def instances_per_configuration(self) -> int:
+        """The fewest instances a new configuration is raced on: ``max(mu, first_test)``."""
+        return max(self.mu, self.first_test)
+
+    def iteration_budget(self, remaining: int, iteration: int, n_iterations: int) -> int:
+        """Evaluations for iteration ``iteration`` (from 1) of ``n_iterations``: ``remaining``
+        split evenly over the iterations left (all of it once past the plan)."""
+        return remaining // max(1, n_iterations - iteration + 1)
+
+    def configuration_cost(self, iteration: int, n_seen: int | None = None) -> int:
+        """Instances one configuration of iteration ``iteration`` is budgeted for: ``mu +
+        each_test * min(5, iteration)``, or, in an elitist race (``n_seen`` given), the
+        ``n_seen`` instances the elites have results on plus the new ones, if more."""
+        cost = self.instances_per_configuration + self.each_test * min(5, iteration)
+        if n_seen is not None:
+            elite = n_seen + self.new_instances
+            if self.round_to_each_test:
+                elite = _round_up(elite, self.each_test)
+            cost = max(cost, elite)
+        return cost
+
+    def n_configurations(self, budget: int, iteration: int, n_elites: int = 0,
+                         n_seen: int | None = None) -> int:
+        """Configurations (elites included) that iteration ``iteration`` can race with
+        ``budget`` evaluations; in an elitist race (``n_seen`` given) ``n_elites`` elites
+        have results on ``n_seen`` instances, which they need not run again (irace's
+        ``computeNbConfigurations``)."""
+        saved = n_elites * n_seen if n_seen is not None else 0
+        n = (budget + saved) // self.configuration_cost(iteration, n_seen)
+        if self.max_configurations is not None:
+            n = min(n, self.max_configurations)
+        return n
+
+    def race_budget(self, iteration_budget: int, n_candidates: int, n_elites: int = 0,
+                    n_seen: int = 0) -> int:
+        """The budget of the iteration's race: its own, plus the evaluations the elites'
+        results save (the race counts them as evaluations), and at least every candidate on
+        the first test."""
+        return max(iteration_budget + n_elites * n_seen, n_candidates * self.first_test)

@@ -1,0 +1,835 @@
+"""The ``racer`` command's parts: the parser, loading a scenario, ``--check``, the run,
+``--init`` and :func:`main`, which dispatches between them (the package face,
+:mod:`racer.cli`, re-exports :func:`main` and the exit codes). The tuning itself is
+:mod:`racer.cli.iterated`; its parallel dispatcher, :mod:`racer.cli.dispatch`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shlex
+import shutil
+import signal
+import sys
+import traceback
+
+# numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
+# that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
+# them (they cost a second or more on a cold start).
+
+__all__ = ["main", "EXIT_OK", "EXIT_INTERNAL", "EXIT_SCENARIO", "EXIT_RUNNER", "EXIT_INTERRUPTED"]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_SCENARIO = 2
+EXIT_RUNNER = 3
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _parser():
+    from racer.cli.scenario import OPTIONS
+
+    p = argparse.ArgumentParser(
+        prog="racer",
+        allow_abbrev=False,
+        description="Tune an algorithm's parameters from an irace scenario (irace's files and "
+                    "flags), racing configurations with racer. Exit codes: 0 ok, 1 internal "
+                    "error, 2 bad scenario, 3 failing target-runner, 130 interrupted.",
+        epilog="`racer report PATH -o report.html` writes the HTML report of a race journal "
+               "or of an execDir (`racer report --help`).",
+    )
+    p.add_argument("-s", "--scenario", metavar="FILE", help="irace scenario file (default ./scenario.txt if it exists)")
+    p.add_argument("-c", "--check", action="store_true", help="validate the scenario and run one configuration on one instance")
+    p.add_argument("-i", "--init", action="store_true", help="write template scenario files in the current directory")
+    p.add_argument("-v", "--version", action="store_true", help="print the version")
+    p.add_argument("-q", "--quiet", dest="opt_quiet", metavar="0|1", help="irace's quiet (no progress line)")
+    g = p.add_argument_group("racer's own options")
+    g.add_argument("--racing-test", default=None, metavar="NAME",
+                   help="racing test, overriding the scenario's testType: 'F-test' (irace's "
+                        "Friedman + Conover, the default), 't-test', 't-test-bonferroni', "
+                        "'t-test-holm' (irace's paired t-tests against the best mean, "
+                        "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest) or "
+                        "'module:Class' for any racer RacingTest")
+    g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
+                   help="a run that fails after its retries (non-zero exit, unreadable output, "
+                        "timeout): stop racer with exit code 3 (irace's behaviour, default), "
+                        "reject the configuration, or rank it worst on that instance")
+    g.add_argument("--sampler", choices=("irace", "optuna"), default="irace",
+                   help="how new configurations are proposed: irace's model around the elites "
+                        "(default) or Optuna's TPE sampler (needs optuna)")
+    g.add_argument("--executor", default="threads", metavar="SPEC",
+                   help="where runs go: 'threads' (default: --parallel threads here), 'dask' "
+                        "(a local Dask cluster of --parallel worker processes) or "
+                        "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786), "
+                        "'ray' (a local Ray instance of --parallel CPUs) or 'ray:ADDRESS' (an "
+                        "existing Ray cluster, e.g. ray:auto)")
+    g.add_argument("--fixed-list", action="store_true",
+                   help="race only the configurations of configurationsFile, in one race with "
+                        "the whole budget (no sampling)")
+    g.add_argument("--no-lookahead", action="store_true",
+                   help="do not give idle workers speculative runs: the next block's runs, "
+                        "and a new configuration's next runs before its first answered "
+                        "(look-ahead, on by default: same elites and runs used, shorter wall "
+                        "time; runs the race does not use are killed or discarded, marked "
+                        "speculative-unused in runs.csv and not counted in the budget). "
+                        "Turn it off when every run costs money")
+    g.add_argument("--fresh", action="store_true",
+                   help="discard the journal in execDir and start over instead of resuming")
+    g.add_argument("--no-report", action="store_true",
+                   help="do not write the HTML report execDir/report.html at the end of the run "
+                        "(it needs matplotlib; `racer report EXECDIR` writes it later)")
+    o = p.add_argument_group("irace options (scenario file names in brackets)")
+    for name, opt in OPTIONS.items():
+        if opt.flag is None or name == "quiet":
+            continue
+        o.add_argument(opt.flag, dest=f"opt_{name}", metavar="VALUE",
+                       help=f"[{name}]" + ("" if opt.implemented else " (not implemented: warned)")
+                       + (f" {opt.help}" if opt.help else ""))
+    return p
+
+
+def _warn(message: str) -> None:
+    print(f"racer: warning: {message}", file=sys.stderr)
+
+
+def _error(message: str) -> None:
+    print(f"racer: error: {message}", file=sys.stderr)
+
+
+def load(args) -> dict:
+    """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
+    from racer.cli.checks import check_space
+    from racer.cli.parameters import read_configurations, read_forbidden, read_parameters
+    from racer.cli.scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
+
+    sc = defaults()
+    scenario_file = args.scenario
+    if scenario_file is None and os.path.exists("scenario.txt"):
+        scenario_file = "scenario.txt"
+    if scenario_file is not None:
+        read_scenario(scenario_file, sc)
+    for name in OPTIONS:
+        value = getattr(args, f"opt_{name}", None)
+        if value is not None:
+            sc.set(name, value, origin=("command line", None))
+    v = sc.values
+    for name in ("firstTest", "eachTest", "mu"):
+        if v[name] < 1:
+            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
+    if v["firstTest"] % v["eachTest"] != 0:
+        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
+                            option="firstTest", **sc.where("firstTest"))
+    if not 0 < v["confidence"] < 1:
+        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
+    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
+        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
+                            option="maxExperiments", **sc.where("maxExperiments"))
+    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
+        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
+                            **sc.where("maxTime"))
+    if v["testType"].lower() not in TEST_TYPES:
+        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
+                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
+                            option="testType", **sc.where("testType"))
+    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
+                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
+                 "minMeasurableTime"):
+        if v[name] < 0:
+            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["seed"] is not None and v["seed"] < 0:
+        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
+        # anyway).
+        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
+                            **sc.where("seed"))
+    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
+        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
+                            **sc.where("softRestartThreshold"))
+    if v["targetRunnerTimeout"] < 0:
+        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+    for name in ("execDir", "parameterFile", "targetRunner"):
+        if not v[name]:
+            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
+                                option=name, **sc.where(name))
+
+    pfile = _input_file(sc, "parameterFile", "parameter file")
+    space = read_parameters(pfile, digits=v["digits"])
+    if sc.origin.get("digits"):
+        space.digits = v["digits"]
+        space.digits_origin = (sc.where("digits")["path"], sc.where("digits")["line"])
+    ffile = sc.path("forbiddenFile")
+    if ffile:
+        space.add_forbidden(read_forbidden(_input_file(sc, "forbiddenFile", "forbidden file")))
+    warnings = check_space(space)
+    initial = []
+    discarded: list = []
+    cfile = sc.path("configurationsFile")
+    if cfile:
+        initial = read_configurations(_input_file(sc, "configurationsFile", "configurations file"),
+                                      space, discarded)
+        for line, rule in discarded:
+            warnings.append(f"{cfile}:{line}: configuration discarded: it is forbidden by the rule "
+                            f"{rule!r} (as irace does)")
+    train = read_instances(sc, "train", warnings)
+    if not train:
+        raise ScenarioError("no training instances: set trainInstancesDir and/or trainInstancesFile",
+                            option="trainInstancesFile", **sc.where("trainInstancesFile"))
+    test = read_instances(sc, "test", warnings)
+    runner_path = sc.path("targetRunner")
+    launcher = sc.values["targetRunnerLauncher"]
+    if launcher:
+        _check_launcher(sc)
+    else:
+        _check_runner(sc, runner_path)
+    exec_dir = sc.path("execDir")
+    _check_exec_dir(sc, exec_dir)
+    return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
+            "exec_dir": exec_dir, "runner_path": runner_path, "warnings": warnings}
+
+
+def _input_file(sc, option: str, what: str) -> str:
+    """The path of the file ``option`` names; ScenarioError if it is missing or a folder."""
+    from racer.cli.scenario import ScenarioError
+
+    path = sc.path(option)
+    if os.path.isdir(path):
+        raise ScenarioError(f"{what} {path} is a folder, not a file", option=option, **sc.where(option))
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{what} {path} does not exist", option=option, **sc.where(option))
+    return path
+
+
+def _check_runner(sc, path: str) -> None:
+    """The target-runner can be executed: a file, executable, and a ``#!`` line naming an
+    interpreter that exists (exec's own error says only "No such file or directory")."""
+    from racer.cli.scenario import ScenarioError
+
+    where = {"option": "targetRunner", **sc.where("targetRunner")}
+    if os.path.isdir(path):
+        raise ScenarioError(f"target-runner {path} is a folder, not a file", **where)
+    if not os.path.isfile(path):
+        raise ScenarioError(f"target-runner {path} does not exist", **where)
+    if not os.access(path, os.X_OK):
+        raise ScenarioError(f"target-runner {path} is not executable (chmod +x it, or set "
+                            "targetRunnerLauncher, e.g. to a Python interpreter)", **where)
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the target-runner {path}: {exc.strerror}", **where) from None
+    if not first.startswith(b"#!"):
+        return  # a binary, or a script the kernel runs with /bin/sh
+    if first.rstrip(b"\n").endswith(b"\r"):
+        raise ScenarioError(f"target-runner {path} has Windows line endings (its #! line ends with "
+                            "a carriage return, so it cannot be started): convert it, e.g. "
+                            "dos2unix, or sed -i 's/\\r$//'", **where)
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.isabs(words[0]) and not os.path.exists(words[0]):
+        raise ScenarioError(f"target-runner {path}: its #! line names {words[0]}, which does not "
+                            "exist (fix the #! line, or set targetRunnerLauncher)", **where)
+
+
+def _check_launcher(sc) -> None:
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import build_command
+
+    launcher = sc.values["targetRunnerLauncher"]
+    found = (sc.path("targetRunnerLauncher") if os.sep in launcher else shutil.which(launcher))
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise ScenarioError(f"{launcher} is not an executable file (nor a command on PATH)",
+                            option="targetRunnerLauncher", **sc.where("targetRunnerLauncher"))
+    try:
+        build_command(sc.path("targetRunner"), launcher, sc.values["targetRunnerLauncherArgs"])
+    except ValueError as exc:
+        raise ScenarioError(str(exc), option="targetRunnerLauncherArgs",
+                            **sc.where("targetRunnerLauncherArgs")) from None
+
+
+def _check_exec_dir(sc, path: str) -> None:
+    """execDir exists, is a folder and racer can create files in it (runs.csv, the journal)."""
+    from racer.cli.scenario import ScenarioError
+
+    where = {"option": "execDir", **sc.where("execDir")}
+    if os.path.isfile(path):
+        raise ScenarioError(f"execDir {path} is a file; execDir must be a folder (create one, "
+                            "e.g. mkdir, and point execDir to it)", **where)
+    if not os.path.isdir(path):
+        raise ScenarioError(f"execDir {path} does not exist (irace requires it too: mkdir it)", **where)
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ScenarioError(f"execDir {path} is not writable: racer writes runs.csv and its journal "
+                            "there (make it writable, e.g. chmod u+w, or choose another execDir)", **where)
+
+
+def make_runner(loaded: dict, reaper=None):
+    from racer.cli.target_runner import TargetRunner, build_command
+
+    sc = loaded["scenario"]
+    launcher = sc.values["targetRunnerLauncher"]
+    if launcher and not os.path.isabs(launcher) and os.sep in launcher:
+        launcher = sc.path("targetRunnerLauncher")
+    command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
+    timeout = sc.values["targetRunnerTimeout"] or None
+    return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
+                        timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
+
+
+# irace's testType names (checkScenario lower-cases them) -> TRaceTest's adjust; None: F-race.
+TEST_TYPES = {"": None, "f-test": None, "friedman": None, "t-test": "none", "t.none": "none",
+              "t-test-bonferroni": "bonferroni", "t.bonferroni": "bonferroni",
+              "t-test-holm": "holm", "t.holm": "holm"}
+
+
+def make_test(name: str | None, confidence: float):
+    """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
+    ``testType``: the F-race orders survivors by rank sum, the t-test races by mean cost
+    (irace's ``overall.ranks``)."""
+    from racer.racing.base import RacingTest
+
+    key = (name or "").lower()
+    if key in TEST_TYPES and TEST_TYPES[key] is None:
+        from racer.racing.frace import FRaceTest
+        return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
+    if key in TEST_TYPES:
+        from racer.racing.trace import TRaceTest
+        return TRaceTest(alpha=1.0 - confidence, adjust=TEST_TYPES[key]), "mean"
+    if name == "bayesian":
+        from racer.racing.bayesian import BayesianTest
+        return BayesianTest(), None
+    if ":" in name:
+        module, _, cls = name.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), cls)()
+        except (ImportError, AttributeError, TypeError) as exc:
+            raise UsageError(f"--racing-test {name!r}: {exc}") from None
+        if not isinstance(obj, RacingTest):
+            raise UsageError(f"--racing-test {name!r} is not a racer RacingTest")
+        return obj, None
+    raise UsageError("--racing-test must be 'F-test', 't-test', 't-test-bonferroni', 't-test-holm', "
+                     f"'bayesian' or 'module:Class'; got {name!r}")
+
+
+def make_executor(spec: str, parallel: int):
+    """``(executor or None, close)`` for ``--executor``."""
+    if spec in ("threads", "", None):
+        return None, lambda: None
+    if spec == "dask" or spec.startswith("dask:"):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--executor dask needs Dask: pip install 'bayes-racer[dask]'") from None
+        if spec == "dask":
+            cluster = LocalCluster(n_workers=parallel, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+
+            def close():
+                client.close()
+                cluster.close()
+        else:
+            try:
+                client = Client(spec[len("dask:"):])
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise UsageError(f"--executor {spec}: cannot reach the Dask scheduler ({exc}); "
+                                 "check the address, or use --executor dask for a local cluster") from None
+            close = client.close
+        return client.get_executor(), close
+    if spec == "ray" or spec.startswith("ray:"):
+        from racer.cli.ray_executor import RayExecutor
+
+        try:
+            if spec == "ray":
+                ex = RayExecutor(num_cpus=parallel)
+            else:
+                ex = RayExecutor(address=spec[len("ray:"):])
+        except ImportError as exc:
+            raise UsageError(f"--executor ray: {exc}") from None
+        return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
+    raise UsageError(f"--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'; got {spec!r}")
+
+
+def _seed(sc, journal_dir: str) -> int:
+    if sc.values["seed"] is not None:
+        return int(sc.values["seed"])
+    path = os.path.join(journal_dir, "seed.txt")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return int(f.read().strip())
+    import numpy as np
+
+    seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
+    os.makedirs(journal_dir, exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(f"{seed}\n")
+    os.replace(path + ".tmp", path)
+    return seed
+
+
+def write_run_report(exec_dir: str) -> str | None:
+    """Write ``<execDir>/report.html``; never fails the run: without matplotlib, or on any
+    error, it warns (saying how to get the report) and returns None. The one place where the
+    command line calls the report front end (imported here, lazily, so the core install and
+    ``racer --check`` never load it)."""
+    try:
+        import matplotlib  # noqa: F401  (the figures need it; the core install has none)
+    except ImportError:
+        _warn("report.html not written: the HTML report needs matplotlib "
+              "(pip install 'bayes-racer[plot]'), then: racer report " + exec_dir)
+        return None
+    path = os.path.join(exec_dir, "report.html")
+    try:
+        from racer.report import write_report
+
+        return write_report(exec_dir, path)
+    except Exception as exc:  # a report is a by-product: it never changes the run's outcome
+        _warn(f"report.html not written ({type(exc).__name__}: {exc}); try: racer report {exec_dir}")
+        return None
+
+
+def do_check(loaded: dict, args) -> int:
+    import numpy as np
+
+    from racer.cli.iterated import _derived_seed
+    from racer.cli.sampler import Sampler
+
+    sc, space = loaded["scenario"], loaded["space"]
+    # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
+    make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
+              sc.values["confidence"])
+    print(f"scenario: {sc.file or '(command line only)'}")
+    print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
+          f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
+    print(f"training instances: {len(loaded['train'])}; test instances: {len(loaded['test'])}; "
+          f"initial configurations: {len(loaded['initial'])}")
+    runner = make_runner(loaded)
+    if loaded["initial"]:
+        values = loaded["initial"][0]
+    else:
+        values = Sampler(space).sample_uniform(1, np.random.default_rng(sc.values["seed"] or 0))[0]
+    inst = loaded["train"][0]
+    seed = _derived_seed(sc.values["seed"] or 0, 9) % (2**31 - 1)
+    switches = space.command_line(values)
+    import shlex
+    print(f"running configuration 1 on instance 1 in {loaded['exec_dir']}:")
+    print("  " + shlex.join(runner.argv(1, 1, seed, inst, switches)))
+    res = runner.run(1, 1, seed, inst, switches)
+    if res.status == "ok":
+        print(f"OK: cost {res.cost!r}" + (f", time {res.time!r}" if res.time is not None else "")
+              + f" ({res.wall:.3f} s)")
+        return EXIT_OK
+    if res.status == "inf":
+        print("OK: the runner answered Inf (this configuration would be rejected)")
+        return EXIT_OK
+    _error("target-runner check failed: " + res.describe(loaded["exec_dir"]))
+    return EXIT_RUNNER
+
+
+def do_run(loaded: dict, args) -> int:
+    import numpy as np
+
+    from racer.cli.iterated import JOURNAL_DIR, Settings, Tuner
+    from racer.progress import iterations_done_text
+    from racer.cli.output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
+                         write_results, write_test)
+
+    sc, space = loaded["scenario"], loaded["space"]
+    v = sc.values
+    exec_dir = loaded["exec_dir"]
+    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
+    if args.fresh and os.path.isdir(journal_dir):
+        shutil.rmtree(journal_dir)
+        for name in ("runs.csv",):
+            if os.path.exists(os.path.join(exec_dir, name)):
+                os.remove(os.path.join(exec_dir, name))
+    resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
+    seed = _seed(sc, journal_dir)
+    # racer's own --racing-test, when given, overrides the scenario's testType.
+    test, winner = make_test(args.racing_test if args.racing_test is not None else v["testType"],
+                             v["confidence"])
+    if args.fixed_list and not loaded["initial"]:
+        raise UsageError("--fixed-list needs configurationsFile")
+    settings = Settings(
+        max_experiments=v["maxExperiments"], max_time=v["maxTime"],
+        min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
+        mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
+        n_configurations=v["nbConfigurations"], experiments_per_iteration=v["nbExperimentsPerIteration"],
+        elitist=v["elitist"], elitist_new_instances=v["elitistNewInstances"],
+        elitist_limit=v["elitistLimit"],
+        deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
+        parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
+        error_policy=args.on_error, fixed_list=args.fixed_list,
+        lookahead=not getattr(args, "no_lookahead", False),
+        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
+    from racer.cli.target_runner import Reaper
+
+    reaper = Reaper()
+    runner = make_runner(loaded, reaper)
+    prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
+    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
+    log = RunLog(os.path.join(exec_dir, "runs.csv"))
+    progress = Progress(quiet=quiet)
+    metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
+                "forbidden": repr([t for t, _ in space.forbidden])}
+    from racer.cli.resume import check_resume, settings_of
+
+    try:
+        # Before anything runs: the same settings resume, a larger budget continues, anything
+        # else is refused in the scenario's words (racer.cli.resume).
+        earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
+                               resuming=resuming, exec_dir=exec_dir,
+                               command=(args.argv if getattr(args, "argv", None) is not None
+                                        else sys.argv[1:]))
+    except BaseException:
+        log.close()
+        reaper.close()
+        raise
+    settings.earlier_budgets = tuple(earlier)
+    sampler = None
+    if args.sampler == "optuna":
+        from racer.cli.sampler import OptunaSampler
+
+        try:
+            sampler = OptunaSampler(space, seed=seed)
+        except ImportError as exc:
+            raise UsageError(str(exc)) from None
+        metadata["sampler"] = "optuna-tpe"
+    close_executor = None
+    try:
+        executor, close_executor = make_executor(args.executor, settings.parallel)
+        tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
+                      sampler=sampler, executor=executor,
+                      test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
+                      progress=progress, winner=winner, metadata=metadata,
+                      prior_times=prior_times)
+    except BaseException:
+        # Nothing ran yet, but the run log, the reaper and a started cluster are open.
+        log.close()
+        reaper.close()
+        if close_executor is not None:
+            close_executor()
+        raise
+    if not quiet:
+        mode = "one race of the configurations file" if args.fixed_list else (
+            f"iterated racing, {tuner.n_iterations} iterations "
+            + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
+               "more run while budget is left)")
+            + f", minNbSurvival = {tuner.min_survival}")
+        budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
+                       else f"maxExperiments = {v['maxExperiments']}")
+        print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
+              f"parallel = {settings.parallel}; test {type(test).__name__}"
+              + ("; resuming from the journal" if resuming else ""), flush=True)
+    if earlier and not quiet:
+        kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
+        print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
+              f"{v[kind]:g}: every run already made is kept, new iterations use the rest",
+              flush=True)
+    report = not getattr(args, "no_report", False)
+    try:
+        result = tuner.run()
+    except KeyboardInterrupt:
+        progress.end()
+        if report:
+            # What the journals hold so far; a second Ctrl-C skips it.
+            print(f"racer: interrupted; writing the report of the run so far to "
+                  f"{os.path.join(exec_dir, 'report.html')} (Ctrl-C again to skip)",
+                  file=sys.stderr, flush=True)
+            try:
+                if write_run_report(exec_dir):
+                    print(f"racer: report: {os.path.join(exec_dir, 'report.html')}", file=sys.stderr)
+            except KeyboardInterrupt:
+                pass
+        raise
+    except BaseException:
+        progress.end()
+        raise
+    finally:
+        log.close()
+        reaper.close()
+        close_executor()
+    done = iterations_done_text(result.iterations, result.planned_iterations)
+    progress.end(f"done: {result.stop_reason}; {result.experiments} runs; {done}")
+    write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
+    write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
+    if result.test is not None:
+        write_test(os.path.join(exec_dir, "test.csv"), result.test)
+    write_results(os.path.join(exec_dir, "results.json"), space, result,
+                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
+                   "soft_restarts": result.soft_restarts})
+    stated = winner or getattr(test, "winner", None) or "mean"
+    label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
+    used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
+            if v["maxTime"] > 0 else f"{result.experiments} runs of {v['maxExperiments']}")
+    print(f"# Stopped: {result.stop_reason}; {used}; {done}"
+          + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
+             if result.soft_restarts else ""))
+    print(elites_report(space, result.elites, label))
+    if result.test is not None:
+        print("# Testing of elite configurations: mean cost on "
+              f"{len(result.test['tasks'])} test instances")
+        for e in result.elites[: settings.test_n_elites]:
+            costs = [c for c in result.test["costs"][e.id] if c is not None]
+            mean = f"{np.mean(costs):.6g}" if costs else "NA"
+            print(f"{e.id}  {mean}")
+    written = write_run_report(exec_dir) if report else None
+    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
+          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+    if written:
+        print(f"# Report: {written}")
+    return EXIT_OK
+
+
+def read_prior_times(path: str) -> dict:
+    """Reported times of the training runs in an existing runs.csv (an interrupted session),
+    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
+    after a kill). A torn last line is skipped."""
+    import csv
+
+    from racer.cli.lookahead import UNUSED
+
+    times: dict = {}
+    if not os.path.exists(path):
+        return times
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
+                t = float(row["time"])
+            except (TypeError, ValueError, KeyError):
+                continue
+            if it > 0 and row.get("status") != UNUSED:  # an unused look-ahead run is no run
+                times[(it, cid, iid)] = t
+    return times
+
+
+INIT_FILES = {
+    "scenario.txt": """## racer / irace scenario (R syntax: name = value). Paths are relative to this file.
+parameterFile = "parameters.txt"
+targetRunner = "target-runner"
+trainInstancesDir = ""
+trainInstancesFile = "instances.txt"
+maxExperiments = 300
+# parallel = 2
+# seed = 1
+# testInstancesFile = "test-instances.txt"
+# configurationsFile = "configurations.txt"
+# targetRunnerTimeout = 60
+""",
+    "parameters.txt": """# name  switch     type  domain           | condition
+mode    "--mode "  c     (fast, careful)
+x       "--x "     r     (-5, 5)
+steps   "--steps " i,log (1, 1000)       | mode == "careful"
+""",
+    "instances.txt": "".join(f"instance-{i}\n" for i in range(1, 11)),
+    "target-runner": """#!{python}
+# irace target-runner: <configID> <instanceID> <seed> <instance> <switches...>
+# Print the cost (smaller is better) as the last line of stdout; exit 0.
+import random
+import sys
+
+config_id, instance_id, seed, instance = sys.argv[1:5]
+args = dict(zip(sys.argv[5::2], sys.argv[6::2]))
+rng = random.Random(int(seed))
+x = float(args["--x"])
+noise = rng.gauss(0, 0.5 if args["--mode"] == "fast" else 0.1)
+print((x - 1.0) ** 2 + noise + int(instance.split("-")[-1]) * 0.1)
+""",
+}
+
+
+def do_init(directory: str) -> int:
+    existing = [n for n in INIT_FILES if os.path.exists(os.path.join(directory, n))]
+    if existing:
+        _error(f"not overwriting {', '.join(existing)} in {directory}")
+        return EXIT_SCENARIO
+    for name, text in INIT_FILES.items():
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text.replace("{python}", sys.executable))
+        if name == "target-runner":
+            os.chmod(path, 0o755)
+    print(f"wrote {', '.join(INIT_FILES)} in {directory}; try: racer --check, then racer")
+    return EXIT_OK
+
+
+def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
+    """What to tell the user when the system refused a write (a full disk, the file-size
+    limit, a read-only or unwritable folder), or None for any other error. SQLite reports a
+    full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
+    memory could not grow; the free space of execDir's file system tells which."""
+    import errno
+    import sqlite3
+
+    chain, seen = [], exc
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    oserrors = [e for e in chain if isinstance(e, OSError)]
+    codes = {e.errno for e in oserrors if e.errno}
+    sqlite_text = " ".join(str(e) for e in chain if isinstance(e, (sqlite3.Error, OSError)))
+    if not codes and not any(isinstance(e, sqlite3.Error) for e in chain) and "SQLite" not in sqlite_text:
+        return None
+    path = next((e.filename for e in oserrors if e.filename), None)
+    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    writing = f" while writing {path}" if path else ""
+    try:
+        stat = os.statvfs(folder)
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        free = None
+    resume = "then run the same command again (racer resumes from its journal)"
+    if codes & {errno.ENOSPC, errno.EDQUOT} or (
+            ("disk is full" in sqlite_text or "disk I/O error" in sqlite_text)
+            and free is not None and free < 1 << 20):
+        return (f"disk full: no space left on the file system of {folder} "
+                f"({free if free is not None else '?'} bytes free){writing}. "
+                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
+    if errno.EFBIG in codes or "disk is full" in sqlite_text or "disk I/O error" in sqlite_text:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if errno.EFBIG in codes or limit != resource.RLIM_INFINITY:
+            shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+            return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
+                    f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
+        return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
+    if codes & {errno.EISDIR, errno.ENOTDIR}:
+        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
+                f"({next(e.strerror for e in oserrors if e.errno in codes)}). Move it away, {resume}.")
+    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
+        return (f"cannot write in {folder}{writing}: "
+                f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
+                f"Make {folder} writable or set execDir elsewhere, {resume}.")
+    return None
+
+
+class _NotRaised(Exception):
+    """Stands in, in an ``except`` clause, for an error class whose module is not imported."""
+
+
+def _if_imported(module: str, name: str, default=None):
+    """``module.name`` if ``module`` is imported, else ``default``.
+
+    main() catches the race engine's errors without importing the engine (numpy, SciPy, Numba)
+    for ``--help``, ``--version``, ``--init`` or a scenario mistake: an error can only have been
+    raised, and a run can only be under way, once its module is imported.
+    """
+    loaded = sys.modules.get(module)
+    return default if loaded is None else getattr(loaded, name, default)
+
+
+def _clear_interrupted() -> None:
+    interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
+    if interrupted is not None:
+        interrupted.clear()
+
+
+def main(argv: list | None = None) -> int:
+    """Entry point of the ``racer`` console script; returns the exit code."""
+    from racer.cli.parameters import ParameterFileError
+    from racer.cli.rexpr import RSyntaxError
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import TargetRunnerError
+    from racer.cli.resume import ResumeError
+    from racer.storage import JournalInUseError
+
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "report":
+        # `racer report ...`: the report's own command line (also installed as racer-report).
+        # Dispatched on the first word so every `racer --scenario ...` command stays as it was.
+        from racer.report import main as report_main
+
+        return report_main(list(argv[1:]), prog="racer report")
+    parser = _parser()
+    args = parser.parse_args(argv)
+    args.argv = list(argv)  # to repeat the command in advice (--fresh)
+    if args.version:
+        from racer import __version__
+        print(f"racer {__version__}")
+        return EXIT_OK
+    if args.init:
+        return do_init(os.getcwd())
+
+    def on_signal(signum, frame):
+        # See dispatch.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
+        # imported the engine there is no run to tell.
+        interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
+        if interrupted is not None:
+            interrupted.set()
+        raise KeyboardInterrupt
+
+    _clear_interrupted()
+    old = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            old[signum] = signal.signal(signum, on_signal)
+        except ValueError:  # not the main thread (tests calling main() from a thread)
+            pass
+    exec_dir = None
+    try:
+        loaded = load(args)
+        exec_dir = loaded["exec_dir"]
+        for message in loaded["warnings"]:
+            _warn(message)
+        for item in loaded["scenario"].unimplemented():
+            _warn(f"option not implemented by racer, ignored: {item}")
+        if args.check:
+            return do_check(loaded, args)
+        return do_run(loaded, args)
+    except _if_imported("racer.cli.iterated", "BudgetError", _NotRaised) as exc:
+        # Raised once racing starts: name where the budget was set.
+        sc = loaded["scenario"]
+        option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
+        where = sc.where(option)
+        prefix = ""
+        if option in str(exc):
+            prefix = (f"{where['path']}:{where['line']}: " if where["line"] is not None
+                      else f"{where['path']}: " if where["path"] else "")
+        _error(f"{prefix}{exc}")
+        return EXIT_SCENARIO
+    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
+            _if_imported("racer.cli.sampler", "SamplingError", _NotRaised)) as exc:
+        _error(str(exc))
+        return EXIT_SCENARIO
+    except JournalInUseError as exc:
+        _error(f"{exc} (is another racer running on this execDir?)")
+        return EXIT_SCENARIO
+    except TargetRunnerError as exc:
+        _error("target-runner failed:\n" + str(exc)
+               + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
+               "rerun the same command to resume)")
+        return EXIT_RUNNER
+    except _if_imported("racer.race", "RaceFailedError", _NotRaised) as exc:
+        _error("no configuration could be evaluated (every run of a race failed): "
+               f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
+        return EXIT_RUNNER
+    except KeyboardInterrupt:
+        _error("interrupted; run the same command again to resume from the journal")
+        return EXIT_INTERRUPTED
+    except ValueError as exc:
+        if "`storage`" in str(exc):
+            # A journal of the execDir refused the run (an execDir of a racer without
+            # racer-journal/settings.json, whose settings are not known in the scenario's words).
+            fresh = shlex.join(["racer", *argv, "--fresh"])
+            _error(f"the journal in execDir cannot be resumed by this command. To start over: "
+                   f"{fresh} (or set another execDir). The journal says:\n{exc}")
+            return EXIT_SCENARIO
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    except Exception as exc:
+        message = _io_failure(exc, exec_dir)
+        if message is not None:
+            _error(message)
+            return EXIT_SCENARIO
+        traceback.print_exc()
+        return EXIT_INTERNAL
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
+

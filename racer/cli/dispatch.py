@@ -1,0 +1,500 @@
+"""How the ``racer`` command runs a race: the race loop's back end of target-runner runs.
+
+Every race of the tuner (:meth:`racer.cli.iterated.Tuner.run_race`) is driven by the one race
+loop, :func:`racer.race_loop.drive`. This module supplies what is the command line's own:
+
+* **known cells** (:meth:`RacePlan.known`): an elite's result from an earlier race (or the
+  maxTime probe's), told without running it again;
+* **stop rules** before a block: irace's ``elitistLimit`` (:meth:`RacePlan.stop_if_quiet`)
+  and ``maxExperiments``, which a block is never started beyond;
+* **the back end** (:class:`Dispatcher`): the block's runs on a thread pool of ``parallel``
+  target-runner processes (or a Dask/Ray executor), each told as it answers, with
+
+  - *gating*: unless failures rank worst, a configuration that failed is rejected, so its
+    later runs in the block are not made (told as :data:`SKIPPED`, a
+    :class:`~racer.race_loop.NotRun`: irace runs one instance at a time and rejects an
+    ``Inf`` at once, so a rejected configuration costs it one run; issue 10). For the same
+    seed to skip the same runs whatever the timing, a run of a configuration with no
+    success yet waits until its earlier runs in the block have answered;
+  - *provisional runs* (``settings.lookahead``): workers that would idle start those gated
+    runs anyway; their results are told only once the earlier rows have answered, and
+    after a failure told as SKIPPED exactly as one-at-a-time would (the run is logged as
+    unused);
+  - *look-ahead runs* (:mod:`racer.cli.lookahead`): once every run of the block is
+    submitted, idle workers start the runs of :func:`next_block` for configurations with a
+    success and no failure; runs of the block already started ahead are taken over, the
+    others (of configurations eliminated meanwhile) stopped;
+
+* **what a result means** (:meth:`Dispatcher.settle`): the ``runs.csv`` log, reported run
+  times, and ``error_policy`` ("stop": a failing target runner ends the tuning).
+
+Nothing here goes around the driver: the look-ahead's runs of the *next* block are started
+from inside the back end (they need a free worker *during* this block), and reach the race
+only when the driver asks that block and the back end takes them over.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import threading
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from racer.cli.lookahead import UNUSED, Lookahead
+from racer.cli.target_runner import RunResult, TargetRunnerError
+from racer.race_loop import NotRun, drive
+
+__all__ = ["INTERRUPTED", "SKIPPED", "Dispatcher", "RacePlan", "drive_race", "next_block",
+           "quiet_tests", "real_cells", "real_runs", "speculates", "told"]
+
+# Set by the command line's SIGINT/SIGTERM handlers, which also raise KeyboardInterrupt. The
+# flag is the backstop: a KeyboardInterrupt raised while the interpreter runs a finaliser
+# (``__del__``, a weakref callback) is printed and dropped by CPython, and the run would then
+# finish as if nobody had pressed Ctrl-C. The dispatcher polls it between runs.
+INTERRUPTED = threading.Event()
+
+# How often (seconds) the dispatcher looks at INTERRUPTED while runs are in flight.
+_INTERRUPT_POLL = 0.2
+
+# The failure message of a run not made because its configuration had already failed in the
+# race (see the module docstring); such cells are not counted as experiments.
+SKIPPED = "not run: the configuration was rejected after a failed run"
+
+
+def speculates(settings: Any, executor: Any) -> bool:
+    """Whether idle workers get speculative runs (``settings.lookahead``): only on racer's
+    own thread pool. A run shipped to a Dask or Ray worker can be neither killed from here
+    nor, once its future is cancelled, told apart from one that never started, so unused
+    runs there could be neither stopped nor accounted for."""
+    return settings.lookahead and executor is None and max(1, settings.parallel) > 1
+
+
+# ---------------------------------------------------------------------------- what was run
+
+
+def _told_cells(result) -> np.ndarray:
+    """Cells of ``result`` with a score or a failure."""
+    done = ~np.isnan(result.scores)
+    for ci, row, _ in result.failures:
+        done[row, ci] = True
+    return done
+
+
+def real_cells(result, cached: dict) -> list:
+    """``(configuration, task)`` of the target-runner calls recorded in ``result``: cells
+    told, except those served from ``cached`` and the SKIPPED ones (never run)."""
+    done = _told_cells(result)
+    for ci, row, message in result.failures:
+        if isinstance(message, str) and message.startswith(SKIPPED):
+            done[row, ci] = False  # rejected before it ran: not a run
+    cells = []
+    for ci, cand in enumerate(result.candidates):
+        for row in np.flatnonzero(done[:, ci]):
+            if (cand.id, result.instances[row]) not in cached:
+                cells.append((cand, result.instances[row]))
+    return cells
+
+
+def real_runs(race, cached: dict) -> int:
+    """Target-runner calls recorded in ``race`` (evaluations not served from the cache)."""
+    return len(real_cells(race.result(), cached))
+
+
+def told(result) -> Callable:
+    """``told(configuration id, task)``: whether ``result`` holds that cell (a score or a
+    failure); the table is built on the first call."""
+    cells: dict = {}
+
+    def is_told(cid: int, task: Any) -> bool:
+        if not cells:
+            done = _told_cells(result)
+            cells.update({(c.id, t): bool(done[row, ci]) for ci, c in enumerate(result.candidates)
+                          for row, t in enumerate(result.instances)})
+            cells[None] = False  # built, even for an empty race
+        return cells.get((cid, task), False)
+
+    return is_told
+
+
+def quiet_tests(race, rows_done: int, first_test: int, each_test: int, since: int = 0) -> int:
+    """Consecutive tests, counting back from instance ``rows_done`` and only after
+    ``first_test`` and from instance ``since`` on, that eliminated nobody (irace's count for
+    ``elitistLimit``: a test counts only once no elite is protected, ``!any(is.elite > 0)``,
+    i.e. from instance ``elite.safe`` = ``since`` on)."""
+    eliminated_at = {rec.n_instances for rec in race.history}
+    count = 0
+    n = rows_done
+    while n > first_test and n >= since:
+        if (n - first_test) % each_test == 0:
+            if n in eliminated_at:
+                break
+            count += 1
+        n -= 1
+    return count
+
+
+# ---------------------------------------------------------------------------- one race's plan
+
+
+@dataclasses.dataclass
+class RacePlan:
+    """What one race of the tuner may run, and what it already knows.
+
+    ``cached``: results before this race, ``{(configuration id, Task): (cost, failure)}``
+    (elites carry theirs); ``preset``: results of this race made elsewhere (the maxTime
+    probe, earlier test phases); ``used_before``: experiments before this race;
+    ``max_total``: maxExperiments (None: no limit in runs); ``elitist_limit`` > 0 ends the
+    race once that many consecutive tests after ``first_test`` eliminated nobody, but not
+    before ``protect_rows`` instances (those the elites have results for) are done."""
+
+    iteration: int
+    candidates: list
+    tasks: list
+    first_test: int
+    each_test: int
+    min_survivors: int
+    max_total: int | None
+    cached: dict
+    preset: dict
+    used_before: int
+    elitist_limit: int = 0
+    protect_rows: int = 0
+
+    def known(self, ev) -> tuple[bool, Any] | None:
+        """The race loop's ``known``: ``(ok, value)`` of a cell served without running."""
+        key = (ev.candidate.id, ev.instance)
+        if key in self.cached:
+            value, message = self.cached[key]
+        elif key in self.preset:
+            value, message = self.preset[key]
+        else:
+            return None
+        return (True, value) if message is None else (False, message)
+
+    def is_known(self, cid: int, task: Any) -> bool:
+        key = (cid, task)
+        return key in self.cached or key in self.preset
+
+    def stop_if_quiet(self, race) -> None:
+        """The race loop's ``before_block``: irace's elitistLimit. Recomputed from the race's
+        history, not counted along the way, so a resumed race (whose journaled blocks are
+        replayed unseen) stops alike."""
+        if not self.elitist_limit:
+            return
+        pending = race.pending()
+        rows_done = min(ev.instance_index for ev in pending) if pending else race.n_instances
+        if rows_done >= self.protect_rows and self._quiet_since_protected(race, rows_done):
+            race.stop("elitist_limit")  # journaled, so the report says why
+
+    def _quiet_since_protected(self, race, rows_done: int) -> bool:
+        return quiet_tests(race, rows_done, self.first_test, self.each_test,
+                           since=self.protect_rows) >= self.elitist_limit
+
+    def over_budget(self, race, n_more: int) -> bool:
+        """Whether ``n_more`` runs beyond those ``race`` made would exceed maxExperiments."""
+        return (self.max_total is not None
+                and self.used_before + real_runs(race, self.cached) + n_more > self.max_total)
+
+
+def next_block(race, plan: RacePlan) -> list:
+    """``(candidate index, row, key)`` of the runs of the block after the current one, as the
+    race will ask them, for the configurations alive now; [] when that block may never come:
+    the instances, min_survivors, the race's budget, maxExperiments or elitistLimit would end
+    the race after the current block even if the test eliminated nobody (conservative:
+    look-ahead never spends runs on a block that only eliminations could open)."""
+    n = race.n_instances
+    rows = range(n, min(n + plan.each_test, len(plan.tasks)))
+    alive = race.survivor_indices
+    if n < plan.first_test or not rows or len(alive) <= plan.min_survivors:
+        return []
+    untold = len(race.pending())
+    if race.budget is not None and race.n_charged + untold + len(alive) * len(rows) > race.budget:
+        return []
+    if plan.elitist_limit and n >= plan.protect_rows and plan._quiet_since_protected(race, n):
+        return []
+    runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
+            for row in rows for ci in alive]
+    runs = [run for run in runs if not plan.is_known(*run[2])]
+    if plan.over_budget(race, untold + len(runs)):
+        return []
+    return runs
+
+
+# ---------------------------------------------------------------------------- the back end
+
+
+class Dispatcher:
+    """The race loop's back end for one race of the tuner (see the module docstring):
+    :meth:`results` runs a block's runs on ``pool`` and yields ``(evaluation, ok,
+    RunResult)`` as they may be told (or a :class:`~racer.race_loop.NotRun` for a skipped
+    one); :meth:`settle` tells one."""
+
+    def __init__(self, tuner, race, plan: RacePlan, pool: cf.Executor,
+                 ahead: Lookahead | None) -> None:
+        self.tuner = tuner
+        self.race = race
+        self.plan = plan
+        self.pool = pool
+        self.ahead = ahead
+        self.workers = max(1, tuner.settings.parallel)
+        self.gate = tuner.settings.error_policy != "worst"
+        self._switches: dict = {}
+
+    def command(self, cand) -> list:
+        if cand.id not in self._switches:
+            self._switches[cand.id] = self.tuner.space.command_line(cand.values)
+        return self._switches[cand.id]
+
+    def submit(self, ev) -> cf.Future:
+        cand, task = ev.candidate, ev.instance
+        return self.pool.submit(self.tuner.runner.run, cand.id, task.index, task.seed,
+                                task.instance, self.command(cand))
+
+    def settle(self, race, ev, ok: bool, res_run: RunResult) -> None:
+        """The race loop's ``settle``: log the run, keep its time, tell the race (a failing
+        runner under error_policy "stop" ends the tuning)."""
+        tuner = self.tuner
+        iteration = self.plan.iteration
+        if tuner.on_run is not None:
+            tuner.on_run(iteration, ev.candidate, ev.instance, res_run)
+        if res_run.time is not None and iteration > 0:
+            tuner.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
+        if res_run.status == "ok":
+            race.tell(ev, res_run.cost)
+        elif res_run.status == "error" and tuner.settings.error_policy == "stop":
+            raise TargetRunnerError(res_run, tuner.runner.exec_dir)
+        else:
+            race.tell(ev, error=res_run.message)
+        tuner.state["experiments"] += 1
+        if tuner.progress is not None:
+            tuner.progress(tuner.state, race)
+
+    def results(self, runs: list) -> Iterator[tuple]:
+        """Run ``runs`` (one block, instance-major); yield each as it may be told."""
+        block = _Block(self, runs)
+        if not runs:
+            return
+        try:
+            while block.waiting or block.futures or block.ready:
+                for ev in block.submit_waiting():
+                    yield ev, False, NotRun(block.skip_message(ev))
+                block.start_provisional()
+                block.start_lookahead()
+                if block.futures or block.ready:
+                    for ev, got in block.arrivals():
+                        yield from block.hand_over(ev, got)
+        except BaseException:
+            block.cancel()
+            raise
+
+
+class _Block:
+    """The state of one block's dispatch: runs waiting, in flight, done ahead, held."""
+
+    def __init__(self, dispatcher: Dispatcher, runs: list) -> None:
+        self.d = dispatcher
+        race, ahead = dispatcher.race, dispatcher.ahead
+        res = race.result()
+        if ahead is not None:
+            ahead.plan = None
+            ahead.discard_except({(ev.candidate.id, ev.instance) for ev in runs},
+                                 race.n_instances, told(res))
+        self.failed: dict[int, int] = {}  # candidate index -> first failed row
+        if dispatcher.gate:
+            for ci, row, _ in res.failures:
+                self.failed[ci] = min(row, self.failed.get(ci, row))
+        self.proven = {int(ci) for ci in np.flatnonzero(np.any(~np.isnan(res.scores), axis=0))}
+        # Candidates look-ahead may run: a success (this block's count too), no failure.
+        self.sure = set(self.proven) - {ci for ci, _, _ in res.failures}
+        self.waiting = list(runs)
+        self.futures: dict = {}
+        self.ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
+        self.busy: dict[int, set] = {}  # gated candidate -> its rows in flight
+        self.provisional: set = set()  # futures of gated runs started before earlier rows answered
+        self.held: dict[int, list] = {}  # gated candidate -> finished provisional (Evaluation, RunResult)
+
+    def in_flight(self) -> int:
+        ahead = self.d.ahead
+        return len(self.futures) + (ahead.n_running() if ahead is not None else 0)
+
+    def rejected(self, ev) -> bool:
+        """Whether ``ev``'s configuration failed on an earlier row (gating only)."""
+        ci = ev.candidate_index
+        return self.d.gate and ci in self.failed and self.failed[ci] < ev.instance_index
+
+    def skip_message(self, ev) -> str:
+        return f"{SKIPPED} (it failed on instance row {self.failed[ev.candidate_index]})"
+
+    def submit_waiting(self) -> list:
+        """Start every waiting run that may start; return those to skip (rejected)."""
+        keep, skipped = [], []
+        for ev in self.waiting:
+            ci = ev.candidate_index
+            if self.rejected(ev):
+                skipped.append(ev)
+                continue
+            gated = self.d.gate and ci not in self.proven
+            if gated and self.busy.get(ci):
+                keep.append(ev)
+                continue
+            ahead = self.d.ahead
+            got = ahead.take(ev.candidate.id, ev.instance) if ahead is not None else None
+            if got is not None and got.result is not None:
+                self.ready.append((ev, got.result))
+                continue
+            fut = got.future if got is not None else self.d.submit(ev)
+            self.futures[fut] = ev
+            if gated:
+                self.busy.setdefault(ci, set()).add(ev.instance_index)
+        self.waiting = keep
+        return skipped
+
+    def start_provisional(self) -> None:
+        """Workers would idle while gated runs wait for their configuration's earlier run:
+        start them provisionally. Their results are told only once the earlier rows have
+        answered, so the race sees what one-at-a-time would give (after a failure: SKIPPED,
+        not counted)."""
+        if not (self.waiting and self.d.ahead is not None):
+            return
+        in_flight = self.in_flight()
+        rest = []
+        for ev in self.waiting:
+            if in_flight < self.d.workers:
+                fut = self.d.submit(ev)
+                self.futures[fut] = ev
+                self.provisional.add(fut)
+                self.busy[ev.candidate_index].add(ev.instance_index)
+                in_flight += 1
+            else:
+                rest.append(ev)
+        self.waiting = rest
+
+    def start_lookahead(self) -> None:
+        """Every run of the block is submitted: give free workers runs of the next block, of
+        configurations with a success and no failure."""
+        ahead = self.d.ahead
+        if ahead is None or self.waiting:
+            return
+        free = self.d.workers - self.in_flight()
+        if free <= 0:
+            return
+        if ahead.plan is None:
+            ahead.plan = next_block(self.d.race, self.d.plan)
+        for ci, _row, key in ahead.plan:
+            if free <= 0:
+                break
+            if ci in self.sure and ci not in self.failed and key not in ahead.entries:
+                cand = self.d.race.candidates[ci]
+                ahead.start(self.d.pool, cand, key[1], self.d.command(cand))
+                free -= 1
+
+    def arrivals(self) -> list:
+        """Wait for runs to finish; return ``(Evaluation, RunResult or Future)`` of this
+        block's that did, successes first in submission order, so that an exception (an
+        interrupt) loses no result already in hand: the journal keeps them for resume."""
+        ahead = self.d.ahead
+        if self.ready:
+            done: set = {f for f in ahead.running() if f.done()} if ahead is not None else set()
+            done |= {f for f in self.futures if f.done()}
+        else:
+            watch = list(self.futures) + (ahead.running() if ahead is not None else [])
+            done, _ = cf.wait(watch, timeout=_INTERRUPT_POLL, return_when=cf.FIRST_COMPLETED)
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+        if ahead is not None:
+            ahead.collect(done)
+        mine = [(self.futures[f], f) for f in done if f in self.futures]
+        mine.sort(key=lambda p: (p[1].exception() is not None, p[0].instance_index,
+                                 p[0].candidate_index))
+        items = sorted(self.ready, key=lambda p: (p[0].instance_index, p[0].candidate_index))
+        self.ready = []
+        for ev, fut in mine:
+            self.futures.pop(fut)
+            items.append((ev, fut))
+        return items
+
+    def hand_over(self, ev, got) -> Iterator[tuple]:
+        """Yield what finished run ``got`` lets the race be told: itself, unless it is
+        provisional, then whatever of its configuration's held runs may now be told."""
+        ci = ev.candidate_index
+        res_run: RunResult = got if isinstance(got, RunResult) else got.result()
+        rows = self.busy.get(ci)
+        if rows is not None:
+            rows.discard(ev.instance_index)
+        if isinstance(got, cf.Future) and got in self.provisional:
+            self.provisional.discard(got)
+            self.held.setdefault(ci, []).append((ev, res_run))
+        else:
+            yield from self.deliver(ev, res_run)
+        if self.held.get(ci):
+            yield from self.resolve(ci)
+
+    def deliver(self, ev, res_run: RunResult) -> Iterator[tuple]:
+        """Yield ``ev``'s result to be told; once it is, note a success or a failure."""
+        yield ev, res_run.status == "ok", res_run
+        ci = ev.candidate_index
+        if res_run.status == "ok":
+            if ci not in self.failed:
+                self.sure.add(ci)
+        else:
+            self.failed[ci] = min(ev.instance_index, self.failed.get(ci, ev.instance_index))
+            self.sure.discard(ci)
+
+    def resolve(self, ci: int) -> Iterator[tuple]:
+        """Yield the provisional results of ``ci`` whose earlier rows have all answered, as
+        if they had run one after the other: after a failure, SKIPPED (the run made is
+        logged as unused)."""
+        pending = sorted(self.held.get(ci, ()), key=lambda p: p[0].instance_index)
+        while pending:
+            ev, res_run = pending[0]
+            if any(row < ev.instance_index for row in self.busy.get(ci, ())):
+                break
+            pending.pop(0)
+            if ci in self.failed and self.failed[ci] < ev.instance_index:
+                self._log_unused(ev, res_run, self.failed[ci])
+                yield ev, False, NotRun(self.skip_message(ev))
+            else:
+                yield from self.deliver(ev, res_run)
+        self.held[ci] = pending
+
+    def _log_unused(self, ev, res_run: RunResult, failed_row: int) -> None:
+        on_run = self.d.tuner.on_run
+        if on_run is not None:
+            on_run(self.d.plan.iteration, ev.candidate, ev.instance, dataclasses.replace(
+                res_run, status=UNUSED,
+                message=f"provisional run not used: the configuration failed on instance "
+                        f"row {failed_row}"))
+
+    def cancel(self) -> None:
+        """Stop everything of the block: futures cancelled, running target runners killed."""
+        for fut in self.futures:
+            fut.cancel()
+        if self.d.ahead is not None:
+            for fut in self.d.ahead.running():
+                fut.cancel()
+        self.d.tuner.runner.kill_all()
+
+
+# ---------------------------------------------------------------------------- one race
+
+
+def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead | None) -> None:
+    """Drive ``race`` to its end (or to maxExperiments) with the one race loop, on the
+    tuner's pool; ``tuner.experiments`` counts the target-runner calls made."""
+    dispatcher = Dispatcher(tuner, race, plan, pool, ahead)
+
+    def can_pay(race, runs: list) -> bool:
+        if plan.over_budget(race, len(runs)):
+            # irace never exceeds maxExperiments: stop before a block it cannot pay.
+            race.stop("budget")
+            return False
+        tuner.state["experiments"] = tuner.experiments
+        return True
+
+    def count(race, _batch: list) -> None:
+        tuner.experiments = plan.used_before + real_runs(race, plan.cached)
+
+    drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
+          before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
