@@ -35,7 +35,9 @@ from racer.adapters.optuna._common import (
     check_instances,
     single_direction,
 )
-from racer.execution import WorkerPool, check_timeout, effective_n_jobs
+from racer._irace_schedule import IraceSchedule
+from racer.execution import check_timeout, effective_n_jobs
+from racer.race_loop import backend_for, drive
 
 __all__ = ["IteratedRace", "IteratedRaceResult"]
 
@@ -382,8 +384,8 @@ class IteratedRace:
         Passed to :class:`racer.Race`.
     executor : concurrent.futures.Executor, optional
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
-        ``client.get_executor()``...); results are recorded in block order, so the run is
-        the same as a serial one. ``evaluate`` must then be picklable for process pools
+        ``client.get_executor()``...); results are told as they arrive and the race decides
+        once a block is complete, so the run is the same as a serial one. ``evaluate`` must then be picklable for process pools
         (``n_jobs`` instead sends it by value: lambdas and closures work there).
     n_jobs : int, optional
         Without ``executor``: the number of racer worker processes to run evaluations on
@@ -493,7 +495,8 @@ class IteratedRace:
                 f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
                 f"timeout={timeout!r}"
             )
-        self._pool: WorkerPool | None = None
+        self._backend = None  # where evaluations run, during run()
+        self._params_of: dict[int, dict] = {}
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
@@ -547,49 +550,14 @@ class IteratedRace:
         mirror.sampled(trial)
         return trial, params
 
-    def _evaluate_all(self, evaluations, params_of) -> dict:
-        """Run a block's new evaluations (in parallel on ``executor``); failures are kept."""
-        out = {}
-        if self._pool is not None:
-            tasks = [
-                ((ev.candidate, ev.instance),
-                 (params_of[ev.candidate], self._instances[ev.instance]))
-                for ev in evaluations
-            ]
-            for key, ok, value in self._pool.imap_unordered(
-                tasks, timeout=self._timeout,
-                describe=lambda k: f"trial #{k[0]} on instance #{k[1]} {self._instances[k[1]]!r}",
-            ):
-                if not ok:  # an exception of evaluate, or a timeout / dead-worker message
-                    out[key] = (math.nan, value)
-                    continue
-                try:
-                    out[key] = (float(value), None)
-                except (TypeError, ValueError) as exc:
-                    out[key] = (math.nan, exc)
-            return out
-        if self._executor is None or len(evaluations) <= 1:
-            for ev in evaluations:
-                try:
-                    out[ev.candidate, ev.instance] = (
-                        float(self._evaluate(params_of[ev.candidate],
-                                             self._instances[ev.instance])), None)
-                except Exception as exc:  # recorded as a failure, raced as worst
-                    out[ev.candidate, ev.instance] = (math.nan, exc)
-            return out
-        futures = {
-            (ev.candidate, ev.instance): self._executor.submit(
-                self._evaluate, params_of[ev.candidate], self._instances[ev.instance])
-            for ev in evaluations
-        }
-        for key, future in futures.items():
-            try:
-                out[key] = (float(future.result()), None)
-            except Exception as exc:
-                out[key] = (math.nan, exc)
-        return out
-
     # -- the loop -----------------------------------------------------------------------------
+
+    def _schedule(self, n_params: int) -> IraceSchedule:
+        """irace's schedule for a search space of ``n_params`` parameters (racer's one copy)."""
+        return IraceSchedule.for_iterated_race(
+            n_params, first_test=self._first_test, each_test=self._each_test,
+            n_iterations=self._n_iterations, n_elites=self._n_elites,
+        )
 
     def run(self) -> IteratedRaceResult:
         """Run (or resume) the iterated race until the budget is spent."""
@@ -598,49 +566,68 @@ class IteratedRace:
         with contextlib.ExitStack() as stack:
             if self._sqlite is not None:
                 stack.enter_context(_SqliteWal(self._sqlite))
-            if self._executor is not None or (self._n_workers == 1 and self._timeout is None):
-                return self._run()
-            self._pool = WorkerPool(self._evaluate, self._n_workers)
+            # Where evaluations run: here, on racer's worker processes (n_jobs, timeout) or
+            # on the user's executor. A task names its trial; the parameters and the instance
+            # travel with it.
+            self._backend, close = backend_for(
+                self._evaluate, executor=self._executor, n_jobs=self._n_workers,
+                timeout=self._timeout,
+                args_of=lambda ev: (self._params_of[ev.candidate], self._instances[ev.instance]),
+                describe=lambda ev: (f"trial #{ev.candidate} on instance #{ev.instance} "
+                                     f"{self._instances[ev.instance]!r}"),
+            )
+            stack.callback(close)
             try:
                 return self._run()
             finally:
-                self._pool.close()
-                self._pool = None
+                self._backend = None
+                self._params_of = {}
 
-    def _race_iteration(self, race, cache, params_of, trial_objects, mirror, used, progress=None):
-        """Drive one race to its end (or to the budget); returns (evaluations used, whether
-        the budget ran out). ``progress(race, used)`` is called after every block."""
+    def _race_iteration(self, race, cache, trial_objects, mirror, used, progress=None):
+        """Drive one race to its end (or to the budget) with racer's race loop; returns
+        (evaluations used, whether the budget ran out). ``progress(race, used)`` is called
+        before every block.
+
+        A cell the candidate already has a result for (an elite on an instance of an earlier
+        race) is told from ``cache``, never run again; a block is only started if the budget
+        pays for all of its new evaluations.
+        """
         out_of_budget = False
-        while not race.finished:
+
+        def before_block(race):
             mirror.flush(due_only=True)
             if progress is not None:
                 progress(race, used)
-            batch = race.ask()
-            n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
-            if used + n_real > self._budget:
-                out_of_budget = True
-                break
-            fresh = [ev for ev in batch if ev.instance not in cache[ev.candidate]]
-            outcomes = self._evaluate_all(fresh, params_of)
-            for ev in batch:
-                if ev.instance in cache[ev.candidate]:
-                    race.tell(ev, cache[ev.candidate][ev.instance])
-                    continue
-                known, race_error = outcomes[ev.candidate, ev.instance]
-                cache[ev.candidate][ev.instance] = known
-                used += 1
-                record = {str(k): v for k, v in cache[ev.candidate].items()}
-                if ev.candidate in trial_objects:
-                    trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
-                    mirror.changed(ev.candidate)
-                else:
-                    # A finished trial cannot change: an elite's later evaluations go
-                    # to the study, under its trial number.
-                    mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
-                if race_error is not None:
-                    race.tell(ev, error=race_error)
-                else:
-                    race.tell(ev, known)
+
+        def known(ev):
+            done = cache[ev.candidate]
+            return (True, done[ev.instance]) if ev.instance in done else None
+
+        def before_runs(race, runs):
+            nonlocal out_of_budget
+            out_of_budget = used + len(runs) > self._budget
+            return not out_of_budget
+
+        def settle(race, ev, ok, value):
+            nonlocal used
+            score, error = _score_of(ok, value)
+            cache[ev.candidate][ev.instance] = score
+            used += 1
+            record = {str(k): v for k, v in cache[ev.candidate].items()}
+            if ev.candidate in trial_objects:
+                trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                mirror.changed(ev.candidate)
+            else:
+                # A finished trial cannot change: an elite's later evaluations go to the
+                # study, under its trial number.
+                mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+            if error is not None:
+                race.tell(ev, error=error)
+            else:
+                race.tell(ev, score)
+
+        drive(race, self._backend, settle=settle, known=known, before_block=before_block,
+              before_runs=before_runs)
         return used, out_of_budget
 
     @staticmethod
@@ -697,7 +684,8 @@ class IteratedRace:
         iteration = int(state.get("iteration", 0))
         n_seen = int(state.get("n_seen", 0))
         n_params = state.get("n_params")
-        params_of = {n: dict(t.params) for n, t in trials.items()}
+        # Shared with the back end, which sends a trial's parameters with each task.
+        params_of = self._params_of = {n: dict(t.params) for n, t in trials.items()}
         # Trials sampled by an iteration that crashed: re-raced first, with their evaluations.
         leftover = sorted(
             n for n, t in trials.items()
@@ -738,14 +726,11 @@ class IteratedRace:
                     pending.append(self._sample(mirror, j))
                     n_sampled += 1
                 n_params = max(1, len(pending[0][1]))
-            default = int(math.floor(2 + math.log2(n_params)))
-            n_iter = self._n_iterations or default
-            n_elites = self._n_elites or default
-            per_candidate = max(
-                self._first_test + self._each_test * min(5, j), n_seen + self._each_test
-            )
-            iteration_budget = remaining // max(1, n_iter - j + 1)
-            n_race = (iteration_budget + len(elites) * n_seen) // per_candidate
+            schedule = self._schedule(n_params)
+            n_iter = schedule.planned_iterations
+            n_elites = schedule.survivors
+            iteration_budget = schedule.iteration_budget(remaining, j, n_iter)
+            n_race = schedule.n_configurations(iteration_budget, j, len(elites), n_seen)
             n_new = max(n_race - len(elites), len(pending))
             min_new = 1 if elites else 2
             first_cost = n_new * min(self._first_test, n_total)
@@ -762,10 +747,9 @@ class IteratedRace:
                 cache.setdefault(trial.number, {})
             candidates = elites + [t.number for t, _ in pending]
             # The race counts cached answers as evaluations, hence the elites' credit; the
-            # real budget is enforced block by block below.
-            race_budget = max(
-                iteration_budget + len(elites) * n_seen, len(candidates) * self._first_test
-            )
+            # real budget is enforced block by block (_race_iteration).
+            race_budget = schedule.race_budget(iteration_budget, len(candidates), len(elites),
+                                               n_seen)
             # Fewer instances than first_test: every candidate sees them all and none is
             # eliminated (Race refuses a first block shorter than first_test, so say it).
             short = n_total < self._first_test
@@ -797,7 +781,7 @@ class IteratedRace:
 
             try:
                 used, out_of_budget = self._race_iteration(
-                    race, cache, params_of, trial_objects, mirror, used, show)
+                    race, cache, trial_objects, mirror, used, show)
             except RaceFailedError:
                 # Nothing usable came back: not a crash to resume from, so the trials of this
                 # iteration end FAIL instead of staying RUNNING forever.
@@ -841,7 +825,7 @@ class IteratedRace:
             if out_of_budget:
                 break
 
-        planned = self._n_iterations or int(math.floor(2 + math.log2(n_params or 1)))
+        planned = self._schedule(n_params or 1).planned_iterations
         bar.close(f"done: {iterations_done_text(iteration, planned)} | {used}/{self._budget} "
                   "evaluations"
                   + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
@@ -867,3 +851,15 @@ class IteratedRace:
             races=races,
             study=study,
         )
+
+
+def _score_of(ok: bool, value: Any) -> tuple[float, Any]:
+    """``(score, error)`` of one evaluation: a failure (an exception of ``evaluate``, a timeout
+    or a dead worker's message) or a value that is no number is NaN with its error, raced as
+    worst; the error is None otherwise."""
+    if not ok:
+        return math.nan, value
+    try:
+        return float(value), None
+    except Exception as exc:  # noqa: BLE001 - recorded as a failure, raced as worst
+        return math.nan, exc
