@@ -385,8 +385,9 @@ class IteratedRace:
     executor : concurrent.futures.Executor, optional
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
         ``client.get_executor()``...); results are told as they arrive and the race decides
-        once a block is complete, so the run is the same as a serial one. ``evaluate`` must then be picklable for process pools
-        (``n_jobs`` instead sends it by value: lambdas and closures work there).
+        once a block is complete, so the run is the same as a serial one. ``evaluate`` must
+        then be picklable for process pools (``n_jobs`` instead sends it by value: lambdas
+        and closures work there).
     n_jobs : int, optional
         Without ``executor``: the number of racer worker processes to run evaluations on
         (None or 1: in this process; -1: every CPU), as ``n_jobs`` of :meth:`racer.Race.run`.

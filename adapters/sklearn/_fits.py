@@ -20,7 +20,8 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import cross_validate
 from sklearn.utils.parallel import Parallel, delayed
 
-from racer.execution import WorkerPool, check_timeout, effective_n_jobs
+from racer.execution import check_timeout
+from racer.race_loop import OnExecutor, backend_for
 
 __all__ = ["Fits", "evaluate_unit", "stopped_unit"]
 
@@ -96,11 +97,12 @@ def _unit(ev) -> tuple[int, int]:
 class Fits:
     """Run a search's (candidate, split) units and keep their outcomes.
 
-    ``results(batch)`` runs the race's Evaluations and yields ``(evaluation, ok, outcome)``
-    as each finishes: on joblib's ``Parallel`` (``n_jobs``, ``pre_dispatch``), on
-    ``executor``, or, with a ``timeout``, on racer's :class:`~racer.execution.WorkerPool`
-    (joblib cannot stop a running fit; racer's pool can). ``settle`` records an outcome and
-    tells the race its score. Use as a context manager: it opens and closes the back end.
+    ``backend`` is a back end of :func:`racer.race_loop.drive`: joblib's ``Parallel``
+    (``n_jobs``, ``pre_dispatch``; this object's :meth:`results`), the user's ``executor``
+    (:class:`~racer.race_loop.OnExecutor`), or, with a ``timeout``, racer's
+    :class:`~racer.execution.WorkerPool` (joblib cannot stop a running fit; racer's pool
+    can). ``settle`` records an outcome and tells the race its score. Use as a context
+    manager: it opens and closes the back end.
     """
 
     def __init__(self, search, estimator, candidates, X, y, fit_splits, fit_params) -> None:
@@ -115,26 +117,37 @@ class Fits:
         self.multimetric: bool | None = None
         self.refit_metric: str | None = None
         self._parallel = None
-        self._pool = None
+        self._close = None
+        self.backend = None
 
     def __enter__(self) -> Fits:
         search = self._search
         if self._timeout is not None:
+            # The estimator, data and fit_params go to each worker once, at its start; a task
+            # sends the two integers of its unit.
             estimator, X, y, splits, scoring, fit_params, return_train = self._args
-            self._pool = WorkerPool(
-                functools.partial(evaluate_unit_by_index, estimator, self._candidates, X, y,
-                                  splits, scoring, fit_params, return_train),
-                effective_n_jobs(search.n_jobs),
+            candidates = self._candidates
+            self.backend, self._close = backend_for(
+                functools.partial(evaluate_unit_by_index, estimator, candidates, X, y, splits,
+                                  scoring, fit_params, return_train),
+                n_jobs=search.n_jobs, timeout=self._timeout, args_of=_unit,
+                describe=lambda ev: (f"candidate #{ev.candidate_index} "
+                                     f"{candidates[ev.candidate_index]!r} on split "
+                                     f"#{ev.instance}"),
                 name="estimator, data and fit_params",
             )
-        elif search.executor is None:
+        elif search.executor is not None:
+            self.backend = OnExecutor.of(search.executor, evaluate_unit,
+                                         args_of=lambda ev: self._unit_args(*_unit(ev)))
+        else:
             self._parallel = Parallel(n_jobs=search.n_jobs, pre_dispatch=search.pre_dispatch)
             self._parallel.__enter__()
+            self.backend = self
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.close()
+        if self._close is not None:
+            self._close()
         if self._parallel is not None:
             self._parallel.__exit__(*exc)
 
@@ -144,31 +157,23 @@ class Fits:
                 fit_params, return_train)
 
     def results(self, batch: list):
-        """Run the fits of ``batch``; yield ``(evaluation, ok, outcome)`` in block order."""
-        units = [_unit(ev) for ev in batch]
-        if self._pool is not None:
-            candidates = self._candidates
-            done = {
-                unit: value if ok else stopped_unit(str(value), self._timeout)
-                for unit, ok, value in self._pool.imap_unordered(
-                    [(u, u) for u in units], timeout=self._timeout,
-                    describe=lambda u: f"candidate #{u[0]} {candidates[u[0]]!r} on split #{u[1]}",
-                )
-            }
-            outs = [done[u] for u in units]
-        elif self._parallel is None:
-            executor = self._search.executor
-            futures = [executor.submit(evaluate_unit, *self._unit_args(*u)) for u in units]
-            outs = [f.result() for f in futures]
-        else:
-            outs = self._parallel(delayed(evaluate_unit)(*self._unit_args(*u)) for u in units)
+        """The joblib back end: run the fits of ``batch`` with ``Parallel``; yield
+        ``(evaluation, True, outcome)`` in block order (a fit's failure is in its outcome)."""
+        outs = self._parallel(delayed(evaluate_unit)(*self._unit_args(*_unit(ev))) for ev in batch)
         for ev, out in zip(batch, outs):
             yield ev, True, out
 
-    def settle(self, race, ev, ok: bool, out: dict) -> None:
+    def settle(self, race, ev, ok: bool, out) -> None:
         """Record one fit's outcome and tell ``race``: a failed fit is told as an error (it
         ranks below every successful one on its split, whatever ``error_score`` is), and
         raised with ``error_score="raise"``."""
+        if not ok:
+            # evaluate_unit reports the estimator's errors in its outcome; what fails here
+            # is the back end: a fit stopped at its time limit or a dead worker (a message),
+            # or an executor's own error, raised as it is.
+            if isinstance(out, BaseException):
+                raise out
+            out = stopped_unit(str(out), self._timeout)
         if out["failed"]:
             if isinstance(self._error_score, str) and self._error_score == "raise":
                 raise out["exception"]

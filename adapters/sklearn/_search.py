@@ -30,6 +30,7 @@ from racer.adapters.sklearn._fits import Fits
 from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit_failures
 from racer.adapters.sklearn._splits import plan_splits
 from racer.execution import check_timeout, effective_n_jobs
+from racer.race_loop import drive, progress_line
 from racer.racing.base import KeepAll
 from racer.racing.cv import (
     CorrelatedTTestRacing,
@@ -603,14 +604,8 @@ class RaceSearchCV(BaseSearchCV):
                     for record in new:
                         print(_elimination_line(record, candidates))
 
-        from racer.progress import ProgressLine
-
-        bar = ProgressLine(race) if self.progress else None
-        _drive(race, fits, settle=fits.settle,
-               before_block=None if bar is None else (lambda race: bar.update()),
-               after_block=report)
-        if bar is not None:
-            bar.close()
+        with progress_line(race, bool(self.progress)):
+            drive(race, fits.backend, settle=fits.settle, after_block=report)
         return race.result()
 
     def _new_race(self, candidates, fit_splits, rng):
@@ -694,17 +689,3 @@ def _elimination_line(record, candidates) -> str:
         f"after {record.n_instances} splits"
     )
 
-
-def _drive(race, backend, *, settle, before_block=None, after_block=None) -> None:
-    """Ask a block, run it on ``backend``, tell each result with ``settle``, until the race
-    ends."""
-    while True:
-        if before_block is not None:
-            before_block(race)
-        batch = race.ask()
-        if not batch:
-            break
-        for ev, ok, value in backend.results(batch):
-            settle(race, ev, ok, value)
-        if after_block is not None:
-            after_block(race, batch)

@@ -1,4 +1,4 @@
-"""The splits a :class:`~racer.adapters.sklearn.RaceSearchCV` race visits, and what each fit trains on.
+"""The splits a :class:`~racer.adapters.sklearn.RaceSearchCV` race visits, what each fit trains on.
 
 The race's instances are cross-validation splits. :func:`plan_splits` lists them once
 (:func:`materialise_splits`: the base splitter, repeated with fresh seeds), orders them
