@@ -144,7 +144,7 @@ def check_against_engine():
 def calibration(reps=300, seed=123):
     """One step, no race: does the posterior mass eliminated at level 0.05 match how often the
     true best is among the eliminated? (paper generator, mu ~ U(0, 1))"""
-    from racer.stats.bayesian_mean_ranks import _posterior_from_sums, _prob_smallest
+    from racer.stats import rank_posterior_from_sums
 
     rng = np.random.default_rng(seed)
     print("| q, rho | n | posterior mass eliminated | true best eliminated |")
@@ -155,8 +155,7 @@ def calibration(reps=300, seed=123):
             for _ in range(reps):
                 mu = rng.uniform(0, 1, q)
                 r = block_ranks(mu + rho * rng.standard_normal((n, q)))
-                loc, scale, df = _posterior_from_sums(r.sum(0), float((r * r).sum()), n, q)
-                p = _prob_smallest(loc, scale, df)
+                p = rank_posterior_from_sums(r.sum(0), float((r * r).sum()), n).prob_best
                 order = np.argsort(p)
                 gone = order[: np.searchsorted(np.cumsum(p[order]), 0.05, side="right")]
                 gone = gone[gone != np.argmax(p)]

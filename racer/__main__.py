@@ -129,17 +129,10 @@ class _Evaluate:
 
 
 def _make_test(name):
-    if name == "frace":
-        from racer.racing.frace import FRaceTest
+    """The racing test of ``--test``: a name of :mod:`racer.racing.registry`, as everywhere."""
+    from racer.racing.registry import make_test
 
-        return FRaceTest()
-    if name == "seed002":
-        from racer.racing.bayesian import BayesianTest
-
-        return BayesianTest()
-    from racer.racing.posterior_best import PosteriorBestTest
-
-    return PosteriorBestTest()
+    return make_test(name)[0]
 
 
 def build_parser():
@@ -157,9 +150,11 @@ def build_parser():
                         help=f"SQLite journal (default: ./{DEFAULT_STORAGE}); 'none' disables it")
     parser.add_argument("--fresh", action="store_true",
                         help="delete the journal first and start a new race")
-    parser.add_argument("--test", choices=["bayes", "seed002", "frace"], default="bayes",
-                        help="racing test: PosteriorBestTest (bayes, default), seed 002's "
-                             "BayesianTest (seed002) or irace's F-race (frace)")
+    parser.add_argument("--test", default="posterior-best", metavar="NAME",
+                        help="racing test, a name as for racer's --racing-test: posterior-best "
+                             "(PosteriorBestTest, default), bayesian (seed 002's BayesianTest; "
+                             "also 'bayes', 'seed002'), frace (irace's F-race), t-test-holm, ...; "
+                             "options after a colon, e.g. posterior-best:error_rate=0.01")
     parser.add_argument("--budget", type=int, default=1500,
                         help="maximum number of DE runs (default: 1500)")
     parser.add_argument("--seeds", type=int, default=10,

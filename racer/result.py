@@ -332,8 +332,9 @@ class RaceResult:
         True
         """
         from racer._validation import check_nonnegative, check_random_state
-        from racer.racing.hierarchical import _jitter_constant_groups, _jitter_scale, instance_groups
+        from racer.racing.hierarchical import instance_groups
         from racer.stats import hierarchical_test
+        from racer.stats._hierarchical import jitter_constant_groups, jitter_scale
 
         n_cand = len(self.candidates)
         for name, value in (("a", a), ("b", b)):
@@ -359,7 +360,7 @@ class RaceResult:
         rng = check_random_state(random_state)
         # Spreads only data sets tied on every fold, drawing from the same stream only then:
         # a comparison without such a data set is hierarchical_test(a, y=b)'s own, bit for bit.
-        diffs = _jitter_constant_groups(diffs, kept, _jitter_scale(rope), rng)
+        diffs = jitter_constant_groups(diffs, kept, jitter_scale(rope), rng)
         return hierarchical_test(diffs, test_fraction, rope, groups=kept, random_state=rng,
                                  **options)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from racer.stats import conover, prob_smallest, rank_posterior
+from racer.stats import conover, prob_smallest, rank_posterior, rank_posterior_from_sums
 
 
 def _monte_carlo(loc, scale, df, n_samples, seed):
@@ -122,3 +122,18 @@ def test_rank_posterior_minimise_and_validation():
         rank_posterior([1.0, 2.0])
     with pytest.raises(TypeError, match="maximize"):
         rank_posterior(x, maximize=1)
+
+
+def test_rank_posterior_from_sums_is_rank_posterior():
+    # PosteriorBestTest's entry: the same posterior from a race's rank sums, bit for bit.
+    x = np.round(np.random.default_rng(4).normal([0.0, 0.3, 0.6, 0.2], 1.0, size=(17, 4)), 0)
+    r = stats.rankdata(-x, axis=1)
+    got = rank_posterior_from_sums(r.sum(axis=0), float(np.sum(r * r)), 17)
+    ref = rank_posterior(x)
+    np.testing.assert_array_equal(got.prob_best, ref.prob_best)
+    np.testing.assert_array_equal(got.mean_ranks, ref.mean_ranks)
+    assert (got.scale, got.df, got.n_blocks, got.n_candidates) == (ref.scale, ref.df, 17, 4)
+    with pytest.raises(ValueError, match="`n_blocks` must be >= 2"):
+        rank_posterior_from_sums([1.0, 2.0], 5.0, 1)
+    with pytest.raises(ValueError, match="`rank_sums` must be the sums of 17 blocks"):
+        rank_posterior_from_sums(r.sum(axis=0) + 1, float(np.sum(r * r)), 17)

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from racer.stats.bayesian_ttest import bayesian_correlated_ttest
+from racer.stats.bayesian_ttest import (
+    bayesian_correlated_ttest,
+    bayesian_correlated_ttest_from_moments,
+)
 
 
 def _cv_scores(seed, n=30):
@@ -87,3 +90,50 @@ def test_constant_differences():
 def test_bad_input(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         bayesian_correlated_ttest(*args, **kwargs)
+
+
+@pytest.mark.parametrize("rope", [0.0, 0.004])
+def test_from_moments_is_the_test_column_by_column(rope):
+    # CorrelatedTTestRacing's entry: every survivor against the leader in one call, the same
+    # numbers as one bayesian_correlated_ttest per column (constant columns included).
+    rng = np.random.default_rng(3)
+    d = rng.normal([0.01, 0.0, -0.02, 0.003], 0.01, size=(12, 4))
+    d[:, 1] = 0.0
+    d[:, 3] = 0.003
+    # Moments column by column, as the 1-D test takes them (a strided axis=0 sum may round
+    # in another order).
+    mean = np.array([np.mean(d[:, j]) for j in range(4)])
+    var = np.array([np.var(d[:, j], ddof=1) for j in range(4)])
+    res = bayesian_correlated_ttest_from_moments(mean, var, 12, 0.1, rope=rope)
+    for j in range(4):
+        one = bayesian_correlated_ttest(d[:, j], 0.1, rope=rope)
+        got = [res.prob_positive[j], res.prob_equivalent[j], res.prob_negative[j],
+               res.mean[j], res.scale[j]]
+        assert got == [one.prob_positive, one.prob_equivalent, one.prob_negative, one.mean,
+                       one.scale], j
+    assert res.df == 11.0
+    scalar = bayesian_correlated_ttest_from_moments(0.01, 1e-4, 12, 0.1)
+    assert isinstance(scalar.prob_positive, float)
+    # test_fraction = 0: the plain Bayesian t-test, P(mu < 0) = the one-sided t-test's p.
+    x = d[:, 0]
+    t_stat = x.mean() / np.sqrt(x.var(ddof=1) / 12)
+    plain = bayesian_correlated_ttest_from_moments(x.mean(), x.var(ddof=1), 12, 0.0)
+    assert plain.prob_negative == pytest.approx(stats.t.sf(t_stat, 11), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        ((0.1, 0.01, 1, 0.1), {}, ValueError, "`n` must be >= 2"),
+        ((0.1, 0.01, 2.5, 0.1), {}, TypeError, "`n`"),
+        ((0.1, 0.01, 5, 1.0), {}, ValueError, r"`test_fraction` must lie in \[0, 1\)"),
+        ((0.1, -0.01, 5, 0.1), {}, ValueError, "`variance` must be finite and >= 0"),
+        (([0.1, np.nan], 0.01, 5, 0.1), {}, ValueError, "`mean` must be finite"),
+        (("a", 0.01, 5, 0.1), {}, TypeError, "`mean`"),
+        (([0.1, 0.2], [0.01, 0.02, 0.03], 5, 0.1), {}, ValueError, "broadcastable"),
+        ((0.1, 0.01, 5, 0.1), {"rope": -1}, ValueError, "rope"),
+    ],
+)
+def test_from_moments_bad_input(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        bayesian_correlated_ttest_from_moments(*args, **kwargs)

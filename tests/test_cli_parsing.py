@@ -3,6 +3,7 @@ scenarios and instance lists (fixtures written by hand from irace's documented f
 irace's own bundled examples when Debian's r-cran-irace is installed)."""
 
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -282,3 +283,27 @@ def test_comments_are_stripped_outside_strings_only():
     assert strip_comment(r'a = "x\"#y" # note') == r'a = "x\"#y" '  # escaped quote stays inside
     assert strip_comment("b <- 'it''s' # two strings") == "b <- 'it''s' "
     assert strip_comment("# whole line") == ""
+
+
+@pytest.mark.parametrize("racing_test, message", [
+    ("anova", r"--racing-test 'anova': unknown racing test: the names are 'F-test', .*"
+              r"'posterior-best'.*'package\.module:Class'; got 'anova'"),
+    ("posterior-best:error_rate=2", r"--racing-test 'posterior-best:error_rate=2': .*`error_rate`"),
+    ("posterior-best:error_rate", r"options must read key=value"),
+])
+def test_a_bad_racing_test_or_option_is_a_usage_error_before_any_run(tmp_path, capsys,
+                                                                     racing_test, message):
+    from racer.cli import EXIT_SCENARIO, main
+
+    (tmp_path / "parameters.txt").write_text('x "--x " r (0, 5)\n')
+    (tmp_path / "instances.txt").write_text("a\nb\n")
+    runner = tmp_path / "target-runner"
+    runner.write_text("#!/bin/sh\nexit 1\n")  # never started: the test is refused first
+    runner.chmod(0o755)
+    (tmp_path / "scenario.txt").write_text(
+        'parameterFile = "parameters.txt"\nmaxExperiments = 100\n'
+        'trainInstancesFile = "instances.txt"\ntargetRunner = "target-runner"\n')
+    code = main(["--scenario", str(tmp_path / "scenario.txt"), "--check",
+                 "--racing-test", racing_test])
+    assert code == EXIT_SCENARIO
+    assert re.search(message, capsys.readouterr().err)

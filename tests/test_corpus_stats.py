@@ -88,6 +88,15 @@ CASES = [
     pytest.param(lambda: rs.control_test(S, True), TypeError, r"`control`", id="control-bool"),
     pytest.param(lambda: rs.control_test(S, 0, method="tukey"), ValueError, r"`method`",
                  id="control-unknown-method"),
+    # --- the same tests from rank sums (the F-race's entries) ---
+    pytest.param(lambda: rs.friedman_from_sums([np.nan, 3.0], 9.0, 3), ValueError,
+                 r"`rank_sums` must be finite; found nan at index 0", id="friedman-sums-nan"),
+    pytest.param(lambda: rs.friedman_from_sums("abc", 9.0, 3), TypeError,
+                 r"`rank_sums` must be a 1-D array of numbers", id="friedman-sums-string"),
+    pytest.param(lambda: rs.conover_from_sums([4.0, 5.0], 15.0, 3).critical_difference(2.0),
+                 ValueError, r"`alpha` must lie in \(0, 1\); got 2.0", id="conover-sums-alpha-two"),
+    pytest.param(lambda: rs.conover_from_sums([1.0, 2.0], 5.0, 1), ValueError,
+                 r"`n_blocks` must be >= 2; got 1", id="conover-sums-one-block"),
     # --- paired samples ---
     pytest.param(lambda: rs.sign_test(X, Y[:3]), ValueError, r"`x` and `y` must have the same",
                  id="sign-test-mismatched-lengths"),

@@ -8,14 +8,11 @@ from racer.racing.base import RaceView
 import pytest
 from scipy import stats
 
-from racer.racing.frace import (
-    FRaceTest,
-    _hodges_lehmann,
-    _wilcoxon_r,
-    conover_threshold,
-    friedman_chi2,
-)
+from racer.racing.frace import FRaceTest, _hodges_lehmann
 from racer.stats import conover, friedman, mean_ranks_test, sign_test_from_counts
+
+# The formulas are racer.stats' (friedman_from_sums, conover_from_sums, wilcoxon(method="R"),
+# ...), cross-checked against SciPy and R in test_frequentist.py; here, the decisions.
 
 
 def _decide(test, scores):
@@ -45,25 +42,6 @@ def _matrix(seed, n, shifts, ties=False):
 # --------------------------------------------------------------------- Friedman and Conover
 
 
-def test_friedman_by_hand():
-    # Ranks (1 = best) per row: [1,2,3], [1,3,2], [1,2,3] -> R = [3, 7, 8];
-    # T = 12 * ((3-6)^2 + (7-6)^2 + (8-6)^2) / (3*3*4) = 168 / 36.
-    t, p, r = friedman_chi2([[3.0, 2.0, 1.0], [3.0, 1.0, 2.0], [3.0, 2.0, 1.0]])
-    assert t == pytest.approx(168 / 36)
-    assert p == pytest.approx(np.exp(-t / 2))  # chi-square(2) survival
-    assert r.tolist() == [3.0, 7.0, 8.0]
-
-
-@pytest.mark.parametrize("ties", [False, True])
-def test_friedman_matches_scipy_and_racer_stats(ties):
-    x = _matrix(1, 25, [0.0, 0.2, 0.5, 0.6], ties=ties)
-    t, p, _ = friedman_chi2(x)
-    ref = stats.friedmanchisquare(*x.T)
-    assert t == pytest.approx(ref.statistic, rel=1e-12)
-    assert p == pytest.approx(ref.pvalue, rel=1e-10)
-    assert t == pytest.approx(friedman(x).statistic, rel=1e-12)
-
-
 @pytest.mark.parametrize("ties", [False, True])
 def test_conover_eliminations_match_pairwise_conover_pvalues(ties):
     x = _matrix(2, 30, [0.0, 0.1, 0.4, 0.5, 0.9], ties=ties)
@@ -71,19 +49,18 @@ def test_conover_eliminations_match_pairwise_conover_pvalues(ties):
     res = conover(x)
     best = int(np.argmin(res.rank_sums))
     t_star = res.critical_difference(0.05)
-    assert conover_threshold(stats.rankdata(-x, axis=1), 0.05) == pytest.approx(t_star)
     # irace: eliminated iff R_j - R_best > t*, i.e. two-sided Conover p < alpha vs the best.
     expected = {j for j in range(5) if res.rank_sums[j] - res.rank_sums[best] > t_star}
     assert expected == {j for j in range(5) if j != best and res.pvalue[best, j] < 0.05}
     assert {e.index for e in out} == expected and expected
     assert all(e.by == best for e in out)
     gated = _decide(FRaceTest(post_hoc="conover"), x)
-    assert gated == (out if friedman_chi2(x)[1] < 0.05 else [])
+    assert gated == (out if friedman(x).pvalue < 0.05 else [])
 
 
 def test_gate_blocks_conover():
     x = _matrix(3, 8, [0.0, 0.0, 0.0, 0.0])  # no difference: Friedman does not reject
-    assert friedman_chi2(x)[1] > 0.05
+    assert friedman(x).pvalue > 0.05
     assert _decide(FRaceTest(), x) == []
 
 
@@ -111,8 +88,7 @@ def test_two_survivors_wilcoxon_and_hodges_lehmann():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(40, 2))
     x[:, 0] += 0.8
-    p = _wilcoxon_r(x[:, 0], x[:, 1])
-    assert p == pytest.approx(stats.wilcoxon(x[:, 0], x[:, 1], method="exact").pvalue)
+    p = stats.wilcoxon(x[:, 0], x[:, 1], method="exact").pvalue  # R's switch: exact here
     out = _decide(FRaceTest(), x)
     assert [(e.index, e.by) for e in out] == [(1, 0)]
     assert out[0].probability == pytest.approx(p)
@@ -120,15 +96,17 @@ def test_two_survivors_wilcoxon_and_hodges_lehmann():
     assert _hodges_lehmann(np.array([1.0, 2.0, 10.0])) == pytest.approx(3.75)
 
 
-def test_wilcoxon_normal_approximation_matches_scipy_with_ties_and_zeros():
+def test_two_survivors_with_ties_use_r_s_normal_approximation():
+    # 30 coarse pairs: ties among |d| and zeros, so R's wilcox.test (and irace) switch to the
+    # normal approximation with the continuity correction.
     rng = np.random.default_rng(6)
-    x, y = np.round(rng.normal(size=120), 1), np.round(rng.normal(0.2, 1, size=120), 1)
-    ref = stats.wilcoxon(x, y, zero_method="wilcox", correction=True, method="asymptotic")
-    assert _wilcoxon_r(x, y) == pytest.approx(ref.pvalue, rel=1e-9)
-    # Fewer than 50 pairs but ties in |d|: R switches to the normal approximation.
-    x, y = np.round(rng.normal(size=30), 0), np.round(rng.normal(size=30), 0)
-    ref = stats.wilcoxon(x, y, zero_method="wilcox", correction=True, method="asymptotic")
-    assert _wilcoxon_r(x, y) == pytest.approx(ref.pvalue, rel=1e-9)
+    x = np.round(rng.normal(size=30), 0)
+    y = np.round(rng.normal(-1.0, 1, size=30), 0)
+    p = stats.wilcoxon(x, y, zero_method="wilcox", correction=True, method="asymptotic").pvalue
+    assert p < 0.05
+    out = _decide(FRaceTest(), np.column_stack([x, y]))
+    assert [(e.index, e.by) for e in out] == [(1, 0)]
+    assert out[0].probability == pytest.approx(p, rel=1e-9)
 
 
 # --------------------------------------------------------------------- F-Race_S and F-Race_MR
@@ -177,7 +155,7 @@ def test_gate_applies_to_sign_and_mean_ranks():
     x[:, :5] = _matrix(10, 6, [0.0] * 5)
     x[:, 5] = x[:, :5].max(axis=1) + 0.01  # wins everywhere, but n = 6
     gated = FRaceTest(post_hoc="sign")
-    p_gate = friedman_chi2(x)[1]
+    p_gate = friedman(x).pvalue
     ungated = _decide(FRaceTest(post_hoc="sign", gate=False), x)
     assert {e.index for e in ungated} == {0, 1, 2, 3, 4}  # 6-0 records, p = 1/64
     assert (_decide(gated, x) == []) == (p_gate >= 0.05)

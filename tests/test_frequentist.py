@@ -17,9 +17,12 @@ from statsmodels.stats.multitest import multipletests
 
 from racer.stats import (
     conover,
+    conover_from_sums,
     control_test,
     friedman,
+    friedman_from_sums,
     mean_ranks_test,
+    mean_ranks_test_from_sums,
     nemenyi,
     p_adjust,
     sign_test,
@@ -182,6 +185,74 @@ def test_friedman_matches_scipy(scores):
     if ss_error > 1e-9:
         f_anova = (ss_treat / (k - 1)) / (ss_error / ((k - 1) * (n - 1)))
         assert res.iman_davenport == pytest.approx(f_anova, rel=1e-9)
+
+
+def _rank_sums(scores):
+    """(rank sums, sum of squared ranks, n) of a score matrix: what a race keeps."""
+    r = stats.rankdata(-np.asarray(scores, dtype=float), axis=1)
+    return r.sum(axis=0), float(np.sum(r**2)), r.shape[0]
+
+
+def test_friedman_from_sums_by_hand():
+    # Ranks (1 = best) per row: [1,2,3], [1,3,2], [1,2,3] -> R = [3, 7, 8];
+    # T = 12 * ((3-6)^2 + (7-6)^2 + (8-6)^2) / (3*3*4) = 168 / 36.
+    res = friedman_from_sums(*_rank_sums([[3.0, 2.0, 1.0], [3.0, 1.0, 2.0], [3.0, 2.0, 1.0]]))
+    assert res.statistic == pytest.approx(168 / 36)
+    assert res.pvalue == pytest.approx(np.exp(-res.statistic / 2))  # chi-square(2) survival
+    assert (res.mean_ranks * 3).tolist() == [3.0, 7.0, 8.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(score_matrices, st.booleans())
+def test_the_from_sums_tests_are_the_tests_on_the_matrix(scores, tie_correction):
+    # The F-race's entries: the same results from a race's rank sums (the tie term from the
+    # squared ranks equals the one from the tie groups, exactly).
+    sums, sum_sq, n = _rank_sums(scores)
+    got = friedman_from_sums(sums, sum_sq, n, tie_correction=tie_correction)
+    ref = friedman(scores, tie_correction=tie_correction)
+    for field in ("statistic", "pvalue", "iman_davenport", "iman_davenport_pvalue"):
+        assert getattr(got, field) == getattr(ref, field), field
+    np.testing.assert_array_equal(got.mean_ranks, ref.mean_ranks)
+    for alternative in ("two-sided", "greater"):
+        got = mean_ranks_test_from_sums(sums, n, alternative=alternative, p_adjust="holm")
+        ref = mean_ranks_test(scores, alternative=alternative, p_adjust="holm")
+        np.testing.assert_array_equal(got.pvalue, ref.pvalue)
+        np.testing.assert_array_equal(got.statistic, ref.statistic)
+    if n >= 2:
+        got, ref = conover_from_sums(sums, sum_sq, n), conover(scores)
+        np.testing.assert_array_equal(got.pvalue, ref.pvalue)
+        assert got.critical_difference(0.05) == ref.critical_difference(0.05)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_friedman_from_sums_matches_scipy(ties):
+    rng = np.random.default_rng(1)
+    x = rng.normal([0.0, 0.2, 0.5, 0.6], 1.0, size=(25, 4))
+    x = np.round(x, 0) if ties else x
+    res = friedman_from_sums(*_rank_sums(x))
+    ref = stats.friedmanchisquare(*x.T)
+    assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: friedman_from_sums([1.0, 2.0], 5.0, 0), ValueError, r"`n_blocks` must be >= 1"),
+    (lambda: friedman_from_sums([3.0], 9.0, 3), ValueError, r"`rank_sums` needs at least 2"),
+    (lambda: friedman_from_sums([3.0, 4.0], 15.0, 3), ValueError,
+     r"`rank_sums` must be the sums of 3 blocks of ranks 1..2 \(total 9\); got total 7"),
+    (lambda: friedman_from_sums([4.0, 5.0], 100.0, 3), ValueError,
+     r"`rank_sq_sum` must lie in \[13.5, 15\]"),
+    (lambda: friedman_from_sums([4.0, 5.0], "15", 3), TypeError, r"`rank_sq_sum` must be a real"),
+    (lambda: friedman_from_sums([4.0, np.nan], 15.0, 3), ValueError, r"`rank_sums` must be finite"),
+    (lambda: conover_from_sums([1.0, 2.0], 5.0, 1), ValueError, r"`n_blocks` must be >= 2"),
+    (lambda: conover_from_sums([4.0, 5.0], 15.0, 3, p_adjust="bonf"), ValueError, r"`p_adjust`"),
+    (lambda: mean_ranks_test_from_sums([4.0, 5.0], 3.5), TypeError, r"`n_blocks`"),
+    (lambda: mean_ranks_test_from_sums([4.0, 5.0], 3, alternative="up"), ValueError,
+     r"`alternative`"),
+])
+def test_from_sums_validation_names_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
 
 
 @settings(max_examples=25, deadline=None)
@@ -409,6 +480,40 @@ def test_wilcoxon_exact_handles_ties_where_scipy_exact_cannot():
     for alt in ("two-sided", "greater", "less"):
         ours = wilcoxon(x, y, method="exact", alternative=alt).pvalue
         assert ours == pytest.approx(stats.wilcoxon(x, y, method="exact", alternative=alt).pvalue, rel=1e-10)
+
+
+_STEPS = np.resize([1.0, 1.0, -1.0, 1.0, -1.0, 1.0, 1.0], 50)
+
+
+# p-values of R 4's wilcox.test(d, rep(0, length(d)), paired = TRUE) (default exact = NULL,
+# correct = TRUE), printed with sprintf("%.17g").
+@pytest.mark.parametrize("d, r_pvalue, method", [
+    ([1.5, -0.3, 2.2, 0.8, -1.1, 3.4, 0.25, 1.9, -0.6, 2.7], 0.083984375, "exact"),
+    ([1, 2, 2, -1, 3, 3, 3, -2, 4, 1], 0.039911663879527694, "asymptotic"),  # ties
+    (np.arange(1, 51) * _STEPS, 0.005597185053779691, "asymptotic"),  # 50 pairs
+    (np.arange(1, 50) * _STEPS[:49], 0.0083211925581423447, "exact"),  # 49 pairs
+    ([0, 1.5, -0.3, 2.2, 0.8, -1.1, 3.4, 0.25], 0.20489389381637854, "asymptotic"),  # a zero
+])
+def test_wilcoxon_method_r_is_r_s_wilcox_test(d, r_pvalue, method):
+    d = np.asarray(d, dtype=float)
+    res = wilcoxon(d, np.zeros_like(d), zero_method="wilcox", correction=True, method="R")
+    assert res.method == method
+    assert res.pvalue == pytest.approx(r_pvalue, rel=1e-12)
+
+
+def test_wilcoxon_method_r_matches_scipy_on_both_sides_of_the_switch():
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=40), rng.normal(size=40) + 0.8  # < 50 pairs, no ties: exact
+    res = wilcoxon(x, y, zero_method="wilcox", correction=True, method="R")
+    assert res.method == "exact"
+    assert res.pvalue == pytest.approx(stats.wilcoxon(x, y, method="exact").pvalue, rel=1e-12)
+    rng = np.random.default_rng(6)
+    for size, digits in ((120, 1), (30, 0)):  # 120 pairs; 30 pairs with ties and zeros
+        x, y = np.round(rng.normal(size=size), digits), np.round(rng.normal(0.2, 1, size), digits)
+        res = wilcoxon(x, y, zero_method="wilcox", correction=True, method="R")
+        ref = stats.wilcoxon(x, y, zero_method="wilcox", correction=True, method="asymptotic")
+        assert res.method == "asymptotic"
+        assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
 
 
 @pytest.mark.parametrize("zero_method", ["zsplit", "wilcox", "pratt"])

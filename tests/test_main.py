@@ -37,7 +37,7 @@ def test_evaluate_is_log10_gap_and_deterministic():
     assert len(demo.make_candidates()) == 24 and len(demo.make_instances(2)) == 20
 
 
-@pytest.mark.parametrize("test_name", ["bayes", "frace"])
+@pytest.mark.parametrize("test_name", ["posterior-best", "frace"])
 def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
     storage = str(tmp_path / "demo.sqlite")
     args = TINY + ["--storage", storage, "--test", test_name]

@@ -851,3 +851,21 @@ def test_subsample_mode_labels_quota_cuts_in_cv_results(easy_problem):
     assert (res["n_resources"] >= sizes[2]).sum() <= 3
     cut = res["elimination_reason"] == "halving"
     assert np.isnan(res["elimination_probability"][cut]).all()
+
+
+@pytest.mark.parametrize("alias, name", [("bayesian", "bayes"), ("seed002", "bayes"),
+                                         ("F-test", "frace"), ("friedman", "frace")])
+def test_test_names_are_the_registry_s_spellings(alias, name):
+    # One table of names (racer.racing.registry): the command line's spellings build the same
+    # CV-configured test as RaceSearchCV's own.
+    got = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test=alias)._racing_test(rho=0.2)
+    ref = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test=name)._racing_test(rho=0.2)
+    assert type(got) is type(ref) and got.get_params() == ref.get_params()
+
+
+def test_a_test_name_outside_the_cv_tests_is_refused_naming_the_valid_ones(easy_problem):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = easy_problem
+    with pytest.raises(InvalidParameterError, match=r"'test' parameter .*'correlated-t'.*Got 't-test'"):
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test="t-test").fit(X, y)

@@ -31,9 +31,9 @@ from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit
 from racer.adapters.sklearn._splits import plan_splits
 from racer.execution import check_timeout, effective_n_jobs
 from racer.race_loop import drive, progress_line
+from racer.racing import registry
 from racer.racing.base import KeepAll
 from racer.racing.cv import (
-    CorrelatedTTestRacing,
     HalvingFloor,
     ImpreciseEquivalence,
     ScoreResolution,
@@ -42,7 +42,10 @@ from racer.racing.cv import (
 __all__ = ["RaceSearchCV"]
 
 
-_TEST_NAMES = ("bayes", "posterior-best", "frace", "correlated-t", "hierarchical")
+# The tests of racer.racing.registry that RaceSearchCV configures for CV scores (_racing_test);
+# each is accepted under every spelling the registry gives it ("bayes", "frace", ...).
+_CV_TESTS = ("bayesian", "posterior-best", "F-test", "correlated-t", "hierarchical")
+_TEST_NAMES = tuple(s for name in _CV_TESTS for s in registry.lookup(name).spellings)
 _BAYES_SMALL_N = "reject"
 # resource="n_samples": cut to Halving's quota at the end of each subsample level.
 _SUBSAMPLE_CUT = True
@@ -119,6 +122,8 @@ class RaceSearchCV(BaseSearchCV):
         WithinGroupKFold(k)``); :class:`racer.HierarchicalRacingTest` then compares the
         leaders with seed 004's hierarchical model (``rope`` is its rope) and
         ``"posterior-best"`` handles the rest (``docs/sklearn.md``, "Several data sets").
+        The names are those of :mod:`racer.racing.registry`, which also accepts their other
+        spellings here (``"bayesian"``, ``"F-test"``, ...).
         A :class:`racer.racing.base.RacingTest` instance is used as given (``rope`` then does
         not apply).
     rope : float, default=0.005
@@ -450,7 +455,9 @@ class RaceSearchCV(BaseSearchCV):
             n_repeats=int(self.n_repeats), resource=self.resource,
             min_resources=self.min_resources, factor=self.factor,
             y_strata=y if classifier else None,
-            by_dataset=isinstance(self.test, str) and self.test == "hierarchical", rngs=rngs,
+            by_dataset=(isinstance(self.test, str)
+                        and registry.lookup(self.test).name == "hierarchical"),
+            rngs=rngs,
         )
         self.n_repeats_ = plan.n_repeats
         self.n_splits_ = len(plan.splits)
@@ -527,9 +534,8 @@ class RaceSearchCV(BaseSearchCV):
         test, rope = self.test, float(self.rope)
         if not isinstance(test, str):
             return test
-        if test == "bayes":
-            from racer.racing.bayesian import BayesianTest
-
+        entry = registry.lookup(test)
+        if entry.name == "bayesian":
             # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
             # race rarely has more splits than candidates, so "hold" would never decide. On
             # pilot seeds (docs/sklearn.md) "chi2" sometimes never opened the gate (100% of
@@ -538,33 +544,24 @@ class RaceSearchCV(BaseSearchCV):
             # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
             # the IDP lower band for equivalence: coarse tied scores give no near-certain
             # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
-            bayes = BayesianTest(small_n=_BAYES_SMALL_N, prior="idp",
-                                 credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
+            bayes = entry.build(small_n=_BAYES_SMALL_N, prior="idp",
+                                credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
             inner = ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
                                           bayes.prior_strength)
             return ScoreResolution(inner, rope) if rope > 0 else inner
-        if test == "posterior-best":
-            from racer.racing.posterior_best import PosteriorBestTest
-
-            # Its tie guard caps every elimination on tied splits by the IDP sign test.
-            inner = PosteriorBestTest()
+        if entry.name in ("posterior-best", "F-test"):
+            # PosteriorBestTest's tie guard caps every elimination on tied splits by the IDP
+            # sign test.
+            inner = entry.build()
             return ScoreResolution(inner, rope) if rope > 0 else inner
-        if test == "frace":
-            from racer.racing.frace import FRaceTest
-
-            inner = FRaceTest()
-            return ScoreResolution(inner, rope) if rope > 0 else inner
-        if test == "hierarchical":
-            from racer.racing.hierarchical import HierarchicalRacingTest
-            from racer.racing.posterior_best import PosteriorBestTest
-
+        if entry.name == "hierarchical":
             # Instances are split indices; split_datasets_ names the data set of each.
-            base = PosteriorBestTest()
-            return HierarchicalRacingTest(
+            base = registry.lookup("posterior-best").build()
+            return entry.build(
                 test_fraction=rho, rope=rope, group=self.split_datasets_,
                 base=ScoreResolution(base, rope) if rope > 0 else base,
             )
-        return CorrelatedTTestRacing(rho=rho, rope=rope)
+        return entry.build(rho=rho, rope=rope)
 
     def _race(self, candidates, fit_splits, fits, rng):
         """Race the candidates over the splits with the fits of ``fits``; return the

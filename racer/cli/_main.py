@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import shlex
 import shutil
 import signal
 import sys
 import traceback
+
+from racer.racing import registry
 
 # numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
 # that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
@@ -54,8 +55,10 @@ def _parser():
                    help="racing test, overriding the scenario's testType: 'F-test' (irace's "
                         "Friedman + Conover, the default), 't-test', 't-test-bonferroni', "
                         "'t-test-holm' (irace's paired t-tests against the best mean, "
-                        "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest) or "
-                        "'module:Class' for any racer RacingTest")
+                        "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest), "
+                        "'posterior-best' (racer.PosteriorBestTest), 'correlated-t', "
+                        "'hierarchical' or 'module:Class' for any racer RacingTest; options "
+                        "follow a colon, e.g. 'posterior-best:error_rate=0.01'")
     g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
                         "timeout): stop racer with exit code 3 (irace's behaviour, default), "
@@ -133,7 +136,7 @@ def load(args) -> dict:
     if v["maxTime"] > 0 and v["maxExperiments"] > 0:
         raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
                             **sc.where("maxTime"))
-    if v["testType"].lower() not in TEST_TYPES:
+    if v["testType"] and v["testType"].lower() not in {n.lower() for n in registry.names(irace=True)}:
         raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
                             "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
@@ -278,39 +281,17 @@ def make_runner(loaded: dict, reaper=None):
                         timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
 
 
-# irace's testType names (checkScenario lower-cases them) -> TRaceTest's adjust; None: F-race.
-TEST_TYPES = {"": None, "f-test": None, "friedman": None, "t-test": "none", "t.none": "none",
-              "t-test-bonferroni": "bonferroni", "t.bonferroni": "bonferroni",
-              "t-test-holm": "holm", "t.holm": "holm"}
-
-
 def make_test(name: str | None, confidence: float):
     """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
-    ``testType``: the F-race orders survivors by rank sum, the t-test races by mean cost
-    (irace's ``overall.ranks``)."""
-    from racer.racing.base import RacingTest
+    ``testType`` (empty: ``F-test``), looked up in :mod:`racer.racing.registry`: the F-race
+    orders survivors by rank sum, the t-test races by mean cost (irace's ``overall.ranks``);
+    irace's tests take ``alpha = 1 - confidence``."""
+    from racer.racing.registry import make_test as build
 
-    key = (name or "").lower()
-    if key in TEST_TYPES and TEST_TYPES[key] is None:
-        from racer.racing.frace import FRaceTest
-        return FRaceTest(alpha=1.0 - confidence, post_hoc="conover"), "rank_sum"
-    if key in TEST_TYPES:
-        from racer.racing.trace import TRaceTest
-        return TRaceTest(alpha=1.0 - confidence, adjust=TEST_TYPES[key]), "mean"
-    if name == "bayesian":
-        from racer.racing.bayesian import BayesianTest
-        return BayesianTest(), None
-    if ":" in name:
-        module, _, cls = name.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module), cls)()
-        except (ImportError, AttributeError, TypeError) as exc:
-            raise UsageError(f"--racing-test {name!r}: {exc}") from None
-        if not isinstance(obj, RacingTest):
-            raise UsageError(f"--racing-test {name!r} is not a racer RacingTest")
-        return obj, None
-    raise UsageError("--racing-test must be 'F-test', 't-test', 't-test-bonferroni', 't-test-holm', "
-                     f"'bayesian' or 'module:Class'; got {name!r}")
+    try:
+        return build(name or "F-test", alpha=1.0 - confidence)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--racing-test {name!r}: {exc}") from None
 
 
 def make_executor(spec: str, parallel: int):

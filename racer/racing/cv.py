@@ -15,7 +15,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from racer._validation import check_nonnegative, check_probability
 from racer.racing.base import Elimination, RacingTest, check_view
@@ -171,9 +170,10 @@ class CorrelatedTTestRacing(RacingTest):
     (Nadeau-Bengio; seed 001_0238dbec7fc2dab4.txt, eq. 1) becomes, in its Bayesian form
     (Corani & Benavoli 2015, as in baycomp's ``CorrelatedTTest``), a Student t posterior of
     the mean difference with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
-    ``sqrt((1/n + rho/(1 - rho)) var(d))``. The ROPE reading follows seed
-    004_8eac922c148f9c66.txt (section 3.1: equivalence when the posterior mass inside the rope
-    is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
+    ``sqrt((1/n + rho/(1 - rho)) var(d))``
+    (:func:`racer.stats.bayesian_correlated_ttest_from_moments`, all survivors at once). The
+    ROPE reading follows seed 004_8eac922c148f9c66.txt (section 3.1: equivalence when the
+    posterior mass inside the rope is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
     shrink as splits are added: correlated splits never add up to certainty, which is why a
     ``rope`` is needed to let near-equal candidates go.
 
@@ -212,21 +212,18 @@ class CorrelatedTTestRacing(RacingTest):
         n, m = scores.shape
         if n < 2 or m < 2:
             return []
+        from racer.stats import bayesian_correlated_ttest_from_moments
+
         means = scores.mean(axis=0)
         leader = int(np.argmax(means))
         diff = scores[:, [leader]] - scores
-        loc = diff.mean(axis=0)
-        scale = np.sqrt((1.0 / n + self.rho / (1.0 - self.rho)) * diff.var(axis=0, ddof=1))
         rope = self.rope
-        with np.errstate(divide="ignore", invalid="ignore"):
-            upper = student_t.cdf((rope - loc) / scale, df=n - 1)
-            lower = student_t.cdf((-rope - loc) / scale, df=n - 1)
-        # Zero variance: the posterior is a point mass at the observed mean difference.
-        point = scale == 0
-        upper = np.where(point, (loc <= rope).astype(float), upper)
-        lower = np.where(point, (loc < -rope).astype(float), lower)
-        prob_dominated = 1.0 - upper
-        prob_equivalent = upper - lower if rope > 0 else np.zeros(m)
+        # The leader against every survivor at once (zero variance: a point mass).
+        post = bayesian_correlated_ttest_from_moments(
+            diff.mean(axis=0), diff.var(axis=0, ddof=1), n, self.rho, rope=rope)
+        prob_dominated = np.array(post.prob_positive)
+        prob_equivalent = np.array(post.prob_equivalent)
+        point = post.scale == 0
         # Coarse scores: tied splits, or differences so regular that the t posterior is a
         # point mass (p = 1 from a few splits). There both probabilities are capped by the
         # IDP sign test on the same splits, as the default test does (docs/sklearn.md,

@@ -104,33 +104,6 @@ def _usable_rows(labels: list) -> tuple[np.ndarray, int]:
     return keep, sum(1 for c in counts.values() if c >= 2)
 
 
-def _jitter_scale(rope: float) -> float:
-    """Spread given to a data set tied on every fold: far below the rope, so no decision moves."""
-    return rope / 100.0 if rope > 0 else 1e-8
-
-
-def _jitter_constant_groups(diffs: np.ndarray, labels: list, scale: float,
-                            rng: np.random.Generator) -> np.ndarray:
-    """Spread a data set whose differences are all equal by N(0, scale^2) noise.
-
-    The model's posterior is improper for such a data set (``hierarchical_test`` refuses it),
-    yet two candidates that tie on every fold of a data set are common (coarse accuracies,
-    near-identical settings) and that is evidence of equivalence, not something to drop:
-    dropping it would even push the remaining data sets toward a dominance call. A spread
-    far below the rope keeps the data set's mean and says "very precisely c" to the model.
-    """
-    out = diffs.copy()
-    by_label: dict = {}
-    for k, label in enumerate(labels):
-        by_label.setdefault(label, []).append(k)
-    for rows in by_label.values():
-        rows = np.asarray(rows)
-        if rows.size >= 2 and np.ptp(out[rows]) == 0.0:
-            # Only drawn when needed: without such a data set the stream is untouched.
-            out[rows] += rng.normal(0.0, scale, rows.size)
-    return out
-
-
 @dataclasses.dataclass(eq=False)
 class HierarchicalRacingTest(RacingTest):
     """Racing test for instances that are (data set, fold) pairs: seed 004's model at the top.
@@ -258,15 +231,16 @@ class HierarchicalRacingTest(RacingTest):
         if n_groups < 2:
             return out
         from racer.stats import ConvergenceError, hierarchical_test
+        from racer.stats._hierarchical import jitter_constant_groups, jitter_scale
 
         rows = np.flatnonzero(keep)
         kept_labels = [labels[r] for r in rows]
         leader = int(top[0])
         found = []
-        scale = _jitter_scale(self.rope)
+        scale = jitter_scale(self.rope)
         for other in (int(c) for c in top[1:]):
             diffs = scores[rows, other] - scores[rows, leader]
-            diffs = _jitter_constant_groups(diffs, kept_labels, scale, model_rng)
+            diffs = jitter_constant_groups(diffs, kept_labels, scale, model_rng)
             used = np.unique(codes[rows])
             means = (np.bincount(codes[rows], weights=diffs, minlength=len(names))[used]
                      / np.bincount(codes[rows], minlength=len(names))[used])

@@ -27,7 +27,7 @@ from scipy import special
 
 from racer._validation import check_bool, check_nonnegative, check_probability
 from racer.racing.base import Elimination, RacingTest
-from racer.stats.bayesian_mean_ranks import _posterior_from_sums, _prob_smallest
+from racer.stats import rank_posterior_from_sums
 
 __all__ = ["PosteriorBestTest"]
 
@@ -151,15 +151,14 @@ class PosteriorBestTest(RacingTest):
         return out
 
     def _two(self, scores, gamma, pair):
+        from racer.stats import bayesian_correlated_ttest_from_moments  # scipy.stats: on use
+
         d = scores[:, 0] - scores[:, 1]
         n = d.shape[0]
-        mean = float(d.mean())
-        sd = float(d.std(ddof=1))
-        # Bayesian paired t (flat prior on the mean, 1/sigma on the sd): mu_d ~ t_{n-1}.
-        if sd > 0:
-            p0 = float(special.stdtr(n - 1, mean / (sd / math.sqrt(n))))  # P(0 is better)
-        else:
-            p0 = 1.0 if mean > 0 else (0.0 if mean < 0 else 0.5)
+        # Bayesian paired t (flat prior on the mean, 1/sigma on the sd): mu_d ~ t_{n-1}, the
+        # correlated t posterior with independent instances (test_fraction 0).
+        p0 = bayesian_correlated_ttest_from_moments(
+            float(d.mean()), float(d.var(ddof=1)), n, 0.0).prob_positive  # P(0 is better)
         leader = 0 if p0 >= 0.5 else 1
         loser = 1 - leader
         prob = max(p0, 1.0 - p0)
@@ -176,8 +175,8 @@ class PosteriorBestTest(RacingTest):
         # engine-maintained sums (new rows only between steps): the posterior needs no more
         rank_sums = view.rank_sums
         sum_sq = float(view.rank_sq_sums.sum())
-        loc, scale, df = _posterior_from_sums(rank_sums, sum_sq, n, m)
-        p = _prob_smallest(loc, scale, df)
+        post = rank_posterior_from_sums(rank_sums, sum_sq, n)
+        loc, scale, df, p = post.mean_ranks, post.scale, post.df, post.prob_best
         # Least probable first; equal probabilities: the worse mean rank first.
         order = np.lexsort((-loc, p))
         leader = int(order[-1])

@@ -12,8 +12,9 @@ paired t-test, with no multiplicity correction, Bonferroni's or Holm's. The rule
    own costs have a variance below ``10 eps``, or if the best costs no more on every
    instance; otherwise ``p`` is the paired t-test's two-sided p-value (``t.test`` refusing
    "essentially constant" differences leaves it at 0 too);
-4. ``p.adjust(p, method)`` over all survivors (the best and its equals included, with p = 1);
-   survivors with an adjusted ``p < alpha`` (``1 - confidence``) go.
+4. ``p.adjust(p, method)`` (:func:`racer.stats.p_adjust`) over all survivors (the best and
+   its equals included, with p = 1); survivors with an adjusted ``p < alpha``
+   (``1 - confidence``) go.
 
 irace uses the same rule with two survivors (no Wilcoxon special case, unlike its F-race), and
 orders its survivors and elites by mean cost (``overall.ranks``: ``rank(colMeans(y))``), hence
@@ -29,30 +30,9 @@ import numpy as np
 from racer._validation import check_option, check_probability
 from racer.racing.base import Elimination, RacingTest, check_view
 
-__all__ = ["TRaceTest", "adjust_pvalues"]
+__all__ = ["TRaceTest"]
 
 _EPS = np.finfo(np.float64).eps
-
-
-def adjust_pvalues(p, method):
-    """R's ``p.adjust(p, method)`` for ``method`` in ``"none"``, ``"bonferroni"``, ``"holm"``.
-
-    >>> adjust_pvalues([0.01, 0.04, 0.03], "holm").round(4).tolist()
-    [0.03, 0.06, 0.06]
-    """
-    method = check_option(method, "method", ("none", "bonferroni", "holm"))
-    p = np.asarray(p, dtype=np.float64)
-    if p.ndim != 1 or np.any(~(p >= 0) | ~(p <= 1)):
-        raise ValueError(f"`p` must be a 1-D array of probabilities; got {p!r}")
-    n = p.size
-    if method == "none" or n == 0:
-        return p.copy()
-    if method == "bonferroni":
-        return np.minimum(1.0, n * p)
-    order = np.argsort(p, kind="stable")
-    adjusted = np.empty(n)
-    adjusted[order] = np.minimum(1.0, np.maximum.accumulate((n - np.arange(n)) * p[order]))
-    return adjusted
 
 
 def _all_equal(target, current):
@@ -156,4 +136,8 @@ def _pvalues(costs, adjust):
         cols = np.flatnonzero(test)
         p[cols] = stats.ttest_rel(np.broadcast_to(x, (costs.shape[0], cols.size)),
                                   costs[:, cols], axis=0).pvalue
-    return adjust_pvalues(p, adjust), best
+    if adjust != "none":
+        from racer.stats import p_adjust
+
+        p = p_adjust(p, adjust)
+    return p, best

@@ -414,3 +414,33 @@ def hierarchical_test(
         test_fraction=rho,
     )
 
+
+# Data sets tied on every fold, before the model sees them: shared by the hierarchical racing
+# test and RaceResult.hierarchical_comparison (internal, not exported by racer.stats).
+
+
+def jitter_scale(rope: float) -> float:
+    """Spread given to a data set tied on every fold: far below the rope, so no decision moves."""
+    return rope / 100.0 if rope > 0 else 1e-8
+
+
+def jitter_constant_groups(diffs: np.ndarray, labels: list, scale: float,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Spread a data set whose differences are all equal by N(0, scale^2) noise.
+
+    The model's posterior is improper for such a data set (``hierarchical_test`` refuses it),
+    yet two candidates that tie on every fold of a data set are common (coarse accuracies,
+    near-identical settings) and that is evidence of equivalence, not something to drop:
+    dropping it would even push the remaining data sets toward a dominance call. A spread
+    far below the rope keeps the data set's mean and says "very precisely c" to the model.
+    """
+    out = diffs.copy()
+    by_label: dict = {}
+    for k, label in enumerate(labels):
+        by_label.setdefault(label, []).append(k)
+    for rows in by_label.values():
+        rows = np.asarray(rows)
+        if rows.size >= 2 and np.ptp(out[rows]) == 0.0:
+            # Only drawn when needed: without such a data set the stream is untouched.
+            out[rows] += rng.normal(0.0, scale, rows.size)
+    return out

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-__all__ = ["block_ranks", "tie_group_sizes_term"]
+from racer._validation import _describe, as_1d, check_int
+
+__all__ = ["block_ranks", "check_rank_sums", "tie_group_sizes_term"]
 
 
 def block_ranks(scores: np.ndarray, maximize: bool = True) -> np.ndarray:
@@ -49,3 +53,33 @@ def tie_group_sizes_term(scores: np.ndarray) -> float:
     counts = counts.astype(np.float64)
     total = float(np.sum(counts**3 - counts))
     return total
+
+
+def check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks: int = 1):
+    """``(rank_sums, rank_sq_sum, n, k)`` checked against what ``n`` blocks of ranks can give.
+
+    The argument checks of the ``*_from_sums`` tests (``rank_sq_sum=None``: not needed).
+    """
+    n = check_int(n_blocks, "n_blocks", minimum=min_blocks)
+    sums = as_1d(rank_sums, "rank_sums", min_length=2)
+    k = sums.shape[0]
+    # Every block's ranks are a permutation of 1..k (ties averaged): they sum to k (k + 1)/2,
+    # and their squares to between k (k + 1)^2 / 4 (all tied) and k (k + 1)(2k + 1)/6.
+    expected = n * k * (k + 1) / 2.0
+    if abs(float(sums.sum()) - expected) > 1e-9 * expected:
+        raise ValueError(
+            f"`rank_sums` must be the sums of {n} blocks of ranks 1..{k} (total {expected:g}); "
+            f"got total {float(sums.sum()):g}"
+        )
+    if rank_sq_sum is None:
+        return sums, None, n, k
+    if isinstance(rank_sq_sum, bool) or not isinstance(rank_sq_sum, (numbers.Real, np.floating)):
+        raise TypeError(f"`rank_sq_sum` must be a real number; got {_describe(rank_sq_sum)}")
+    sum_sq = float(rank_sq_sum)
+    low, high = n * k * (k + 1) ** 2 / 4.0, n * k * (k + 1) * (2 * k + 1) / 6.0
+    if not low - 1e-9 * high <= sum_sq <= high * (1 + 1e-9):
+        raise ValueError(
+            f"`rank_sq_sum` must lie in [{low:g}, {high:g}] for {n} blocks of ranks 1..{k}; "
+            f"got {sum_sq!r}"
+        )
+    return sums, sum_sq, n, k

@@ -38,10 +38,10 @@ import numpy as np
 from scipy import special
 
 from racer._validation import as_score_matrix, check_bool, check_nonnegative
-from racer.stats._ranks import block_ranks
+from racer.stats._ranks import block_ranks, check_rank_sums
 from racer.stats._result import StatsResult
 
-__all__ = ["RankPosteriorResult", "prob_smallest", "rank_posterior"]
+__all__ = ["RankPosteriorResult", "prob_smallest", "rank_posterior", "rank_posterior_from_sums"]
 
 # Beyond this many residual degrees of freedom the Student mixture is replaced by the normal
 # (the scale's posterior sd is ~ 1/sqrt(2 nu) of its value: < 1.6% here, and P(best) moves by
@@ -209,7 +209,36 @@ def rank_posterior(scores, *, maximize=True):
     maximize = check_bool(maximize, "maximize")
     ranks = block_ranks(scores, maximize=maximize)
     n, m = ranks.shape
-    loc, scale, df = _posterior_from_sums(ranks.sum(axis=0), float(np.sum(ranks * ranks)), n, m)
+    return _result(ranks.sum(axis=0), float(np.sum(ranks * ranks)), n, m)
+
+
+def rank_posterior_from_sums(rank_sums, rank_sq_sum, n_blocks):
+    """:func:`rank_posterior` from the rank sums and the sum of squared ranks, which is all it
+    reads: :class:`racer.racing.posterior_best.PosteriorBestTest` takes them from the race.
+
+    Parameters
+    ----------
+    rank_sums : array_like (m,)
+        Per-candidate sums of within-block ranks (1 = best, ties averaged).
+    rank_sq_sum : float
+        Sum of every squared within-block rank.
+    n_blocks : int >= 2
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.normal([0.0, 0.5, 1.0], 1.0, size=(30, 3))
+    >>> r = block_ranks(scores)
+    >>> res = rank_posterior_from_sums(r.sum(axis=0), float(np.sum(r * r)), 30)
+    >>> bool(np.array_equal(res.prob_best, rank_posterior(scores).prob_best))
+    True
+    """
+    sums, sum_sq, n, m = check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks=2)
+    return _result(sums, sum_sq, n, m)
+
+
+def _result(rank_sums, sum_sq, n, m) -> RankPosteriorResult:
+    loc, scale, df = _posterior_from_sums(rank_sums, sum_sq, n, m)
     return RankPosteriorResult(
         mean_ranks=loc, scale=scale, df=df, prob_best=_prob_smallest(loc, scale, df),
         n_blocks=n, n_candidates=m,

@@ -15,15 +15,25 @@ For k-fold CV ``rho = 1/k`` and ``rho/(1 - rho) = 1/(k - 1)``, baycomp's correct
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 from scipy import stats
 
-from racer._validation import as_1d, check_nonnegative, check_probability
+from racer._validation import (
+    _describe,
+    _numeric_array,
+    as_1d,
+    check_int,
+    check_nonnegative,
+    check_probability,
+)
 from racer.stats._result import StatsResult
 
-__all__ = ["BayesianCorrelatedTTestResult", "bayesian_correlated_ttest"]
+__all__ = [
+    "BayesianCorrelatedTTestResult",
+    "bayesian_correlated_ttest",
+    "bayesian_correlated_ttest_from_moments",
+]
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -42,6 +52,8 @@ class BayesianCorrelatedTTestResult(StatsResult):
         Posterior probability that ``mu < -rope`` (the second model is better).
     mean, scale, df : float
         The Student t posterior of ``mu``: location, scale, degrees of freedom ``n - 1``.
+        (:func:`bayesian_correlated_ttest_from_moments` with arrays: arrays of the
+        probabilities, ``mean`` and ``scale``, one entry per comparison.)
     test_fraction, rope : float
         The settings used.
     """
@@ -90,22 +102,87 @@ def bayesian_correlated_ttest(diffs, test_fraction, *, rope=0.0):
     rho = check_probability(test_fraction, "test_fraction")
     rope = check_nonnegative(rope, "rope")
     n = d.shape[0]
-    mean = float(np.mean(d))
-    variance = float(np.var(d, ddof=1)) * (1.0 / n + rho / (1.0 - rho))
-    scale = math.sqrt(variance)
+    return _posterior(float(np.mean(d)), float(np.var(d, ddof=1)), n, rho, rope)
+
+
+def bayesian_correlated_ttest_from_moments(mean, variance, n, test_fraction, *, rope=0.0):
+    """:func:`bayesian_correlated_ttest` from the mean and variance of the differences,
+    vectorised: many comparisons over the same ``n`` folds at once.
+
+    A racing test compares every survivor with the leader after each split
+    (:class:`racer.racing.cv.CorrelatedTTestRacing`); this is that posterior for all of them
+    in one call. ``test_fraction = 0`` (independent differences) is accepted here.
+
+    Parameters
+    ----------
+    mean, variance : array_like, broadcastable
+        ``mean(d)`` and ``var(d, ddof=1)`` of each comparison's ``n`` differences.
+    n : int >= 2
+        Number of differences (folds) behind every comparison.
+    test_fraction : float in [0, 1)
+        As in :func:`bayesian_correlated_ttest`.
+    rope : float >= 0
+
+    Returns
+    -------
+    BayesianCorrelatedTTestResult
+        With arrays (one entry per comparison) when ``mean`` or ``variance`` is an array.
+
+    Examples
+    --------
+    >>> d = np.array([[0.02, 0.0], [0.01, 0.0], [0.03, 0.0]])  # two comparisons, 3 folds
+    >>> res = bayesian_correlated_ttest_from_moments(d.mean(axis=0), d.var(axis=0, ddof=1), 3,
+    ...                                              0.2, rope=0.005)
+    >>> res.prob_positive.round(4), res.prob_equivalent.round(4)
+    (array([0.9058, 0.    ]), array([0.0532, 1.    ]))
+    >>> one = bayesian_correlated_ttest(d[:, 0], 0.2, rope=0.005)
+    >>> bool(one.prob_positive == res.prob_positive[0])
+    True
+    """
+    n = check_int(n, "n", minimum=2)
+    rho = check_probability(test_fraction, "test_fraction", open_left=False)
+    rope = check_nonnegative(rope, "rope")
+    mean = _numeric_array(mean, "mean", "an array of numbers").astype(np.float64)
+    variance = _numeric_array(variance, "variance", "an array of numbers").astype(np.float64)
+    if not np.all(np.isfinite(mean)):
+        raise ValueError(f"`mean` must be finite; got {_describe(mean)}")
+    if not np.all(np.isfinite(variance) & (variance >= 0)):
+        raise ValueError(f"`variance` must be finite and >= 0; got {_describe(variance)}")
+    try:
+        mean, variance = np.broadcast_arrays(mean, variance)
+    except ValueError:
+        raise ValueError(
+            f"`mean` and `variance` must have broadcastable shapes; got {mean.shape} and "
+            f"{variance.shape}"
+        ) from None
+    if mean.ndim == 0:
+        return _posterior(float(mean), float(variance), n, rho, rope)
+    return _posterior(mean, variance, n, rho, rope)
+
+
+def _posterior(mean, variance, n, rho, rope) -> BayesianCorrelatedTTestResult:
+    """The Student t posterior and its three probabilities; scalars or arrays, checked input."""
+    scale = np.sqrt(variance * (1.0 / n + rho / (1.0 - rho)))
     df = float(n - 1)
-    if scale == 0.0:
+    point = scale == 0.0
+    # sf for the right tail keeps precision when the probability is close to 1 or 0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        positive = stats.t.sf((rope - mean) / scale, df)
+        negative = stats.t.cdf((-rope - mean) / scale, df)
+    if np.any(point):
+        # Every difference the same: a point mass at the mean. Its side of the rope gets
+        # probability 1; with rope == 0 a zero mean splits 1/2 - 1/2 (ties count one half).
         if rope == 0.0:
-            positive = 1.0 if mean > 0 else (0.5 if mean == 0 else 0.0)
-            negative = 1.0 - positive
+            at_point = np.where(mean > 0, 1.0, np.where(mean == 0, 0.5, 0.0))
+            positive = np.where(point, at_point, positive)
+            negative = np.where(point, 1.0 - at_point, negative)
         else:
-            positive = float(mean > rope)
-            negative = float(mean < -rope)
-    else:
-        # sf for the right tail keeps precision when the probability is close to 1 or 0.
-        positive = float(stats.t.sf(rope, df, loc=mean, scale=scale))
-        negative = float(stats.t.cdf(-rope, df, loc=mean, scale=scale))
-    equivalent = 0.0 if rope == 0.0 else max(0.0, 1.0 - positive - negative)
+            positive = np.where(point, np.greater(mean, rope).astype(float), positive)
+            negative = np.where(point, np.less(mean, -rope).astype(float), negative)
+    equivalent = np.zeros_like(positive) if rope == 0.0 else np.maximum(0.0, 1.0 - positive - negative)
+    if np.ndim(mean) == 0:
+        positive, equivalent, negative = float(positive), float(equivalent), float(negative)
+        mean, scale = float(mean), float(scale)
     return BayesianCorrelatedTTestResult(
         prob_positive=positive,
         prob_equivalent=equivalent,

@@ -5,6 +5,9 @@ Post-hoc tests on the k x k pairs: :func:`nemenyi`, :func:`conover` (the rank-su
 irace's F-race), :func:`mean_ranks_test` (the z-test of F-Race_MR, seed 002 section 3).
 Comparisons with a control: :func:`control_test` (Demšar's Bonferroni–Dunn / Holm).
 Two paired samples: :func:`sign_test`, :func:`wilcoxon`. Multiplicity: :func:`p_adjust`.
+For callers that keep the rank sums themselves (a race does), :func:`friedman_from_sums`,
+:func:`conover_from_sums` and :func:`mean_ranks_test_from_sums` are the same tests from those
+sums, and :func:`sign_test_from_counts` the sign test from win counts.
 
 Conventions shared by every function here:
 
@@ -39,7 +42,7 @@ from racer._validation import (
     check_option,
     check_probability,
 )
-from racer.stats._ranks import block_ranks, tie_group_sizes_term
+from racer.stats._ranks import block_ranks, check_rank_sums, tie_group_sizes_term
 from racer.stats._result import StatsResult
 
 __all__ = [
@@ -52,9 +55,12 @@ __all__ = [
     "SignTestResult",
     "WilcoxonResult",
     "friedman",
+    "friedman_from_sums",
     "nemenyi",
     "conover",
+    "conover_from_sums",
     "mean_ranks_test",
+    "mean_ranks_test_from_sums",
     "control_test",
     "sign_test",
     "sign_test_from_counts",
@@ -323,9 +329,7 @@ def _scores_and_ranks(scores, maximize):
 # ---------------------------------------------------------------------------------------------
 
 
-def _friedman_chi2(ranks: np.ndarray, tie_term: float) -> float:
-    n, k = ranks.shape
-    rank_sums = ranks.sum(axis=0)
+def _friedman_chi2(rank_sums: np.ndarray, n: int, k: int, tie_term: float) -> float:
     spread = float(np.sum((rank_sums - n * (k + 1) / 2.0) ** 2))
     denominator = n * k * (k + 1) - tie_term / (k - 1)
     if denominator <= 0:
@@ -387,7 +391,49 @@ def friedman(scores, *, maximize: bool = True, tie_correction: bool = True) -> F
     arr, ranks, names = _scores_and_ranks(scores, maximize)
     n, k = ranks.shape
     tie_term = tie_group_sizes_term(arr) if tie_correction else 0.0
-    chi2 = _friedman_chi2(ranks, tie_term)
+    return _friedman_result(ranks.sum(axis=0), n, k, tie_term, tie_correction, names)
+
+
+def friedman_from_sums(
+    rank_sums, rank_sq_sum, n_blocks, *, tie_correction: bool = True
+) -> FriedmanResult:
+    """:func:`friedman` from the rank sums and the sum of squared ranks.
+
+    For callers that keep the sums themselves (a race keeps them incrementally:
+    :attr:`racer.racing.base.RaceView.rank_sums` and ``rank_sq_sums``; irace's F-race works
+    from them). The tie correction needs no more: averaged ranks of a tie group of size
+    ``t`` lose ``(t^3 - t)/12`` of squared rank, so over the blocks
+    ``sum (t^3 - t) = 12 (n k (k + 1)(2k + 1)/6 - sum r^2)``, exactly (ranks are multiples
+    of 1/2).
+
+    Parameters
+    ----------
+    rank_sums : array_like (k,)
+        Per-candidate sums of within-block ranks over ``n_blocks`` blocks (1 = best, ties
+        averaged).
+    rank_sq_sum : float
+        Sum of every squared within-block rank.
+    n_blocks : int >= 1
+    tie_correction : bool
+        As in :func:`friedman`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from racer.stats import friedman, friedman_from_sums
+    >>> scores = np.array([[0.9, 0.8, 0.7], [0.8, 0.7, 0.75], [0.95, 0.9, 0.6], [0.7, 0.5, 0.6]])
+    >>> res = friedman_from_sums([4.0, 10.0, 10.0], 4 * 14.0, 4)  # ranks 1, 2, 3 in each row
+    >>> (res.statistic, res.pvalue) == tuple(friedman(scores))
+    True
+    """
+    tie_correction = check_bool(tie_correction, "tie_correction")
+    sums, sum_sq, n, k = check_rank_sums(rank_sums, rank_sq_sum, n_blocks)
+    tie_term = 12.0 * (n * k * (k + 1) * (2 * k + 1) / 6.0 - sum_sq) if tie_correction else 0.0
+    return _friedman_result(sums, n, k, tie_term, tie_correction, None)
+
+
+def _friedman_result(rank_sums, n, k, tie_term, tie_correction, names) -> FriedmanResult:
+    chi2 = _friedman_chi2(rank_sums, n, k, tie_term)
     pvalue = float(_st.chi2.sf(chi2, k - 1)) if chi2 > 0 else 1.0
     if chi2 > 0:
         f_stat, f_p = _iman_davenport(chi2, n, k)
@@ -398,7 +444,7 @@ def friedman(scores, *, maximize: bool = True, tie_correction: bool = True) -> F
         pvalue=pvalue,
         iman_davenport=f_stat,
         iman_davenport_pvalue=f_p,
-        mean_ranks=_frozen(ranks.mean(axis=0)),
+        mean_ranks=_frozen(rank_sums / n),
         n_blocks=n,
         n_candidates=k,
         tie_correction=tie_correction,
@@ -473,15 +519,13 @@ def nemenyi(scores, *, maximize: bool = True) -> NemenyiResult:
     )
 
 
-def _conover_scale(ranks: np.ndarray) -> tuple[np.ndarray, float, float]:
-    n, k = ranks.shape
-    rank_sums = ranks.sum(axis=0)
-    sum_sq_ranks = float(np.sum(ranks**2))
+def _conover_scale(rank_sums: np.ndarray, sum_sq_ranks: float, n: int, k: int
+                   ) -> tuple[float, float]:
     # n A - sum_j R_j^2 >= 0 by Cauchy-Schwarz; clip rounding noise below zero.
     residual = max(n * sum_sq_ranks - float(np.sum(rank_sums**2)), 0.0)
     df = float((n - 1) * (k - 1))
     se = float(np.sqrt(2.0 * residual / df))
-    return rank_sums, se, df
+    return se, df
 
 
 def conover(
@@ -520,7 +564,33 @@ def conover(
     method = _check_p_adjust(p_adjust)
     _, ranks, names = _scores_and_ranks(scores, maximize)
     n, k = ranks.shape
-    rank_sums, se, df = _conover_scale(ranks)
+    return _conover_result(ranks.sum(axis=0), float(np.sum(ranks**2)), n, k, alternative,
+                           method, names)
+
+
+def conover_from_sums(
+    rank_sums, rank_sq_sum, n_blocks, *, p_adjust: str | None = None,
+    alternative: str = "two-sided",
+) -> ConoverResult:
+    """:func:`conover` from the rank sums and the sum of squared ranks (``A``), which is all
+    the test reads: irace's F-race works from them (see :func:`friedman_from_sums` for the
+    arguments; ``n_blocks >= 2``).
+
+    Examples
+    --------
+    >>> from racer.stats import conover_from_sums
+    >>> res = conover_from_sums([13.5, 7.0, 15.5], 83.5, 6)  # conover()'s example, from its sums
+    >>> round(float(res.pvalue[1, 2]), 4), round(res.critical_difference(0.05), 4)
+    (0.0057, 5.4121)
+    """
+    alternative = check_option(alternative, "alternative", _ALTERNATIVES)
+    method = _check_p_adjust(p_adjust)
+    sums, sum_sq, n, k = check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks=2)
+    return _conover_result(sums, sum_sq, n, k, alternative, method, None)
+
+
+def _conover_result(rank_sums, sum_sq, n, k, alternative, method, names) -> ConoverResult:
+    se, df = _conover_scale(rank_sums, sum_sq, n, k)
     t = _antisymmetric_ratio(rank_sums[None, :] - rank_sums[:, None], se)
     pvals = _pairwise_pvalue_matrix(
         t, lambda v: _t_pvalues(v, df, alternative), alternative, method
@@ -570,7 +640,29 @@ def mean_ranks_test(
     method = _check_p_adjust(p_adjust)
     _, ranks, names = _scores_and_ranks(scores, maximize)
     n, k = ranks.shape
-    mean_ranks = ranks.mean(axis=0)
+    return _mean_ranks_result(ranks.sum(axis=0) / n, n, k, alternative, method, names)
+
+
+def mean_ranks_test_from_sums(
+    rank_sums, n_blocks, *, alternative: str = "two-sided", p_adjust: str | None = None
+) -> MeanRanksResult:
+    """:func:`mean_ranks_test` from the rank sums over ``n_blocks`` blocks (1 = best), which
+    is all the test reads (F-Race_MR works from a race's rank sums).
+
+    Examples
+    --------
+    >>> from racer.stats import mean_ranks_test_from_sums
+    >>> res = mean_ranks_test_from_sums([5.0, 8.0, 11.0], 4, alternative="greater")
+    >>> round(float(res.statistic[0, 2]), 4), round(float(res.pvalue[0, 2]), 4)
+    (2.1213, 0.0169)
+    """
+    alternative = check_option(alternative, "alternative", _ALTERNATIVES)
+    method = _check_p_adjust(p_adjust)
+    sums, _, n, k = check_rank_sums(rank_sums, None, n_blocks)
+    return _mean_ranks_result(sums / n, n, k, alternative, method, None)
+
+
+def _mean_ranks_result(mean_ranks, n, k, alternative, method, names) -> MeanRanksResult:
     z, se = _mean_rank_z(mean_ranks, n)
     pvals = _pairwise_pvalue_matrix(
         z, lambda v: _normal_pvalues(v, alternative), alternative, method
@@ -652,7 +744,8 @@ def control_test(
         stat = (mean_ranks[c] - mean_ranks[others]) / se
         pvals = _normal_pvalues(stat, alternative)
     elif method_name == "conover":
-        rank_sums, se, df = _conover_scale(ranks)
+        rank_sums = ranks.sum(axis=0)
+        se, df = _conover_scale(rank_sums, float(np.sum(ranks**2)), n, k)
         stat = _antisymmetric_ratio(rank_sums[c] - rank_sums[others], se)
         pvals = _t_pvalues(stat, df, alternative)
     else:
@@ -858,6 +951,10 @@ def wilcoxon(
       optional continuity ``correction``. Delegated to ``scipy.stats.wilcoxon``.
     * ``"auto"``: as SciPy: exact for n <= 50 without ties or zeros, exact (the same
       permutation distribution SciPy enumerates) for n <= 13 otherwise, else asymptotic.
+    * ``"R"``: R's ``wilcox.test`` switch, which irace's F-race uses with two survivors:
+      exact for fewer than 50 non-zero differences when there are no ties among ``|d|`` and
+      no zero difference (before ``"wilcox"`` drops them), else asymptotic. R's own call is
+      ``wilcoxon(x, y, zero_method="wilcox", correction=True, method="R")``.
 
     ``statistic`` is ``min(R+, R-)`` (Demšar's T) for two-sided tests and ``R+`` otherwise.
     With no non-zero difference the p-value is 1.
@@ -872,10 +969,12 @@ def wilcoxon(
     >>> res = wilcoxon(a, b)
     >>> res.statistic, res.r_plus, res.r_minus, round(res.pvalue, 5), res.method
     (12.0, 12.0, 93.0, 0.01097, 'asymptotic')
+    >>> round(wilcoxon(a, b, zero_method="wilcox", correction=True, method="R").pvalue, 5)
+    0.01203
     """
     zero_method = check_option(zero_method, "zero_method", ("zsplit", "wilcox", "pratt"))
     alternative = check_option(alternative, "alternative", _ALTERNATIVES)
-    method = check_option(method, "method", ("auto", "exact", "asymptotic"))
+    method = check_option(method, "method", ("auto", "exact", "asymptotic", "R"))
     correction = check_bool(correction, "correction")
     if y is None:
         d = as_1d(x, "x")
@@ -883,6 +982,7 @@ def wilcoxon(
         xa, ya = as_paired(x, y, ("x", "y"))
         d = xa - ya
     zeros = d == 0
+    any_zero = bool(zeros.any())
     if zero_method == "wilcox":
         d = d[~zeros]
         zeros = zeros[~zeros]
@@ -891,7 +991,7 @@ def wilcoxon(
         # No non-zero difference: no evidence either way. zsplit shares the zeros' ranks.
         half = n * (n + 1) / 4.0 if zero_method == "zsplit" else 0.0
         return WilcoxonResult(half, 1.0, half, half, n, zero_method, alternative,
-                              "exact" if method == "auto" else method, np.nan)
+                              "exact" if method in ("auto", "R") else method, np.nan)
     ranks = _st.rankdata(np.abs(d))
     r_plus = float(np.sum(ranks[d > 0]))
     r_minus = float(np.sum(ranks[d < 0]))
@@ -904,6 +1004,9 @@ def wilcoxon(
             method = "exact"
         else:
             method = "asymptotic"
+    elif method == "R":
+        n_nonzero = n - int(np.count_nonzero(zeros))
+        method = "exact" if n_nonzero < 50 and not has_ties and not any_zero else "asymptotic"
     zstat = np.nan
     if method == "exact":
         nonzero = ~zeros

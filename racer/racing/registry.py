@@ -1,0 +1,243 @@
+"""One table of racing-test names, for the command line, the demo and ``RaceSearchCV``.
+
+``racer --racing-test NAME`` (and the scenario's ``testType``), ``python -m racer --test NAME``
+and ``RaceSearchCV(test=NAME)`` all look their names up here, so a name means the same test
+everywhere. Each entry says what it builds and which winner rule goes with it:
+
+====================  =============================  ===============================  ==========
+name                  aliases                        builds                           winner
+====================  =============================  ===============================  ==========
+``F-test``            ``friedman`` (irace),          ``FRaceTest(post_hoc="conover")``  rank_sum
+                      ``frace``
+``t-test``            ``t.none`` (irace)             ``TRaceTest(adjust="none")``     mean
+``t-test-bonferroni`` ``t.bonferroni`` (irace)       ``TRaceTest(adjust="bonferroni")`` mean
+``t-test-holm``       ``t.holm`` (irace)             ``TRaceTest(adjust="holm")``     mean
+``bayesian``          ``bayes``, ``seed002``         ``BayesianTest()``               mean
+``posterior-best``                                   ``PosteriorBestTest()``          mean
+``correlated-t``                                     ``CorrelatedTTestRacing()``      mean
+``hierarchical``                                     ``HierarchicalRacingTest(...)``  mean
+====================  =============================  ===============================  ==========
+
+Names are case-insensitive (irace lower-cases its ``testType``). The winner rule is the test
+class's own ``winner`` attribute (``"mean"`` when it states none), so the table cannot disagree
+with what :class:`racer.race.Race` does with the test. irace's four names take ``alpha = 1 -
+confidence`` from a scenario (:func:`make_test`'s ``alpha``).
+
+A name may carry constructor options after a colon, ``name:key=value,key=value``; values are
+Python literals (``0.01``, ``None``, ``True``) or else plain words (``adjust=holm``), and they
+override the entry's fixed options and ``alpha``. ``package.module:Class`` (optionally
+``package.module:Class:key=value,...``) builds any :class:`racer.racing.base.RacingTest`.
+
+>>> test, winner = make_test("posterior-best:error_rate=0.01")
+>>> type(test).__name__, test.error_rate, winner
+('PosteriorBestTest', 0.01, 'mean')
+>>> test, winner = make_test("T.HOLM", alpha=0.1)
+>>> type(test).__name__, test.adjust, test.alpha, winner
+('TRaceTest', 'holm', 0.1, 'mean')
+>>> lookup("frace").name
+'F-test'
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import re
+from typing import Any, Mapping
+
+__all__ = ["RacingTestEntry", "RACING_TESTS", "lookup", "make_test", "names", "parse_options"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RacingTestEntry:
+    """One row of the table: a racing test by name.
+
+    Parameters
+    ----------
+    name : str
+        The canonical name (as the command line and the docs spell it).
+    target : str
+        ``"module:Class"`` of the test, imported only when needed (``racer --help`` and a
+        scenario check do not import SciPy).
+    options : mapping
+        Constructor arguments this name fixes (``{"adjust": "holm"}``).
+    aliases : tuple of str
+        Other accepted spellings, from racer's other front ends.
+    irace_aliases : tuple of str
+        irace's own other spellings of ``testType`` (``irace`` entries only).
+    irace : bool
+        A ``testType`` irace knows: valid in a scenario file, and its ``alpha`` is the
+        scenario's ``1 - confidence``.
+    summary : str
+        One line for help texts and error messages.
+    """
+
+    name: str
+    target: str
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    irace_aliases: tuple[str, ...] = ()
+    irace: bool = False
+    summary: str = ""
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every name this entry answers to, the canonical one first."""
+        return (self.name, *self.irace_aliases, *self.aliases)
+
+    @property
+    def test_class(self) -> type:
+        """The racing-test class (imported on first use)."""
+        module, _, cls = self.target.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    @property
+    def winner(self) -> str:
+        """The race's winner rule that goes with this test: its class's ``winner``, else
+        ``"mean"`` (what :class:`racer.race.Race` does with ``winner=None``)."""
+        return getattr(self.test_class, "winner", None) or "mean"
+
+    def build(self, **options):
+        """The test, with this entry's fixed options updated by ``options``."""
+        return self.test_class(**{**self.options, **options})
+
+
+RACING_TESTS: tuple[RacingTestEntry, ...] = (
+    RacingTestEntry("F-test", "racer.racing.frace:FRaceTest", {"post_hoc": "conover"},
+                    aliases=("frace",), irace_aliases=("friedman",), irace=True,
+                    summary="irace's F-race: Friedman test, then Conover's post-hoc (default)"),
+    RacingTestEntry("t-test", "racer.racing.trace:TRaceTest", {"adjust": "none"},
+                    irace_aliases=("t.none",), irace=True,
+                    summary="irace's paired t-tests against the best mean, no correction"),
+    RacingTestEntry("t-test-bonferroni", "racer.racing.trace:TRaceTest", {"adjust": "bonferroni"},
+                    irace_aliases=("t.bonferroni",), irace=True,
+                    summary="irace's paired t-tests, Bonferroni-corrected"),
+    RacingTestEntry("t-test-holm", "racer.racing.trace:TRaceTest", {"adjust": "holm"},
+                    irace_aliases=("t.holm",), irace=True,
+                    summary="irace's paired t-tests, Holm-corrected"),
+    RacingTestEntry("bayesian", "racer.racing.bayesian:BayesianTest", aliases=("bayes", "seed002"),
+                    summary="Bayesian Friedman gate, then joint Bayesian sign tests"),
+    RacingTestEntry("posterior-best", "racer.racing.posterior_best:PosteriorBestTest",
+                    summary="drop candidates unlikely to be best (racer's default)"),
+    RacingTestEntry("correlated-t", "racer.racing.cv:CorrelatedTTestRacing",
+                    summary="Bayesian correlated t-test against the leader (cross-validation)"),
+    RacingTestEntry("hierarchical", "racer.racing.hierarchical:HierarchicalRacingTest",
+                    summary="hierarchical model over groups of instances (needs test_fraction)"),
+)
+
+_BY_NAME = {spelling.lower(): entry for entry in RACING_TESTS for spelling in entry.spellings}
+if len(_BY_NAME) != sum(len(entry.spellings) for entry in RACING_TESTS):
+    raise AssertionError("a racing-test name is listed twice")  # a table typo, at import
+
+
+def names(*, irace: bool | None = None) -> tuple[str, ...]:
+    """Every accepted spelling (``irace=True``: irace's ``testType`` spellings only).
+
+    >>> names(irace=True)
+    ('F-test', 'friedman', 't-test', 't.none', 't-test-bonferroni', 't.bonferroni', 't-test-holm', 't.holm')
+    """
+    if irace:
+        return tuple(s for e in RACING_TESTS if e.irace for s in (e.name, *e.irace_aliases))
+    return tuple(s for e in RACING_TESTS for s in e.spellings)
+
+
+def _valid_names() -> str:
+    return ", ".join(repr(s) for s in names()) + " or 'package.module:Class'"
+
+
+def lookup(name: str) -> RacingTestEntry:
+    """The entry of ``name`` (any spelling, any letter case).
+
+    >>> lookup("Bayes").target
+    'racer.racing.bayesian:BayesianTest'
+    >>> lookup("anova")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown racing test: the names are 'F-test', ...; got 'anova'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a racing-test name must be a str; got {name!r}")
+    entry = _BY_NAME.get(name.lower())
+    if entry is None:
+        raise ValueError(f"unknown racing test: the names are {_valid_names()}; got {name!r}")
+    return entry
+
+
+def parse_options(text: str) -> dict[str, Any]:
+    """``"key=value,key=value"`` -> keyword arguments; a value is a Python literal (a list or
+    tuple too) or else a word.
+
+    >>> parse_options("error_rate=0.01, tie_guard=False, adjust=holm")
+    {'error_rate': 0.01, 'tie_guard': False, 'adjust': 'holm'}
+    """
+    options: dict[str, Any] = {}
+    # A comma starts a new option only before "key=", so that a value may be a list or tuple.
+    for item in re.split(r",(?=\s*[A-Za-z_]\w*\s*=)", text):
+        key, eq, value = (part.strip() for part in item.partition("="))
+        if not eq or not key.isidentifier():
+            raise ValueError(f"racing-test options must read key=value,key=value; got {text!r}")
+        if key in options:
+            raise ValueError(f"racing-test option {key!r} given twice in {text!r}")
+        try:
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            options[key] = value
+    return options
+
+
+def make_test(spec: str, *, alpha: float | None = None):
+    """``(racing test, winner rule)`` for a name of the table, with options, or
+    ``package.module:Class[:options]``.
+
+    Parameters
+    ----------
+    spec : str
+        ``name``, ``name:key=value,...`` or ``package.module:Class[:key=value,...]``.
+    alpha : float, optional
+        The level of irace's tests (``1 - confidence`` of a scenario); ignored by the other
+        tests. An ``alpha=`` option in ``spec`` wins.
+
+    Returns
+    -------
+    (RacingTest, str or None)
+        The test, and the winner rule of its entry (``None`` for ``module:Class``: the race
+        then reads the class's own ``winner``).
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the valid ones), malformed options, or options the
+        test refuses.
+
+    >>> make_test("t-test:adjust=holm")[0].adjust
+    'holm'
+    >>> test, winner = make_test("racer.racing.base:KeepAll")
+    >>> type(test).__name__, winner
+    ('KeepAll', None)
+    """
+    from racer.racing.base import RacingTest
+
+    if not isinstance(spec, str):
+        raise TypeError(f"a racing-test name must be a str; got {spec!r}")
+    head, _, rest = spec.partition(":")
+    entry = _BY_NAME.get(head.strip().lower())
+    if entry is None and not rest:
+        lookup(head.strip())  # raises the error that lists the names
+    try:
+        if entry is not None:
+            options = parse_options(rest) if rest else {}
+            if entry.irace and alpha is not None:
+                options.setdefault("alpha", alpha)
+            return entry.build(**options), entry.winner
+        cls_name, _, option_text = rest.partition(":")
+        try:
+            cls = getattr(importlib.import_module(head), cls_name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ValueError(f"racing test {spec!r}: {exc} (the names are {_valid_names()})") from None
+        test = cls(**(parse_options(option_text) if option_text else {}))
+    except TypeError as exc:  # an option the constructor does not take
+        raise ValueError(f"racing test {spec!r}: {exc}") from None
+    if not isinstance(test, RacingTest):
+        raise ValueError(f"racing test {spec!r} is not a racer RacingTest")
+    return test, None
