@@ -10,7 +10,8 @@
 * Every docstring example of the package runs with pytest's doctest support. ``adapters/``
   installs as ``racer.adapters`` (the package-dir mapping of pyproject.toml), so each module is
   imported by its installed dotted name, never by its file path: collected by path,
-  ``adapters/sklearn.py`` would load a second copy called ``adapters.sklearn``.
+  ``adapters/sklearn/_search.py`` would load a second copy called
+  ``adapters.sklearn._search``.
   A module that needs an optional dependency which is absent is skipped, naming it.
 """
 
@@ -198,8 +199,9 @@ def pytest_collect_file(file_path: Path, parent):
 
 
 def pytest_pycollect_makemodule(module_path: Path, parent):
-    # `pytest adapters/sklearn.py`: pytest's Python plugin would import a file named on the
-    # command line by its path, as `adapters.sklearn`; its doctests are collected instead.
+    # `pytest adapters/sklearn/_search.py`: pytest's Python plugin would import a file named on
+    # the command line by its path, as `adapters.sklearn._search`; its doctests are collected
+    # instead.
     return _doctests(module_path, parent)
 
 

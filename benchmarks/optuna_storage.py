@@ -31,7 +31,8 @@ import time
 import optuna
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from racer.adapters.optuna import IteratedRace, _SqliteWal
+from racer.adapters.optuna import IteratedRace
+from racer.adapters.optuna.iterated import _SqliteWal
 
 SPACE = {"x": FloatDistribution(0, 1), "kind": CategoricalDistribution(["a", "b"])}
 INSTANCES = list(range(50))

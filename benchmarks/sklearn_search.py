@@ -197,7 +197,7 @@ def run_one(name, seed, tests, rope, grid5fold=True, cache=None):
             kwargs = {"resource": "n_samples"}
             if "-f" in test:
                 kwargs["factor"] = float(test.split("-f")[1])
-            import racer.adapters.sklearn as adapter
+            import racer.adapters.sklearn._search as adapter
 
             # "subsample-nocut": the pilot comparison without the level-end quota cut.
             adapter._SUBSAMPLE_CUT = not test.endswith("nocut")

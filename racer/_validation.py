@@ -25,7 +25,6 @@ __all__ = [
     "seed_from_random_state",
     "check_direction",
     "check_eps",
-    "renamed_argument",
     "check_option",
     "check_probability",
     "check_positive",
@@ -339,31 +338,6 @@ def check_direction(direction: Any, maximize: Any = None, *, stacklevel: int = 3
     if direction is None:
         return "minimize"
     return check_option(direction, "direction", _DIRECTIONS)
-
-
-def renamed_argument(
-    value: Any, name: str, old_value: Any, old_name: str, default: Any, *, stacklevel: int = 3
-) -> Any:
-    """The value of an argument that was renamed: ``value`` (``default`` when it is None), or
-    the deprecated ``old_name``'s value with a DeprecationWarning saying what to write; giving
-    both is a ValueError. Range checks are the caller's, under the new name.
-
-    >>> renamed_argument(None, "credibility", None, "prob_threshold", 0.95)
-    0.95
-    """
-    if old_value is None:
-        return default if value is None else value
-    if value is not None:
-        raise ValueError(
-            f"give `{name}` only (`{old_name}` is its deprecated alias); got "
-            f"{name}={_describe(value)} and {old_name}={_describe(old_value)}"
-        )
-    warnings.warn(
-        f"`{old_name}` is deprecated and will be removed; write {name}={_describe(old_value)}",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
-    return old_value
 
 
 def check_eps(value: Any, name: str = "eps") -> float:

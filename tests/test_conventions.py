@@ -263,7 +263,7 @@ def test_instance_objective_orders_follow_a_random_state():
     assert a == orders(np.random.RandomState(5)) and a != orders(np.random.RandomState(6))
 
 
-def test_racing_pruner_credibility_and_its_deprecated_alias_decide_alike():
+def test_racing_pruner_credibility_is_the_level_it_decides_at():
     optuna = pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution
     from optuna.trial import create_trial
@@ -281,11 +281,7 @@ def test_racing_pruner_credibility_and_its_deprecated_alias_decide_alike():
     for step, value in enumerate(ref[:8] + np.r_[-0.1, np.ones(7)]):
         trial.report(float(value), step)
     frozen = study._storage.get_trial(trial._trial_id)
-    new = RacingPruner(credibility=0.9, random_state=0).decide(study, frozen)
-    with pytest.warns(DeprecationWarning, match=r"`prob_threshold` is deprecated.*write "
-                                                r"credibility=0.9"):
-        old = RacingPruner(prob_threshold=0.9, random_state=0).decide(study, frozen)
-    assert new == old and new["prune"]
+    assert RacingPruner(credibility=0.9, random_state=0).decide(study, frozen)["prune"]
     # A stricter credibility than the evidence reaches keeps the trial: the value is used.
     assert not RacingPruner(credibility=0.999999, random_state=0).decide(study, frozen)["prune"]
 

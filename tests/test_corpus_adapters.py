@@ -122,8 +122,6 @@ CASES = [
                  id="search-random-state-negative"),
     pytest.param(lambda: _search(n_iter=3), ValueError, r"`n_iter` only applies",
                  id="search-n-iter-with-grid"),
-    pytest.param(lambda: _search(n_candidates=3), ValueError, r"`n_candidates` only applies",
-                 id="search-candidates-with-grid"),
     pytest.param(lambda: _search(n_iter=0), ValueError, r"'n_iter' parameter of RaceSearchCV",
                  id="search-n-iter-zero"),
     pytest.param(lambda: _search(verbose="loud"), ValueError, r"'verbose' parameter of RaceSearchCV",
@@ -139,9 +137,6 @@ CASES = [
                  id="pruner-unknown-test"),
     pytest.param(lambda: RacingPruner(credibility=1.0), ValueError,
                  r"`credibility` must lie in \(0, 1\); got 1.0", id="pruner-credibility-one"),
-    pytest.param(lambda: RacingPruner(credibility=0.9, prob_threshold=0.9), ValueError,
-                 r"give `credibility` only \(`prob_threshold` is its deprecated alias\); got "
-                 r"credibility=0.9 and prob_threshold=0.9", id="pruner-credibility-and-alias"),
     pytest.param(lambda: RacingPruner(eps=0.5), ValueError, r"`eps`", id="pruner-eps-half"),
     pytest.param(lambda: RacingPruner(rope=np.nan), ValueError, r"`rope`", id="pruner-rope-nan"),
     pytest.param(lambda: RacingPruner(top_k=0), ValueError, r"`top_k`", id="pruner-top-k-zero"),

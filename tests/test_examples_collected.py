@@ -18,7 +18,7 @@ import pytest
 
 import conftest
 
-SOURCES = sorted(conftest.ROOT.glob("racer/**/*.py")) + sorted(conftest.ROOT.glob("adapters/*.py"))
+SOURCES = sorted(conftest.ROOT.glob("racer/**/*.py")) + sorted(conftest.ROOT.glob("adapters/**/*.py"))
 
 
 def _import(path: Path):
@@ -34,7 +34,8 @@ def _import(path: Path):
 def test_the_sources_are_all_there():
     names = {conftest._dotted_name(p) for p in SOURCES}
     assert {"racer", "racer.race", "racer.stats.frequentist", "racer.cli.sampler",
-            "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn"} <= names
+            "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn",
+            "racer.adapters.sklearn._search", "racer.adapters.optuna.pruner"} <= names
     assert conftest._dotted_name(conftest.ROOT / "tests" / "test_race.py") is None
     assert conftest._dotted_name(conftest.ROOT / "benchmarks" / "frontier.py") is None
 
@@ -55,7 +56,7 @@ def test_doctest_sees_every_example_written_and_each_compares_output(path):
     # The modules whose examples hand-written tests used to run, with the least they held.
     least = {"racer.stats.bayesian_sign": 10, "racer._validation": 5,
              "racer.stats._hierarchical": 4, "racer.racing.hierarchical": 8, "racer.result": 6,
-             "racer.adapters.sklearn_datasets": 4,
+             "racer.adapters.sklearn.datasets": 4,
              "racer.race": 1, "racer.storage": 1, "racer.plot": 1, "racer.report": 1,
              "racer.iterated_run": 1, "racer.progress": 1, "racer.racing.frace": 1,
              "racer.cli.rexpr": 1, "racer.cli.parameters": 1, "racer.cli.scenario": 1,
@@ -67,15 +68,15 @@ def test_doctest_sees_every_example_written_and_each_compares_output(path):
 
 def test_pytest_collects_an_adapter_through_the_package():
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                           "-p", "no:cacheprovider", "adapters/sklearn_datasets.py"],
+                           "-p", "no:cacheprovider", "adapters/sklearn/datasets.py"],
                           cwd=conftest.ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    ids = [line for line in proc.stdout.splitlines() if line.startswith("adapters/sklearn_datasets.py::")]
-    assert "adapters/sklearn_datasets.py::racer.adapters.sklearn_datasets.WithinGroupKFold" in ids
-    assert all("::racer.adapters.sklearn_datasets." in i for i in ids)
+    ids = [line for line in proc.stdout.splitlines() if line.startswith("adapters/sklearn/datasets.py::")]
+    assert "adapters/sklearn/datasets.py::racer.adapters.sklearn.datasets.WithinGroupKFold" in ids
+    assert all("::racer.adapters.sklearn.datasets." in i for i in ids)
 
 
 def test_no_adapter_was_imported_under_its_folder_name():
-    # Collected by file path, adapters/sklearn.py would load as `adapters.sklearn`: a second copy
+    # Collected by file path, adapters/sklearn/_search.py would load as `adapters.sklearn._search`: a second copy
     # whose classes are not racer.adapters.sklearn's.
     assert not [name for name in sys.modules if name == "adapters" or name.startswith("adapters.")]

@@ -276,7 +276,7 @@ def test_hierarchical_comparison_checks_its_arguments():
 def test_within_group_kfold_splits_inside_each_data_set():
     pytest.importorskip("sklearn")
     from racer.adapters.sklearn import WithinGroupKFold
-    from racer.adapters.sklearn_datasets import split_datasets
+    from racer.adapters.sklearn.datasets import split_datasets
 
     groups = np.repeat(["a", "b", "c"], [10, 12, 9])
     X = np.zeros((groups.size, 2))

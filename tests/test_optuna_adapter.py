@@ -13,8 +13,10 @@ baycomp = pytest.importorskip("baycomp")
 from optuna.distributions import FloatDistribution  # noqa: E402
 from optuna.trial import TrialState, create_trial  # noqa: E402
 
-from racer.adapters import optuna as racer_optuna  # noqa: E402
 from racer.adapters.optuna import RacingPruner, instance_objective  # noqa: E402
+from racer.adapters.optuna._common import SCORES_ATTR  # noqa: E402
+from racer.adapters.optuna.pruner import _sign_posteriors  # noqa: E402
+from racer.stats.bayesian_sign import prob_greater_from_counts  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -60,7 +62,7 @@ def test_sign_posteriors_match_baycomp_sign_test(diff_counts):
     left, right = samples[:, 0], samples[:, 2]
     ref_worse = np.mean(left > right)
     ref_equiv = np.mean(np.abs(right - left) < 2 * 0.05)
-    worse, equiv = racer_optuna._sign_posteriors(
+    worse, equiv = _sign_posteriors(
         np.array([n_better]), np.array([n_worse]), np.array([n_tied]), 1.0, 0.05
     )
     assert worse[0] == pytest.approx(ref_worse, abs=0.01)
@@ -77,8 +79,9 @@ def test_idp_dominance_matches_baycomp_with_the_prior_on_the_trial_side(diff_cou
     samples = baycomp.SignTest.sample(np.zeros_like(y), y, rope=0.5, prior=(1.0, 2),
                                       nsamples=50000, random_state=3)
     ref = np.mean(samples[:, 0] > samples[:, 2])
-    got = racer_optuna._sign_prob_worse_idp(np.array([n_better]), np.array([n_worse]), 1.0)
-    assert got[0] == pytest.approx(ref, abs=0.01)
+    # What the pruner computes: P(trial worse) with the pseudo-observation against it.
+    got = prob_greater_from_counts(n_worse, n_better, pseudo_against=1.0)
+    assert got == pytest.approx(ref, abs=0.01)
 
 
 def test_idp_prior_needs_a_longer_losing_streak():
@@ -89,56 +92,6 @@ def test_idp_prior_needs_a_longer_losing_streak():
     assert not RacingPruner(prior="idp", random_state=0).prune(study, three)
     five = _running(study, [1.0] * 5)
     assert RacingPruner(prior="idp", random_state=0).prune(study, five)
-
-
-def test_signed_rank_posteriors_match_baycomp_signed_rank_test():
-    # baycomp's SignedRankTest without a rope samples theta = sum_ij w_i w_j H(z_i + z_j) with
-    # the prior pseudo-observation at 0: our posterior. Same Monte Carlo tolerance argument as
-    # above (SE of the difference < 0.004 with 20,000 draws each).
-    rng = np.random.default_rng(3)
-    ref = rng.normal(size=15)
-    trial = ref - 0.3 + rng.normal(scale=0.5, size=15)
-    samples = baycomp.SignedRankTest.sample(ref, trial, rope=0, prior=1.0, nsamples=20000,
-                                            random_state=2)
-    theta = samples[:, 2]
-    worse, equiv = racer_optuna._signed_rank_posteriors(
-        (trial - ref)[None, :], np.ones((1, 15), dtype=bool), 1.0, 0.1, 20000,
-        np.random.default_rng(0),
-    )
-    assert 0.5 < worse[0] < 0.999  # the case is informative, not saturated
-    assert worse[0] == pytest.approx(np.mean(theta < 0.5), abs=0.02)
-    assert equiv[0] == pytest.approx(np.mean(np.abs(theta - 0.5) < 0.1), abs=0.02)
-
-
-def test_signed_rank_missing_steps_are_ignored():
-    # A step the reference lacks must weigh nothing: the batched computation with a mask
-    # equals the computation on the common steps alone, draw for draw up to Monte Carlo.
-    rng = np.random.default_rng(4)
-    diffs = rng.normal(-0.2, 1.0, size=12)
-    present = np.ones(12, dtype=bool)
-    present[[2, 5, 9]] = False
-    masked = np.where(present, diffs, 0.0)
-    w_masked, _ = racer_optuna._signed_rank_posteriors(
-        masked[None], present[None], 1.0, 0.0, 20000, np.random.default_rng(5))
-    w_common, _ = racer_optuna._signed_rank_posteriors(
-        diffs[present][None], np.ones((1, 9), dtype=bool), 1.0, 0.0, 20000,
-        np.random.default_rng(6))
-    assert w_masked[0] == pytest.approx(w_common[0], abs=0.02)
-
-
-def test_mean_posterior_is_the_bayesian_bootstrap_of_the_mean_difference():
-    # theta = sum_i w_i Z_i with (w_0, ..., w_n) ~ Dir(s, 1, ..., 1) and Z_0 = 0, computed here
-    # draw by draw with Generator.dirichlet (another path); both are Monte Carlo over 20,000
-    # draws, so the two probabilities differ by at most ~4 SE of the difference (0.005 each).
-    rng = np.random.default_rng(7)
-    diffs = rng.normal(-0.15, 1.0, size=14)
-    w = np.random.default_rng(8).dirichlet(np.r_[1.0, np.ones(14)], size=20000)
-    theta = w @ np.r_[0.0, diffs]
-    worse, equiv = racer_optuna._mean_posteriors(
-        diffs[None], np.ones((1, 14), dtype=bool), 1.0, 0.1, 20000, np.random.default_rng(9))
-    assert 0.5 < worse[0] < 0.99  # informative, not saturated
-    assert worse[0] == pytest.approx(np.mean(theta < 0), abs=0.02)
-    assert equiv[0] == pytest.approx(np.mean(np.abs(theta) <= 0.1), abs=0.02)
 
 
 def test_mean_test_weighs_sizes_where_the_sign_test_counts_wins():
@@ -689,13 +642,13 @@ def test_iterated_race_on_sqlite_resumes_after_a_crash(tmp_path):
     assert any(t.state == TrialState.RUNNING for t in crashed.trials)
     params = {t.number: tuple(sorted(t.params.items())) for t in crashed.trials}
     stored = {(params[t.number], int(k)) for t in crashed.trials
-              for k in t.user_attrs.get(racer_optuna.SCORES_ATTR, {})}
+              for k in t.user_attrs.get(SCORES_ATTR, {})}
     stored |= {(params[int(key.rsplit("_", 1)[1])], int(k))
                for key, record in crashed.user_attrs.items()
-               if key.startswith(racer_optuna.SCORES_ATTR + "_") for k in record}
-    # A block's evaluations are recorded when the block ends (as before issue 18): those of
-    # the block the crash interrupted are not stored, every earlier one is.
-    assert 60 <= len(stored) < len(calls) and stored <= set(calls)
+               if key.startswith(SCORES_ATTR + "_") for k in record}
+    # Each evaluation is recorded as it arrives (racer's race loop tells results one by one),
+    # so every one made before the crash is stored, those of the interrupted block too.
+    assert stored == set(calls)
     res = IteratedRace(evaluate, space, instances, budget=200, storage=url, study_name="s",
                        random_state=0, progress=False).run()
     assert not stored & set(calls[110:])  # nothing stored is evaluated again

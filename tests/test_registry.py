@@ -101,7 +101,7 @@ def test_irace_names_are_the_scenario_test_types():
 def test_the_cli_demo_and_racesearchcv_use_the_table():
     from racer.__main__ import _make_test
     from racer.cli import UsageError
-    from racer.cli import make_test as cli_make_test
+    from racer.cli._main import make_test as cli_make_test
 
     test, winner = cli_make_test("posterior-best:error_rate=0.05", 0.9)
     assert (type(test).__name__, test.error_rate, winner) == ("PosteriorBestTest", 0.05, "mean")
@@ -110,7 +110,7 @@ def test_the_cli_demo_and_racesearchcv_use_the_table():
         cli_make_test("bayes:eps=2", 0.95)
     assert type(_make_test("seed002")).__name__ == "BayesianTest"
     pytest.importorskip("sklearn")
-    from racer.adapters.sklearn import _TEST_NAMES
+    from racer.adapters.sklearn._search import _TEST_NAMES
 
     assert {"bayes", "posterior-best", "frace", "correlated-t", "hierarchical"} <= set(_TEST_NAMES)
     assert all(registry.lookup(n).name in ("bayesian", "posterior-best", "F-test",

@@ -31,11 +31,9 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from racer.racing import CorrelatedTTestRacing
-from racer.adapters.sklearn import (
-    RaceSearchCV,
-    _materialise_splits,
-    _stage_rank,
-)
+from racer.adapters.sklearn import RaceSearchCV
+from racer.adapters.sklearn._results import stage_rank
+from racer.adapters.sklearn._splits import materialise_splits
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -155,8 +153,8 @@ def test_stage_rank_orders_by_progress_then_mean():
     n_eval = np.array([5, 10, 10, 5, 10])
     mean = np.array([0.99, 0.5, 0.7, 0.6, np.nan])
     # Candidate 0 has the best mean but was eliminated at 5 splits: it ranks below all at 10.
-    np.testing.assert_array_equal(_stage_rank(n_eval, mean), [4, 2, 1, 5, 3])
-    np.testing.assert_array_equal(_stage_rank(np.array([3, 3]), np.array([0.5, 0.5])), [1, 1])
+    np.testing.assert_array_equal(stage_rank(n_eval, mean), [4, 2, 1, 5, 3])
+    np.testing.assert_array_equal(stage_rank(np.array([3, 3]), np.array([0.5, 0.5])), [1, 1])
 
 
 def test_same_seed_same_race_and_different_seed_different_splits(easy_problem):
@@ -177,7 +175,7 @@ def test_same_seed_same_race_and_different_seed_different_splits(easy_problem):
 def test_repeats_keep_stratification_and_differ(iris):
     X, y = iris
     rng = np.random.default_rng(0)
-    splits, repeat, n_rep = _materialise_splits(StratifiedKFold(5), X, y, None, 3, rng)
+    splits, repeat, n_rep = materialise_splits(StratifiedKFold(5), X, y, None, 3, rng)
     assert n_rep == 3 and len(splits) == 15
     np.testing.assert_array_equal(repeat, np.repeat([0, 1, 2], 5))
     for train, test in splits:
@@ -195,7 +193,7 @@ def test_repeats_keep_groups():
     X = np.arange(60, dtype=float).reshape(30, 2)
     y = np.arange(30) % 2
     groups = np.arange(30) // 3
-    splits, _, n_rep = _materialise_splits(
+    splits, _, n_rep = materialise_splits(
         GroupKFold(5), X, y, groups, 2, np.random.default_rng(0)
     )
     assert n_rep == 2 and len(splits) == 10
@@ -207,7 +205,7 @@ def test_deterministic_splitter_is_not_repeated():
     X = np.zeros((12, 1))
     groups = np.arange(12) // 4
     with pytest.warns(UserWarning, match="n_repeats=3 is ignored"):
-        splits, _, n_rep = _materialise_splits(
+        splits, _, n_rep = materialise_splits(
             LeaveOneGroupOut(), X, None, groups, 3, np.random.default_rng(0)
         )
     assert n_rep == 1 and len(splits) == 3
@@ -383,7 +381,6 @@ def test_frace_runs_the_same_search(easy_problem):
     [
         (dict(param_grid=None), ValueError, "exactly one of `param_grid`"),
         (dict(param_distributions={"n_neighbors": [1, 2]}), ValueError, "exactly one"),
-        (dict(n_candidates=3), ValueError, "`n_candidates` only applies"),
         (dict(n_iter=3), ValueError, "`n_iter` only applies"),
         (dict(n_repeats=0), ValueError, "'n_repeats' parameter of RaceSearchCV.*Got 0"),
         (dict(first_test=0), ValueError, "'first_test' parameter of RaceSearchCV.*Got 0"),
@@ -564,7 +561,7 @@ def test_distribution_parameters_are_validated_too(easy_problem):
     from sklearn.utils._param_validation import InvalidParameterError
 
     X, y = easy_problem
-    for kwargs in (dict(n_iter=0), dict(n_iter="ten"), dict(n_candidates=0)):
+    for kwargs in (dict(n_iter=0), dict(n_iter="ten")):
         with pytest.raises(InvalidParameterError):
             RaceSearchCV(KNeighborsClassifier(), param_distributions={"n_neighbors": [1, 3]},
                          cv=2, **kwargs).fit(X, y)
@@ -577,7 +574,7 @@ def test_parameter_constraints_cover_every_init_parameter():
     assert names == set(RaceSearchCV._parameter_constraints)
 
 
-def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_problem):
+def test_n_iter_draws_that_many(easy_problem):
     X, y = easy_problem
     from scipy.stats import randint
 
@@ -587,11 +584,6 @@ def test_n_iter_draws_that_many_and_n_candidates_is_a_deprecated_alias(easy_prob
     assert len(search.cv_results_["params"]) == 4
     default = RaceSearchCV(KNeighborsClassifier(), **common).fit(X, y)
     assert len(default.cv_results_["params"]) == 10  # RandomizedSearchCV's default n_iter
-    with pytest.warns(FutureWarning, match="`n_candidates` is deprecated.*`n_iter`"):
-        old = RaceSearchCV(KNeighborsClassifier(), n_candidates=4, **common).fit(X, y)
-    assert old.cv_results_["params"] == search.cv_results_["params"]
-    with pytest.raises(ValueError, match="give only `n_iter`"):
-        RaceSearchCV(KNeighborsClassifier(), n_iter=4, n_candidates=4, **common).fit(X, y)
 
 
 def test_verbose_levels_print_more_at_each_level(easy_problem, capsys):

@@ -1,23 +1,13 @@
-"""Racing for Optuna users: a Bayesian instance-wise pruner and an iterated race.
+"""Iterated racing with an Optuna sampler as the proposal model.
 
-Two ways to bring racing to an Optuna study, matching the two ways Optuna users work:
-
-* :class:`RacingPruner` is a drop-in replacement for :class:`optuna.pruners.WilcoxonPruner`.
-  The objective evaluates instances (problem instances, folds, seeds, questions) in random
-  order, reports each value with ``trial.report(value, step=instance_id)`` and asks
-  ``trial.should_prune()`` after each one. The pruner pairs the running trial with the best
-  completed trial (or the ``top_k`` best) on their common instances and prunes when racer's
-  Bayesian sign or signed-rank test says the trial is worse, or practically equivalent to a
-  better one. :func:`instance_objective` writes that reporting loop for you.
-* :class:`IteratedRace` runs irace's loop (sample candidates, race them with the elites,
-  refocus the sampler on the survivors) with any Optuna sampler as the proposal model.
-
-The race core never imports this module or Optuna.
+:class:`IteratedRace` runs irace's loop (sample candidates, race them with the elites,
+refocus the sampler on the survivors) with any Optuna sampler as the proposal model, on the
+user's study (written through :class:`_StudyMirror`, resumable after a crash); it returns an
+:class:`IteratedRaceResult`.
 """
 
 from __future__ import annotations
 
-import collections.abc
 import copy
 import dataclasses
 import math
@@ -27,583 +17,29 @@ from typing import Any
 
 import numpy as np
 import optuna
-from scipy.special import betainc
-from optuna.pruners import BasePruner
-from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
     _describe,
-    as_race_items,
     check_bool,
     check_int,
-    check_nonnegative,
     check_option,
-    check_eps,
-    check_positive,
-    check_probability,
-    renamed_argument,
     seed_from_random_state,
 )
-from racer.execution import WorkerPool, check_timeout, effective_n_jobs
-from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
+from racer.adapters.optuna._common import (
+    ANSWER_ATTR,
+    ITERATION_ATTR,
+    N_INSTANCES_ATTR,
+    SCORES_ATTR,
+    STATE_ATTR,
+    check_instances,
+    single_direction,
+)
+from racer._irace_schedule import IraceSchedule
+from racer.execution import check_timeout, effective_n_jobs
+from racer.race_loop import backend_for, drive
 
-__all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
-
-# Keys this module writes into trial user attributes. Readers (the pruner, the benchmarks,
-# a resumed IteratedRace) rely on these names: they are part of the adapter's contract.
-PRUNED_ATTR = "racer_pruned"
-N_INSTANCES_ATTR = "racer_n_instances"
-SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace candidate
-ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
-STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
-ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
-
-
-# --------------------------------------------------------------------------------------------
-# Posterior probabilities of the paired tests (oriented: positive difference = trial better)
-# --------------------------------------------------------------------------------------------
-
-
-def _sign_prob_worse_idp(n_better, n_worse, prior_strength):
-    """Lower probability that the trial is worse, under the imprecise DP (seed 000 / 002 §7).
-
-    The prior pseudo-observation is put where it argues *against* the statement "the trial is
-    worse", i.e. counted as a win of the trial: ``(W_better, W_worse) ~ Dir(n_better + s,
-    n_worse)`` and ``P(W_worse > W_better) = I_{1/2}(n_better + s, n_worse)``. A 3-0 record
-    is then 0.875, not certain (with s = 1); five straight losses give 0.97.
-    """
-    n_better = np.asarray(n_better, dtype=np.float64)
-    n_worse = np.asarray(n_worse, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        out = betainc(n_better + prior_strength, np.maximum(n_worse, 1e-300), 0.5)
-    return np.atleast_1d(np.where(n_worse == 0, 0.0, out))
-
-
-def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
-    """P(trial worse) and P(practically equivalent) for the DP sign test, one per reference.
-
-    Seed 002, Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
-    Dir(s, 1, ..., 1)``, the pseudo-observation of weight ``s`` sitting on the tie,
-    ``theta = P(T > R) + 1/2 P(T = R)`` is ``1/2 + 1/2 (W_better - W_worse)`` where the
-    aggregated weights ``(W_better, W_worse, W_tie) ~ Dir(n_better, n_worse, n_tied + s)``.
-
-    * ``P(theta < 1/2) = P(W_worse > W_better)`` has the closed form of Theorem 2
-      (``prob_greater_from_counts(n_worse, n_better)``); it does not depend on ``s``.
-    * ``P(|theta - 1/2| < eps)`` (section 7.1's band) comes from
-      :func:`racer.stats.bayesian_sign.prob_indistinguishable`, a deterministic quadrature,
-      so the sign-test pruner uses no Monte Carlo at all.
-
-    All arguments are integer arrays of shape (n_refs,); returns two float arrays.
-    """
-    prob_worse = np.atleast_1d(np.asarray(prob_greater_from_counts(n_worse, n_better),
-                                          dtype=np.float64))
-    if eps <= 0:
-        return prob_worse, np.zeros_like(prob_worse)
-    prob_equiv = prob_indistinguishable(
-        n_better, n_worse, n_better + n_worse + n_tied, prior_strength=prior_strength, eps=eps
-    )
-    return prob_worse, np.atleast_1d(np.asarray(prob_equiv, dtype=np.float64))
-
-
-def _dp_weights(diffs, present, prior_strength, n_samples, rng):
-    """The DP posterior's weights on ``Z_0 = 0, Z_1, ..., Z_n``, one set per reference.
-
-    ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)`` (a step the reference lacks gets weight exactly
-    zero, a Gamma(0) variate). Returns ``z`` (k, n+1) with ``z_0 = 0`` and ``weights``
-    (k, n_samples, n+1).
-    """
-    n_refs, n = diffs.shape
-    z = np.concatenate([np.zeros((n_refs, 1)), diffs], axis=1)  # (k, n+1), z_0 = 0
-    shapes = np.concatenate(
-        [np.full((n_refs, 1), float(prior_strength)), present.astype(np.float64)], axis=1
-    )
-    gammas = rng.standard_gamma(np.broadcast_to(shapes[:, None, :], (n_refs, n_samples, n + 1)))
-    return z, gammas / gammas.sum(axis=2, keepdims=True)
-
-
-def _mean_posteriors(diffs, present, prior_strength, rope, n_samples, rng):
-    """P(trial worse) and P(practically equivalent) on the *mean* paired difference.
-
-    The DP posterior of the mean of ``Z = T - R`` (Rubin's Bayesian bootstrap with the prior
-    pseudo-observation ``Z_0 = 0`` of weight ``s``, as in the other two tests):
-    ``theta = sum_i w_i Z_i``. The trial is worse when ``theta < 0`` and practically
-    equivalent when ``|theta| <= rope`` (on the score scale: ``eps`` has no meaning here).
-    Monte Carlo over ``n_samples`` weight vectors; shapes as in
-    :func:`_signed_rank_posteriors`.
-    """
-    z, weights = _dp_weights(diffs, present, prior_strength, n_samples, rng)
-    theta = np.einsum("ksi,ki->sk", weights, z)
-    prob_worse = np.mean(theta < 0, axis=0)
-    if rope <= 0:
-        return prob_worse, np.zeros_like(prob_worse)
-    return prob_worse, np.mean(np.abs(theta) <= rope, axis=0)
-
-
-def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng):
-    """P(trial worse) and P(practically equivalent) for the DP signed-rank test, per reference.
-
-    Seed 000, Theorems 2 and 4, with the prior mass ``s`` on the pseudo-observation
-    ``Z_0 = 0`` (the tie, as in the sign test of seed 002) rather than at the IDP extremes:
-    with ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)`` and ``Z = T - R``,
-    ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0) = sum_ij w_i w_j H(Z_i + Z_j)``,
-    ``H`` the Heaviside step with ``H(0) = 1/2``. The trial is worse when ``theta < 1/2`` and
-    practically equivalent when ``|theta - 1/2| < eps``; both are Monte Carlo estimates over
-    ``n_samples`` weight vectors.
-
-    ``diffs`` and ``present`` have shape (n_refs, n): every reference is paired with the
-    trial's n steps, and a step the reference lacks gets weight exactly zero (a Gamma(0)
-    variate), so all references are computed in one batched contraction.
-    """
-    z, weights = _dp_weights(diffs, present, prior_strength, n_samples, rng)
-    pair_sum = z[:, :, None] + z[:, None, :]
-    heaviside = np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))
-    # theta_s = w_s' H w_s, one batched matrix product per reference (BLAS, no Python loop).
-    theta = np.einsum("ksi,ksi->sk", weights @ heaviside, weights)
-    prob_worse = np.mean(theta < 0.5, axis=0)
-    if eps <= 0:
-        return prob_worse, np.zeros_like(prob_worse)
-    prob_equiv = np.mean(np.abs(theta - 0.5) < eps, axis=0)
-    return prob_worse, prob_equiv
-
-
-# --------------------------------------------------------------------------------------------
-# The pruner
-# --------------------------------------------------------------------------------------------
-
-
-def _single_direction(study: optuna.Study, who: str) -> StudyDirection:
-    directions = study.directions
-    if len(directions) != 1:
-        raise ValueError(
-            f"{who} supports single-objective studies only; this study has "
-            f"{len(directions)} objectives ({[d.name for d in directions]})"
-        )
-    return directions[0]
-
-
-def _steps_and_values(trial: FrozenTrial) -> tuple[np.ndarray, np.ndarray]:
-    reported = trial.intermediate_values
-    n = len(reported)
-    steps = np.fromiter(reported.keys(), dtype=np.int64, count=n)
-    values = np.fromiter(reported.values(), dtype=np.float64, count=n)
-    order = np.argsort(steps, kind="stable")
-    return steps[order], values[order]
-
-
-class RacingPruner(BasePruner):
-    """Prune a trial once a Bayesian paired test shows it worse than, or equivalent to, a better one.
-
-    Same usage contract as :class:`optuna.pruners.WilcoxonPruner`, so one can replace the other:
-    the objective visits instances in random order, calls ``trial.report(value, step=i)``
-    with a stable integer id ``i`` per instance, and checks ``trial.should_prune()`` after
-    each. (:func:`instance_objective` builds such an objective.)
-
-    At every check the running trial ``T`` is paired, on their common steps, with each of the
-    ``top_k`` best COMPLETE trials ``R`` evaluated on the full instance set (the references,
-    see Notes), after orienting so that a positive
-    difference ``Z = T - R`` favours the trial and zeroing differences with
-    ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
-    of the chosen test,
-
-    * ``test="sign"`` (seed 002, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
-    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
-    * ``test="mean"``: ``theta - 1/2`` replaced by the mean of ``Z`` under the same posterior
-      (the Bayesian bootstrap, with the raw differences and the band ``|mean| <= rope``),
-
-    under the Dirichlet-process posterior with prior strength ``prior_strength`` on the tie,
-    the trial is pruned when, for some reference,
-
-    * ``P(theta < 1/2) > credibility`` (*dominated*), or
-    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, seed 002
-      section 7.1's band) **and** the reference is at least as good on the common steps.
-
-    In both cases the reference's mean over the common steps must also be better than the
-    trial's (ties included for equivalence): the study optimises a mean, and a trial that
-    loses most instances by a little but wins a few by a lot has the better mean. This plays
-    the part of WilcoxonPruner's ``average_is_best`` guard.
-
-    Parameters
-    ----------
-    test : {"sign", "signed-rank", "mean"}
-        The paired Bayesian test. The sign test has a closed form for dominance and looks only
-        at who wins each instance; the signed-rank test also weighs how much (Monte Carlo);
-        the mean test asks about the mean difference itself, the quantity the study
-        optimises (Monte Carlo; its equivalence band is ``rope``, ``eps`` is unused). On the
-        benchmark's pilot problems the mean test tied the sign test, so the sign test stays
-        the default (``docs/optuna.md``).
-    credibility : float in (0, 1), default 0.95
-        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
-        0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
-        see ``docs/optuna.md``). Named as in :class:`racer.BayesianTest` and
-        :mod:`racer.stats`.
-    prob_threshold : float, optional
-        Deprecated alias of ``credibility`` (a DeprecationWarning; giving both is a
-        ValueError).
-    rope : float >= 0
-        Region of practical equivalence on the score scale: paired differences no larger than
-        this count as ties. ``0`` (default) counts only exact ties.
-    eps : float in [0, 1/2)
-        Half-width of the equivalence band on ``theta`` (seed 002 uses 0.05). ``0`` disables
-        pruning for equivalence. The same range as everywhere in racer.
-    top_k : int >= 1
-        Number of best completed trials used as references. With ``1`` the pruner trusts the
-        single best, like WilcoxonPruner; a larger value also prunes against the runners-up,
-        which helps when the best trial was lucky or is itself a partial mean (see below).
-    n_startup_steps : int >= 2
-        No pruning before the trial shares this many steps with a reference.
-    prior_strength : float > 0
-        ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
-    n_samples : int >= 100
-        Monte Carlo draws per check of the signed-rank and mean tests (the sign test needs none: its
-        dominance probability is closed-form and its band a deterministic quadrature).
-        The standard error of a probability near the threshold ``p`` is
-        ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
-    prior : {"dp", "idp"}
-        ``"dp"``: the prior pseudo-observation sits on the tie (seed 002), so the dominance
-        probability ignores ``s`` and a trial with losses and no wins is certainly worse.
-        ``"idp"`` (sign test only): the lower probability of the imprecise DP, with the
-        pseudo-observation counted as a win of the trial, so a short losing streak is not
-        certainty. The equivalence band always uses the DP.
-    random_state : None, int, numpy Generator, RandomState or SeedSequence
-        Seed. Draws for a check come from ``default_rng([seed, trial.number, n_steps])``, so
-        a decision depends only on what is in storage: the pruner keeps no state, and any
-        process re-checking the same trial at the same step agrees. ``seed`` is
-        ``random_state`` itself for an int, one draw from it otherwise; ``None`` draws one
-        seed when the pruner is created.
-
-    Notes
-    -----
-    * References are the best COMPLETE trials evaluated on the *full* instance set: those
-      with as many intermediate values as the COMPLETE trial with the most, covering every
-      step the checked trial has reported (and not marked ``racer_pruned`` by
-      :func:`instance_objective`). Nothing needs marking: an objective that returns the
-      mean of the instances seen when pruned (Optuna's advice for WilcoxonPruner) stores
-      partial means as COMPLETE trials, one of which is often ``study.best_trial``; it is
-      skipped. Until some trial has completed every instance, the deepest COMPLETE trials
-      serve.
-    * Unpaired guard, as WilcoxonPruner's ``average_is_best``: a trial whose running mean
-      (over all its steps) beats the reference's mean over all the reference's steps is
-      never pruned, whatever the paired test says; the paired guard above applies as well.
-    * Checking after every instance is a sequential test: the chance of a wrong prune over a
-      whole trial is larger than ``1 - credibility`` (seed 002 accepts this for racing).
-    * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
-      reference holding one is skipped.
-    * Single-objective studies only (Optuna's intermediate values are single-objective).
-
-    Examples
-    --------
-    >>> import numpy as np, optuna
-    >>> from racer.adapters.optuna import RacingPruner, instance_objective
-    >>> instances = np.linspace(-1, 1, 30)
-    >>> def evaluate(trial, instance):
-    ...     x = trial.suggest_float("x", -1, 1)
-    ...     return (x - 0.2) ** 2 + instance ** 2
-    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
-    >>> study = optuna.create_study(
-    ...     pruner=RacingPruner(random_state=0), sampler=optuna.samplers.TPESampler(seed=0))
-    >>> study.optimize(instance_objective(evaluate, instances, random_state=0), n_trials=20)
-    >>> sum(t.user_attrs.get("racer_pruned", False) for t in study.trials) > 0
-    True
-    """
-
-    def __init__(
-        self,
-        *,
-        test: str = "sign",
-        credibility: float | None = None,
-        rope: float = 0.0,
-        eps: float = 0.05,
-        top_k: int = 1,
-        n_startup_steps: int = 3,
-        prior_strength: float = 1.0,
-        n_samples: int = 2000,
-        prior: str = "dp",
-        random_state: Any = None,
-        prob_threshold: float | None = None,
-    ) -> None:
-        self._test = check_option(test, "test", ("sign", "signed-rank", "mean"))
-        self._prior = check_option(prior, "prior", ("dp", "idp"))
-        if self._prior == "idp" and self._test != "sign":
-            raise ValueError("`prior='idp'` is implemented for test='sign' only")
-        credibility = renamed_argument(credibility, "credibility", prob_threshold,
-                                       "prob_threshold", 0.95)
-        self._prob_threshold = check_probability(credibility, "credibility")
-        self._rope = check_nonnegative(rope, "rope")
-        self._eps = check_eps(eps, "eps")
-        self._top_k = check_int(top_k, "top_k", minimum=1)
-        self._n_startup_steps = check_int(n_startup_steps, "n_startup_steps", minimum=2)
-        self._prior_strength = check_positive(prior_strength, "prior_strength")
-        self._n_samples = check_int(n_samples, "n_samples", minimum=100)
-        self._seed = seed_from_random_state(random_state)
-
-    # The decision is split from ``prune`` so that tests and the benchmarks can read the
-    # probabilities behind it.
-    def decide(self, study: optuna.Study, trial: FrozenTrial) -> dict[str, Any]:
-        """Return the decision for ``trial`` and the numbers behind it.
-
-        Keys: ``prune`` (bool), ``reason`` (``"dominated"``, ``"indistinguishable"`` or
-        ``""``), ``reference`` (trial number or None), ``prob_worse``, ``prob_equiv`` (per
-        reference, in reference order), ``references`` (their trial numbers), ``n_common``.
-        """
-        direction = _single_direction(study, "RacingPruner")
-        keep = {"prune": False, "reason": "", "reference": None, "references": [],
-                "prob_worse": [], "prob_equiv": [], "n_common": []}
-        steps, values = _steps_and_values(trial)
-        if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
-            return keep
-        refs = self._references(study, direction, steps, trial.number)
-        if not refs:
-            return keep
-
-        sign = 1.0 if direction == StudyDirection.MAXIMIZE else -1.0
-        n_refs, n = len(refs), steps.size
-        diffs = np.zeros((n_refs, n))
-        present = np.zeros((n_refs, n), dtype=bool)
-        for r, ref in enumerate(refs):  # top_k references: a handful, each vectorised
-            ref_steps, ref_values = _steps_and_values(ref)
-            _, in_trial, in_ref = np.intersect1d(steps, ref_steps, assume_unique=True,
-                                                 return_indices=True)
-            present[r, in_trial] = True
-            diffs[r, in_trial] = sign * (values[in_trial] - ref_values[in_ref])
-        raw_diffs = diffs.copy()
-        diffs[np.abs(diffs) <= self._rope] = 0.0
-        diffs[~present] = 0.0
-        n_common = present.sum(axis=1)
-        # Mean of T - R over the common steps, oriented; the guard reads it.
-        mean_gap = diffs.sum(axis=1) / np.maximum(n_common, 1)
-
-        rng = np.random.default_rng([self._seed, trial.number, n])
-        if self._test == "sign":
-            n_better = ((diffs > 0) & present).sum(axis=1)
-            n_worse = ((diffs < 0) & present).sum(axis=1)
-            n_tied = n_common - n_better - n_worse
-            prob_worse, prob_equiv = _sign_posteriors(
-                n_better, n_worse, n_tied, self._prior_strength, self._eps
-            )
-            if self._prior == "idp":
-                prob_worse = _sign_prob_worse_idp(n_better, n_worse, self._prior_strength)
-        elif self._test == "signed-rank":
-            prob_worse, prob_equiv = _signed_rank_posteriors(
-                diffs, present, self._prior_strength, self._eps, self._n_samples, rng
-            )
-        else:
-            # The rope zeroed the small differences above: the mean test reads the raw ones.
-            raw = np.where(present, raw_diffs, 0.0)
-            prob_worse, prob_equiv = _mean_posteriors(
-                raw, present, self._prior_strength, self._rope, self._n_samples, rng
-            )
-
-        # Unpaired guard (WilcoxonPruner's ``average_is_best``): never prune while the trial's
-        # running mean beats the reference's mean over all its instances. A trial that
-        # started on easy instances is then given more instances before it can be pruned,
-        # however the paired test reads them.
-        ref_means = np.array([float(np.mean(_steps_and_values(ref)[1])) for ref in refs])
-        unpaired_ok = sign * (float(np.mean(values)) - ref_means) <= 0
-        enough = (n_common >= self._n_startup_steps) & unpaired_ok
-        dominated = enough & (prob_worse > self._prob_threshold) & (mean_gap < 0)
-        equivalent = enough & (prob_equiv > self._prob_threshold) & (mean_gap <= 0)
-        keep.update(
-            references=[t.number for t in refs],
-            prob_worse=prob_worse.tolist(),
-            prob_equiv=prob_equiv.tolist(),
-            n_common=n_common.tolist(),
-        )
-        if dominated.any():
-            r = int(np.flatnonzero(dominated)[0])
-            keep.update(prune=True, reason="dominated", reference=refs[r].number)
-        elif equivalent.any():
-            r = int(np.flatnonzero(equivalent)[0])
-            keep.update(prune=True, reason="indistinguishable", reference=refs[r].number)
-        return keep
-
-    def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        return bool(self.decide(study, trial)["prune"])
-
-    def _references(self, study, direction, trial_steps, exclude_number) -> list[FrozenTrial]:
-        """The ``top_k`` best COMPLETE trials evaluated on the full instance set.
-
-        "Full" is read from the storage alone, so it holds whatever the objective returns
-        (a partial mean after ``return``-style pruning included) and needs no marking: a
-        reference must have at least as many intermediate values as the COMPLETE trial
-        with the most (the number of instances, once one trial has seen them all) and must
-        cover every step the checked trial has reported. A partial trial can have the best
-        value in the study (a mean over a few easy instances); it is skipped, not trusted.
-        """
-        completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        n_full = max((len(t.intermediate_values) for t in completed), default=0)
-        usable = [
-            t
-            for t in completed
-            if t.number != exclude_number
-            and len(t.intermediate_values) == n_full
-            and n_full > 0
-            and not t.user_attrs.get(PRUNED_ATTR, False)
-            and t.value is not None
-            and math.isfinite(t.value)
-        ]
-        reverse = direction == StudyDirection.MAXIMIZE
-        usable.sort(key=lambda t: (t.value, -t.number) if reverse else (t.value, t.number),
-                    reverse=reverse)
-        # Scanning every trial's intermediate values would cost O(trials x instances) per
-        # check; only the best few are scanned, until top_k usable ones are found.
-        refs = []
-        for t in usable:
-            ref_steps, ref_values = _steps_and_values(t)
-            if (np.isfinite(ref_values).all()
-                    and np.isin(trial_steps, ref_steps, assume_unique=True).all()):
-                refs.append(t)
-                if len(refs) == self._top_k:
-                    break
-        return refs
-
-
-# --------------------------------------------------------------------------------------------
-# The objective helper
-# --------------------------------------------------------------------------------------------
-
-
-def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> float:
-    """``mean(R) + mean over common steps of (T - R)``, R the best fully evaluated trial."""
-    maximize = _single_direction(study, "instance_objective") == StudyDirection.MAXIMIZE
-    best = None
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if (len(t.intermediate_values) != n_instances or t.user_attrs.get(PRUNED_ATTR, False)
-                or t.value is None or not math.isfinite(t.value)):
-            continue
-        if best is None or (t.value > best.value if maximize else t.value < best.value):
-            best = t
-    if best is None:
-        return fallback
-    ref = best.intermediate_values
-    gaps = [v - ref[i] for i, v in seen.items() if i in ref]
-    estimate = float(np.mean(list(ref.values())) + np.mean(gaps)) if gaps else fallback
-    return estimate if math.isfinite(estimate) else fallback
-
-
-def _check_instances(instances: Any) -> Any:
-    """``instances`` as the sequence to use: a DataFrame is one instance per row (a dict of
-    its column values), a dict is refused with what to pass (racer's rule for containers,
-    :func:`racer._validation.as_race_items`)."""
-    instances = as_race_items(instances, "instances")
-    # Positions in `instances` are the step ids trials are paired on: a set has no order that
-    # holds across processes (string hashing is salted per process), so workers sharing a
-    # study would pair different instances under one step.
-    if (
-        isinstance(instances, (str, bytes, collections.abc.Set, collections.abc.Mapping))
-        or not hasattr(instances, "__len__")
-    ):
-        raise TypeError(
-            "`instances` must be an ordered sequence (list, tuple, array); got "
-            f"{type(instances).__name__} {_describe(instances)}"
-        )
-    return instances
-
-
-def instance_objective(
-    evaluate: Callable[[optuna.Trial, Any], float],
-    instances: Sequence[Any],
-    *,
-    on_prune: str = "prune",
-    shuffle: bool = True,
-    random_state: Any = None,
-) -> Callable[[optuna.Trial], float]:
-    """Turn ``evaluate(trial, instance)`` into an objective with the instance-wise reporting loop.
-
-    The objective visits ``instances`` (in a random order per trial when ``shuffle``), reports
-    each value with ``trial.report(value, step=i)`` where ``i`` is the instance's position in
-    ``instances`` (a stable id, which is what the pruners pair on), checks
-    ``trial.should_prune()`` after each, and returns the mean over all instances.
-
-    ``evaluate`` may call ``trial.suggest_*``; Optuna returns the same value for repeated
-    suggestions of one name, so suggesting inside ``evaluate`` is safe.
-
-    Parameters
-    ----------
-    evaluate : callable ``(trial, instance) -> float``
-    instances : sequence
-        The instances, in a fixed order: their positions are the steps. A pandas DataFrame
-        is one instance per row (a dict of its column values); a dict is refused.
-    on_prune : {"prune", "estimate", "return", "raise"}
-        What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
-        *returns* is COMPLETE, and a PRUNED trial (one that raised
-        :class:`optuna.TrialPruned`) gets as its value the intermediate value at its largest
-        step. ``"prune"`` (default) uses that: it reports the paired estimate of the trial's
-        mean over *all* instances, ``mean(R) + mean_common(T - R)`` with ``R`` the best trial
-        evaluated on every instance (the raw partial mean if there is none yet), at the extra
-        step ``len(instances)``, one past the last instance position, and raises
-        ``TrialPruned``. The trial is PRUNED for Optuna and its dashboard and its value is the
-        estimate; TPE ranks PRUNED trials below COMPLETE ones and, since they all end at the
-        same step, among themselves by the estimate. ``"estimate"`` returns the same estimate,
-        so the trial ends COMPLETE (TPE treats the estimate as a result; the dashboard shows
-        no pruned trial). ``"return"`` returns the mean of the instances seen so far
-        (Optuna's advice for WilcoxonPruner), COMPLETE. ``"raise"`` raises
-        :class:`optuna.TrialPruned` with nothing added, so the trial's value is its value at
-        the largest instance position it happened to see. In every case the trial gets the
-        user attributes ``racer_pruned`` (True) and ``racer_n_instances``. Measured in
-        ``benchmarks/optuna_pruning.py`` (see ``docs/optuna.md``).
-    shuffle : bool
-        Visit instances in a random order per trial (recommended: otherwise every trial
-        starts on the same instances and the search overfits them).
-    random_state : None, int, numpy Generator, RandomState or SeedSequence
-        Seed for the visiting orders; the order of trial ``t`` is drawn from
-        ``default_rng([seed, t.number])`` (``seed`` is ``random_state`` for an int, one draw
-        from it otherwise), so it is reproducible and the same in every worker process.
-
-    Examples
-    --------
-    >>> import optuna
-    >>> objective = instance_objective(
-    ...     lambda trial, inst: (trial.suggest_float("x", 0, 1) - inst) ** 2, [0.1, 0.5, 0.9],
-    ...     random_state=0)
-    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
-    >>> study = optuna.create_study()
-    >>> study.optimize(objective, n_trials=3)
-    >>> sorted(study.trials[0].intermediate_values)
-    [0, 1, 2]
-    """
-    if not callable(evaluate):
-        raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
-    instances = list(_check_instances(instances))
-    if len(instances) < 1:
-        raise ValueError("`instances` must hold at least one instance; got an empty sequence")
-    on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
-    shuffle = check_bool(shuffle, "shuffle")
-    seed = seed_from_random_state(random_state)
-    n_instances = len(instances)
-
-    def objective(trial: optuna.Trial) -> float:
-        _single_direction(trial.study, "instance_objective")
-        order = (
-            np.random.default_rng([seed, trial.number]).permutation(n_instances)
-            if shuffle
-            else np.arange(n_instances)
-        )
-        total = 0.0
-        seen = {}
-        for count, i in enumerate(order.tolist(), start=1):
-            value = float(evaluate(trial, instances[i]))
-            total += value
-            seen[i] = value
-            trial.report(value, step=i)
-            if count < n_instances and trial.should_prune():
-                trial.set_user_attr(PRUNED_ATTR, True)
-                trial.set_user_attr(N_INSTANCES_ATTR, count)
-                if on_prune == "raise":
-                    raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
-                if on_prune == "prune":
-                    # Optuna gives a PRUNED trial the value at its largest step: this step,
-                    # past every instance position, carries the estimate.
-                    trial.report(_paired_estimate(trial.study, seen, n_instances, total / count),
-                                 step=n_instances)
-                    raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
-                if on_prune == "estimate":
-                    return _paired_estimate(trial.study, seen, n_instances, total / count)
-                return total / count
-        trial.set_user_attr(N_INSTANCES_ATTR, n_instances)
-        return total / n_instances
-
-    return objective
+__all__ = ["IteratedRace", "IteratedRaceResult"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -948,9 +384,10 @@ class IteratedRace:
         Passed to :class:`racer.Race`.
     executor : concurrent.futures.Executor, optional
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
-        ``client.get_executor()``...); results are recorded in block order, so the run is
-        the same as a serial one. ``evaluate`` must then be picklable for process pools
-        (``n_jobs`` instead sends it by value: lambdas and closures work there).
+        ``client.get_executor()``...); results are told as they arrive and the race decides
+        once a block is complete, so the run is the same as a serial one. ``evaluate`` must
+        then be picklable for process pools (``n_jobs`` instead sends it by value: lambdas
+        and closures work there).
     n_jobs : int, optional
         Without ``executor``: the number of racer worker processes to run evaluations on
         (None or 1: in this process; -1: every CPU), as ``n_jobs`` of :meth:`racer.Race.run`.
@@ -1024,7 +461,7 @@ class IteratedRace:
                 "`search_space` must be a dict of optuna distributions or a define-by-run "
                 f"callable; got {search_space!r}"
             )
-        self._instances = list(_check_instances(instances))
+        self._instances = list(check_instances(instances))
         if not self._instances:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
         self._budget = check_int(budget, "budget", minimum=1)
@@ -1059,7 +496,8 @@ class IteratedRace:
                 f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
                 f"timeout={timeout!r}"
             )
-        self._pool: WorkerPool | None = None
+        self._backend = None  # where evaluations run, during run()
+        self._params_of: dict[int, dict] = {}
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
@@ -1087,7 +525,7 @@ class IteratedRace:
                 storage=storage, sampler=sampler, study_name=study_name,
                 direction=self._direction, load_if_exists=True,
             )
-        study_dir = _single_direction(self._study, "IteratedRace")
+        study_dir = single_direction(self._study, "IteratedRace")
         if study_dir.name.lower() != self._direction:
             raise ValueError(
                 f"`direction`={self._direction!r} but the study is set to "
@@ -1113,49 +551,14 @@ class IteratedRace:
         mirror.sampled(trial)
         return trial, params
 
-    def _evaluate_all(self, evaluations, params_of) -> dict:
-        """Run a block's new evaluations (in parallel on ``executor``); failures are kept."""
-        out = {}
-        if self._pool is not None:
-            tasks = [
-                ((ev.candidate, ev.instance),
-                 (params_of[ev.candidate], self._instances[ev.instance]))
-                for ev in evaluations
-            ]
-            for key, ok, value in self._pool.imap_unordered(
-                tasks, timeout=self._timeout,
-                describe=lambda k: f"trial #{k[0]} on instance #{k[1]} {self._instances[k[1]]!r}",
-            ):
-                if not ok:  # an exception of evaluate, or a timeout / dead-worker message
-                    out[key] = (math.nan, value)
-                    continue
-                try:
-                    out[key] = (float(value), None)
-                except (TypeError, ValueError) as exc:
-                    out[key] = (math.nan, exc)
-            return out
-        if self._executor is None or len(evaluations) <= 1:
-            for ev in evaluations:
-                try:
-                    out[ev.candidate, ev.instance] = (
-                        float(self._evaluate(params_of[ev.candidate],
-                                             self._instances[ev.instance])), None)
-                except Exception as exc:  # recorded as a failure, raced as worst
-                    out[ev.candidate, ev.instance] = (math.nan, exc)
-            return out
-        futures = {
-            (ev.candidate, ev.instance): self._executor.submit(
-                self._evaluate, params_of[ev.candidate], self._instances[ev.instance])
-            for ev in evaluations
-        }
-        for key, future in futures.items():
-            try:
-                out[key] = (float(future.result()), None)
-            except Exception as exc:
-                out[key] = (math.nan, exc)
-        return out
-
     # -- the loop -----------------------------------------------------------------------------
+
+    def _schedule(self, n_params: int) -> IraceSchedule:
+        """irace's schedule for a search space of ``n_params`` parameters (racer's one copy)."""
+        return IraceSchedule.for_iterated_race(
+            n_params, first_test=self._first_test, each_test=self._each_test,
+            n_iterations=self._n_iterations, n_elites=self._n_elites,
+        )
 
     def run(self) -> IteratedRaceResult:
         """Run (or resume) the iterated race until the budget is spent."""
@@ -1164,49 +567,68 @@ class IteratedRace:
         with contextlib.ExitStack() as stack:
             if self._sqlite is not None:
                 stack.enter_context(_SqliteWal(self._sqlite))
-            if self._executor is not None or (self._n_workers == 1 and self._timeout is None):
-                return self._run()
-            self._pool = WorkerPool(self._evaluate, self._n_workers)
+            # Where evaluations run: here, on racer's worker processes (n_jobs, timeout) or
+            # on the user's executor. A task names its trial; the parameters and the instance
+            # travel with it.
+            self._backend, close = backend_for(
+                self._evaluate, executor=self._executor, n_jobs=self._n_workers,
+                timeout=self._timeout,
+                args_of=lambda ev: (self._params_of[ev.candidate], self._instances[ev.instance]),
+                describe=lambda ev: (f"trial #{ev.candidate} on instance #{ev.instance} "
+                                     f"{self._instances[ev.instance]!r}"),
+            )
+            stack.callback(close)
             try:
                 return self._run()
             finally:
-                self._pool.close()
-                self._pool = None
+                self._backend = None
+                self._params_of = {}
 
-    def _race_iteration(self, race, cache, params_of, trial_objects, mirror, used, progress=None):
-        """Drive one race to its end (or to the budget); returns (evaluations used, whether
-        the budget ran out). ``progress(race, used)`` is called after every block."""
+    def _race_iteration(self, race, cache, trial_objects, mirror, used, progress=None):
+        """Drive one race to its end (or to the budget) with racer's race loop; returns
+        (evaluations used, whether the budget ran out). ``progress(race, used)`` is called
+        before every block.
+
+        A cell the candidate already has a result for (an elite on an instance of an earlier
+        race) is told from ``cache``, never run again; a block is only started if the budget
+        pays for all of its new evaluations.
+        """
         out_of_budget = False
-        while not race.finished:
+
+        def before_block(race):
             mirror.flush(due_only=True)
             if progress is not None:
                 progress(race, used)
-            batch = race.ask()
-            n_real = sum(ev.instance not in cache[ev.candidate] for ev in batch)
-            if used + n_real > self._budget:
-                out_of_budget = True
-                break
-            fresh = [ev for ev in batch if ev.instance not in cache[ev.candidate]]
-            outcomes = self._evaluate_all(fresh, params_of)
-            for ev in batch:
-                if ev.instance in cache[ev.candidate]:
-                    race.tell(ev, cache[ev.candidate][ev.instance])
-                    continue
-                known, race_error = outcomes[ev.candidate, ev.instance]
-                cache[ev.candidate][ev.instance] = known
-                used += 1
-                record = {str(k): v for k, v in cache[ev.candidate].items()}
-                if ev.candidate in trial_objects:
-                    trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
-                    mirror.changed(ev.candidate)
-                else:
-                    # A finished trial cannot change: an elite's later evaluations go
-                    # to the study, under its trial number.
-                    mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
-                if race_error is not None:
-                    race.tell(ev, error=race_error)
-                else:
-                    race.tell(ev, known)
+
+        def known(ev):
+            done = cache[ev.candidate]
+            return (True, done[ev.instance]) if ev.instance in done else None
+
+        def before_runs(race, runs):
+            nonlocal out_of_budget
+            out_of_budget = used + len(runs) > self._budget
+            return not out_of_budget
+
+        def settle(race, ev, ok, value):
+            nonlocal used
+            score, error = _score_of(ok, value)
+            cache[ev.candidate][ev.instance] = score
+            used += 1
+            record = {str(k): v for k, v in cache[ev.candidate].items()}
+            if ev.candidate in trial_objects:
+                trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
+                mirror.changed(ev.candidate)
+            else:
+                # A finished trial cannot change: an elite's later evaluations go to the
+                # study, under its trial number.
+                mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
+            if error is not None:
+                race.tell(ev, error=error)
+            else:
+                race.tell(ev, score)
+
+        drive(race, self._backend, settle=settle, known=known, before_block=before_block,
+              before_runs=before_runs)
         return used, out_of_budget
 
     @staticmethod
@@ -1263,7 +685,8 @@ class IteratedRace:
         iteration = int(state.get("iteration", 0))
         n_seen = int(state.get("n_seen", 0))
         n_params = state.get("n_params")
-        params_of = {n: dict(t.params) for n, t in trials.items()}
+        # Shared with the back end, which sends a trial's parameters with each task.
+        params_of = self._params_of = {n: dict(t.params) for n, t in trials.items()}
         # Trials sampled by an iteration that crashed: re-raced first, with their evaluations.
         leftover = sorted(
             n for n, t in trials.items()
@@ -1304,14 +727,11 @@ class IteratedRace:
                     pending.append(self._sample(mirror, j))
                     n_sampled += 1
                 n_params = max(1, len(pending[0][1]))
-            default = int(math.floor(2 + math.log2(n_params)))
-            n_iter = self._n_iterations or default
-            n_elites = self._n_elites or default
-            per_candidate = max(
-                self._first_test + self._each_test * min(5, j), n_seen + self._each_test
-            )
-            iteration_budget = remaining // max(1, n_iter - j + 1)
-            n_race = (iteration_budget + len(elites) * n_seen) // per_candidate
+            schedule = self._schedule(n_params)
+            n_iter = schedule.planned_iterations
+            n_elites = schedule.survivors
+            iteration_budget = schedule.iteration_budget(remaining, j, n_iter)
+            n_race = schedule.n_configurations(iteration_budget, j, len(elites), n_seen)
             n_new = max(n_race - len(elites), len(pending))
             min_new = 1 if elites else 2
             first_cost = n_new * min(self._first_test, n_total)
@@ -1328,10 +748,9 @@ class IteratedRace:
                 cache.setdefault(trial.number, {})
             candidates = elites + [t.number for t, _ in pending]
             # The race counts cached answers as evaluations, hence the elites' credit; the
-            # real budget is enforced block by block below.
-            race_budget = max(
-                iteration_budget + len(elites) * n_seen, len(candidates) * self._first_test
-            )
+            # real budget is enforced block by block (_race_iteration).
+            race_budget = schedule.race_budget(iteration_budget, len(candidates), len(elites),
+                                               n_seen)
             # Fewer instances than first_test: every candidate sees them all and none is
             # eliminated (Race refuses a first block shorter than first_test, so say it).
             short = n_total < self._first_test
@@ -1363,7 +782,7 @@ class IteratedRace:
 
             try:
                 used, out_of_budget = self._race_iteration(
-                    race, cache, params_of, trial_objects, mirror, used, show)
+                    race, cache, trial_objects, mirror, used, show)
             except RaceFailedError:
                 # Nothing usable came back: not a crash to resume from, so the trials of this
                 # iteration end FAIL instead of staying RUNNING forever.
@@ -1407,7 +826,7 @@ class IteratedRace:
             if out_of_budget:
                 break
 
-        planned = self._n_iterations or int(math.floor(2 + math.log2(n_params or 1)))
+        planned = self._schedule(n_params or 1).planned_iterations
         bar.close(f"done: {iterations_done_text(iteration, planned)} | {used}/{self._budget} "
                   "evaluations"
                   + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
@@ -1433,3 +852,15 @@ class IteratedRace:
             races=races,
             study=study,
         )
+
+
+def _score_of(ok: bool, value: Any) -> tuple[float, Any]:
+    """``(score, error)`` of one evaluation: a failure (an exception of ``evaluate``, a timeout
+    or a dead worker's message) or a value that is no number is NaN with its error, raced as
+    worst; the error is None otherwise."""
+    if not ok:
+        return math.nan, value
+    try:
+        return float(value), None
+    except Exception as exc:  # noqa: BLE001 - recorded as a failure, raced as worst
+        return math.nan, exc
