@@ -1,6 +1,6 @@
-"""``python -m racer``: race configurations of SciPy's differential evolution.
+"""Race configurations of SciPy's differential evolution: ``python race_de.py``.
 
-The main job of the README. Candidates are settings of
+A complete race from Python (README.md, "From Python"). Candidates are settings of
 ``scipy.optimize.differential_evolution`` (``strategy``, ``mutation``, ``recombination``,
 ``popsize``); instances are (test function, dimension, seed) triples over five standard
 functions (sphere, Rosenbrock, Rastrigin, Ackley, Griewank, all with minimum 0 at a known
@@ -10,7 +10,8 @@ different scales comparable, the 1e-12 keeps exact hits finite).
 
 Every evaluation and decision is journaled to ``./racer-demo.sqlite`` by default: interrupt it
 (Ctrl-C, or kill it) and run the same command again to resume where it stopped; ``--fresh``
-starts over. ``python -m racer --help`` lists the options.
+starts over. ``python race_de.py --help`` lists the options. The functions below are importable
+too (the test suite imports this file by path).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _make_test(name):
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="python -m racer",
+        prog="race_de.py",
         description=(
             "Race settings of scipy.optimize.differential_evolution (strategy, mutation, "
             "recombination, popsize: 24 candidates) over sphere, Rosenbrock, Rastrigin, Ackley "
@@ -194,10 +195,7 @@ def main(argv=None):
     n_settings = len(make_candidates())
     if args.candidates is not None and not 1 <= args.candidates <= n_settings:
         parser.error(f"--candidates must be between 1 and {n_settings}; got {args.candidates}")
-    # Import by name so that, under ``python -m racer``, worker processes can unpickle the
-    # objective (this module then also exists as ``racer.__main__``).
     from racer import Race
-    from racer.__main__ import _Evaluate as Evaluate
 
     if not args.quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -244,7 +242,9 @@ def main(argv=None):
         sys.exit(f"error: {exc}")
     start = time.perf_counter()
     try:
-        result = race.run(Evaluate(args.maxiter), instances, n_jobs=args.n_jobs,
+        # Run as a script, _Evaluate is __main__._Evaluate, which no worker can import by
+        # name: racer sends it to the workers by value (cloudpickle).
+        result = race.run(_Evaluate(args.maxiter), instances, n_jobs=args.n_jobs,
                           progress=not args.quiet)
     except ValueError as exc:  # e.g. --first-test beyond the instances, or a bad --n-jobs
         sys.exit(f"error: {exc}")
