@@ -1,8 +1,8 @@
 """A self-contained HTML report of a race, read from its journal; CSV and JSON exports.
 
 ``write_report("race.sqlite", "report.html")`` (or ``racer report race.sqlite -o report.html``;
-``racer-report`` is the same command; a ``racer`` execDir instead of a journal gives the report
-of the whole tuning, see :func:`write_report`)
+a ``racer`` execDir instead of a journal gives the report of the whole tuning, see
+:func:`write_report`)
 reads the journal with :func:`racer.storage.read_journal` -- read-only and without the
 writer's lock, so it works on a finished race, an interrupted one, and one still running --
 and writes one HTML file: the race's status and settings, the best candidate and the
@@ -144,7 +144,7 @@ def result_from_journal(journal: Any) -> RaceResult:
     n_cand = len(cand_reprs)
     if n_cand == 0:
         raise ValueError("the journal's fingerprint lists no candidates")
-    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
+    maximize = fp.get("direction") == "maximize"
     instances = [Repr(t) for t in data["instances"]]
     n_rows = len(instances)
     for cand, inst, _v, _e in data["evaluations"]:
@@ -814,9 +814,9 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     return out
 
 
-def main(argv: list[str] | None = None, prog: str = "racer-report") -> int:
-    """``racer report PATH [-o report.html] [--csv runs.csv] [--json race.json]`` (also
-    installed as ``racer-report``). PATH is a race journal or a ``racer`` execDir."""
+def main(argv: list[str] | None = None, prog: str = "racer report") -> int:
+    """``racer report PATH [-o report.html] [--csv runs.csv] [--json race.json]``, dispatched
+    by :func:`racer.cli.main`. PATH is a race journal or a ``racer`` execDir."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Write a self-contained HTML report (and CSV/JSON exports) of a race "
