@@ -216,11 +216,8 @@ class Race:
         ``racer.BayesianTest()`` is seed 002's procedure.
     direction : {"minimize", "maximize"}, default "minimize"
         Whether smaller or larger scores are better (Optuna's word; irace, Optuna and
-        ``scipy.optimize`` all minimise by default; racer 0.1 maximised, see CHANGELOG.md).
+        ``scipy.optimize`` all minimise by default).
         The test always sees larger-is-better scores (negated when minimising).
-    maximize : bool, optional
-        Deprecated alias: ``maximize=True`` is ``direction="maximize"`` (a
-        DeprecationWarning; it will be removed). Giving both is a ValueError.
     budget : int, optional
         Maximum number of evaluations. A block is only started when the budget can pay for
         all of it (survivors x its planned number of instances), as in irace, so the race may
@@ -390,7 +387,6 @@ class Race:
         random_state: Any = None,
         storage: Any = None,
         metadata: dict | None = None,
-        maximize: bool | None = None,
     ) -> None:
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
@@ -408,7 +404,7 @@ class Race:
         if not isinstance(test, RacingTest):
             raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
-        self._direction = check_direction(direction, maximize)
+        self._direction = check_direction(direction)
         self._maximize = self._direction == "maximize"
         self._budget = check_int(budget, "budget", minimum=1, allow_none=True)
         self._max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
@@ -1493,9 +1489,6 @@ def race(
     from racer.execution import check_timeout
 
     check_timeout(timeout)  # before Race() opens a journal
-    if "maximize" in options:
-        # Resolved here so that the DeprecationWarning points at the caller of race().
-        options["direction"] = check_direction(options.get("direction"), options.pop("maximize"))
     runner = Race(candidates, **options)
     return runner.run(
         evaluate, instances, executor=executor, n_jobs=n_jobs, timeout=timeout, progress=progress
