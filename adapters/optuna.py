@@ -66,7 +66,7 @@ ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its ans
 
 
 def _sign_prob_worse_idp(n_better, n_worse, prior_strength):
-    """Lower probability that the trial is worse, under the imprecise DP (seed 000 / 002 §7).
+    """Lower probability that the trial is worse, under the imprecise DP (Benavoli et al. 2014; 2015, §7).
 
     The prior pseudo-observation is put where it argues *against* the statement "the trial is
     worse", i.e. counted as a win of the trial: ``(W_better, W_worse) ~ Dir(n_better + s,
@@ -83,7 +83,7 @@ def _sign_prob_worse_idp(n_better, n_worse, prior_strength):
 def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
     """P(trial worse) and P(practically equivalent) for the DP sign test, one per reference.
 
-    Seed 002, Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
+    Benavoli et al. (2015), Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
     Dir(s, 1, ..., 1)``, the pseudo-observation of weight ``s`` sitting on the tie,
     ``theta = P(T > R) + 1/2 P(T = R)`` is ``1/2 + 1/2 (W_better - W_worse)`` where the
     aggregated weights ``(W_better, W_worse, W_tie) ~ Dir(n_better, n_worse, n_tied + s)``.
@@ -143,8 +143,8 @@ def _mean_posteriors(diffs, present, prior_strength, rope, n_samples, rng):
 def _signed_rank_posteriors(diffs, present, prior_strength, eps, n_samples, rng):
     """P(trial worse) and P(practically equivalent) for the DP signed-rank test, per reference.
 
-    Seed 000, Theorems 2 and 4, with the prior mass ``s`` on the pseudo-observation
-    ``Z_0 = 0`` (the tie, as in the sign test of seed 002) rather than at the IDP extremes:
+    Benavoli et al. (2014), Theorems 2 and 4, with the prior mass ``s`` on the pseudo-observation
+    ``Z_0 = 0`` (the tie, as in the sign test of Benavoli et al. 2015) rather than at the IDP extremes:
     with ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)`` and ``Z = T - R``,
     ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0) = sum_ij w_i w_j H(Z_i + Z_j)``,
     ``H`` the Heaviside step with ``H(0) = 1/2``. The trial is worse when ``theta < 1/2`` and
@@ -206,8 +206,9 @@ class RacingPruner(BasePruner):
     ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
     of the chosen test,
 
-    * ``test="sign"`` (seed 002, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
-    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
+    * ``test="sign"`` (Benavoli et al. 2015, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
+    * ``test="signed-rank"`` (Benavoli et al. 2014, Theorem 4):
+      ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
     * ``test="mean"``: ``theta - 1/2`` replaced by the mean of ``Z`` under the same posterior
       (the Bayesian bootstrap, with the raw differences and the band ``|mean| <= rope``),
 
@@ -215,7 +216,7 @@ class RacingPruner(BasePruner):
     the trial is pruned when, for some reference,
 
     * ``P(theta < 1/2) > credibility`` (*dominated*), or
-    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, seed 002
+    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, Benavoli et al. 2015
       section 7.1's band) **and** the reference is at least as good on the common steps.
 
     In both cases the reference's mean over the common steps must also be better than the
@@ -233,7 +234,7 @@ class RacingPruner(BasePruner):
         benchmark's pilot problems the mean test tied the sign test, so the sign test stays
         the default (``docs/optuna.md``).
     credibility : float in (0, 1), default 0.95
-        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
+        Posterior probability above which a decision is taken (``1 - gamma`` in Benavoli et al. 2015;
         0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
         see ``docs/optuna.md``). Named as in :class:`racer.BayesianTest` and
         :mod:`racer.stats`.
@@ -244,7 +245,7 @@ class RacingPruner(BasePruner):
         Region of practical equivalence on the score scale: paired differences no larger than
         this count as ties. ``0`` (default) counts only exact ties.
     eps : float in [0, 1/2)
-        Half-width of the equivalence band on ``theta`` (seed 002 uses 0.05). ``0`` disables
+        Half-width of the equivalence band on ``theta`` (Benavoli et al. 2015 uses 0.05). ``0`` disables
         pruning for equivalence. The same range as everywhere in racer.
     top_k : int >= 1
         Number of best completed trials used as references. With ``1`` the pruner trusts the
@@ -253,14 +254,14 @@ class RacingPruner(BasePruner):
     n_startup_steps : int >= 2
         No pruning before the trial shares this many steps with a reference.
     prior_strength : float > 0
-        ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
+        ``s``, the weight of the prior pseudo-observation on the tie (Benavoli et al. 2015 uses 1).
     n_samples : int >= 100
         Monte Carlo draws per check of the signed-rank and mean tests (the sign test needs none: its
         dominance probability is closed-form and its band a deterministic quadrature).
         The standard error of a probability near the threshold ``p`` is
         ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
     prior : {"dp", "idp"}
-        ``"dp"``: the prior pseudo-observation sits on the tie (seed 002), so the dominance
+        ``"dp"``: the prior pseudo-observation sits on the tie (Benavoli et al. 2015), so the dominance
         probability ignores ``s`` and a trial with losses and no wins is certainly worse.
         ``"idp"`` (sign test only): the lower probability of the imprecise DP, with the
         pseudo-observation counted as a win of the trial, so a short losing streak is not
@@ -286,10 +287,19 @@ class RacingPruner(BasePruner):
       (over all its steps) beats the reference's mean over all the reference's steps is
       never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
-      whole trial is larger than ``1 - credibility`` (seed 002 accepts this for racing).
+      whole trial is larger than ``1 - credibility`` (Benavoli et al. 2015 accepts this for racing).
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
       reference holding one is skipped.
     * Single-objective studies only (Optuna's intermediate values are single-objective).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     Examples
     --------

@@ -349,11 +349,18 @@ def renamed_argument(
 
 def check_eps(value: Any, name: str = "eps") -> float:
     """Check the half-width ``eps`` of the indistinguishability band ``|theta - 1/2| < eps``
-    (``theta = P(X > Y) + 1/2 P(X = Y)``, seed 002 section 7.1): a practical-equivalence width
-    on the probability scale, the same range everywhere in racer, ``[0, 0.5)``.
+    (``theta = P(X > Y) + 1/2 P(X = Y)``, Benavoli et al. 2015 section 7.1): a
+    practical-equivalence width on the probability scale, the same range everywhere in racer,
+    ``[0, 0.5)``.
 
     ``0`` is an empty band (no pair is ever indistinguishable: equivalence eliminations off);
     ``0.5`` or more would cover every value theta can take and call every pair equivalent.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
     v = _as_real(value, name)
     if not 0.0 <= v < 0.5:

@@ -213,7 +213,7 @@ class Race:
     test : RacingTest, optional
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
         (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
-        ``racer.BayesianTest()`` is seed 002's procedure.
+        ``racer.BayesianTest()`` is Benavoli et al.'s (2015) procedure.
     direction : {"minimize", "maximize"}, default "minimize"
         Whether smaller or larger scores are better (Optuna's word; irace, Optuna and
         ``scipy.optimize`` all minimise by default).
@@ -351,6 +351,12 @@ class Race:
     :meth:`add_instances` or :meth:`run`; when they run out the race stops with
     ``stop_reason == "instances_exhausted"``, and adding instances reopens it.
 
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+
     >>> import numpy as np
     >>> from racer.racing.base import Elimination, RacingTest
     >>> class DropWorstMean(RacingTest):
@@ -397,7 +403,7 @@ class Race:
         if test is None:
             # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
             # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
-            # the budget binds, which BayesianTest (seed 002 to the letter) never does.
+            # the budget binds, which BayesianTest (Benavoli et al. 2015 to the letter) never does.
             from racer.racing.posterior_best import PosteriorBestTest
 
             test = PosteriorBestTest()

@@ -159,8 +159,8 @@ def build_parser():
     parser.add_argument("--fresh", action="store_true",
                         help="delete the journal first and start a new race")
     parser.add_argument("--test", choices=["bayes", "seed002", "frace"], default="bayes",
-                        help="racing test: PosteriorBestTest (bayes, default), seed 002's "
-                             "BayesianTest (seed002) or irace's F-race (frace)")
+                        help="racing test: PosteriorBestTest (bayes, default), Benavoli et al.'s "
+                             "(2015) BayesianTest (seed002) or irace's F-race (frace)")
     parser.add_argument("--budget", type=int, default=1500,
                         help="maximum number of DE runs (default: 1500)")
     parser.add_argument("--seeds", type=int, default=10,
