@@ -201,7 +201,7 @@ def method_factories(extra=()):
         "bayes": (lambda t: BayesianTest(), False),
         # Benavoli et al. (2015) read literally (notes/racing-experiment.md, variant A): 0.95,
         # every pair's statement in the joint prefix, gate at every step (also with two survivors),
-        # equivalence not gated, and the Monte Carlo credible region the seed suggests while
+        # equivalence not gated, and the Monte Carlo credible region the paper suggests while
         # eq. 19 is undefined (n <= m - 1).
         "bayes_literal": (lambda t: BayesianTest(credibility=0.95, statements="all",
                                                  gate_two=True, gate_indistinguishable=False,

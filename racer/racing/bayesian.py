@@ -97,7 +97,7 @@ class BayesianTest(RacingTest):
     small_n : {"hold", "reject", "chi2", "montecarlo"}, default "hold"
         Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, pseudo-inverse of
         the covariance against the chi-square(m - 1) quantile, or the Monte Carlo credible
-        region of the DP posterior the seed suggests for small n
+        region of the DP posterior the paper suggests for small n
         (:func:`racer.stats.bayesian_friedman_from_sums`, ``method="montecarlo"``,
         ``n_samples`` draws from the step's stream).
     gate_two : bool, default False

@@ -372,7 +372,7 @@ def bootstrap_test(
     equal-tailed ``1 - alpha`` percentile interval of the replicates (Efron and Tibshirani).
     The p-value is the smallest such alpha: ``2 min(#(d* <= 0), #(d* >= 0)) / B`` (capped at
     1); one-sided, ``#(d* <= 0) / B`` for "greater" (a better) and ``#(d* >= 0) / B`` for
-    "less". Replicates equal to 0 count against rejecting. The seed suggests at least
+    "less". Replicates equal to 0 count against rejecting. Keller et al. (2005) suggest at least
     50 / alpha replicates (5000 for alpha = 0.01), the default.
 
     ``metric`` is either a name or a callable ``metric(y_true, y_pred) -> float`` (larger is
