@@ -122,7 +122,7 @@ def test_demsar_conover():
     res = conover(DEMSAR)
     ref = sp.posthoc_conover_friedman(DEMSAR).to_numpy()
     np.testing.assert_allclose(res.pvalue, ref, rtol=1e-9)
-    # Demšar (2006) prints 0.0187 here from an older scikit-posthocs; 0.17.1 gives 0.0086.
+    # An older scikit-posthocs gave 0.0187 here on Demšar's (2006) data; 0.17.1 gives 0.0086.
     assert res.pvalue[0, 1] == pytest.approx(0.0086, abs=5e-5)
     np.testing.assert_array_equal(res.rank_sums, [44, 28, 41, 27])
     assert res.df == 39

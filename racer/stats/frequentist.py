@@ -1030,7 +1030,7 @@ def p_adjust(pvalues, method: str = "holm") -> np.ndarray:
 
     all capped at 1. They agree with statsmodels' ``multipletests`` (whose names
     ``"simes-hochberg"``, ``"fdr_bh"``, ``"fdr_by"`` are accepted too). Demšar 2006 section 3.2.2
-    describes Holm's and Hochberg's procedures (Demšar 2006).
+    describes Holm's and Hochberg's procedures.
 
     References
     ----------
