@@ -1,4 +1,4 @@
-"""Seed 002 §7.1 racing simulation: data, methods, one repetition on the real engine.
+"""Benavoli et al. (2015) §7.1 racing simulation: data, methods, one repetition on the real engine.
 
 Reading I of the protocol (notes/racing-experiment.md): an iteration gives every survivor 5
 new instances, a test follows every iteration, at most 300 iterations (1500 instances),
@@ -19,7 +19,7 @@ from racer.racing.base import RaceView
 from racer.race import Race
 
 SETTINGS = [(30, 1.0), (50, 1.0), (100, 1.0), (100, 0.5), (100, 0.1), (200, 0.1)]
-PAPER = {  # seed 002 Tables 2-3: (ITER, MAE) per method, and Bayesian # indistinguishable
+PAPER = {  # Benavoli et al. (2015) Tables 2-3: (ITER, MAE) per method, and Bayesian # indistinguishable
     "bayes": [(0.63, 0.70), (0.72, 0.92), (0.75, 1.84), (0.67, 1.15), (0.36, 0.28), (0.50, 0.46)],
     "frace_s": [(0.67, 0.80), (0.80, 1.22), (0.84, 2.31), (0.74, 1.19), (0.36, 0.30), (0.51, 0.63)],
     "frace_mr": [(0.58, 0.77), (0.69, 1.15), (0.70, 2.05), (0.62, 1.26), (0.35, 0.30), (0.50, 0.58)],

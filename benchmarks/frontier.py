@@ -10,7 +10,7 @@ one with the lowest MAE there, picked after the fact, which favours the F-races)
 
 Families (the truth, i.e. every candidate's true mean score, is known exactly):
 
-* ``paper_q_rho`` -- seed 002 §7.1 (``_racing_sim.make_data``): mu ~ U(0, 1), N(mu, rho^2).
+* ``paper_q_rho`` -- Benavoli et al. (2015) §7.1 (``_racing_sim.make_data``): mu ~ U(0, 1), N(mu, rho^2).
 * ``hardness`` -- q = 100: mu ~ U(0, 1), a hardness shared by all candidates on each instance
   (2 Exp(1), subtracted), a noise scale per candidate (U(0.25, 1.25)) times t_3 noise.
 * ``lognormal`` -- q = 100 runtimes (scored negated, larger is better):
@@ -199,9 +199,9 @@ def method_factories(extra=()):
         "frace_s": (lambda t: FRaceTest(post_hoc="sign"), False),
         "frace_mr": (lambda t: FRaceTest(post_hoc="mean_ranks"), False),
         "bayes": (lambda t: BayesianTest(), False),
-        # Seed 002 read literally (notes/racing-experiment.md, variant A): 0.95, every pair's
-        # statement in the joint prefix, gate at every step (also with two survivors),
-        # equivalence not gated, and the Monte Carlo credible region the seed suggests while
+        # Benavoli et al. (2015) read literally (notes/racing-experiment.md, variant A): 0.95,
+        # every pair's statement in the joint prefix, gate at every step (also with two survivors),
+        # equivalence not gated, and the Monte Carlo credible region the paper suggests while
         # eq. 19 is undefined (n <= m - 1).
         "bayes_literal": (lambda t: BayesianTest(credibility=0.95, statements="all",
                                                  gate_two=True, gate_indistinguishable=False,

@@ -1,4 +1,4 @@
-"""Speed and seed 004 Table 2 for ``racer.stats.hierarchical_test``.
+"""Speed and Corani et al. (2017) Table 2 for ``racer.stats.hierarchical_test``.
 
 1. Warm fit time of 50 data sets x 100 differences, 4 chains x (1000 warm-up + 2000 draws),
    diagnostics included (target <= 0.5 s), and the cold compile in a fresh process with an
@@ -6,7 +6,7 @@
 2. The same fit with NumPyro (NUTS) when it is importable, as ratios measured in the same run;
    racer against the stored PyMC and NumPyro fits of the test cases
    (``tests/data/hierarchical_reference.json``; PyMC itself is not needed to print it).
-3. Seed 004 section 4.1 / Table 2: the MSE of the shrinkage estimates against the MLE (the
+3. Corani et al. (2017) section 4.1 / Table 2: the MSE of the shrinkage estimates against the MLE (the
    per-data-set means) for q = 5, 10, 50 data sets; the paper finds shrinkage below the MLE and
    falling with q.
 4. ``--racing``: the cost of one step of ``racer.HierarchicalRacingTest`` and races over
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Seed 004 section 4.1: delta_i from 0.5 N(0.005, 0.001) + 0.5 N(0.02, 0.001) (sd, not
+# Corani et al. (2017) section 4.1: delta_i from 0.5 N(0.005, 0.001) + 0.5 N(0.02, 0.001) (sd, not
 # variance); the differences' sd 0.0575 with rho = 0.1 makes Var(xbar_i) ~ 0.00036, the
 # paper's MSE of the MLE with 10 runs of 10-fold CV.
 MIXTURE = ((0.005, 0.001), (0.02, 0.001))
@@ -259,7 +259,7 @@ def main():
     print("\nracer vs the stored PyMC / NumPyro fits (benchmarks/hierarchical_reference.py):")
     print(stored_agreement())
 
-    print("\nseed 004 Table 2 (n = 100, rho = 0.1):")
+    print("\nCorani et al. 2017 Table 2 (n = 100, rho = 0.1):")
     print("| q | reps | MSE MLE (± se) | MSE shrinkage (± se) | share shrinkage < MLE | "
           "retries | paper MLE / shrinkage |")
     print("|---|---|---|---|---|---|---|")

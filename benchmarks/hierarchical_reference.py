@@ -1,4 +1,4 @@
-"""Reference posteriors of seed 004's hierarchical model from NumPyro, stored for the tests.
+"""Reference posteriors of Corani et al.'s (2017) hierarchical model from NumPyro, stored for the tests.
 
 Fits the same model as ``racer.stats.hierarchical_test`` (paper priors, closed-form
 equicorrelated likelihood) with NumPyro's NUTS on a few fixed simulated cases and writes the

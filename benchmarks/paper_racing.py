@@ -1,4 +1,4 @@
-"""Seed 002 Tables 2-3: the Bayesian race against three F-races on identical data.
+"""Benavoli et al. (2015) Tables 2-3: the Bayesian race against three F-races on identical data.
 
 q candidates with true means mu_i ~ U(0, 1) (drawn per repetition), scores N(mu_i, rho^2),
 larger better; an iteration gives every survivor 5 new instances and is followed by a test;

@@ -1,6 +1,6 @@
-"""Seed 000, section 4: average loss of DP(s -> 0) and IDP against the one-sided Wilcoxon test.
+"""Benavoli et al. (2014), section 4: average loss of DP(s -> 0) and IDP against the one-sided Wilcoxon test.
 
-Protocol (seed 000, section 4, equation (10)): for each Delta on a grid over [-0.07, 0.07],
+Protocol (Benavoli et al. 2014, section 4, equation (10)): for each Delta on a grid over [-0.07, 0.07],
 ``runs`` Monte Carlo runs draw n = 30 pairs X_i ~ N(0, sigma^2), Y_i ~ N(Delta, sigma^2),
 sigma = 0.12, rho = 0, and each test decides whether "Y is better than X" (H1: Delta > 0):
 
@@ -92,7 +92,7 @@ def main(argv=None):
                 + np.where(~decide_h1 & truth_h1, 1.0, 0.0))
         return area_factor * (loss.mean() if mask is None else loss[mask].mean())
 
-    print(f"Seed 000 section 4: n = 30, sigma = 0.12, rho = 0, Delta in [-0.07, 0.07] step "
+    print(f"Benavoli et al. 2014 section 4: n = 30, sigma = 0.12, rho = 0, Delta in [-0.07, 0.07] step "
           f"{step} ({deltas.size} values), {runs} runs each, {n_samples} posterior samples per "
           f"test, seed {args.seed}; {elapsed:.0f} s\n")
     header = "| test | " + " | ".join(f"l1 = {l1}" for l1 in LOSSES) + " |"

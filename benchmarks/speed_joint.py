@@ -1,4 +1,4 @@
-"""Speed of the joint-prefix Monte Carlo (seed 002 §5.3) against the machine floor.
+"""Speed of the joint-prefix Monte Carlo (Benavoli et al. 2015 §5.3) against the machine floor.
 
 The floor of the one-pass first-failure Monte Carlo (notes/kernels-performance.md §7) is
 
@@ -59,7 +59,7 @@ def best_of(fn, repeats):
 def make_statements(m, n, seed=0):
     """The race's typical list: "best beats j" for the m - 1 others, by decreasing marginal.
 
-    Means evenly spaced on [0, 1], unit noise, as in seed 002 §7.1 (rho = 1).
+    Means evenly spaced on [0, 1], unit noise, as in Benavoli et al. (2015) §7.1 (rho = 1).
     """
     rng = np.random.default_rng(seed)
     x = np.linspace(0.0, 1.0, m) + rng.standard_normal((n, m))

@@ -309,32 +309,14 @@ def check_bool(value: Any, name: str) -> bool:
 _DIRECTIONS = ("minimize", "maximize")
 
 
-def check_direction(direction: Any, maximize: Any = None, *, stacklevel: int = 3) -> str:
-    """Resolve ``direction`` and the deprecated ``maximize`` flag into ``"minimize"`` or
-    ``"maximize"``: racer's one direction convention (README, "Conventions").
-
-    ``direction=None`` means the default, ``"minimize"`` (as in irace, Optuna and
-    ``scipy.optimize``). ``maximize`` (racer's old keyword, whose default was True) is accepted
-    with a DeprecationWarning saying what to write instead; giving both is a ValueError, so
-    that neither silently wins.
+def check_direction(direction: Any) -> str:
+    """``direction`` as ``"minimize"`` or ``"maximize"``: racer's one direction convention
+    (README, "Conventions"). ``None`` means the default, ``"minimize"`` (as in irace, Optuna
+    and ``scipy.optimize``).
 
     >>> check_direction(None), check_direction("maximize")
     ('minimize', 'maximize')
     """
-    if maximize is not None:
-        if direction is not None:
-            raise ValueError(
-                "give `direction` only (`maximize` is its deprecated alias); got "
-                f"direction={_describe(direction)} and maximize={_describe(maximize)}"
-            )
-        new = "maximize" if check_bool(maximize, "maximize") else "minimize"
-        warnings.warn(
-            f"`maximize={bool(maximize)}` is deprecated and will be removed; write "
-            f"direction={new!r} (the default direction is 'minimize')",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        return new
     if direction is None:
         return "minimize"
     return check_option(direction, "direction", _DIRECTIONS)
@@ -342,11 +324,18 @@ def check_direction(direction: Any, maximize: Any = None, *, stacklevel: int = 3
 
 def check_eps(value: Any, name: str = "eps") -> float:
     """Check the half-width ``eps`` of the indistinguishability band ``|theta - 1/2| < eps``
-    (``theta = P(X > Y) + 1/2 P(X = Y)``, seed 002 section 7.1): a practical-equivalence width
-    on the probability scale, the same range everywhere in racer, ``[0, 0.5)``.
+    (``theta = P(X > Y) + 1/2 P(X = Y)``, Benavoli et al. 2015 section 7.1): a
+    practical-equivalence width on the probability scale, the same range everywhere in racer,
+    ``[0, 0.5)``.
 
     ``0`` is an empty band (no pair is ever indistinguishable: equivalence eliminations off);
     ``0.5`` or more would cover every value theta can take and call every pair equivalent.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
     v = _as_real(value, name)
     if not 0.0 <= v < 0.5:

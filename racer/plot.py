@@ -397,12 +397,18 @@ def plot_pairwise_probabilities(
 ):
     """Heat map of ``P[i, j] = Pr[i beats j]`` under the Bayesian sign test.
 
-    ``P`` is :func:`racer.stats.prob_greater_matrix` of the pairwise win counts (seed 002,
+    ``P`` is :func:`racer.stats.prob_greater_matrix` of the pairwise win counts (Benavoli et al. 2015,
     Theorem 2: ``Pr[theta_ij > 1/2]`` with ``theta_ij = P(X_i > X_j) + 1/2 P(X_i = X_j)``).
     Rows are the candidate that wins; cells hold the probability when there are at most 12
     candidates. ``scores`` is a score matrix (larger is better unless ``maximize=False``) or a
     RaceResult (``candidates``: ``"auto"``, ``"survivors"``, ``"all"`` or indices; the
     instances used are those where all the chosen candidates were evaluated).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     >>> import numpy as np
     >>> scores = np.random.default_rng(0).normal(size=(20, 3)) + [0.0, 0.5, 1.5]
@@ -517,6 +523,11 @@ def plot_critical_difference(
     in the title from :func:`racer.stats.friedman`. A bar joins a maximal run of adjacent
     candidates in which no pair has a Nemenyi p-value below ``alpha`` -- for Nemenyi that is
     a mean-rank difference below the CD. ``scores``: see :func:`plot_pairwise_probabilities`.
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
 
     >>> import numpy as np
     >>> scores = np.random.default_rng(0).normal(size=(30, 4)) + [0.0, 0.1, 0.2, 2.0]
@@ -635,6 +646,12 @@ def plot_posterior_simplex(
 
     (The signed-rank test, :func:`racer.stats.bayesian_signed_rank`, exposes its rope
     probabilities but not its posterior draws, so it cannot be drawn here.)
+
+    References
+    ----------
+    .. [1] Benavoli, A., Corani, G., Demšar, J. & Zaffalon, M. (2017). Time for a change: a
+       tutorial for comparing multiple classifiers through Bayesian analysis. Journal of
+       Machine Learning Research 18, 2653–2688.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)

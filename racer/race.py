@@ -195,7 +195,7 @@ class _Options(NamedTuple):
         return None
 
 
-def _check_options(n_candidates: int, *, test: Any, direction: Any, maximize: Any, budget: Any,
+def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
                    max_instances: Any, first_test: Any, each_test: Any, min_survivors: Any,
                    shuffle: Any, on_error: Any, winner: Any) -> _Options:
     """:class:`Race`'s options checked (a ValueError or TypeError naming the argument) and
@@ -203,13 +203,13 @@ def _check_options(n_candidates: int, *, test: Any, direction: Any, maximize: An
     if test is None:
         # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
         # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
-        # the budget binds, which BayesianTest (seed 002 to the letter) never does.
+        # the budget binds, which BayesianTest (Benavoli et al. 2015 to the letter) never does.
         from racer.racing.posterior_best import PosteriorBestTest
 
         test = PosteriorBestTest()
     if not isinstance(test, RacingTest):
         raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
-    direction = check_direction(direction, maximize, stacklevel=4)  # the caller of Race()
+    direction = check_direction(direction)
     budget = check_int(budget, "budget", minimum=1, allow_none=True)
     max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
     first_test = check_int(first_test, "first_test", minimum=1)
@@ -385,11 +385,10 @@ class Race:
         candidate per row (a dict); a dict is refused (its keys or its values?).
     test : RacingTest, optional
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
-        (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``).
+        (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
+        ``racer.BayesianTest()`` is Benavoli et al.'s (2015) procedure.
     direction : {"minimize", "maximize"}, default "minimize"
         Whether smaller or larger scores are better. The test sees larger-is-better scores.
-    maximize : bool, optional
-        Deprecated alias of ``direction="maximize"`` (a DeprecationWarning).
     budget : int, optional
         Maximum number of evaluations. A block starts only when the budget pays for all of
         it, as in irace; the first block must fit.
@@ -423,6 +422,12 @@ class Race:
     metadata : dict, optional
         Anything else that changes the scores (a version of ``evaluate``, a data set), in the
         journal's fingerprint, so a resume under other settings is refused.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     >>> import numpy as np
     >>> from racer.racing.base import Elimination, RacingTest
@@ -460,7 +465,6 @@ class Race:
         random_state: Any = None,
         storage: Any = None,
         metadata: dict | None = None,
-        maximize: bool | None = None,
     ) -> None:
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
@@ -469,7 +473,7 @@ class Race:
         if not self._candidates:
             raise ValueError("`candidates` is empty: a race needs at least one candidate")
         options = _check_options(
-            len(self._candidates), test=test, direction=direction, maximize=maximize,
+            len(self._candidates), test=test, direction=direction,
             budget=budget, max_instances=max_instances, first_test=first_test,
             each_test=each_test, min_survivors=min_survivors, shuffle=shuffle,
             on_error=on_error, winner=winner,
@@ -1130,9 +1134,6 @@ def race(
     from racer.execution import check_timeout
 
     check_timeout(timeout)  # before Race() opens a journal
-    if "maximize" in options:
-        # Resolved here so that the DeprecationWarning points at the caller of race().
-        options["direction"] = check_direction(options.get("direction"), options.pop("maximize"))
     runner = Race(candidates, **options)
     return runner.run(
         evaluate, instances, executor=executor, n_jobs=n_jobs, timeout=timeout, progress=progress

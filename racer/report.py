@@ -1,8 +1,8 @@
 """A self-contained HTML report of a race, read from its journal; CSV and JSON exports.
 
 ``write_report("race.sqlite", "report.html")`` (or ``racer report race.sqlite -o report.html``;
-``racer-report`` is the same command; a ``racer`` execDir instead of a journal gives the report
-of the whole tuning, see :func:`write_report`)
+a ``racer`` execDir instead of a journal gives the report of the whole tuning, see
+:func:`write_report`)
 reads the journal with :func:`racer.storage.read_journal` (and rebuilds its result with
 :func:`racer.storage.result_from_journal`) -- read-only and without the
 writer's lock, so it works on a finished race, an interrupted one, and one still running --
@@ -651,9 +651,9 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     return out
 
 
-def main(argv: list[str] | None = None, prog: str = "racer-report") -> int:
-    """``racer report PATH [-o report.html] [--csv runs.csv] [--json race.json]`` (also
-    installed as ``racer-report``). PATH is a race journal or a ``racer`` execDir."""
+def main(argv: list[str] | None = None, prog: str = "racer report") -> int:
+    """``racer report PATH [-o report.html] [--csv runs.csv] [--json race.json]``, dispatched
+    by :func:`racer.cli.main`. PATH is a race journal or a ``racer`` execDir."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Write a self-contained HTML report (and CSV/JSON exports) of a race "

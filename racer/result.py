@@ -133,6 +133,12 @@ class RaceResult:
         unsized iterator; None when that is unknown too. The cost of running every candidate
         on all of them is what :meth:`summary` compares the race's cost with.
 
+    References
+    ----------
+    .. [1] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
+
     Examples
     --------
     >>> from racer import Elimination, Race, RacingTest
@@ -374,7 +380,7 @@ class RaceResult:
 
     def hierarchical_comparison(self, a, b, test_fraction, rope=0.01, *, group=None,
                                 random_state=None, **options):
-        """Compare candidates ``a`` and ``b`` over data sets with seed 004's hierarchical model.
+        """Compare candidates ``a`` and ``b`` over data sets with Corani et al.'s (2017) hierarchical model.
 
         For a race whose instances are ``(data set, fold)`` pairs (k-fold CV on several data
         sets): fits :func:`racer.stats.hierarchical_test` to the differences ``b - a`` on the

@@ -36,9 +36,7 @@ the SQLite header's ``application_id`` is ``0x5243524A`` ("RCRJ") and ``meta`` h
 application (another ``application_id``, or tables that are not racer's) and a journal of a
 newer schema are refused with a ``ValueError`` naming the path; nothing is written into them.
 A missing or empty file (0 bytes, or an SQLite database without any table) becomes a new
-journal. A journal written by racer before the marker existed (no ``application_id``, exactly
-racer's tables and columns, ``meta`` keys among ``schema``, ``fingerprint``, ``seed``) is
-accepted and stamped with the marker: its layout is the current one, so nothing else changes.
+journal.
 
 **Path errors name the argument and the path**, with the operating system's exception type:
 a missing parent folder (``FileNotFoundError``; racer creates no folders), a folder
@@ -124,15 +122,6 @@ __all__ = [
 APPLICATION_ID = 0x5243524A
 _SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_TABLES = {
-    "meta": ("key", "value"),
-    "instances": ("idx", "repr"),
-    "evaluations": ("candidate", "instance", "value", "error"),
-    "decisions": ("step", "n_instances", "candidate", "reason", "by", "probability"),
-}
-# Keys a racer journal's meta may hold; "winner" and "stop_reason" came later, but accepting
-# them in a marker-less file costs nothing and keeps the check about the tables' shape.
-_META_KEYS = {"schema", "fingerprint", "seed", "winner", "stop_reason"}
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS instances (idx INTEGER PRIMARY KEY, repr TEXT NOT NULL)",
@@ -209,15 +198,6 @@ def _as_path(path: Any, arg: str) -> str:
     return text
 
 
-def _upgrade_fingerprint(fingerprint: Any) -> Any:
-    """A fingerprint in today's keys: journals of racer 0.1 stored ``maximize`` (a bool) where
-    races now store ``direction``; both name the same setting, so an old journal resumes."""
-    if isinstance(fingerprint, dict) and "maximize" in fingerprint and "direction" not in fingerprint:
-        fingerprint = dict(fingerprint)
-        fingerprint["direction"] = "maximize" if fingerprint.pop("maximize") else "minimize"
-    return fingerprint
-
-
 def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
     """Return the absolute path after checking that it can be a journal file."""
     absolute = os.path.abspath(text)
@@ -289,41 +269,26 @@ def _check_header(absolute: str, arg: str, text: str) -> int | None:
 
 
 def _classify(conn: sqlite3.Connection, arg: str, text: str) -> str:
-    """``"journal"``, ``"legacy"`` (a racer journal from before the marker) or ``"empty"``;
-    anything else is refused. Only reads."""
+    """``"journal"`` or ``"empty"``; anything else is refused. Only reads."""
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    objects = conn.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+    objects = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
     if app_id not in (0, APPLICATION_ID):
         raise ValueError(
             f"`{arg}`={text!r} is not a racer journal: it is the SQLite database of another "
             f"application (application_id {app_id:#x}); racer never writes into it; pass a new path"
         )
-    names = {name for kind, name, _ in objects if kind == "table"}
-    if app_id == 0 and not objects:
-        return "empty"
-    foreign = sorted(
-        f"{kind} {name}"
-        for kind, name, table in objects
-        if not (kind == "table" and name in _TABLES)
-        and not (kind == "index" and name.startswith("sqlite_autoindex_") and table in _TABLES)
-    )
     if app_id == 0:
-        mismatched = [
-            name for name in sorted(names & set(_TABLES))
-            if tuple(row[1] for row in conn.execute(f'PRAGMA table_info("{name}")')) != _TABLES[name]
-        ]
-        meta_keys = set()
-        if "meta" in names and "meta" not in mismatched:
-            meta_keys = {row[0] for row in conn.execute("SELECT key FROM meta")}
-        if foreign or mismatched or "meta" not in names or not meta_keys <= _META_KEYS:
-            what = ", ".join(foreign + [f"table {n} (other columns)" for n in mismatched]) or (
-                f"tables {sorted(names)}"
-            )
-            raise ValueError(
-                f"`{arg}`={text!r} is not a racer journal: an SQLite database without racer's "
-                f"marker that holds {what}; it belongs to another application and racer never "
-                "writes into it; pass a new path"
-            )
+        if not objects:
+            return "empty"
+        # racer stamps the marker in the transaction that creates its tables, so a file
+        # holding anything without the marker is another application's.
+        what = ", ".join(sorted(f"{kind} {name}" for kind, name in objects
+                                if not name.startswith("sqlite_autoindex_")))
+        raise ValueError(
+            f"`{arg}`={text!r} is not a racer journal: an SQLite database without racer's "
+            f"marker that holds {what}; racer never writes into it; pass a new path"
+        )
+    names = {name for kind, name in objects if kind == "table"}
     if "meta" in names:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is not None:
@@ -336,7 +301,7 @@ def _classify(conn: sqlite3.Connection, arg: str, text: str) -> str:
                     f"`{arg}`={text!r} is a racer journal of schema {row[0]!r}, which this "
                     f"version of racer (schema {_SCHEMA_VERSION}) cannot read; upgrade racer"
                 )
-    return "journal" if app_id == APPLICATION_ID else "legacy"
+    return "journal"
 
 
 def _read_only(absolute: str) -> sqlite3.Connection:
@@ -550,7 +515,7 @@ class Journal:
                     (json.dumps(fingerprint, sort_keys=True), str(seed)),
                 )
             return None
-        old = _upgrade_fingerprint(json.loads(stored))
+        old = json.loads(stored)
         same = {k: v for k, v in old.items() if k not in limits}
         now = {k: v for k, v in fingerprint.items() if k not in limits}
         if same != now:
@@ -978,8 +943,7 @@ def describe_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
             count = f"journal {len(a)}, now {len(b)}" if len(a) != len(b) else f"{len(a)} each"
             lines.append(f"candidates: {count} ({where})")
         elif key == "direction" and a in ("minimize", "maximize"):
-            # The likeliest cause: a journal of racer 0.1, which maximised by default, resumed
-            # under today's default, "minimize".
+            # Say which argument continues the journal's race (the default is "minimize").
             lines.append(f"direction: journal {a!r}, now {b!r} (pass direction={a!r} to "
                          "continue it)")
         elif key == "test":
@@ -1008,8 +972,7 @@ def read_journal(path: Any) -> dict:
     Returns ``{"fingerprint": dict, "seed": int, "instances": [repr, ...],
     "evaluations": [(candidate, instance, value, error), ...], "decisions": [(step,
     n_instances, candidate, reason, by, probability), ...], "winner": str, "stop_reason":
-    str}`` (``fingerprint`` and ``seed`` are None before the race claimed the journal; a racer
-    0.1 fingerprint's ``maximize`` flag is returned as today's ``direction``; ``stop_reason``
+    str}`` (``fingerprint`` and ``seed`` are None before the race claimed the journal; ``stop_reason``
     is None while the race runs or after it was interrupted; ``winner`` and ``stop_reason``
     are None in journals written before racer recorded them).
 
@@ -1044,23 +1007,20 @@ def read_journal(path: Any) -> dict:
             raise ValueError(f"`path`={text!r} is not a racer journal: SQLite cannot read it ({exc})") from exc
         if kind == "empty":
             raise ValueError(f"`path`={text!r} is not a racer journal: it is empty (no race has written it)")
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
-        def rows(sql: str, table: str) -> list:
-            # A journal of an older racer killed while creating its tables may lack some.
-            return conn.execute(sql).fetchall() if table in tables else []
+        def rows(sql: str) -> list:
+            return conn.execute(sql).fetchall()
 
-        meta = dict(rows("SELECT key, value FROM meta", "meta"))
+        # The marker and the tables are written in one transaction: a marked journal has all.
+        meta = dict(rows("SELECT key, value FROM meta"))
         result = {
-            "fingerprint": (_upgrade_fingerprint(json.loads(meta["fingerprint"]))
-                            if "fingerprint" in meta else None),
+            "fingerprint": json.loads(meta["fingerprint"]) if "fingerprint" in meta else None,
             "seed": int(meta["seed"]) if "seed" in meta else None,
-            "instances": [r[0] for r in rows("SELECT repr FROM instances ORDER BY idx", "instances")],
+            "instances": [r[0] for r in rows("SELECT repr FROM instances ORDER BY idx")],
             "evaluations": rows(
-                "SELECT candidate, instance, value, error FROM evaluations ORDER BY instance, candidate",
-                "evaluations",
+                "SELECT candidate, instance, value, error FROM evaluations ORDER BY instance, candidate"
             ),
-            "decisions": rows("SELECT * FROM decisions ORDER BY step, candidate", "decisions"),
+            "decisions": rows("SELECT * FROM decisions ORDER BY step, candidate"),
             "winner": meta.get("winner"),
             "stop_reason": meta.get("stop_reason"),
         }
@@ -1144,7 +1104,7 @@ def result_from_journal(journal: Any) -> RaceResult:
     n_cand = len(cand_reprs)
     if n_cand == 0:
         raise ValueError("the journal's fingerprint lists no candidates")
-    maximize = fp.get("direction") == "maximize"  # read_journal upgrades racer 0.1's key
+    maximize = fp.get("direction") == "maximize"
     instances = [Repr(t) for t in data["instances"]]
     n_rows = len(instances)
     for cand, inst, _v, _e in data["evaluations"]:

@@ -1,4 +1,4 @@
-"""Bayesian Friedman test (seed 002, Theorem 1, eq. (19)) and its incremental accumulator."""
+"""Bayesian Friedman test (Benavoli et al. 2015, Theorem 1, eq. (19)) and its incremental accumulator."""
 
 from __future__ import annotations
 

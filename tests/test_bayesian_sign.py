@@ -3,7 +3,7 @@
 Closed forms are checked against the literal Dirichlet-process definition by Monte Carlo
 (w ~ Dir(s, 1, ..., 1), normalised, the prior point at the tie scoring 1/2), against
 adaptive quadrature, against baycomp where its definitions coincide with the papers', and
-against seed 002's Table 1. Monte Carlo tolerances are 4.5 standard errors of a binomial
+against Benavoli et al.'s (2015) Table 1. Monte Carlo tolerances are 4.5 standard errors of a binomial
 proportion, sqrt(p (1 - p) / S) <= 0.5 / sqrt(S), unless stated otherwise.
 """
 

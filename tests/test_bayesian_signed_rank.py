@@ -1,4 +1,4 @@
-"""Bayesian signed-rank test (seed 000): kernel exactness, baycomp, exact values, decisions."""
+"""Bayesian signed-rank test (Benavoli et al. 2014): kernel exactness, baycomp, exact values, decisions."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from racer.stats import (
 
 LANES = _kernels._SR_LANES
 
-# Demšar (2006) via seed 001: C4.5 and C4.5+m on 14 data sets.
+# Demšar (2006): C4.5 and C4.5+m on 14 data sets.
 C45 = np.array([.763, .599, .954, .628, .882, .936, .661, .583, .775, 1.0, .940, .619, .972, .957])
 C45M = np.array([.768, .591, .971, .661, .888, .931, .668, .583, .838, 1.0, .962, .666, .981, .978])
 

@@ -113,7 +113,7 @@ def test_mcnemar_seed_formula():
     b = np.r_[np.zeros(10), np.ones(30), np.zeros(60)].astype(int)  # 30 other errors
     res = mcnemar(y, a, b)
     assert (res.n01, res.n10) == (10, 30)
-    assert res.statistic == pytest.approx((abs(10 - 30) - 1) ** 2 / 40)  # seed 003, eq. (4)
+    assert res.statistic == pytest.approx((abs(10 - 30) - 1) ** 2 / 40)  # Keller et al. (2005), eq. (4)
     assert res.pvalue == pytest.approx(stats.chi2.sf(361 / 40, 1), rel=RTOL)
 
 
@@ -133,7 +133,7 @@ def test_proportion_test_matches_statsmodels(n, acc_a, acc_b, seed, alternative)
                              "greater": "larger", "less": "smaller"}[alternative])
     assert res.statistic == pytest.approx(z, rel=1e-9)
     assert res.pvalue == pytest.approx(p, rel=1e-9)
-    # Seed 003, eq. (3): sigma_D = sqrt(2 C (1 - C) / N).
+    # Keller et al. (2005), eq. (3): sigma_D = sqrt(2 C (1 - C) / N).
     c = errs.sum() / (2 * n)
     assert res.statistic == pytest.approx((errs[0] - errs[1]) / n / np.sqrt(2 * c * (1 - c) / n))
 

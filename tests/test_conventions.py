@@ -1,11 +1,8 @@
 """racer's conventions across its APIs (README, "Conventions"): one ``direction`` keyword with
 one default, one seed normaliser behind every ``random_state``, one name and one range per
-quantity, and racer 0.1 journals that still resume."""
+quantity."""
 
 from __future__ import annotations
-
-import json
-import sqlite3
 
 import numpy as np
 import pytest
@@ -78,52 +75,20 @@ def test_maximizing_a_score_is_minimizing_its_negation():
     np.testing.assert_array_equal(up.mean_scores, -down.mean_scores)
 
 
-@pytest.mark.parametrize("flag, word", [(True, "maximize"), (False, "minimize")])
-def test_maximize_is_a_deprecated_alias_that_says_what_to_write(flag, word):
-    with pytest.warns(DeprecationWarning, match=rf"`maximize={flag}` is deprecated.*write "
-                                                rf"direction='{word}'"):
-        old = _run(maximize=flag)
-    assert _decisions(old) == _decisions(_run(direction=word)) and old.direction == word
+def test_maximize_is_not_a_keyword_of_race():
+    # racer 0.1 was never released: its `maximize=` went without a deprecation period.
+    with pytest.raises(TypeError, match="maximize"):
+        Race(CANDIDATES, test=DropWorstMean(), maximize=True)
+    with pytest.raises(TypeError, match="maximize"):
+        _run(maximize=True)
 
 
-def test_the_deprecation_warning_points_at_the_callers_line():
-    # Python shows a DeprecationWarning by default only when it is attributed to __main__, so
-    # it must name the user's file, not racer's, for race() and Race() alike.
-    for call in (lambda: _run(maximize=True),
-                 lambda: Race(CANDIDATES, test=DropWorstMean(), maximize=True)):
-        with pytest.warns(DeprecationWarning) as record:
-            call()
-        assert [w.filename for w in record] == [__file__]
-
-
-def test_direction_and_maximize_together_are_refused_even_when_they_agree():
-    with pytest.raises(ValueError, match=r"give `direction` only .*got direction='minimize' "
-                                         r"and maximize=False"):
-        _run(direction="minimize", maximize=False)
-
-
-def _as_racer_01_journal(path):
-    """Rewrite the journal's fingerprint as racer 0.1 stored it: ``maximize`` (a bool)."""
-    con = sqlite3.connect(path)
-    (text,) = con.execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
-    fingerprint = json.loads(text)
-    fingerprint["maximize"] = fingerprint.pop("direction") == "maximize"
-    with con:
-        con.execute("UPDATE meta SET value = ? WHERE key = 'fingerprint'",
-                    (json.dumps(fingerprint, sort_keys=True),))
-    con.close()
-
-
-def test_a_racer_01_journal_resumes_and_a_direction_mismatch_says_what_to_pass(tmp_path):
-    path = str(tmp_path / "old.sqlite")
+def test_a_direction_mismatch_on_resume_says_what_to_pass(tmp_path):
+    path = str(tmp_path / "up.sqlite")
     options = dict(test=DropWorstMean(), first_test=2, random_state=0, storage=path)
     with Race(CANDIDATES, direction="maximize", **options) as r:
         first = r.run(loss, range(8), progress=False)
-    _as_racer_01_journal(path)
-    assert "maximize" in json.loads(
-        sqlite3.connect(path).execute("SELECT value FROM meta WHERE key = 'fingerprint'")
-        .fetchone()[0])
-    # Under today's default the journal is another race, and the message names the fix.
+    # Under the default direction the journal is another race, and the message names the fix.
     with pytest.raises(ValueError, match=r"direction: journal 'maximize', now 'minimize' "
                                          r"\(pass direction='maximize' to continue it\)"):
         Race(CANDIDATES, **options)

@@ -1,4 +1,4 @@
-"""FRaceTest: irace's Conover F-race and seed 002's F-Race_S / F-Race_MR."""
+"""FRaceTest: irace's Conover F-race and Benavoli et al.'s (2015) F-Race_S / F-Race_MR."""
 
 from __future__ import annotations
 

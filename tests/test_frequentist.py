@@ -30,7 +30,7 @@ from racer.stats import (
     wilcoxon,
 )
 
-# Demšar (2006) Table 6 as printed in seed 001: 14 data sets x (C4.5, C4.5+m, C4.5+cf, C4.5+m+cf).
+# Demšar (2006), Table 6: 14 data sets x (C4.5, C4.5+m, C4.5+cf, C4.5+m+cf).
 DEMSAR = np.array(
     [
         [0.763, 0.768, 0.771, 0.798],
@@ -63,7 +63,7 @@ score_matrices = st.integers(2, 12).flatmap(
 
 
 # ------------------------------------------------------------------------------------------
-# Demšar's worked examples (seed 001)
+# Demšar's (2006) worked examples
 # ------------------------------------------------------------------------------------------
 
 
@@ -125,7 +125,7 @@ def test_demsar_conover():
     res = conover(DEMSAR)
     ref = sp.posthoc_conover_friedman(DEMSAR).to_numpy()
     np.testing.assert_allclose(res.pvalue, ref, rtol=1e-9)
-    # Seed 001 prints 0.0187 here from an older scikit-posthocs; 0.17.1 gives 0.0086.
+    # An older scikit-posthocs gave 0.0187 here on Demšar's (2006) data; 0.17.1 gives 0.0086.
     assert res.pvalue[0, 1] == pytest.approx(0.0086, abs=5e-5)
     np.testing.assert_array_equal(res.rank_sums, [44, 28, 41, 27])
     assert res.df == 39

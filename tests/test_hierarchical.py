@@ -1,4 +1,4 @@
-"""``racer.stats.hierarchical_test``: seed 004's hierarchical model (issue 13).
+"""``racer.stats.hierarchical_test``: Corani et al.'s (2017) hierarchical model (issue 13).
 
 Checked three ways: against NumPyro's and PyMC's NUTS on stored cases (``tests/data/
 hierarchical_reference.json``, made by ``benchmarks/hierarchical_reference.py``), by
@@ -230,7 +230,7 @@ def test_probabilities_direction_and_sums():
 
 
 def test_shrinkage_beats_the_mle_on_average():
-    # Seed 004 Table 2's direction on a few replicates (the benchmark runs 200 per q).
+    # Corani et al. (2017) Table 2's direction on a few replicates (the benchmark runs 200 per q).
     gains = []
     for r in range(6):
         rng = np.random.default_rng([99, r])

@@ -1,4 +1,4 @@
-"""Joint multiple comparisons (seed 002 §5.3) and the one-pass prefix Monte Carlo."""
+"""Joint multiple comparisons (Benavoli et al. 2015 §5.3) and the one-pass prefix Monte Carlo."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from racer.stats.joint import (
 
 
 def literal_prefix_probabilities(scores_winner, scores_loser, n_samples, s, rng):
-    """Seed 002 §5.3 taken literally: normalised Dir(s, 1..1) weights, the prior point w0 at
+    """Benavoli et al. (2015) §5.3 taken literally: normalised Dir(s, 1..1) weights, the prior point w0 at
     the tie (H(0) = 1/2), theta_k = 1/2 w0 + sum_l w_l H(x_wl - x_ll), statement holds iff
     theta_k > 1/2. Independent of the sign trick and of the kernel."""
     diffs = scores_winner - scores_loser  # (L, n)
@@ -207,7 +207,7 @@ def test_same_seed_same_result():
 
 
 def table1_scores():
-    """30 blocks, 4 candidates, with seed 002 Table 1's pairwise records: X1 loses every
+    """30 blocks, 4 candidates, with Benavoli et al. (2015) Table 1's pairwise records: X1 loses every
     block to X2, X3, X4; X3 and X4 each beat X2 in 20 of 30; X4 beats X3 in 15 of 30."""
     x = np.zeros((30, 4))
     x[:, 0] = -10.0

@@ -4,7 +4,7 @@ A scikit-learn search sees one ``X``. Several data sets that share a feature spa
 hospitals, subjects, years, sensors) are stacked into that ``X`` and named by ``groups`` (one
 data-set label per sample), and :class:`WithinGroupKFold` runs k-fold CV *inside* each data
 set: every split trains and tests on one data set only. The race's instances are then
-(data set, fold) pairs, which is what seed 004's hierarchical model compares candidates over
+(data set, fold) pairs, which is what Corani et al.'s (2017) hierarchical model compares candidates over
 (``docs/stats-hierarchical.md``, "In a race"; ``docs/sklearn.md``). scikit-learn's own
 ``GroupKFold`` is the opposite (it keeps each group out of the training set).
 """

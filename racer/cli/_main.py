@@ -805,7 +805,7 @@ def main(argv: list | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "report":
-        # `racer report ...`: the report's own command line (also installed as racer-report).
+        # `racer report ...`: the report's own command line (racer.report.main).
         # Dispatched on the first word so every `racer --scenario ...` command stays as it was.
         from racer.report import main as report_main
 

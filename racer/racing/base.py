@@ -76,6 +76,12 @@ class RaceView:
         objects), or None when unknown (a view built from scores alone). Tests that need the
         structure of the instances -- e.g. :class:`racer.HierarchicalRacingTest`, for which
         an instance is a (data set, fold) pair -- read it here; most tests ignore it.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
 
     __slots__ = ("scores", "ids", "budget_left", "instances_left", "each_test", "n_candidates",
@@ -224,7 +230,7 @@ class RaceView:
     @property
     def rank_outer(self) -> np.ndarray:
         """``sum_l r_l r_l'`` over the instances (m, m): with :attr:`rank_sums`, the
-        sufficient statistics of the Bayesian Friedman posterior (seed 002, eq. 16-17)."""
+        sufficient statistics of the Bayesian Friedman posterior (Benavoli et al. 2015, eq. 16-17)."""
         if self._rank_outer is None:
             if self._stats is not None:
                 self._rank_outer = self._stats.rank_outer(self.scores, self.ids)

@@ -1,9 +1,9 @@
-"""The Bayesian racing test (seed 002_0bc882e2a3e23328.txt, sections 5-7).
+"""The Bayesian racing test (Benavoli et al. 2015, sections 5-7).
 
 After each block the survivors' score matrix goes through three steps:
 
-1. **Gate** -- the Bayesian Friedman test (seed 002 §5.2, eq. 16-19): posterior mean ``mu`` and
-   covariance ``Sigma`` of the expected rank vector under a Dirichlet process with prior
+1. **Gate** -- the Bayesian Friedman test (Benavoli et al. 2015 §5.2, eq. 16-19): posterior mean
+   ``mu`` and covariance ``Sigma`` of the expected rank vector under a Dirichlet process with prior
    strength ``s`` and its prior point at the all-tied ranks ``R0``; the gate opens when
    ``(mu - R0)' Sigma^-1 (mu - R0)`` over ``m - 1`` components exceeds
    ``F_inv(gate_credibility; m-1, n-m+1) (n-1)(m-1)/(n-m+1)``.
@@ -81,8 +81,8 @@ class BayesianTest(RacingTest):
     credibility : float, default 0.975
         Joint posterior probability an accepted list of dominance statements must exceed,
         and posterior probability of the band ``|theta - 1/2| < eps`` that declares a pair
-        indistinguishable (``1 - gamma`` in seed 002; a loss ratio ``K1/(K0+K1)`` in eq. 12).
-        The paper used 0.95; 0.975 was chosen on pilot seeds (see ``docs/racing-tests.md``).
+        indistinguishable (``1 - gamma`` in Benavoli et al. 2015; a loss ratio ``K1/(K0+K1)`` in
+        eq. 12). The paper used 0.95; 0.975 was chosen on pilot seeds (see ``docs/racing-tests.md``).
     eps : float in [0, 0.5), default 0.05
         Half-width of the practical-equivalence band around ``theta = 1/2`` (``0`` turns
         indistinguishability eliminations off; the same range everywhere in racer).
@@ -97,17 +97,17 @@ class BayesianTest(RacingTest):
     small_n : {"hold", "reject", "chi2", "montecarlo"}, default "hold"
         Gate while ``n <= m - 1`` (eq. 19 undefined): no decision, open, pseudo-inverse of
         the covariance against the chi-square(m - 1) quantile, or the Monte Carlo credible
-        region of the DP posterior the seed suggests for small n
+        region of the DP posterior the paper suggests for small n
         (:func:`racer.stats.bayesian_friedman_from_sums`, ``method="montecarlo"``,
         ``n_samples`` draws from the step's stream).
     gate_two : bool, default False
         Whether the gate is applied when exactly two candidates survive.
     prior : {"dp", "idp"}, default "dp"
         ``"idp"`` uses the lower probability of the imprecise DP for dominance: the prior
-        pseudo-observation is put against each statement (seed 002 §7; seed 000), which stops
-        a 5-0 record from being certain. Indistinguishability always uses the DP.
+        pseudo-observation is put against each statement (Benavoli et al. 2015 §7; Benavoli et al.
+        2014), which stops a 5-0 record from being certain. Indistinguishability always uses the DP.
     statements : {"per_loser", "all"}, default "per_loser"
-        Which sorted statements form the joint prefix. ``"all"`` is seed 002 §5.3 to the
+        Which sorted statements form the joint prefix. ``"all"`` is Benavoli et al. (2015) §5.3 to the
         letter: every pair's statement counts, including a loser losing again.
         ``"per_loser"`` keeps only each loser's most probable statement, the ones that
         eliminate someone: the accepted set still has joint posterior probability above
@@ -136,6 +136,15 @@ class BayesianTest(RacingTest):
     ``pseudo_against`` for the IDP), :func:`~racer.stats.joint.joint_prefix_probabilities`
     (joint prefix, with its early stop and IDP pseudo-weight) and
     :func:`~racer.stats.bayesian_sign.prob_indistinguishable` (band).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     Examples
     --------

@@ -50,16 +50,22 @@ class ImpreciseEquivalence(RacingTest):
     """Keeps an inner test's "indistinguishable" eliminations only where the imprecise DP
     (IDP) lower probability of the equivalence band still exceeds ``credibility``.
 
-    Under the DP of seed 002 the prior pseudo-observation sits at the tie, so a pair tied on
-    every split is certain to be equivalent (``Pr = 1``) after any number of splits: with coarse
+    Under the DP of Benavoli et al. (2015) the prior pseudo-observation sits at the tie, so a pair
+    tied on every split is certain to be equivalent (``Pr = 1``) after any number of splits: with coarse
     scores (accuracies on small folds) five tied splits removed most of a grid "with p=1".
-    The IDP (seed 002 section 7) lets the pseudo-observation be anywhere; its lower
+    The IDP (Benavoli et al. 2015 section 7) lets the pseudo-observation be anywhere; its lower
     probability moves it to the worst place for the statement, a win for one side. The band
     is then ``Pr[w < 2 eps]`` with ``w ~ Beta(s, n)`` when every split ties: 0.41 after 5,
     0.65 after 10 (``eps=0.05``), so near-certainty has to come from many splits, not from
     where the prior sits. The probability recorded is that lower probability. The formula is
     :func:`racer.stats.bayesian_sign.prob_indistinguishable` with the pseudo-observation as
     one more win (and a vanishing weight left at the tie).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
 
     def __init__(self, inner, credibility: float, eps: float, prior_strength: float = 1.0):
@@ -73,7 +79,7 @@ class ImpreciseEquivalence(RacingTest):
         equivalent = [e for e in out if e.reason == "indistinguishable"]
         if not equivalent:
             return out
-        # The pseudo-observation enters as whole counts: s = 1, seed 002's strength.
+        # The pseudo-observation enters as whole counts: s = 1, Benavoli et al.'s (2015) strength.
         greater, n, s = view.greater, view.scores.shape[0], int(round(self.prior_strength))
         kept = []
         for e in out:
@@ -167,12 +173,12 @@ class CorrelatedTTestRacing(RacingTest):
     Every survivor ``j`` is compared with the survivor of best mean score, ``b``, through the
     differences ``d_k = x_kb - x_kj`` over the ``n`` splits seen. The correlated t-test
     statistic ``mean(d) / sqrt(var(d) (1/n + rho/(1 - rho)))`` with ``rho = n_test / n``
-    (Nadeau-Bengio; seed 001_0238dbec7fc2dab4.txt, eq. 1) becomes, in its Bayesian form
+    (Nadeau & Bengio 2003) becomes, in its Bayesian form
     (Corani & Benavoli 2015, as in baycomp's ``CorrelatedTTest``), a Student t posterior of
     the mean difference with ``n - 1`` degrees of freedom, location ``mean(d)`` and scale
     ``sqrt((1/n + rho/(1 - rho)) var(d))``
     (:func:`racer.stats.bayesian_correlated_ttest_from_moments`, all survivors at once). The
-    ROPE reading follows seed 004_8eac922c148f9c66.txt (section 3.1: equivalence when the
+    ROPE reading follows Corani et al. (2017, section 3.1: equivalence when the
     posterior mass inside the rope is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
     shrink as splits are added: correlated splits never add up to certainty, which is why a
     ``rope`` is needed to let near-equal candidates go.
@@ -182,6 +188,19 @@ class CorrelatedTTestRacing(RacingTest):
 
     Both decisions are about the leader, so no candidate is dropped for losing to a candidate
     that is itself dominated. The probability recorded is the posterior probability above.
+
+    References
+    ----------
+    .. [1] Nadeau, C. & Bengio, Y. (2003). Inference for the generalization error. Machine
+       Learning 52(3), 239–281.
+    .. [2] Corani, G. & Benavoli, A. (2015). A Bayesian approach for comparing cross-validated
+       algorithms on multiple data sets. Machine Learning 100(2), 285–304.
+    .. [3] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [4] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
 
     >>> import numpy as np
     >>> scores = np.array([[0.90, 0.80, 0.905], [0.92, 0.81, 0.91], [0.91, 0.79, 0.915],

@@ -9,10 +9,10 @@ Three post-hoc procedures, chosen with ``post_hoc``:
   (``A`` = sum of squared ranks). With two survivors irace drops a candidate that is no better
   on any instance, else runs a paired Wilcoxon signed-rank test and drops the one with the
   worse Hodges-Lehmann pseudo-median when ``p < alpha``.
-* ``"sign"`` -- F-Race_S of seed 002 §7.1: for every pair the one-sided sign test in the
-  direction of more wins (directional, seed 002 §3) at level ``alpha``, no family-wise
+* ``"sign"`` -- F-Race_S of Benavoli et al. (2015) §7.1: for every pair the one-sided sign test in the
+  direction of more wins (directional, Benavoli et al. 2015 §3) at level ``alpha``, no family-wise
   correction; the loser of every significant pair goes.
-* ``"mean_ranks"`` -- F-Race_MR of seed 002 §7.1: the mean-ranks z-test
+* ``"mean_ranks"`` -- F-Race_MR of Benavoli et al. (2015) §7.1: the mean-ranks z-test
   ``z = (R_i - R_j)/sqrt(m(m+1)/(6n))``, one-sided at ``alpha``, uncorrected. Because ``z`` is
   monotone in the mean rank, "every pair" and "each against the best" eliminate the same set.
 
@@ -45,13 +45,13 @@ def _hodges_lehmann(d):
 
 @dataclasses.dataclass(eq=False)
 class FRaceTest(RacingTest):
-    """F-race: Friedman test at ``alpha``, then post-hoc eliminations (irace / seed 002 §7.1).
+    """F-race: Friedman test at ``alpha``, then post-hoc eliminations (irace / Benavoli et al. 2015 §7.1).
 
     Parameters
     ----------
     alpha : float, default 0.05
         Level of the Friedman test and of every post-hoc comparison (no multiplicity
-        correction, as in irace and in seed 002 §7.1).
+        correction, as in irace and in Benavoli et al. 2015 §7.1).
     post_hoc : {"conover", "sign", "mean_ranks"}, default "conover"
         irace's F-race, F-Race_S or F-Race_MR (see the module docstring).
     gate : bool, default True
@@ -64,6 +64,12 @@ class FRaceTest(RacingTest):
     "mean_ranks", the Wilcoxon p with two survivors, 0 for the "no better anywhere" rule) and,
     for "conover" with three or more survivors, the Friedman p-value that opened the gate.
     The sign test drops tied instances and uses the exact binomial tail.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------

@@ -1,11 +1,11 @@
-"""Racing over several data sets with folds inside: seed 004's hierarchical model in a race.
+"""Racing over several data sets with folds inside: Corani et al.'s (2017) hierarchical model in a race.
 
 When a race's instances are ``(data set, fold)`` pairs -- k-fold cross-validation run on each
 of several data sets -- its rows are not exchangeable: folds of one data set share most of
 their training data (their differences are correlated, ``rho = 1/k``) and data sets differ
 from each other. A rank or sign test that treats every row as an independent instance answers
 "which candidate wins on more rows", and is overconfident about "which candidate is better on
-a data set like these". Seed 004's hierarchical model
+a data set like these". Corani et al.'s (2017) hierarchical model
 (:func:`racer.stats.hierarchical_test`) answers the second question, with a rope.
 
 :class:`HierarchicalRacingTest` uses it where it matters and keeps the step cheap: a fit
@@ -106,7 +106,7 @@ def _usable_rows(labels: list) -> tuple[np.ndarray, int]:
 
 @dataclasses.dataclass(eq=False)
 class HierarchicalRacingTest(RacingTest):
-    """Racing test for instances that are (data set, fold) pairs: seed 004's model at the top.
+    """Racing test for instances that are (data set, fold) pairs: Corani et al.'s (2017) model at the top.
 
     At each step the survivors are ordered by their mean over data sets of their per-data-set
     mean score. The leader is compared with each of the next ``top - 1`` survivors by
@@ -150,6 +150,12 @@ class HierarchicalRacingTest(RacingTest):
     ``rope = 0``) drawn from the step's generator, so that identical candidates are found
     equivalent instead of making the model refuse. The random stream of each step comes
     from the engine, so a resumed race decides exactly like an uninterrupted one.
+
+    References
+    ----------
+    .. [1] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
 
     Examples
     --------

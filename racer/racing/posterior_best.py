@@ -2,8 +2,8 @@
 
 At every step the test computes, for each survivor, the posterior probability that it is the
 best -- from the posterior of the mean within-instance ranks
-(:func:`racer.stats.rank_posterior`: the normal approximation of seed 002's Bayesian Friedman
-posterior with Conover's pooled variance and Student tails) -- and removes the largest set of
+(:func:`racer.stats.rank_posterior`: the normal approximation of Benavoli et al.'s (2015) Bayesian
+Friedman posterior with Conover's pooled variance and Student tails) -- and removes the largest set of
 least probable survivors whose probabilities sum to at most ``gamma`` at this step: the
 posterior probability that the best leaves at this step is at most ``gamma``. With two
 survivors the posterior is a Bayesian paired t on the raw score differences.
@@ -32,7 +32,7 @@ from racer.stats import rank_posterior_from_sums
 __all__ = ["PosteriorBestTest"]
 
 #: Prior strength of the imprecise (IDP) sign-test guard: one pseudo-instance on the loser's
-#: side, seed 002's s = 1. A record of n wins and no loss then has lower probability
+#: side, Benavoli et al.'s (2015) s = 1. A record of n wins and no loss then has lower probability
 #: 1 - 2^-n, so no elimination reaches 0.999 before 10 instances.
 _GUARD_STRENGTH = 1.0
 
@@ -226,7 +226,7 @@ class PosteriorBestTest(RacingTest):
 
 def _guard(lead_wins, lose_wins):
     """IDP (s = 1) lower probability that the leader beats a candidate: the pseudo-instance
-    sits on the candidate's side (seed 002, section 7; ties drop out)."""
+    sits on the candidate's side (Benavoli et al. 2015, section 7; ties drop out)."""
     # Lazy: the sign-test module brings Numba, which ``import racer`` should not pay for.
     from racer.stats.bayesian_sign import prob_greater_from_counts
 

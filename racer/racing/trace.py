@@ -64,6 +64,11 @@ class TRaceTest(RacingTest):
     costing no more on any instance) and ``by`` the survivor of smallest mean cost. With one
     instance (no variance yet) nothing is eliminated; irace never tests that early.
 
+    References
+    ----------
+    .. [1] Birattari, M. (2009). Tuning Metaheuristics: A Machine Learning Perspective. Studies
+       in Computational Intelligence 197, Springer.
+
     Examples
     --------
     >>> import numpy as np

@@ -6,7 +6,7 @@ Conventions (contract):
   seed), one column per candidate; a pandas DataFrame is accepted and its column labels are
   used as candidate names;
 * larger scores are better unless a function takes ``maximize=False``;
-* ties count one half (the Heaviside step of the seed papers);
+* ties count one half (the Heaviside step of Benavoli et al. 2014 and 2015);
 * every function returns a small frozen result object with named fields; frequentist results
   carry ``statistic`` and ``pvalue`` and unpack like SciPy's;
 * every Monte Carlo function takes ``n_samples`` and ``random_state``; the same seed gives the

@@ -1,4 +1,4 @@
-"""Bayesian Friedman test under the Dirichlet process (seed 002, Theorem 1, eq. (19), §7).
+"""Bayesian Friedman test under the Dirichlet process (Benavoli et al. 2015, Theorem 1, eq. (19), §7).
 
 The data are the within-block rank vectors ``r_1..r_n`` (rank 1 = best, ties averaged). The
 prior is a Dirichlet process of strength ``s`` whose base measure sits on the all-tied point,
@@ -139,7 +139,7 @@ def _quadratic_form_psd(matrix, vector):
     """``v^T M^{-1} v`` for a symmetric positive semi-definite ``M``.
 
     Cholesky when ``M`` is safely positive definite (the usual case: s > 0 regularises it,
-    seed 002 §7). Otherwise -- e.g. every block ranks the candidates the same way, so the
+    Benavoli et al. 2015 §7). Otherwise -- e.g. every block ranks the candidates the same way, so the
     posterior lies on a segment -- the pseudo-inverse on the eigen-directions with positive
     spread; a component of ``v`` outside them means the all-tied point is off the posterior's
     support, and the form is infinite.
@@ -273,7 +273,7 @@ def bayesian_friedman(
     n_samples=20_000,
     random_state=None,
 ):
-    """Bayesian Friedman test: is the all-tied rank vector credible? (seed 002, §5.2).
+    """Bayesian Friedman test: is the all-tied rank vector credible? (Benavoli et al. 2015, §5.2).
 
     Posterior of the expected within-block rank vector under a Dirichlet process prior of
     strength ``prior_strength`` centred on the all-tied point (Theorem 1):
@@ -304,6 +304,12 @@ def bayesian_friedman(
     Returns
     -------
     BayesianFriedmanResult
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------

@@ -1,6 +1,4 @@
-"""Bayesian Wilcoxon signed-rank test under the Dirichlet process (seed 000).
-
-Benavoli, Mangili, Corani, Zaffalon and Ruggeri (ICML 2014), ``shared/seeds/000_*.txt``.
+"""Bayesian Wilcoxon signed-rank test under the Dirichlet process (Benavoli et al. 2014).
 
 For paired scores let ``Z = x - y`` (positive when x scores higher). The quantity tested is
 
@@ -27,8 +25,8 @@ under the IDP, ``"x"`` when the lower probability exceeds the threshold, ``"y"``
 upper one does not, and ``"indeterminate"`` when they straddle it (the decision depends on the
 prior). ``"y"`` means "choosing y has the smaller expected loss", not "y is better".
 
-Region of practical equivalence (not in seed 000; baycomp's convention): with ``rope = r > 0``
-the Walsh averages (z_i + z_j)/2 are compared with r, giving three posterior masses
+Region of practical equivalence (not in Benavoli et al. 2014; baycomp's convention): with
+``rope = r > 0`` the Walsh averages (z_i + z_j)/2 are compared with r, giving three posterior masses
 ``theta_x = sum w_i w_j H(z_i + z_j - 2r)`` (x better by more than r), ``theta_y = sum w_i w_j
 H(-2r - z_i - z_j)`` (y better by more than r) and ``theta_rope = 1 - theta_x - theta_y``; the
 reported probabilities are how often each is the largest of the three (ties go to the rope).
@@ -67,7 +65,7 @@ __all__ = [
 ]
 
 #: s = (sqrt(17) - 3)/2: after one observation the IDP's imprecision is half its prior value
-#: (seed 000, section 3.1).
+#: (Benavoli et al. 2014, section 3.1).
 IDP_PRIOR_STRENGTH = (math.sqrt(17.0) - 3.0) / 2.0
 
 _PRIORS = ("idp", "dp")
@@ -175,8 +173,14 @@ def signed_rank_posterior_mean(z, s=0.0):
 
     With A = n + s and E[w_i w_j] = (1 + [i = j]) / (A (A + 1)) for data weights:
     ``E[theta_lower] = (sum_{i,j} H(z_i + z_j) + sum_i H(2 z_i)) / (A (A + 1))`` and
-    ``E[theta_upper] = E[theta_lower] + (s^2 + 2 n s + s) / (A (A + 1))`` (seed 000, Theorem 3,
-    eqs. (6)-(7) with H for the indicator, section 3.2; s = 0 gives Theorem 2, eq. (4)).
+    ``E[theta_upper] = E[theta_lower] + (s^2 + 2 n s + s) / (A (A + 1))`` (Benavoli et al. 2014,
+    Theorem 3, eqs. (6)-(7) with H for the indicator, section 3.2; s = 0 gives Theorem 2, eq. (4)).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     >>> signed_rank_posterior_mean(np.array([1.0, 2.0]))
     (1.0, 1.0)
@@ -232,7 +236,7 @@ def bayesian_signed_rank(
     """Bayesian Wilcoxon signed-rank test: posterior probability that x beats y.
 
     Computes ``P[theta > 1/2 | data]`` with ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)`` and
-    ``Z = x - y`` under a Dirichlet-process posterior (seed 000, Theorems 2-4), by Monte
+    ``Z = x - y`` under a Dirichlet-process posterior (Benavoli et al. 2014, Theorems 2-4), by Monte
     Carlo over ``Dir(s, 1, ..., 1)`` weights in O(n) per sample after one sort, and takes the
     expected-loss decision of equation (9). See the module docstring for the model, the rope
     and the decision rule.
@@ -259,9 +263,17 @@ def bayesian_signed_rank(
     -------
     BayesianSignedRankResult
 
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
+    .. [2] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
+
     Examples
     --------
-    Demšar's C4.5+m (x) against C4.5 (y) on 14 data sets (seed 001):
+    Demšar's (2006) C4.5+m (x) against C4.5 (y) on 14 data sets:
 
     >>> c45 = [.763, .599, .954, .628, .882, .936, .661, .583, .775, 1., .940, .619, .972, .957]
     >>> c45m = [.768, .591, .971, .661, .888, .931, .668, .583, .838, 1., .962, .666, .981, .978]

@@ -1,4 +1,4 @@
-"""Bayesian hierarchical comparison of two classifiers over many data sets (seed 004).
+"""Bayesian hierarchical comparison of two classifiers over many data sets (Corani et al. 2017).
 
 Corani, Benavoli, Demšar, Mangili and Zaffalon (2017), "Statistical comparison of classifiers
 through Bayesian hierarchical modelling", Machine Learning 106, section 3. For data set i with
@@ -50,10 +50,18 @@ class ConvergenceError(RuntimeError):
 
 
 def odds_grade(odds: float) -> str:
-    """Grade of evidence of posterior odds >= 1 (seed 004, Table 3, after Raftery 1995).
+    """Grade of evidence of posterior odds >= 1 (Corani et al. 2017, Table 3, after Raftery 1995).
 
     ``"weak"`` for 1-3, ``"positive"`` for 3-20, ``"strong"`` above 20, ``"none"`` for
     undefined odds (0/0). Odds below 1 favour the other outcome: grade ``1 / odds`` instead.
+
+    References
+    ----------
+    .. [1] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
+    .. [2] Raftery, A. E. (1995). Bayesian model selection in social research. Sociological
+       Methodology 25, 111–164.
 
     Examples
     --------
@@ -92,8 +100,8 @@ class HierarchicalResult(StatsResult):
     Attributes
     ----------
     prob_left, prob_rope, prob_right : float
-        Seed 004 §3.2: the posterior probability that left / rope / right is the most probable
-        outcome for the next data set (share of posterior draws of (delta0, sigma0, nu) whose
+        Corani et al. (2017) §3.2: the posterior probability that left / rope / right is the most
+        probable outcome for the next data set (share of posterior draws of (delta0, sigma0, nu) whose
         Student t gives that region the largest mass). What baycomp's ``probs()`` returns.
     predictive_left, predictive_rope, predictive_right : float
         Posterior-predictive probabilities that ``delta_next`` falls in each region (the
@@ -112,7 +120,7 @@ class HierarchicalResult(StatsResult):
     odds : tuple of (favoured, other, odds, grade)
         Posterior odds of the §3.2 probabilities for each pair of outcomes, oriented so that
         ``odds >= 1`` (``inf`` when the other outcome never wins, NaN when neither does) and
-        graded by seed 004 Table 3 (:func:`odds_grade`).
+        graded by Corani et al. (2017) Table 3 (:func:`odds_grade`).
     rhat, ess_bulk : float
         Worst rank-normalised split R-hat and smallest bulk ESS over the monitored quantities
         (delta0, sigma0, nu, every delta_i and the three predictive masses).
@@ -120,6 +128,12 @@ class HierarchicalResult(StatsResult):
         Chains, kept draws per chain of the accepted run, and retries it took.
     rope, test_fraction : float
         The settings used.
+
+    References
+    ----------
+    .. [1] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
     """
 
     prob_left: float
@@ -274,7 +288,7 @@ def hierarchical_test(
     max_retries=2,
     random_state=None,
 ):
-    """Compare two classifiers over many data sets with seed 004's hierarchical model.
+    """Compare two classifiers over many data sets with Corani et al.'s (2017) hierarchical model.
 
     Fits the model by MCMC (a model-specific Gibbs sampler compiled with Numba), checks
     convergence, and summarises the posterior as in the paper. If the worst split R-hat is
@@ -317,6 +331,12 @@ def hierarchical_test(
     ------
     ConvergenceError
         When R-hat >= 1.01 or bulk ESS < 400 after the retries.
+
+    References
+    ----------
+    .. [1] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
 
     Examples
     --------

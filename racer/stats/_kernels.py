@@ -145,7 +145,7 @@ def sign_prob_greater_gather(wins, table, active, out):
 # Signed-rank posterior sampling (owner: _bayesian_signed_rank.py)
 # ---------------------------------------------------------------------------------------------
 #
-# Model (seed 000, Theorem 4): posterior weights (w_0, w_1..w_n) ~ Dir(s, 1, ..., 1) are
+# Model (Benavoli et al. 2014, Theorem 4): posterior weights (w_0, w_1..w_n) ~ Dir(s, 1, ..., 1) are
 # normalised independent Gamma draws, so a sample is (e_0 ~ Gamma(s), e_1..e_n ~ Exp(1)).
 # With z sorted, {j : z_i + z_j > c} is a suffix of the sorted order that does not depend on
 # the weights, so sum_ij e_i e_j H(z_i + z_j - c) = sum_i e_i (Suf[gt_i] + Suf[ge_i]) / 2 with
@@ -416,7 +416,7 @@ JOINT_TILE = 128
 
 @nb.njit(cache=True, nogil=True)
 def joint_first_fail_histogram(weights, signs, n_valid, hist):
-    """Add each sample's first failing statement to ``hist`` (seed 002 §5.3, sign trick).
+    """Add each sample's first failing statement to ``hist`` (Benavoli et al. 2015 §5.3, sign trick).
 
     ``weights``: float32 (n_tiles, n, TILE), i.i.d. Exp(1), sample ``t * TILE + j`` is
     ``weights[t, :, j]``; only the first ``n_valid`` samples count. ``signs``: float32 (L, n)
@@ -426,6 +426,12 @@ def joint_first_fail_histogram(weights, signs, n_valid, hist):
     Each sum is accumulated in float32 in block order l = 0..n-1, one rounding per term
     (``s * e`` is exact for s in {-1, 0, 1}), so a NumPy loop in the same order reproduces
     the histogram bit for bit. Work stops for a tile once every sample in it has failed.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
     n_tiles, n, tile = weights.shape
     n_statements = signs.shape[0]
@@ -496,7 +502,7 @@ def joint_first_nonpositive(values, out):
 
 
 # ---------------------------------------------------------------------------------------------
-# Hierarchical model of seed 004 (Corani et al. 2017), one Gibbs chain (owner: _hierarchical.py)
+# Hierarchical model of Corani et al. (2017), one Gibbs chain (owner: _hierarchical.py)
 # ---------------------------------------------------------------------------------------------
 # Per data set i only three numbers enter the likelihood (closed form of the equicorrelated
 # MVN): xbar_i, the within sum of squares S_i and n_i, with

@@ -1,7 +1,7 @@
 """Posterior of the candidates' mean ranks and the probability that each one is the best.
 
-Seed 002 (Benavoli, Mangili, Corani and Zaffalon, "A Bayesian nonparametric procedure for
-comparing algorithms", ICML 2015, Theorem 1) puts a Dirichlet process on the instances: the
+Benavoli et al. (2015, "A Bayesian nonparametric procedure for comparing algorithms",
+Theorem 1) puts a Dirichlet process on the instances: the
 posterior of the vector of mean ranks is the Bayesian Friedman posterior, and its eq. 19 is
 that posterior's normal approximation. Here the normal approximation is made with the
 **pooled** residual variance of the two-way (instance x candidate) analysis of variance on
@@ -181,7 +181,7 @@ def prob_smallest(loc, scale, df=math.inf):
 def rank_posterior(scores, *, maximize=True):
     """Posterior of the mean within-instance ranks and the probability each candidate is best.
 
-    The normal approximation of seed 002's Bayesian Friedman posterior (Benavoli et al. 2015,
+    The normal approximation of the Bayesian Friedman posterior (Benavoli et al. 2015,
     eq. 19) with Conover's pooled two-way ANOVA variance on the ranks and Student tails (see
     the module docstring): mean ranks ``mu | data ~ t_nu(rbar, s^2/n I)`` up to a common
     shift, ``nu = (n - 1)(m - 1)``. ``prob_best[j]`` is the posterior probability that ``mu_j``
@@ -197,6 +197,12 @@ def rank_posterior(scores, *, maximize=True):
     Returns
     -------
     RankPosteriorResult
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------

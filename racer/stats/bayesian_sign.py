@@ -1,4 +1,4 @@
-"""Bayesian sign test under the Dirichlet process (seed 002, Theorem 2 and section 6).
+"""Bayesian sign test under the Dirichlet process (Benavoli et al. 2015, Theorem 2 and section 6).
 
 The prior puts a pseudo-observation of weight ``s`` at the tie (the all-equal point), so
 ``theta = P(X > Y) + 1/2 P(X = Y)`` and ``theta - 1/2`` is half the weighted sum of the signs
@@ -80,13 +80,22 @@ def prob_greater_from_counts(n_greater, n_less, pseudo_against=0.0):
     Edge cases: no wins gives 0; wins and no losses give 1; no wins and no losses (theta is
     exactly 1/2) gives 0, because the statement is strict.
 
-    ``pseudo_against = s > 0`` gives the lower probability of the imprecise DP (seed 002
-    §7; seed 000): the prior pseudo-observation of weight ``s`` is put against the
+    ``pseudo_against = s > 0`` gives the lower probability of the imprecise DP (Benavoli et al. 2015
+    §7; Benavoli et al. 2014): the prior pseudo-observation of weight ``s`` is put against the
     statement, ``P(Beta(n_greater, n_less + s) > 1/2) = I_{1/2}(n_less + s, n_greater)``,
     so that a record without losses is no longer certain (5-0 gives ``1 - 2^-5`` at s = 1).
 
     Vectorised over array inputs of counts >= 0 (Beta parameters: a non-integer count is
     allowed).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     >>> prob_greater_from_counts(5, 0), prob_greater_from_counts(5, 0, pseudo_against=1.0)
     (1.0, 0.96875)
@@ -183,7 +192,7 @@ def _as_count_array(value, name):
 def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=0.05):
     """Posterior probability that ``|theta - 1/2| < eps``: the pair is indistinguishable.
 
-    ``theta = P(X > Y) + 1/2 P(X = Y)`` under the DP posterior of seed 002 (prior strength
+    ``theta = P(X > Y) + 1/2 P(X = Y)`` under the DP posterior of Benavoli et al. (2015) (prior strength
     ``s`` at the tie); section 7.1 calls two candidates indistinguishable when
     ``1/2 - eps < theta < 1/2 + eps`` with high posterior probability. Unlike
     :func:`prob_greater_from_counts`, here ``s`` and the ties *do* matter: they are the
@@ -207,6 +216,12 @@ def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=
     -------
     float or ndarray
         Same shape as the broadcast inputs.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------
@@ -314,9 +329,9 @@ def _as_index_array(active, n_candidates, name="active"):
 def prob_greater_matrix(wins, n_blocks=None):
     """All-pairs posterior probabilities ``P[i, j] = Pr[theta_ij > 1/2]`` that i beats j.
 
-    ``theta_ij = P(X_i > X_j) + 1/2 P(X_i = X_j)``; by seed 002 Theorem 2 the probability is
-    ``I_{1/2}(wins[j, i], wins[i, j])``, whatever the prior strength and the ties, so the
-    win counts alone decide it. Served from a cached table built by an exact recurrence
+    ``theta_ij = P(X_i > X_j) + 1/2 P(X_i = X_j)``; by Benavoli et al. (2015) Theorem 2 the
+    probability is ``I_{1/2}(wins[j, i], wins[i, j])``, whatever the prior strength and the ties,
+    so the win counts alone decide it. Served from a cached table built by an exact recurrence
     (no incomplete-beta call per pair); the diagonal is 0.
 
     Parameters
@@ -328,10 +343,16 @@ def prob_greater_matrix(wins, n_blocks=None):
         Blocks per pair (scalar or (k, k)). Not needed by the formula -- ties drop out --
         and only used, when given, to check that ``wins[i, j] + wins[j, i] <= n_blocks``.
 
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+
     Examples
     --------
     >>> P = prob_greater_matrix([[0, 20], [10, 0]])
-    >>> round(float(1 - P[0, 1]), 4)    # seed 002 Table 1: 20 wins of 30
+    >>> round(float(1 - P[0, 1]), 4)    # Benavoli et al. (2015) Table 1: 20 wins of 30
     0.0307
     """
     wins_arr = _as_count_array(wins, "wins")
@@ -378,6 +399,12 @@ class SignCounts:
     ----------
     n_candidates : int >= 1
         Size of the candidate index space; candidates are columns 0 .. n_candidates - 1.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------
@@ -504,7 +531,7 @@ class SignCounts:
     def prob_greater(self, active=None):
         """(m, m) matrix ``Pr[theta_ij > 1/2]`` that ``active[a]`` beats ``active[c]``.
 
-        The closed form of seed 002 Theorem 2 (see :func:`prob_greater_matrix`), gathered
+        The closed form of Benavoli et al. (2015) Theorem 2 (see :func:`prob_greater_matrix`), gathered
         from the shared table; O(m^2) per call, with no special function evaluated.
         """
         return _gather_prob_greater(self._wins, self._index(active), self._n_blocks)
@@ -542,12 +569,12 @@ class BayesianSignResult(StatsResult):
     Attributes
     ----------
     prob_greater : float
-        ``Pr[theta > 1/2]``: x beats y (seed 002 Theorem 2; exact, no sampling).
+        ``Pr[theta > 1/2]``: x beats y (Benavoli et al. 2015 Theorem 2; exact, no sampling).
     prob_less : float
         ``Pr[theta < 1/2]``: y beats x. ``1 - prob_greater - prob_less`` is
         ``Pr[theta = 1/2]``, non-zero only when every block is a tie.
     prob_indistinguishable : float
-        ``Pr[|theta - 1/2| < eps]`` (seed 002 section 7.1).
+        ``Pr[|theta - 1/2| < eps]`` (Benavoli et al. 2015 section 7.1).
     prob_y_better, prob_equivalent, prob_x_better : float
         Posterior probabilities that the y-better / rope / x-better cell of
         ``Dir(n_y_better, n_rope + s, n_x_better)`` is the largest of the three (Benavoli
@@ -561,6 +588,15 @@ class BayesianSignResult(StatsResult):
     posterior_samples : ndarray (n_samples, 3) or None
         Draws of (theta_y_better, theta_rope, theta_x_better) for plots or other
         functionals; not shown in the repr.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Corani, G., Demšar, J. & Zaffalon, M. (2017). Time for a change: a
+       tutorial for comparing multiple classifiers through Bayesian analysis. Journal of
+       Machine Learning Research 18, 2653–2688.
     """
 
     prob_greater: float
@@ -621,7 +657,7 @@ def bayesian_sign_test(
     random_state=None,
     maximize=True,
 ):
-    """Bayesian sign test of paired samples under the Dirichlet process (seed 002).
+    """Bayesian sign test of paired samples under the Dirichlet process (Benavoli et al. 2015).
 
     With the DP prior of strength ``s`` centred on the tie (``alpha* = delta_{X = Y}``),
     the posterior of ``theta = P(x > y) + 1/2 P(x = y)`` is that of
@@ -649,12 +685,12 @@ def bayesian_sign_test(
     x, y : array_like, shape (n,)
         Paired scores (one pair per block). Larger is better unless ``maximize=False``.
     prior_strength : float > 0
-        ``s``, the DP prior strength (seed 002 default 1).
+        ``s``, the DP prior strength (Benavoli et al. 2015 default 1).
     rope : float >= 0
         Half-width of the region of practical equivalence on ``x - y``.
     eps : float in [0, 0.5)
         Half-width of the indistinguishability band around ``theta = 1/2`` (default 0.05,
-        seed 002 section 7.1).
+        Benavoli et al. 2015 section 7.1).
     n_samples : int >= 0
         Posterior draws kept in ``posterior_samples``.
     random_state : None, int, numpy Generator, RandomState or SeedSequence
@@ -666,12 +702,21 @@ def bayesian_sign_test(
     -------
     BayesianSignResult
 
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Corani, G., Demšar, J. & Zaffalon, M. (2017). Time for a change: a
+       tutorial for comparing multiple classifiers through Bayesian analysis. Journal of
+       Machine Learning Research 18, 2653–2688.
+
     Examples
     --------
     >>> import numpy as np
     >>> x = np.r_[np.ones(20), np.zeros(10)]      # x wins 20 of 30 blocks
     >>> res = bayesian_sign_test(x, 1 - x, n_samples=0)
-    >>> round(res.prob_greater, 4), round(1 - res.prob_greater, 4)   # seed 002 Table 1
+    >>> round(res.prob_greater, 4), round(1 - res.prob_greater, 4)   # Benavoli et al. (2015) Table 1
     (0.9693, 0.0307)
     """
     xa, ya = as_paired(x, y)

@@ -1,10 +1,10 @@
 """Bayesian correlated t-test for cross-validation differences (Nadeau-Bengio correction).
 
-The Bayesian counterpart (Benavoli, Corani, Demšar and Zaffalon, JMLR 2017, cited in seed
-001) of the frequentist correlated t-test of seed 001, section "Frequentist correlated t-test",
-eq. (1); baycomp's ``CorrelatedTTest`` implements the same posterior. The n differences come from resampling the same data (k-fold CV, possibly
-repeated), so they are correlated with correlation ``rho = n_test / (n_train + n_test)``. With
-a matching (improper) prior the posterior of the mean difference ``mu`` is a Student t:
+The Bayesian counterpart (Benavoli et al. 2017; Corani & Benavoli 2015) of the frequentist
+correlated t-test of Nadeau & Bengio (2003); baycomp's ``CorrelatedTTest`` implements the same
+posterior. The n differences come from resampling the same data (k-fold CV, possibly repeated), so
+they are correlated with correlation ``rho = n_test / (n_train + n_test)``. With a matching
+(improper) prior the posterior of the mean difference ``mu`` is a Student t:
 
     mu | d ~ t_{n-1}(location = mean(d), scale^2 = (1/n + rho/(1 - rho)) * var(d, ddof=1))
 

@@ -1,9 +1,9 @@
 """Frequentist tests for comparing two classifiers (or any two learners).
 
-* :func:`correlated_ttest`: Nadeau and Bengio's corrected resampled t-test on cross-validation
-  differences (seed 001, "Frequentist correlated t-test").
+* :func:`correlated_ttest`: Nadeau and Bengio's (2003) corrected resampled t-test on
+  cross-validation differences.
 * :func:`mcnemar`, :func:`proportion_test`, :func:`bootstrap_test`: the three tests of Keller,
-  Bengio and Wong (seed 003, section 2) on the predictions of two classifiers on one test set.
+  Bengio and Wong (2005, section 2) on the predictions of two classifiers on one test set.
 
 Direction: a positive statistic and ``alternative="greater"`` mean the first learner (``a``)
 is better: higher score in ``correlated_ttest`` (differences are ``a - b``), fewer errors or a
@@ -116,7 +116,7 @@ def _pvalue_from_t(t: float, df: float, alternative: str) -> float:
 def correlated_ttest(
     diffs, test_fraction, *, alternative: str = "two-sided"
 ) -> CorrelatedTTestResult:
-    """Nadeau–Bengio corrected resampled t-test (seed 001, equation (1)).
+    """Nadeau–Bengio corrected resampled t-test (Nadeau & Bengio 2003).
 
     With n differences ``x_i = a_i - b_i`` (one per train/test split, e.g. per fold of
     repeated k-fold cross-validation), mean ``xbar`` and sample variance ``s^2``::
@@ -130,6 +130,11 @@ def correlated_ttest(
 
     When every difference is equal the variance is 0: t is 0 (p = 1) if they are all 0, and
     +-inf (p = 0 in the direction of the sign) otherwise.
+
+    References
+    ----------
+    .. [1] Nadeau, C. & Bengio, Y. (2003). Inference for the generalization error. Machine
+       Learning 52(3), 239–281.
 
     Examples
     --------
@@ -180,7 +185,7 @@ def _labels(y_true, pred_a, pred_b) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 def mcnemar(
     y_true, pred_a, pred_b, *, exact: bool | None = None, correction: bool = True
 ) -> McNemarResult:
-    """McNemar's test on the examples the two classifiers disagree about (seed 003, eq. (4)).
+    """McNemar's test on the examples the two classifiers disagree about (Keller et al. 2005, eq. (4)).
 
     ``n01`` counts examples misclassified by ``a`` but not by ``b``, ``n10`` the reverse. The
     chi-square version is ``(|n01 - n10| - 1)^2 / (n01 + n10)`` on chi-square(1) (without the
@@ -189,6 +194,11 @@ def mcnemar(
     ``contingency_tables.mcnemar``. ``exact=None`` (default) picks the exact test when
     ``n01 + n10 < 25``, where the chi-square approximation is poor, and chi-square otherwise.
     With no disagreement at all the p-value is 1.
+
+    References
+    ----------
+    .. [1] Keller, M., Bengio, S. & Wong, S. Y. (2005). Benchmarking non-parametric statistical
+       tests. Advances in Neural Information Processing Systems 18 (NIPS 2005).
 
     Examples
     --------
@@ -216,8 +226,8 @@ def mcnemar(
     elif disagree == 0:
         statistic, pvalue = 0.0, 1.0
     else:
-        # Seed 003's formula as written (and statsmodels): the corrected gap is not clipped at
-        # 0, so n01 == n10 gives 1 / (n01 + n10) rather than 0; the p-value stays near 1.
+        # Keller et al.'s (2005) formula as written (and statsmodels): the corrected gap is not
+        # clipped at 0, so n01 == n10 gives 1 / (n01 + n10) rather than 0; the p-value stays near 1.
         gap = abs(n01 - n10) - (1.0 if correction else 0.0)
         statistic = float(gap**2 / disagree)
         pvalue = float(_st.chi2.sf(statistic, 1))
@@ -227,7 +237,7 @@ def mcnemar(
 def proportion_test(
     y_true, pred_a, pred_b, *, alternative: str = "two-sided"
 ) -> ProportionTestResult:
-    """Proportion test of the difference of error rates (seed 003, equations (1) and (3)).
+    """Proportion test of the difference of error rates (Keller et al. 2005, equations (1) and (3)).
 
     With ``N_a``, ``N_b`` errors on the same N examples::
 
@@ -239,6 +249,11 @@ def proportion_test(
     made on the same examples; the seed finds it conservative in most conditions, and McNemar's
     test is the paired alternative. If neither or both classifiers err everywhere (C = 0 or 1)
     z = 0 and p = 1.
+
+    References
+    ----------
+    .. [1] Keller, M., Bengio, S. & Wong, S. Y. (2005). Benchmarking non-parametric statistical
+       tests. Advances in Neural Information Processing Systems 18 (NIPS 2005).
 
     Examples
     --------
@@ -350,14 +365,14 @@ def bootstrap_test(
     pos_label: Any = 1,
     random_state=None,
 ) -> BootstrapTestResult:
-    """Bootstrap percentile test of ``metric(a) - metric(b)`` (seed 003, section 2.2).
+    """Bootstrap percentile test of ``metric(a) - metric(b)`` (Keller et al. 2005, section 2.2).
 
     Draws ``n_samples`` test sets of N examples with replacement, computes the difference of
     the metric on each, and rejects "no difference" at level alpha when 0 lies outside the
     equal-tailed ``1 - alpha`` percentile interval of the replicates (Efron and Tibshirani).
     The p-value is the smallest such alpha: ``2 min(#(d* <= 0), #(d* >= 0)) / B`` (capped at
     1); one-sided, ``#(d* <= 0) / B`` for "greater" (a better) and ``#(d* >= 0) / B`` for
-    "less". Replicates equal to 0 count against rejecting. The seed suggests at least
+    "less". Replicates equal to 0 count against rejecting. Keller et al. (2005) suggest at least
     50 / alpha replicates (5000 for alpha = 0.01), the default.
 
     ``metric`` is either a name or a callable ``metric(y_true, y_pred) -> float`` (larger is
@@ -374,6 +389,11 @@ def bootstrap_test(
       over the samples, unavoidable for an arbitrary Python function.
 
     The two paths use different random streams, so they agree in distribution, not bit for bit.
+
+    References
+    ----------
+    .. [1] Keller, M., Bengio, S. & Wong, S. Y. (2005). Benchmarking non-parametric statistical
+       tests. Advances in Neural Information Processing Systems 18 (NIPS 2005).
 
     Examples
     --------

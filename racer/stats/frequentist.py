@@ -1,8 +1,8 @@
-"""Frequentist tests for comparing candidates over blocks (Demšar 2006, via seed 001).
+"""Frequentist tests for comparing candidates over blocks (Demšar 2006).
 
 Omnibus test: :func:`friedman` (chi-square with tie correction, Iman–Davenport F).
 Post-hoc tests on the k x k pairs: :func:`nemenyi`, :func:`conover` (the rank-sum t-test of
-irace's F-race), :func:`mean_ranks_test` (the z-test of F-Race_MR, seed 002 section 3).
+irace's F-race), :func:`mean_ranks_test` (the z-test of F-Race_MR, Benavoli et al. 2015 section 3).
 Comparisons with a control: :func:`control_test` (Demšar's Bonferroni–Dunn / Holm).
 Two paired samples: :func:`sign_test`, :func:`wilcoxon`. Multiplicity: :func:`p_adjust`.
 For callers that keep the rank sums themselves (a race does), :func:`friedman_from_sums`,
@@ -358,7 +358,7 @@ def friedman(scores, *, maximize: bool = True, tie_correction: bool = True) -> F
 
     ``chi2`` is referred to chi-square(k - 1) and ``F`` to F(k - 1, (k - 1)(n - 1)). Without
     ties the first line is Demšar's chi2_F = 12 n / (k (k + 1)) (sum_j Rbar_j^2 - k (k + 1)^2 / 4)
-    (seed 001, "Friedman test"; Demšar 2006 section 3.2.2). With ties, the tie-corrected form is
+    (Demšar 2006, section 3.2.2). With ties, the tie-corrected form is
     SciPy's ``friedmanchisquare``; ``tie_correction=False`` gives Demšar's hand formula. The F is
     computed from whichever chi2 is reported; from the tie-corrected one it equals the
     repeated-measures ANOVA F on the ranks (Conover's T2), which is what Iman and Davenport
@@ -375,6 +375,11 @@ def friedman(scores, *, maximize: bool = True, tie_correction: bool = True) -> F
         Larger scores are better (default); False mirrors the ranks.
     tie_correction : bool
         Divide by the tie-corrected variance of the ranks (default, as SciPy).
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
 
     Examples
     --------
@@ -475,13 +480,18 @@ def _mean_rank_z(mean_ranks: np.ndarray, n: int) -> tuple[np.ndarray, float]:
 
 
 def nemenyi(scores, *, maximize: bool = True) -> NemenyiResult:
-    """Nemenyi test of every pair of candidates (Demšar 2006 section 3.2.2; seed 001).
+    """Nemenyi test of every pair of candidates (Demšar 2006, section 3.2.2).
 
     ``z_ij = (Rbar_j - Rbar_i) / sqrt(k (k + 1) / (6 n))`` (positive when i is better), and the
     two-sided p-value is ``P(Q_k > sqrt(2) |z_ij|)`` with ``Q_k`` the studentized range of k
     means with infinite degrees of freedom, as scikit-posthocs' ``posthoc_nemenyi_friedman``.
     The family-wise error is controlled by construction, so there is no ``p_adjust``.
     ``critical_difference(alpha)`` gives Demšar's CD.
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
 
     Examples
     --------
@@ -547,6 +557,10 @@ def conover(
     ``p_adjust`` adjusts over the k (k - 1) / 2 pairs (two-sided) or the k (k - 1) ordered pairs
     (one-sided). If every block ranks the candidates identically the scale is 0: differing
     pairs get t = +-inf (p = 0) and equal ones t = 0 (p = 1).
+
+    References
+    ----------
+    .. [1] Conover, W. J. (1999). Practical Nonparametric Statistics, 3rd edition. Wiley.
 
     Examples
     --------
@@ -614,16 +628,24 @@ def _conover_result(rank_sums, sum_sq, n, k, alternative, method, names) -> Cono
 def mean_ranks_test(
     scores, *, maximize: bool = True, alternative: str = "two-sided", p_adjust: str | None = None
 ) -> MeanRanksResult:
-    """Mean-ranks z-test of every pair of candidates (Demšar 2006; seed 002 section 3).
+    """Mean-ranks z-test of every pair of candidates (Demšar 2006; Benavoli et al. 2015, section 3).
 
     ``z_ij = (Rbar_j - Rbar_i) / sqrt(k (k + 1) / (6 n))`` with mean ranks ``Rbar`` (1 = best),
     referred to the standard normal. This is Demšar's ``z = (R_i - R_j)/SE`` oriented so that a
     positive entry (i, j) means candidate i is better; with ``alternative="greater"`` entry
-    (i, j) tests "i better than j", with ``"less"`` "i worse than j". F-Race_MR (seed 002
+    (i, j) tests "i better than j", with ``"less"`` "i worse than j". F-Race_MR (Benavoli et al. 2015
     section 7.1) uses the directional one-sided test at level alpha without adjustment.
 
     ``p_adjust`` adjusts over the k (k - 1) / 2 pairs (two-sided) or the k (k - 1) ordered pairs
     (one-sided), see :func:`p_adjust`.
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
+    .. [2] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------
@@ -709,7 +731,7 @@ def control_test(
     p_adjust: str | None = "holm",
     alternative: str = "two-sided",
 ) -> ControlResult:
-    """Compare every candidate with a control (Demšar 2006 section 3.2.2; seed 001 "Dunn").
+    """Compare every candidate with a control (Demšar 2006, section 3.2.2).
 
     ``method="mean_ranks"``: ``z_j = (Rbar_control - Rbar_j) / sqrt(k (k + 1) / (6 n))``,
     normal p-values; with ``p_adjust="bonferroni"`` this is the Bonferroni–Dunn test and with
@@ -721,6 +743,11 @@ def control_test(
 
     ``control`` is a column index, or a column label when ``scores`` is a DataFrame. The
     control's own entries are NaN.
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
 
     Examples
     --------
@@ -863,6 +890,11 @@ def sign_test(x, y, *, alternative: str = "two-sided", ties: str = "split") -> S
     p-value is 1. The two-sided p-value is twice the smaller binomial tail, capped at 1
     (the same as SciPy's ``binomtest``).
 
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
+
     Examples
     --------
     Demšar's C4.5 vs C4.5+m: 2 wins, 10 losses, 2 ties for C4.5.
@@ -933,7 +965,7 @@ def wilcoxon(
     method: str = "auto",
     correction: bool = False,
 ) -> WilcoxonResult:
-    """Wilcoxon signed-rank test on paired samples (Demšar 2006 section 3.1.3; seed 001).
+    """Wilcoxon signed-rank test on paired samples (Demšar 2006, section 3.1.3).
 
     Differences ``d = x - y`` (or ``x`` itself when ``y`` is None) are ranked by ``|d|`` with
     mid-ranks for ties; ``R+`` sums the ranks of positive differences and ``R-`` those of
@@ -959,9 +991,14 @@ def wilcoxon(
     ``statistic`` is ``min(R+, R-)`` (Demšar's T) for two-sided tests and ``R+`` otherwise.
     With no non-zero difference the p-value is 1.
 
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
+
     Examples
     --------
-    Demšar's C4.5 vs C4.5+m (seed 001): T = 12, p = 0.011 (asymptotic, zsplit).
+    Demšar's (2006) C4.5 vs C4.5+m: T = 12, p = 0.011 (asymptotic, zsplit).
 
     >>> from racer.stats import wilcoxon
     >>> a = [.763, .599, .954, .628, .882, .936, .661, .583, .775, 1., .94, .619, .972, .957]
@@ -1096,7 +1133,12 @@ def p_adjust(pvalues, method: str = "holm") -> np.ndarray:
 
     all capped at 1. They agree with statsmodels' ``multipletests`` (whose names
     ``"simes-hochberg"``, ``"fdr_bh"``, ``"fdr_by"`` are accepted too). Demšar 2006 section 3.2.2
-    describes Holm's and Hochberg's procedures (seed 001).
+    describes Holm's and Hochberg's procedures.
+
+    References
+    ----------
+    .. [1] Demšar, J. (2006). Statistical comparisons of classifiers over multiple data sets.
+       Journal of Machine Learning Research 7, 1–30.
 
     Examples
     --------

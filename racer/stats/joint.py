@@ -1,9 +1,9 @@
-"""Joint Bayesian multiple comparisons (seed 002, §5.3 and Table 1).
+"""Joint Bayesian multiple comparisons (Benavoli et al. 2015, §5.3 and Table 1).
 
 For every pair of candidates the Bayesian sign test (Theorem 2) is run in the direction of
 larger posterior probability; the statements "winner beats loser" are sorted by decreasing
 marginal probability, and the longest prefix whose *joint* posterior probability exceeds the
-credibility is accepted (Gelman & Tuerlinckx's procedure as the paper uses it).
+credibility is accepted (Gelman & Tuerlinckx's (2000) procedure as the paper uses it).
 
 The joint probabilities come from Monte Carlo over Dirichlet weights shared by every
 statement. Two exact simplifications make it cheap (notes/kernels-performance.md §1(b)):
@@ -357,7 +357,7 @@ def _prefix_from_simulated(signs_simulated, simulated, n_statements, n_samples, 
 
 def joint_prefix_probabilities(signs, n_samples, random_state=None, *, stop_below=None,
                                pseudo_weight=None):
-    """Joint posterior probability of every prefix of a list of statements (seed 002 §5.3).
+    """Joint posterior probability of every prefix of a list of statements (Benavoli et al. 2015 §5.3).
 
     Statement ``k`` is "``winner_k`` beats ``loser_k``", i.e. ``theta_k > 1/2`` with
     ``theta_k = P(X_w > X_l) + 1/2 P(X_w = X_l)`` under the Dirichlet-process posterior with
@@ -387,8 +387,8 @@ def joint_prefix_probabilities(signs, n_samples, random_state=None, *, stop_belo
         prefixes can only be smaller. Used by a race, which accepts the longest prefix
         above its credibility and need not know the rest.
     pseudo_weight : float > 0, optional
-        The lower probability of the imprecise DP (seed 002 §7; seed 000): a prior
-        pseudo-observation of weight ``s`` is put against every statement, which then holds
+        The lower probability of the imprecise DP (Benavoli et al. 2015 §7; Benavoli et al. 2014):
+        a prior pseudo-observation of weight ``s`` is put against every statement, which then holds
         when ``sum_l e_l signs[k, l] > e_0`` with ``e_0 ~ Gamma(s)`` shared by the
         statements. A single statement's probability is then
         ``prob_greater_from_counts(n_pos, n_neg, pseudo_against=s)``.
@@ -396,6 +396,15 @@ def joint_prefix_probabilities(signs, n_samples, random_state=None, *, stop_belo
     Returns
     -------
     ndarray of float64, shape (L,) (shorter with ``stop_below``)
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     Examples
     --------
@@ -439,7 +448,7 @@ def _pairwise_wins(scores):
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class JointComparisonsResult(StatsResult):
-    """Result of :func:`joint_comparisons`: the columns of seed 002's Table 1.
+    """Result of :func:`joint_comparisons`: the columns of Benavoli et al.'s (2015) Table 1.
 
     Statement ``k`` reads "candidate ``winner[k]`` beats candidate ``loser[k]``".
 
@@ -459,6 +468,12 @@ class JointComparisonsResult(StatsResult):
     n_samples : int
     names : list or None
         Candidate names (DataFrame columns), used by :meth:`table`.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
 
     winner: np.ndarray
@@ -480,7 +495,7 @@ class JointComparisonsResult(StatsResult):
         return str(self.names[index]) if self.names is not None else f"X{index}"
 
     def table(self, max_rows=20):
-        """Plain-text table, one statement per line, as Table 1 of seed 002."""
+        """Plain-text table, one statement per line, as Table 1 of Benavoli et al. (2015)."""
         head = f"{'statement':<24} {'1-P(H_i)':>10} {'1-P(H_1..H_i)':>14}  accepted"
         lines = [head, "-" * len(head)]
         k_total = self.winner.shape[0]
@@ -526,7 +541,7 @@ def joint_comparisons(
     n_samples=50_000,
     random_state=None,
 ):
-    """Bayesian joint multiple comparisons of all pairs (seed 002, §5.3, Table 1).
+    """Bayesian joint multiple comparisons of all pairs (Benavoli et al. 2015, §5.3, Table 1).
 
     1. For each pair ``i < j`` the Bayesian sign test (Theorem 2):
        ``P(theta_ij > 1/2) = I_{1/2}(n_loss, n_win)``; the direction with the larger
@@ -555,6 +570,12 @@ def joint_comparisons(
     Returns
     -------
     JointComparisonsResult
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
 
     Examples
     --------
