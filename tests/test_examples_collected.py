@@ -16,12 +16,18 @@ from pathlib import Path
 
 import pytest
 
-import conftest
+from _helpers import ROOT
 
-SOURCES = sorted(conftest.ROOT.glob("racer/**/*.py")) + sorted(conftest.ROOT.glob("adapters/*.py"))
+SOURCES = sorted(ROOT.glob("racer/**/*.py")) + sorted(ROOT.glob("adapters/*.py"))
 
 
-def _import(path: Path):
+@pytest.fixture(scope="module")
+def conftest(root_conftest):
+    # The root conftest.py: tests/conftest.py is a module named `conftest` too (see there).
+    return root_conftest
+
+
+def _import(conftest, path: Path):
     name = conftest._dotted_name(path)
     try:
         return importlib.import_module(name)
@@ -31,23 +37,24 @@ def _import(path: Path):
         raise
 
 
-def test_the_sources_are_all_there():
+def test_the_sources_are_all_there(conftest):
     names = {conftest._dotted_name(p) for p in SOURCES}
     assert {"racer", "racer.race", "racer.stats.frequentist", "racer.cli.sampler",
             "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn"} <= names
-    assert conftest._dotted_name(conftest.ROOT / "tests" / "test_race.py") is None
+    assert conftest._dotted_name(conftest.ROOT / "tests" / "engine" / "test_race.py") is None
     assert conftest._dotted_name(conftest.ROOT / "benchmarks" / "frontier.py") is None
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(conftest.ROOT)))
-def test_each_file_is_collected_as_the_module_python_imports(path):
-    module = _import(path)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_file_is_collected_as_the_module_python_imports(conftest, path):
+    assert conftest.ROOT == ROOT
+    module = _import(conftest, path)
     assert Path(module.__file__).resolve() == path.resolve()
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(conftest.ROOT)))
-def test_doctest_sees_every_example_written_and_each_compares_output(path):
-    module = _import(path)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_doctest_sees_every_example_written_and_each_compares_output(conftest, path):
+    module = _import(conftest, path)
     tests = [t for t in doctest.DocTestFinder().find(module, module.__name__) if t.examples]
     written = sum(line.lstrip().startswith(">>>") for line in path.read_text().splitlines())
     found = sum(len(t.examples) for t in tests)
@@ -68,7 +75,7 @@ def test_doctest_sees_every_example_written_and_each_compares_output(path):
 def test_pytest_collects_an_adapter_through_the_package():
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "adapters/sklearn_datasets.py"],
-                          cwd=conftest.ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ids = [line for line in proc.stdout.splitlines() if line.startswith("adapters/sklearn_datasets.py::")]
     assert "adapters/sklearn_datasets.py::racer.adapters.sklearn_datasets.WithinGroupKFold" in ids

@@ -808,18 +808,10 @@ def test_one_test_object_serves_several_races_like_fresh_ones():
 
 def test_elite_protection_keeps_the_inner_tests_winner_rule():
     from racer.racing.frace import FRaceTest
-    from racer.racing.base import ProtectElites
+    from racer.racing.base import KeepAll, ProtectElites
 
     assert ProtectElites(FRaceTest(), 2, 10).winner == "rank_sum"
-    assert ProtectElites(RaceOnlyTest(), 2, 10).winner is None
-
-
-class RaceOnlyTest(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
+    assert ProtectElites(KeepAll(), 2, 10).winner is None
 
 
 def test_iterated_race_whose_every_evaluation_fails_raises_and_leaves_no_trial_running():

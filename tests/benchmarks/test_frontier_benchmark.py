@@ -7,7 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-_BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+from _helpers import ROOT
+
+_BENCH = str(ROOT / "benchmarks")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ import pytest
 from racer.cli.parameters import read_configurations, read_parameters
 from racer.cli.scenario import read_instances, read_scenario
 
-_BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+from _helpers import ROOT
+
+_BENCH = str(ROOT / "benchmarks")
 _TUNING = os.path.join(_BENCH, "tuning")
 
 

@@ -10,20 +10,13 @@ import pathlib
 import shutil
 
 import pytest
-from test_cli_main import PARAMS_1, make_scenario, read_runs
-from test_cli_resume import (
-    check_resumed,
-    kill,
-    outputs,
-    racer_args,
-    rows_at_least,
-    scenario,
-)
 
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
 from racer.cli.lookahead import UNUSED
 
-BUDGET = 60  # test_cli_resume's scenario
+from _helpers.cli import (BUDGET, PARAMS_1, check_resumed, kill, make_scenario, outputs, racer_args,
+                          read_runs, rows_at_least, scenario)
+
 MORE = 150
 
 

@@ -17,16 +17,12 @@ from racer.racing.frace import FRaceTest
 from racer.cli import EXIT_OK, main
 from racer.cli.iterated import SKIPPED, Settings, Tuner
 from racer.cli.lookahead import UNUSED
-from racer.cli.parameters import Parameter, ParameterSpace
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import RunResult, TargetRunner
 from racer.race import Race
 
-from test_cli_main import ENV, PARAMS_1, _command, _wait_for_runs, make_scenario, read_runs
-
-SPACE = ParameterSpace([Parameter("mode", "--mode ", "c", ("a", "b")),
-                        Parameter("x", "--x ", "r", (-4.0, 4.0))], digits=3)
-TRAIN = [Instance(str(i)) for i in range(10)]
+from _helpers.cli import ENV, PARAMS_1, make_scenario, racer_command, read_runs, wait_for_runs
+from _helpers.tuner import SPACE, TRAIN
 
 
 class SleepyRunner:
@@ -189,15 +185,15 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
     run_dir.mkdir()
     ref = make_scenario(ref_dir, budget=60, params=PARAMS_1, runner=runner)
     scen = make_scenario(run_dir, budget=60, params=PARAMS_1, runner=runner)
-    assert main(_command(ref)[3:]) == EXIT_OK
-    proc = subprocess.Popen(_command(scen), env=ENV, stdout=subprocess.DEVNULL,
+    assert main(racer_command(ref)[3:]) == EXIT_OK
+    proc = subprocess.Popen(racer_command(scen), env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        assert _wait_for_runs(run_dir, 30, proc), "racer ended before it could be killed"
+        assert wait_for_runs(run_dir, 30, proc), "racer ended before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    again = subprocess.run(_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(racer_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
 
@@ -219,7 +215,7 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
 
 
 def _race(storage=None):
-    from racer.cli.iterated import KeepAll as NoElimination
+    from racer.racing import KeepAll as NoElimination
 
     # Three candidates, two instances in the first block, a budget of 6 + 3: under
     # on_error="eliminate" candidate 2 fails and is out, so two more blocks of 2 fit only if

@@ -1,13 +1,11 @@
 """The ``racer`` command end to end: scenarios, exit codes, iterated racing, a fixed list,
 the test phase, outputs, interruption and resume after ``kill -9``."""
 
-import csv
 import json
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -15,69 +13,10 @@ import pytest
 from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, main
 from racer.cli.parameters import read_configurations, read_parameters
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT, "OPENBLAS_NUM_THREADS": "1"}
-
-# A runner that costs a few milliseconds: a noisy quadratic whose optimum is x = 1.5 (mode a)
-# and whose mode b is worse by `pen`; each instance shifts every cost equally.
-RUNNER = """
-import os, random, sys, time
-cid, iid, seed, inst = sys.argv[1:5]
-opts = dict(zip(sys.argv[5::2], sys.argv[6::2]))
-with open(os.path.join("pids", str(os.getpid())), "w"):
-    pass
-delay = float(os.environ.get("RUNNER_DELAY", "0"))
-if delay:
-    time.sleep(delay)
-rng = random.Random(int(seed) * 1000 + int(cid))
-x = float(opts["--x"])
-cost = (x - 1.5) ** 2 + float(inst.rsplit("-", 1)[1]) + rng.gauss(0, 0.05)
-if opts["--mode"] == "b":
-    cost += float(opts["--pen"])
-if os.environ.get("RUNNER_HANG") == cid:
-    time.sleep(60)
-if os.environ.get("RUNNER_FAIL") in (cid, "all"):
-    print("solver crashed", file=sys.stderr)
-    sys.exit(3)
-print(cost if not os.environ.get("RUNNER_TIME") else f"{cost} {os.environ['RUNNER_TIME']}")
-"""
-
-PARAMS = """
-mode  "--mode " c (a, b)
-x     "--x "    r (-5, 5)
-pen   "--pen "  o (1, 2, 4)  | mode == "b"
-"""
-
-
-def make_scenario(tmp_path, extra="", budget=90, runner=RUNNER, params=PARAMS):
-    (tmp_path / "arena" / "pids").mkdir(parents=True)
-    (tmp_path / "parameters.txt").write_text(textwrap.dedent(params).lstrip())
-    r = tmp_path / "target-runner"
-    r.write_text(f"#!{sys.executable}\n" + textwrap.dedent(runner))
-    r.chmod(0o755)
-    (tmp_path / "train.txt").write_text("".join(f"inst-{i}\n" for i in range(1, 9)))
-    (tmp_path / "test.txt").write_text("".join(f"test-{i}\n" for i in range(1, 5)))
-    (tmp_path / "scenario.txt").write_text(textwrap.dedent(f"""
-        parameterFile = "parameters.txt"
-        targetRunner = "target-runner"
-        execDir = "arena"
-        trainInstancesDir = ""
-        trainInstancesFile = "train.txt"
-        testInstancesDir = ""
-        testInstancesFile = "test.txt"
-        maxExperiments = {budget}
-        seed = 3
-        """) + textwrap.dedent(extra))
-    return str(tmp_path / "scenario.txt")
-
-
-def read_csv(path):
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def read_runs(tmp_path):
-    return read_csv(tmp_path / "arena" / "runs.csv")
+from _helpers import ROOT
+from _helpers.cli import (ENV, PARAMS_1, make_scenario, racer_command, read_csv, read_runs,
+                          wait_for_runs)
+from _helpers.processes import pids_alive
 
 
 def test_iterated_run_outputs_and_budget(tmp_path, capsys):
@@ -186,67 +125,27 @@ def test_init_writes_a_working_scenario(tmp_path, monkeypatch, capsys):
     assert main(["--check"]) == EXIT_OK  # ./scenario.txt is the default
 
 
-def _command(scen, *extra):
-    return [sys.executable, "-c", "import sys; from racer.cli import main; sys.exit(main())",
-            "--scenario", scen, "--parallel", "2", "-q", "1", *extra]
-
-
-def _pids_alive(pid_dir):
-    alive = []
-    for name in os.listdir(pid_dir):
-        pid = int(name)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().split(")")[-1].split()[0]
-        except FileNotFoundError:
-            continue
-        if state != "Z":
-            alive.append(pid)
-    return alive
-
-
-def _wait_for_runs(tmp_path, n, proc, limit=30.0):
-    deadline = time.monotonic() + limit
-    path = tmp_path / "arena" / "runs.csv"
-    while time.monotonic() < deadline and proc.poll() is None:
-        if path.exists() and len(path.read_text().splitlines()) > n:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-# One variable parameter (mode is fixed): two iterations on a budget of 60 runs.
-PARAMS_1 = """
-mode  "--mode " c (a)
-x     "--x "    r (-5, 5)
-"""
-
-
 def test_kill_9_then_the_same_command_resumes_with_the_same_elites(tmp_path):
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
     ref_dir.mkdir()
     run_dir.mkdir()
     ref = make_scenario(ref_dir, budget=60, params=PARAMS_1)
     scen = make_scenario(run_dir, budget=60, params=PARAMS_1)
-    assert main(_command(ref)[3:]) == EXIT_OK
-    proc = subprocess.Popen(_command(scen), env=ENV, stdout=subprocess.DEVNULL,
+    assert main(racer_command(ref)[3:]) == EXIT_OK
+    proc = subprocess.Popen(racer_command(scen), env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        assert _wait_for_runs(run_dir, 25, proc), "racer ended before it could be killed"
+        assert wait_for_runs(run_dir, 25, proc), "racer ended before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)  # racer and its runners, at once
     finally:
         proc.wait(timeout=30)
     # No runner outlives racer, although runners live in sessions of their own.
     deadline = time.monotonic() + 5
-    while _pids_alive(run_dir / "arena" / "pids") and time.monotonic() < deadline:
+    while pids_alive(run_dir / "arena" / "pids") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _pids_alive(run_dir / "arena" / "pids") == []
+    assert pids_alive(run_dir / "arena" / "pids") == []
     before = len(read_runs(run_dir))
-    again = subprocess.run(_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(racer_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
     ref_runs, runs = read_runs(ref_dir), read_runs(run_dir)
@@ -262,10 +161,10 @@ def test_kill_9_then_the_same_command_resumes_with_the_same_elites(tmp_path):
 def test_interrupt_exits_130_and_leaves_no_runner_behind(tmp_path):
     scen = make_scenario(tmp_path)
     env = {**ENV, "RUNNER_DELAY": "0.3"}
-    proc = subprocess.Popen(_command(scen), env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(racer_command(scen), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for_runs(tmp_path, 3, proc)
+        assert wait_for_runs(tmp_path, 3, proc)
         time.sleep(0.1)  # runners in flight now
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
@@ -275,9 +174,9 @@ def test_interrupt_exits_130_and_leaves_no_runner_behind(tmp_path):
     assert proc.returncode == EXIT_INTERRUPTED
     assert "interrupted; run the same command again to resume" in err
     deadline = time.monotonic() + 5
-    while _pids_alive(tmp_path / "arena" / "pids") and time.monotonic() < deadline:
+    while pids_alive(tmp_path / "arena" / "pids") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _pids_alive(tmp_path / "arena" / "pids") == []
+    assert pids_alive(tmp_path / "arena" / "pids") == []
 
 
 def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypatch, capsys):
@@ -315,13 +214,8 @@ def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypa
 
 HOT_JOURNAL = """
 import os, signal, sqlite3
-from racer import Race, RacingTest
-class Keep(RacingTest):
-    def decide(self, view, rng):
-        return []
-    def get_params(self):
-        return {}
-race = Race([1, 2, 3], test=Keep(), instances=range(50), storage="j.sqlite", random_state=0)
+from racer import KeepAll, Race
+race = Race([1, 2, 3], test=KeepAll(), instances=range(50), storage="j.sqlite", random_state=0)
 for ev in race.ask():
     race.tell(ev, float(ev.candidate))
 race.close()

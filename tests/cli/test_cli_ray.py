@@ -14,7 +14,7 @@ from racer import Race
 from racer.cli import EXIT_OK, main
 from racer.racing.frace import FRaceTest
 
-from test_cli_main import PARAMS_1, make_scenario, read_runs
+from _helpers.cli import PARAMS_1, make_scenario, read_runs
 
 ray = pytest.importorskip("ray")
 

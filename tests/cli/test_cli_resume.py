@@ -3,12 +3,9 @@ it resumes, repeats at most the runs that were in flight, loses none, leaves no 
 with ``--executor dask``/``ray``, any cluster process) behind, and ends with the same outputs
 as an uninterrupted run of the same seed (issue 10)."""
 
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
@@ -16,110 +13,12 @@ import pytest
 from racer.cli import EXIT_OK, main
 from racer.cli.lookahead import UNUSED
 
-from test_cli_main import ENV, PARAMS_1, RUNNER, _pids_alive, make_scenario, read_csv, read_runs
+from _helpers.cli import (ENTRY, ENV, PARALLEL, check_resumed, kill, marked, racer_args, read_csv,
+                          read_runs, rows_at_least, scenario, stalled, tagged, wait_until)
+from _helpers.processes import wait_gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="kill -9 of a process group, /proc")
-
-PARALLEL = 2
-BUDGET = 60
-
-# The runner of test_cli_main (same costs), plus a stall: a run on instance $RUNNER_STALL
-# marks itself in arena/stalled/ and sleeps, so the test can kill racer while it is in flight.
-_PID_LINE = 'with open(os.path.join("pids", str(os.getpid())), "w"):\n    pass\n'
-assert _PID_LINE in RUNNER
-STALL_RUNNER = RUNNER.replace(_PID_LINE, _PID_LINE + (
-    'if os.environ.get("RUNNER_STALL") == inst:\n'
-    '    open(os.path.join("stalled", str(os.getpid())), "w").close()\n'
-    '    time.sleep(120)\n'))
-
-# racer's console entry point, able to stall inside racer itself: with RACER_STALL=sampling,
-# where an iteration after the first updates the sampling model (the previous race is over, the
-# next has not begun: no run in flight); with RACER_STALL=outputs, after elites.txt is written
-# and before the other outputs; with RACER_STALL=register, right after a runner started. The
-# stall marks itself in $RACER_STALL_MARK.
-ENTRY = """
-import os, sys, time
-where = os.environ.get("RACER_STALL")
-if where:
-    def stall(*args, **kwargs):
-        open(os.environ["RACER_STALL_MARK"], "w").close()
-        time.sleep(120)
-    if where == "sampling":
-        from racer.cli import sampler
-        sampler.Sampler.update_model = stall
-    elif where == "outputs":
-        from racer.cli import output
-        output.write_eliminations = stall
-    elif where == "register":
-        # A runner started, racer not yet back from starting it (it has not told its reaper).
-        from racer.cli import target_runner
-        target_runner.Reaper.add = stall
-    else:
-        raise SystemExit("unknown RACER_STALL " + where)
-from racer.cli import main
-sys.exit(main())
-"""
-
-
-def racer_args(scen, *extra):
-    return ["--scenario", scen, "--parallel", str(PARALLEL), "-q", "1", "--no-report", *extra]
-
-
-def scenario(folder):
-    folder.mkdir()
-    scen = make_scenario(folder, budget=BUDGET, params=PARAMS_1, runner=STALL_RUNNER)
-    (folder / "arena" / "stalled").mkdir()
-    return scen
-
-
-def n_lines(path):
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def wait_until(condition, proc, limit=60.0):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline and proc.poll() is None:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def wait_dead(pids, limit=10.0):
-    """The ones of ``pids`` still alive (not zombies) after up to ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    alive = [p for p in pids if _alive(p)]
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if _alive(p)]
-    return alive
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def tagged(tag):
-    """PIDs of the live processes whose environment holds RESUME_TEST_TAG=tag: everything
-    racer started (its runners, a local cluster's processes) inherits it."""
-    needle = f"RESUME_TEST_TAG={tag}".encode()
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if needle in env and _alive(int(name)):
-            found.append(int(name))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -134,88 +33,6 @@ def reference(tmp_path_factory):
     assert {"1", "2"} <= set(iterations) and iterations.count("0") == 4
     assert iterations == sorted(iterations, key=lambda it: (it == "0", int(it)))
     return folder
-
-
-def outputs(folder):
-    arena = folder / "arena"
-    results = json.loads((arena / "results.json").read_text())
-    return {"elites.txt": (arena / "elites.txt").read_text(),
-            "eliminations.csv": read_csv(arena / "eliminations.csv"),
-            "test.csv": read_csv(arena / "test.csv"), "results.json": results}
-
-
-def key(row):
-    return row["iteration"], row["configuration"], row["instance_id"]
-
-
-def check_resumed(ref, folder, killed_rows, in_flight):
-    """``folder``'s run was killed with ``killed_rows`` lines in runs.csv and at most
-    ``in_flight`` runs in flight, then resumed: the same outputs as ``ref``, every run of the
-    killed session reused or (if in flight) repeated, nothing else run twice."""
-    assert outputs(folder) == outputs(ref)
-    # Look-ahead runs a race did not use (racer.cli.lookahead) depend on timing: compared
-    # apart from the runs used, which do not.
-    ref_unused = sum(r["status"] == "speculative-unused" for r in read_runs(ref))
-    run_unused = sum(r["status"] == "speculative-unused" for r in read_runs(folder))
-    ref_runs = [r for r in read_runs(ref) if r["status"] != "speculative-unused"]
-    runs = [r for r in read_runs(folder) if r["status"] != "speculative-unused"]
-    ref_cost = {key(r): r["cost"] for r in ref_runs}
-    assert len(ref_cost) == len(ref_runs)
-    # The same runs, with the same costs (same runner, same seeds): none lost, none extra.
-    assert {key(r): r["cost"] for r in runs} == ref_cost
-    killed_rows -= sum(r["status"] == "speculative-unused" for r in read_runs(folder)[:killed_rows])
-    killed, resumed = runs[:killed_rows], runs[killed_rows:]
-    resumed_keys = {key(r) for r in resumed}
-    assert len(resumed_keys) == len(resumed)  # the resumed session runs nothing twice
-    repeated = [key(r) for r in killed if key(r) in resumed_keys]
-    # A run logged before the kill and run again must have been in flight (logged, not yet
-    # journaled); the others were reused from the journal.
-    assert len(repeated) <= in_flight, repeated
-    # Runner processes (one pid file per start), counting those killed in flight and those
-    # never logged: at most `in_flight` more than the uninterrupted run. Unused look-ahead
-    # runs are logged once each but may be killed before writing their pid file, so they
-    # bound the count on either side instead of being subtracted.
-    n_ref = len(os.listdir(ref / "arena" / "pids"))
-    n_run = len(os.listdir(folder / "arena" / "pids"))
-    assert n_ref - ref_unused <= n_run <= n_ref + in_flight + run_unused
-    return repeated
-
-
-def kill(folder, scen, *, when, env=None, executor=(), tag=None):
-    """Start racer on ``scen`` (a new session: racer is the leader of its process group), wait
-    for ``when(proc)``, kill the whole group with SIGKILL and check that no runner outlives
-    it. Returns the number of runs.csv rows before the kill and, with ``tag``, the processes
-    tagged with it just before the kill."""
-    args = racer_args(scen, *executor)
-    seen = []
-    proc = subprocess.Popen([sys.executable, "-c", ENTRY, *args], env={**ENV, **(env or {})},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    try:
-        assert when(proc), "racer ended before it could be killed: " + proc.stderr.read().decode()
-        if tag is not None:
-            seen = tagged(tag)
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-        proc.stderr.close()
-    pid_dir = folder / "arena" / "pids"
-    assert wait_dead([int(p) for p in os.listdir(pid_dir)]) == []
-    assert _pids_alive(pid_dir) == []
-    killed_rows = max(n_lines(folder / "arena" / "runs.csv") - 1, 0)
-    return killed_rows, seen
-
-
-def rows_at_least(folder, n):
-    return lambda proc: wait_until(lambda: n_lines(folder / "arena" / "runs.csv") > n, proc)
-
-
-def marked(path):
-    return lambda proc: wait_until(lambda: os.path.exists(path), proc)
-
-
-def stalled(folder, n=1):
-    return lambda proc: wait_until(lambda: len(os.listdir(folder / "arena" / "stalled")) >= n, proc)
 
 
 def _iteration_rows(ref, iteration):
@@ -299,8 +116,8 @@ def test_kill_9_with_a_local_cluster_leaves_nothing_and_resumes(reference, tmp_p
     runners = {int(p) for p in os.listdir(folder / "arena" / "stalled")}
     # racer, its reaper, the stalled runners and the cluster's processes.
     assert runners < set(seen) and len(seen) >= len(runners) + 3
-    assert wait_dead(sorted(set(seen) | set(tagged(tag))), limit=20.0) == []
-    assert wait_dead(tagged(tag), limit=5.0) == []  # nothing started after the snapshot either
+    assert wait_gone(sorted(set(seen) | set(tagged(tag))), limit=20.0) == []
+    assert wait_gone(tagged(tag), limit=5.0) == []  # nothing started after the snapshot either
     # The same command again, in a process of its own: at its normal end too, nothing it
     # started may be left (in this process, multiprocessing's resource tracker would stay).
     again = subprocess.run([sys.executable, "-c", ENTRY, *racer_args(scen, "--executor", executor)],
@@ -308,7 +125,7 @@ def test_kill_9_with_a_local_cluster_leaves_nothing_and_resumes(reference, tmp_p
                            timeout=300)
     assert again.returncode == EXIT_OK, again.stderr
     check_resumed(reference, folder, killed_rows, PARALLEL)
-    assert wait_dead(tagged(tag), limit=20.0) == []  # nor after a run that ends normally
+    assert wait_gone(tagged(tag), limit=20.0) == []  # nor after a run that ends normally
 
 
 def test_a_torn_last_line_of_runs_csv_is_ended_before_new_rows(tmp_path):

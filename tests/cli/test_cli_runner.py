@@ -11,6 +11,8 @@ import pytest
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import TargetRunner, TargetRunnerError, build_command
 
+from _helpers import ROOT
+
 
 def script(tmp_path, body, name="runner.py"):
     """An executable Python runner whose #! is this interpreter (no pyenv shim)."""
@@ -142,6 +144,7 @@ PARENT = """
 import sys
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import Reaper, TargetRunner
+
 runner = TargetRunner([sys.argv[1]], sys.argv[2], reaper=Reaper())
 runner.run(1, 1, 1, Instance("i"), [])
 """
@@ -158,7 +161,7 @@ def test_runners_die_with_a_killed_racer(tmp_path):
         os.rename("pids.tmp", "pids")
         time.sleep(60)
         """)
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     parent = subprocess.Popen([sys.executable, "-c", PARENT, path, str(tmp_path)], env=env,
                               start_new_session=True)
     try:

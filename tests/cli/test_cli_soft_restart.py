@@ -16,7 +16,7 @@ from racer.cli import rexpr
 from racer.cli.parameters import Parameter, ParameterSpace
 from racer.cli.sampler import Sampler
 
-from test_cli_iterated import TRAIN, FakeRunner
+from _helpers.tuner import TRAIN, FakeRunner
 
 MIXED = ParameterSpace([
     Parameter("x", "--x ", "r", (0.0, 10.0)),

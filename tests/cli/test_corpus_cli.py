@@ -27,8 +27,8 @@ from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, che
 from racer.cli.checks import check_space
 from racer.cli.parameters import ForbiddenRule, ParameterFileError, read_parameters
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT, "OPENBLAS_NUM_THREADS": "1"}
+from _helpers import ROOT
+from _helpers.cli import ENV
 
 PARAMETERS = """\
 mode  "--mode " c (a, b)

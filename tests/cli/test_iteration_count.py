@@ -13,8 +13,8 @@ import pytest
 
 from racer.progress import iteration_text, iterations_done_text
 
-from test_cli_main import make_scenario
-from test_progress import Stream  # a StringIO that says whether it is a terminal
+from _helpers.cli import make_scenario
+from _helpers.terminal import Stream
 
 
 
@@ -46,7 +46,8 @@ def test_a_cli_run_beyond_the_plan_says_so_everywhere(tmp_path, capsys):
 
 def test_the_cli_progress_line_beyond_the_plan():
     from racer import Race
-    from racer.cli.iterated import Configuration, KeepAll
+    from racer.cli.iterated import Configuration
+    from racer.racing import KeepAll
     from racer.cli.output import Progress
 
     race = Race([Configuration(i + 1, {"x": i}) for i in range(3)], test=KeepAll(),

@@ -8,17 +8,9 @@ pass instead (iterating it gives its keys, and keys or values cannot be guessed)
 import pytest
 
 from racer import Race, race
-from racer.racing.base import RacingTest
+from racer.racing.base import KeepAll
 
 pd = pytest.importorskip("pandas")
-
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 def _seen():

@@ -15,16 +15,8 @@ import numpy as np
 import pytest
 
 from racer import Race, RaceFailedError, race
-from racer.racing.base import RacingTest
+from racer.racing.base import KeepAll
 from racer.execution import WorkerPool, check_timeout
-
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 def linear(candidate, instance):

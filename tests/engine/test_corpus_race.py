@@ -23,20 +23,13 @@ from scipy.optimize import OptimizeResult
 from racer import (
     Elimination,
     EvaluationError,
+    KeepAll,
     Race,
     RaceFailedError,
     RacingTest,
     race,
 )
 from racer.racing.bayesian import BayesianTest
-
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 class DropCandidate(RacingTest):

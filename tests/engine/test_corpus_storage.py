@@ -14,16 +14,8 @@ import sqlite3
 import pytest
 
 import racer.storage as storage_mod
-from racer import Race, RacingTest
+from racer import KeepAll, Race
 from racer.storage import APPLICATION_ID, JournalInUseError, read_journal
-
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 def make(storage, **extra):

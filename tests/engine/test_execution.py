@@ -15,19 +15,11 @@ import numpy as np
 import pytest
 
 from racer import BayesianTest, Race, race
-from racer.racing.base import RacingTest
+from racer.racing.base import KeepAll
 from racer.execution import WorkerPool
 from racer.race import EvaluationError
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
-
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 # Evaluations run in worker processes, which import this module by name: keep them top level.
@@ -225,13 +217,7 @@ SIGKILL_SCRIPT = textwrap.dedent(
     """
     import os, sys, time
     from racer import race
-    from racer.racing.base import RacingTest
-
-    class KeepAll(RacingTest):
-        def decide(self, view, rng):
-            return []
-        def get_params(self):
-            return {}
+    from racer.racing import KeepAll
 
     def sleepy(candidate, instance):
         with open(sys.argv[1], "a") as fh:

@@ -20,9 +20,9 @@ import time
 import pytest
 
 from racer import Race, race
-from racer.racing.base import RacingTest
+from racer.racing.base import KeepAll
 
-from test_execution import _alive, _wait_gone  # the same /proc checks the pool tests use
+from _helpers.processes import wait_gone
 
 pytestmark = pytest.mark.skipif(
     not hasattr(signal, "SIGKILL") or not os.path.isdir("/proc"),
@@ -87,16 +87,6 @@ def _expected():
     return res.best, res.n_evaluations
 
 
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
-
-
-
-
 def _env(pid_log) -> dict:
     return dict(os.environ, RACER_PID_LOG=str(pid_log),
                 PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -112,7 +102,7 @@ def _check_report(stdout: str, expected) -> None:
     # Evaluated in worker processes (one may do all of a small race while the other starts).
     assert 1 <= len(report["workers"]) <= 2 and report["main"] not in report["workers"]
     assert report["running"] == []  # every worker ended with the race
-    assert _wait_gone(report["workers"]) == []
+    assert wait_gone(report["workers"]) == []
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +160,7 @@ def test_lambda_and_closure_under_timeout_on_two_workers(tmp_path):
         assert not res.failures
         pids = _pids(log)
         assert 1 <= len(pids) <= 2 and os.getpid() not in pids
-        assert _wait_gone(pids) == []
+        assert wait_gone(pids) == []
         os.remove(log)
 
 
@@ -189,7 +179,7 @@ def test_timeout_kills_a_hanging_lambda_and_the_race_goes_on(tmp_path):
     pids = _pids(log)
     assert 2 <= len(pids) <= 3  # the killed worker, the other, and maybe its replacement
     assert os.getpid() not in pids
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == []
 
 
 NOTEBOOK_CELLS = [
@@ -239,7 +229,7 @@ def test_notebook_functions_and_classes_run_on_workers(tmp_path, expected, monke
         # closing ended the workers, not the parent-death guards.
         workers = _pids(log)
         assert workers and os.getpid() not in workers
-        assert _wait_gone(workers, bound=5.0) == []
+        assert wait_gone(workers, bound=5.0) == []
     reports = [line.split() for text in outputs for line in text.splitlines()
                if line.startswith("RESULT")]
     best, n_evaluations = expected

@@ -1,27 +1,11 @@
 """racer.progress: a bar on a terminal, a few lines in logs."""
 
-import io
 
 from racer import Race
-from racer.racing.base import RacingTest
+from racer.racing.base import KeepAll, RacingTest
 from racer.progress import ProgressLine
 
-
-class KeepAll(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
-
-
-class Stream(io.StringIO):
-    def __init__(self, tty):
-        super().__init__()
-        self._tty = tty
-
-    def isatty(self):
-        return self._tty
+from _helpers.terminal import Stream
 
 
 def _drive(race, stream, max_blocks=200):

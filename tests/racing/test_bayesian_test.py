@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
@@ -14,23 +13,13 @@ from racer.racing.base import Elimination
 from racer.stats import bayesian_friedman
 from racer.stats.bayesian_sign import prob_greater_from_counts
 
+from _helpers import ROOT
+from _helpers.races import assert_same_decisions
+
 
 def _decide(test, scores, seed=0):
     scores = np.asarray(scores, dtype=np.float64)
     return test.decide(RaceView.from_scores(scores), np.random.default_rng(seed))
-
-
-def _assert_same_decisions(got, expected):
-    """Same eliminations; the probability behind each to 1e-12 relative.
-
-    The engine reaches its counts and rank sums incrementally and a fresh view in one batch;
-    the decisions must agree exactly, but the probabilities are floats from batches of another
-    shape (BLAS may sum in another order), so a few ulp of difference is not a disagreement.
-    """
-    assert [(e.index, e.reason, e.by) for e in got] == [(e.index, e.reason, e.by) for e in expected]
-    np.testing.assert_allclose(
-        [e.probability for e in got], [e.probability for e in expected], rtol=1e-12, atol=0
-    )
 
 
 # --------------------------------------------------------------------- gate
@@ -187,7 +176,7 @@ def test_engine_statistics_equal_fresh_ones_through_a_race(make_inner):
                 np.testing.assert_array_equal(getattr(view, name), getattr(fresh, name))
             seen.append(view.n_survivors)
             out = make_inner().decide(view, rng)
-            _assert_same_decisions(
+            assert_same_decisions(
                 out, make_inner().decide(fresh, np.random.default_rng([3, view.step]))
             )
             return out
@@ -229,7 +218,7 @@ def test_get_params_and_validation():
 def test_bare_benchmark_loop_races_like_the_engine(monkeypatch):
     # The repository's benchmarks/, found from this file (not the cwd), on sys.path for this
     # test only.
-    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     sim = pytest.importorskip("_racing_sim")
     mu, scores = sim.make_data(30, 1.0, 3)
     scores = scores[:200]

@@ -17,23 +17,12 @@ from racer.racing.frace import (
 )
 from racer.stats import conover, friedman, mean_ranks_test, sign_test_from_counts
 
+from _helpers.races import assert_same_decisions
+
 
 def _decide(test, scores):
     scores = np.asarray(scores, dtype=np.float64)
     return test.decide(RaceView.from_scores(scores), np.random.default_rng(0))
-
-
-def _assert_same_decisions(got, expected):
-    """Same eliminations; the probability behind each to 1e-12 relative.
-
-    A cached test reaches its counts and rank sums incrementally and a fresh one in one batch;
-    the decisions must agree exactly, but the probabilities are floats from batches of another
-    shape (BLAS may sum in another order), so a few ulp of difference is not a disagreement.
-    """
-    assert [(e.index, e.reason, e.by) for e in got] == [(e.index, e.reason, e.by) for e in expected]
-    np.testing.assert_allclose(
-        [e.probability for e in got], [e.probability for e in expected], rtol=1e-12, atol=0
-    )
 
 
 def _matrix(seed, n, shifts, ties=False):
@@ -193,7 +182,7 @@ def test_cache_gives_the_same_decisions_as_a_fresh_test():
             fresh = FRaceTest(post_hoc=post_hoc).decide(
                 RaceView.from_scores(x[:n, alive], alive), None
             )
-            _assert_same_decisions(got, fresh)
+            assert_same_decisions(got, fresh)
             if got:
                 keep = np.ones(len(alive), dtype=bool)
                 keep[[e.index for e in got]] = False

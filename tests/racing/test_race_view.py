@@ -78,18 +78,11 @@ def test_rank_sums_and_moments_match_scipy_ranks_and_the_tie_identity():
 
 
 def test_protect_elites_rejects_bad_arguments_naming_them():
-    from racer.racing.base import ProtectElites
-
-    class Keep(RacingTest):
-        def decide(self, view, rng):
-            return []
-
-        def get_params(self):
-            return {}
+    from racer.racing.base import KeepAll, ProtectElites
 
     with pytest.raises(TypeError, match="`inner`.*'not a test'"):
         ProtectElites("not a test", 1, 3)
     with pytest.raises(ValueError, match="`n_elites` must be >= 0; got -1"):
-        ProtectElites(Keep(), -1, 3)
+        ProtectElites(KeepAll(), -1, 3)
     with pytest.raises(TypeError, match="`until`"):
-        ProtectElites(Keep(), 1, 2.5)
+        ProtectElites(KeepAll(), 1, 2.5)

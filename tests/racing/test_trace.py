@@ -8,7 +8,6 @@ with irace is installed, the same matrices also go to R live.
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,8 @@ from racer import Race
 from racer.racing.trace import TRaceTest, adjust_pvalues
 from racer.racing.base import RaceView
 
-ROOT = Path(__file__).resolve().parent.parent
+from _helpers import ROOT
+
 REFERENCE = json.loads((ROOT / "tests" / "data" / "trace_reference.json").read_text())
 ALPHA = 1.0 - REFERENCE["confidence"]
 CASES = REFERENCE["cases"]
@@ -174,6 +174,7 @@ def test_inputs_are_validated():
 # mean.
 _RUNNER = """
 import random, sys
+
 cid, iid, seed, inst = sys.argv[1:5]
 x = float(dict(zip(sys.argv[5::2], sys.argv[6::2]))["--x"])
 noise = random.Random(int(seed) * 100 + int(cid)).gauss(0, 0.001)

@@ -15,20 +15,14 @@ from racer import plot  # noqa: E402
 from racer.stats import bayesian_sign_test, nemenyi, prob_greater_matrix  # noqa: E402
 from racer.stats import SignCounts  # noqa: E402
 
-
-def _evaluate(c, inst):
-    rng = np.random.default_rng([inst, c["id"]])
-    return c["mu"] + rng.normal(0.0, 0.5)
-
-
-CANDIDATES = [{"mu": float(m), "id": i} for i, m in enumerate(np.linspace(0.0, 1.0, 8))]
+from _helpers.races import NOISY_CANDIDATES, noisy_score  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def result():
     """8 candidates, 40 instances: 5 eliminated at instance 11, 3 survivors."""
     # The test is pinned: the figures are checked against this race's known history.
-    return race(_evaluate, CANDIDATES, range(40), test=BayesianTest(), random_state=0,
+    return race(noisy_score, NOISY_CANDIDATES, range(40), test=BayesianTest(), random_state=0,
                 progress=False, direction="maximize")
 
 
@@ -38,9 +32,9 @@ def minimize_result():
     def evaluate(c, inst):
         if c["id"] == 2 and inst == 3:
             raise RuntimeError("boom")
-        return -_evaluate(c, inst)
+        return -noisy_score(c, inst)
 
-    return Race(CANDIDATES, test=BayesianTest(), direction="minimize", on_error="eliminate",
+    return Race(NOISY_CANDIDATES, test=BayesianTest(), direction="minimize", on_error="eliminate",
                 random_state=1).run(
         evaluate, range(30), progress=False
     )

@@ -16,20 +16,15 @@ pytest.importorskip("matplotlib")
 from racer import Race  # noqa: E402
 from racer import report  # noqa: E402
 
-
-def _evaluate(c, inst):
-    rng = np.random.default_rng([inst, c["id"]])
-    return c["mu"] + rng.normal(0.0, 0.5)
-
-
-CANDIDATES = [{"mu": float(m), "id": i} for i, m in enumerate(np.linspace(0.0, 1.0, 8))]
+from _helpers.chromium import chromium, render_in_chromium  # noqa: E402
+from _helpers.races import NOISY_CANDIDATES, noisy_score  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fin") / "race.sqlite")
-    with Race(CANDIDATES, max_instances=30, random_state=0, storage=path, direction="maximize") as r:
-        res = r.run(_evaluate, range(60), progress=False)
+    with Race(NOISY_CANDIDATES, max_instances=30, random_state=0, storage=path, direction="maximize") as r:
+        res = r.run(noisy_score, range(60), progress=False)
     return path, res
 
 
@@ -37,7 +32,7 @@ def finished(tmp_path_factory):
 def interrupted(tmp_path_factory):
     """A race stopped in the middle of its 14th instance, with one failed evaluation."""
     path = str(tmp_path_factory.mktemp("int") / "race.sqlite")
-    r = Race(CANDIDATES, random_state=0, storage=path, direction="maximize")
+    r = Race(NOISY_CANDIDATES, random_state=0, storage=path, direction="maximize")
     r.add_instances(range(60))
     last = 0
     while last < 13:
@@ -48,7 +43,7 @@ def interrupted(tmp_path_factory):
             if ev.instance_index == 2 and ev.candidate_index == 6:
                 r.tell(ev, error="solver crashed")
             else:
-                r.tell(ev, _evaluate(ev.candidate, ev.instance))
+                r.tell(ev, noisy_score(ev.candidate, ev.instance))
     res = r.result()
     r.close()
     return path, res
@@ -173,10 +168,10 @@ def test_report_of_interrupted_race(interrupted, tmp_path):
 def test_report_while_race_runs(tmp_path):
     # The writer holds the journal's lock; the report reads it anyway (read-only).
     path = str(tmp_path / "live.sqlite")
-    r = Race(CANDIDATES[:4], random_state=0, storage=path)
+    r = Race(NOISY_CANDIDATES[:4], random_state=0, storage=path)
     r.add_instances(range(20))
     for ev in r.ask():
-        r.tell(ev, _evaluate(ev.candidate, ev.instance))
+        r.tell(ev, noisy_score(ev.candidate, ev.instance))
     out = report.write_report(path, tmp_path / "live.html")
     assert "<svg" in open(out, encoding="utf-8").read()
     r.close()
@@ -250,34 +245,7 @@ def test_console_script_installed():
         assert done.returncode == 0 and "--csv" in done.stdout
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        exe = shutil.which(name)
-        if exe:
-            return exe
-    return None
-
-
-def render_in_chromium(page, shot, width, height):
-    """Screenshot ``page`` in headless Chromium at ``width`` x ``height``; return the PNG bytes
-    after checking they are a PNG laid out at the window's size (also used by
-    test_report_run.py)."""
-    done = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--screenshot={shot}", f"--window-size={width},{height}",
-         f"file://{os.path.abspath(page)}"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    # Width and height from the IHDR chunk: the page was laid out at the window's size.
-    assert int.from_bytes(data[16:20], "big") == width
-    assert int.from_bytes(data[20:24], "big") == height
-    return data
-
-
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
+@pytest.mark.skipif(chromium() is None, reason="headless Chromium is not installed")
 def test_report_renders_in_headless_chromium(finished_html, tmp_path):
     data = render_in_chromium(finished_html, tmp_path / "shot.png", 1200, 2000)
     assert len(data) > 50_000  # a page with tables and figures, not a blank one
@@ -287,14 +255,14 @@ def test_report_of_frace_and_of_an_unstarted_race(tmp_path):
     from racer.racing.frace import FRaceTest
 
     path = str(tmp_path / "frace.sqlite")
-    with Race(CANDIDATES[:5], test=FRaceTest(), random_state=0, storage=path) as r:
-        res = r.run(_evaluate, range(25), progress=False)
+    with Race(NOISY_CANDIDATES[:5], test=FRaceTest(), random_state=0, storage=path) as r:
+        res = r.run(noisy_score, range(25), progress=False)
     assert res.history
     text = open(report.write_report(path, tmp_path / "f.html"), encoding="utf-8").read()
     assert "<th>p-value</th>" in text and "<th>probability</th>" not in text
 
     empty = str(tmp_path / "empty.sqlite")
-    Race(CANDIDATES[:3], random_state=0, storage=empty).close()
+    Race(NOISY_CANDIDATES[:3], random_state=0, storage=empty).close()
     assert report.result_from_journal(empty).stop_reason == "not_started"
     text = open(report.write_report(empty, tmp_path / "e.html"), encoding="utf-8").read()
     assert "not started: no instance has been raced yet" in text
@@ -314,24 +282,24 @@ def test_journal_records_stop_reason_and_winner(finished, tmp_path):
     assert data["winner"] == "mean"
     # A stop by the driver (Race.stop) is journaled too, and a resume clears it while running.
     stopped = str(tmp_path / "stopped.sqlite")
-    with Race(CANDIDATES, random_state=0, storage=stopped, instances=range(60)) as r:
+    with Race(NOISY_CANDIDATES, random_state=0, storage=stopped, instances=range(60)) as r:
         for ev in r.ask():
-            r.tell(ev, _evaluate(ev.candidate, ev.instance))
+            r.tell(ev, noisy_score(ev.candidate, ev.instance))
         r.stop("deadline")
         assert r.ask() == [] and r.pending() == [] and r.finished
     assert read_journal(stopped)["stop_reason"] == "deadline"
     assert report.result_from_journal(stopped).stop_reason == "deadline"
-    r = Race(CANDIDATES, random_state=0, storage=stopped, instances=range(60))
+    r = Race(NOISY_CANDIDATES, random_state=0, storage=stopped, instances=range(60))
     assert read_journal(stopped)["stop_reason"] is None  # running again
     r.close()
     # Not stopped, and the block opened after instance 5 holds no evaluation yet.
     assert report.result_from_journal(stopped).stop_reason == "interrupted"
     with pytest.raises(ValueError, match="reason"):
-        Race(CANDIDATES, random_state=0).stop("")
+        Race(NOISY_CANDIDATES, random_state=0).stop("")
 
 
 def test_report_orders_survivors_by_the_journaled_winner_rule(tmp_path):
-    from racer.cli.iterated import KeepAll
+    from racer.racing import KeepAll
 
     path = str(tmp_path / "ranks.sqlite")
     # Candidate 0 is best on five instances and far worst on one, 2 and 1 are constant: the

@@ -21,8 +21,9 @@ from racer.iterated_run import (  # noqa: E402
 )
 from racer.progress import ProgressBar, redraws_in_place, track  # noqa: E402
 
-from test_cli_main import ENV, _command, _wait_for_runs, make_scenario  # noqa: E402
-from test_report import _chromium, render_in_chromium  # noqa: E402
+from _helpers.chromium import chromium, render_in_chromium  # noqa: E402
+from _helpers.cli import ENV, make_scenario, racer_command, wait_for_runs  # noqa: E402
+from _helpers.terminal import Stream  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -318,10 +319,10 @@ def test_no_report_flag_and_missing_matplotlib(tmp_path, capsys, monkeypatch):
 def test_an_interrupted_run_gets_its_report(tmp_path):
     scen = make_scenario(tmp_path)
     env = {**ENV, "RUNNER_DELAY": "0.2"}
-    proc = subprocess.Popen(_command(scen), env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(racer_command(scen), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert _wait_for_runs(tmp_path, 12, proc)
+        assert wait_for_runs(tmp_path, 12, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -333,7 +334,7 @@ def test_an_interrupted_run_gets_its_report(tmp_path):
     assert "not finished: no results.json" in page
 
 
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed")
+@pytest.mark.skipif(chromium() is None, reason="headless Chromium is not installed")
 def test_exec_dir_report_renders_in_headless_chromium(run_dir, tmp_path):
     data = render_in_chromium(run_dir / "report.html", tmp_path / "shot.png", 1200, 2400)
     assert len(data) > 50_000  # tables and figures, not a blank page
@@ -342,18 +343,12 @@ def test_exec_dir_report_renders_in_headless_chromium(run_dir, tmp_path):
 # --------------------------------------------------------------------------- progress
 
 
-class Stream(io.StringIO):
-    def __init__(self, tty):
-        super().__init__()
-        self._tty = tty
-
-    def isatty(self):
-        return self._tty
 
 
 def test_cli_progress_line_is_the_shared_bar():
     from racer import Race
-    from racer.cli.iterated import Configuration, KeepAll
+    from racer.cli.iterated import Configuration
+    from racer.racing import KeepAll
     from racer.cli.output import Progress
 
     configs = [Configuration(i + 1, {"x": i}) for i in range(3)]

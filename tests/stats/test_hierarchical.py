@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,9 @@ import racer.stats as rs
 from racer.stats import _diagnostics
 from racer.stats._kernels import hier_chain
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "hierarchical_reference.json").read_text())
+from _helpers import ROOT
+
+REFERENCE = json.loads((ROOT / "tests" / "data" / "hierarchical_reference.json").read_text())
 
 
 def _cv(q, n, rho, seed, shift=0.01):
@@ -123,7 +124,7 @@ def test_matches_live_pymc():
     pytest.importorskip("pymc")
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     from hierarchical_reference import pymc_fit, summarise
 
     case = next(c for c in REFERENCE["cases"] if c["name"] == "q10_n30")
