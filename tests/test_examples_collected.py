@@ -72,6 +72,7 @@ def test_doctest_sees_every_example_written_and_each_compares_output(conftest, p
         assert any(e.want.strip() or e.exc_msg for e in test.examples), test.name
 
 
+@pytest.mark.slow
 def test_pytest_collects_an_adapter_through_the_package():
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "adapters/sklearn_datasets.py"],

@@ -341,6 +341,7 @@ def test_failed_fits_follow_error_score_and_are_recorded(easy_problem):
         RaceSearchCV(FailsWhenDeep(), grid, cv=3, error_score="raise", random_state=0).fit(X, y)
 
 
+@pytest.mark.slow
 def test_parallel_and_executor_give_the_same_race(easy_problem):
     X, y = easy_problem
     kw = dict(cv=5, n_repeats=2, random_state=3)

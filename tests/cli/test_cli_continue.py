@@ -17,6 +17,8 @@ from racer.cli.lookahead import UNUSED
 from _helpers.cli import (BUDGET, PARAMS_1, check_resumed, kill, make_scenario, outputs, racer_args,
                           read_runs, rows_at_least, scenario)
 
+pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
+
 MORE = 150
 
 

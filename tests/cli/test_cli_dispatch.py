@@ -24,6 +24,8 @@ from racer.race import Race
 from _helpers.cli import ENV, PARAMS_1, make_scenario, racer_command, read_runs, wait_for_runs
 from _helpers.tuner import SPACE, TRAIN
 
+pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
+
 
 class SleepyRunner:
     """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config), after

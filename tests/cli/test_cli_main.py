@@ -18,6 +18,8 @@ from _helpers.cli import (ENV, PARAMS_1, make_scenario, racer_command, read_csv,
                           wait_for_runs)
 from _helpers.processes import pids_alive
 
+pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
+
 
 def test_iterated_run_outputs_and_budget(tmp_path, capsys):
     scen = make_scenario(tmp_path)

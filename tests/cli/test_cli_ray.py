@@ -22,6 +22,8 @@ from racer.cli.ray_executor import RayExecutor  # noqa: E402
 from racer.cli.scenario import Instance  # noqa: E402
 from racer.cli.target_runner import TargetRunner  # noqa: E402
 
+pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
+
 
 def _descendants(root: int) -> set:
     """PIDs of every live process under ``root`` (from /proc)."""

@@ -17,8 +17,9 @@ from _helpers.cli import (ENTRY, ENV, PARALLEL, check_resumed, kill, marked, rac
                           read_runs, rows_at_least, scenario, stalled, tagged, wait_until)
 from _helpers.processes import wait_gone
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="kill -9 of a process group, /proc")
+pytestmark = [pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
+              pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                 reason="kill -9 of a process group, /proc")]
 
 
 @pytest.fixture(scope="module")

@@ -525,6 +525,7 @@ def test_file_size_limit_is_named(in_tmp, limit):
           rf"\(ulimit -f: {limit} bytes\)(.|\n)*Raise the limit")
 
 
+@pytest.mark.slow
 def test_hanging_runner_and_sigterm(in_tmp):
     """No targetRunnerTimeout and a runner that never answers: racer waits (as irace does);
     SIGTERM stops it with exit code 130, the runner killed, and a message on how to resume."""

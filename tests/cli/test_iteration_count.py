@@ -18,6 +18,7 @@ from _helpers.terminal import Stream
 
 
 
+@pytest.mark.slow
 def test_a_cli_run_beyond_the_plan_says_so_everywhere(tmp_path, capsys):
     from racer.cli import EXIT_OK, main
 

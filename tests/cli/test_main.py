@@ -37,6 +37,7 @@ def test_evaluate_is_log10_gap_and_deterministic():
     assert len(demo.make_candidates()) == 24 and len(demo.make_instances(2)) == 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("test_name", ["bayes", "frace"])
 def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
     storage = str(tmp_path / "demo.sqlite")
@@ -58,6 +59,7 @@ def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
         demo.main(args + ["--maxiter", "4"])  # other settings: refused, --fresh first
 
 
+@pytest.mark.slow
 def test_help_documents_the_options():
     out = subprocess.run([sys.executable, "-m", "racer", "--help"], capture_output=True, text=True,
                          check=True).stdout
@@ -65,6 +67,7 @@ def test_help_documents_the_options():
         assert option in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "extra, match",
     [
@@ -85,6 +88,7 @@ def test_bad_options_are_refused_not_clamped(capsys, extra, match):
     assert re.search(match, message), message
 
 
+@pytest.mark.slow
 def test_fresh_never_deletes_a_foreign_file_or_a_live_journal(tmp_path):
     import sqlite3
 

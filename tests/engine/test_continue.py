@@ -284,6 +284,7 @@ with open(sys.argv[3], "w") as fh:
 '''.replace("CANDIDATES", repr(CANDIDATES))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
 def test_a_continuation_killed_with_sigkill_resumes_to_the_uninterrupted_one(tmp_path):
     script = tmp_path / "job.py"

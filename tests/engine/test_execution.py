@@ -19,7 +19,8 @@ from racer.racing.base import KeepAll
 from racer.execution import WorkerPool
 from racer.race import EvaluationError
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+pytestmark = [pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
+              pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")]
 
 
 # Evaluations run in worker processes, which import this module by name: keep them top level.

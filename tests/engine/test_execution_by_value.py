@@ -24,10 +24,11 @@ from racer.racing.base import KeepAll
 
 from _helpers.processes import wait_gone
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(signal, "SIGKILL") or not os.path.isdir("/proc"),
-    reason="POSIX worker launch; walks /proc to find workers",
-)
+pytestmark = [
+    pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
+    pytest.mark.skipif(not hasattr(signal, "SIGKILL") or not os.path.isdir("/proc"),
+                       reason="POSIX worker launch; walks /proc to find workers"),
+]
 
 # The README's example with its placeholders filled: a cost to minimise over dict candidates.
 # It appends each evaluating process's id to the file named by $RACER_PID_LOG, so the test

@@ -283,6 +283,7 @@ def test_thread_pool_executor_gives_the_serial_result():
     np.testing.assert_array_equal(threaded.scores, serial.scores)
 
 
+@pytest.mark.slow
 def test_process_pool_n_jobs_gives_the_serial_result():
     # flaky raises, returns NaN and a string: failures must cross the process boundary too.
     kwargs = dict(test=DropWorstMean(), first_test=3, random_state=11)

@@ -18,7 +18,8 @@ import pytest
 
 from racer.storage import JournalInUseError, read_journal
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+pytestmark = [pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
+              pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")]
 
 SCRIPT = textwrap.dedent(
     '''

@@ -223,6 +223,7 @@ def test_json_has_no_nan(interrupted, tmp_path):
     assert failed == [{"candidate": 6, "instance": 2, "value": None, "error": "solver crashed"}]
 
 
+@pytest.mark.slow
 def test_cli(interrupted, tmp_path, capsys):
     path, _ = interrupted
     out = tmp_path / "r.html"
@@ -232,6 +233,7 @@ def test_cli(interrupted, tmp_path, capsys):
     assert "no such journal" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_console_script_installed():
     from importlib.metadata import entry_points
 

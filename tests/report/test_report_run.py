@@ -25,6 +25,8 @@ from _helpers.chromium import chromium, render_in_chromium  # noqa: E402
 from _helpers.cli import ENV, make_scenario, racer_command, wait_for_runs  # noqa: E402
 from _helpers.terminal import Stream  # noqa: E402
 
+pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
+
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):

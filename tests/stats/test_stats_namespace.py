@@ -57,6 +57,7 @@ ORDERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prelude", list(ORDERS.values()), ids=list(ORDERS))
 def test_public_names_are_the_objects_in_a_fresh_interpreter(prelude, tmp_path):
     script = textwrap.dedent(prelude) + "\n" + _CHECK
@@ -67,6 +68,7 @@ def test_public_names_are_the_objects_in_a_fresh_interpreter(prelude, tmp_path):
     assert out.stdout.strip().endswith("OK")
 
 
+@pytest.mark.slow
 def test_old_module_paths_fail_loudly(tmp_path):
     # The renamed modules must not come back as modules: importing the old path raises, and
     # the package attribute stays the function.
