@@ -83,6 +83,31 @@ def test_pytest_collects_an_adapter_through_the_package():
     assert all("::racer.adapters.sklearn_datasets." in i for i in ids)
 
 
+@pytest.mark.slow
+def test_the_readme_test_command_collects_the_examples_of_every_module(conftest):
+    # `pytest -q` from the root, as README.md and .ci/run give it: every module with an example
+    # has its doctests among the items (one per documented object).
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    collected = {line.partition("::")[0] for line in proc.stdout.splitlines() if "::" in line}
+    missing = []
+    for path in SOURCES:
+        relative = str(path.relative_to(ROOT))
+        if ">>>" not in path.read_text() or relative in collected:
+            continue
+        try:
+            importlib.import_module(conftest._dotted_name(path))
+        except ModuleNotFoundError as exc:  # skipped at collection, rightly
+            if (exc.name or "").partition(".")[0] in conftest.OPTIONAL_DEPENDENCIES:
+                continue
+            raise
+        missing.append(relative)
+    assert not missing, "modules whose examples `pytest -q` does not collect:\n" + "\n".join(missing)
+    assert {"racer/race.py", "adapters/sklearn.py", "README.md"} <= collected
+
+
 def test_no_adapter_was_imported_under_its_folder_name():
     # Collected by file path, adapters/sklearn.py would load as `adapters.sklearn`: a second copy
     # whose classes are not racer.adapters.sklearn's.
