@@ -171,7 +171,7 @@ def run_loop(test, scores, seed):
 
     Same schedule (first test after 5 instances, then every 5), same streams
     (``default_rng([seed, step])`` at step k), same winner rule (best mean over all instances,
-    ties to the earlier candidate). ``tests/test_bayesian_test.py`` checks it races exactly
+    ties to the earlier candidate). ``tests/racing/test_bayesian_test.py`` checks it races exactly
     like ``racer.Race`` on a few matrices.
     """
     n_rows, q = scores.shape

@@ -33,17 +33,9 @@ import os
 import statistics
 import time
 
-from racer import Race, RacingTest
+from racer import KeepAll, Race
 from racer.execution import WorkerPool
 from racer.race_loop import InProcess, OnWorkerPool, drive
-
-
-class NeverEliminates(RacingTest):
-    def decide(self, view, rng):
-        return []
-
-    def get_params(self):
-        return {}
 
 
 def trivial(candidate, instance):
@@ -72,7 +64,7 @@ def cpu_seconds() -> float:
 def race_time(n_cand: int, n_inst: int, pool=None, timeout=None) -> tuple[float, float]:
     """Wall time and this process's CPU time of the race, evaluated in process (pool None)
     or on a warm pool, with the loop of ``Race.run`` (``racer.race_loop.drive``)."""
-    r = Race(list(range(n_cand)), test=NeverEliminates(), first_test=1, instances=range(n_inst),
+    r = Race(list(range(n_cand)), test=KeepAll(), first_test=1, instances=range(n_inst),
              random_state=0)
     start, cpu = time.perf_counter(), time.process_time()
     drive(r, InProcess(trivial) if pool is None else OnWorkerPool(pool, timeout=timeout))

@@ -4,7 +4,7 @@ Runs ``irace:::aux.ttest`` (R) on ~30 cost matrices -- random ones, plus ties, c
 columns, a dominated column, two survivors and near-equal means -- for each ``adjust``
 ("none", "bonferroni", "holm") and writes the matrices and irace's answers (who stays alive,
 the best column, the smallest adjusted p-value) to ``tests/data/trace_reference.json``.
-``tests/test_trace.py`` checks ``racer.racing.trace.TRaceTest`` against the stored answers,
+``tests/racing/test_trace.py`` checks ``racer.racing.trace.TRaceTest`` against the stored answers,
 and against R itself (through :func:`run_irace`) when ``Rscript`` with irace is installed.
 
 Regenerate (seconds; needs R with irace, e.g. ``apt-get install -y r-cran-irace``):

@@ -67,7 +67,7 @@ exception, KeyboardInterrupt) and by a finalizer; if the race process is killed 
 parent, the race process, dies, even while ``evaluate`` holds the GIL in C code; (b) on every
 platform, a watchdog thread in each worker blocks on a pipe whose only writer is the race
 process and exits the worker at EOF (it needs the GIL, so it acts between bytecodes). Each was
-checked alone against ``tests/test_execution.py::test_sigkilled_race_leaves_no_worker_behind``.
+checked alone against ``tests/engine/test_execution.py::test_sigkilled_race_leaves_no_worker_behind``.
 PR_SET_PDEATHSIG fires when the *thread* that started the worker ends; pools are created and
 used inside one ``Race.run`` call, so that thread outlives them.
 """

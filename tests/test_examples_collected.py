@@ -16,12 +16,18 @@ from pathlib import Path
 
 import pytest
 
-import conftest
+from _helpers import ROOT
 
-SOURCES = sorted(conftest.ROOT.glob("racer/**/*.py")) + sorted(conftest.ROOT.glob("adapters/**/*.py"))
+SOURCES = sorted(ROOT.glob("racer/**/*.py")) + sorted(ROOT.glob("adapters/**/*.py"))
 
 
-def _import(path: Path):
+@pytest.fixture(scope="module")
+def conftest(root_conftest):
+    # The root conftest.py: tests/conftest.py is a module named `conftest` too (see there).
+    return root_conftest
+
+
+def _import(conftest, path: Path):
     name = conftest._dotted_name(path)
     try:
         return importlib.import_module(name)
@@ -31,24 +37,25 @@ def _import(path: Path):
         raise
 
 
-def test_the_sources_are_all_there():
+def test_the_sources_are_all_there(conftest):
     names = {conftest._dotted_name(p) for p in SOURCES}
     assert {"racer", "racer.race", "racer.stats.frequentist", "racer.cli.sampler",
             "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn",
             "racer.adapters.sklearn._search", "racer.adapters.optuna.pruner"} <= names
-    assert conftest._dotted_name(conftest.ROOT / "tests" / "test_race.py") is None
+    assert conftest._dotted_name(conftest.ROOT / "tests" / "engine" / "test_race.py") is None
     assert conftest._dotted_name(conftest.ROOT / "benchmarks" / "frontier.py") is None
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(conftest.ROOT)))
-def test_each_file_is_collected_as_the_module_python_imports(path):
-    module = _import(path)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_file_is_collected_as_the_module_python_imports(conftest, path):
+    assert conftest.ROOT == ROOT
+    module = _import(conftest, path)
     assert Path(module.__file__).resolve() == path.resolve()
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(conftest.ROOT)))
-def test_doctest_sees_every_example_written_and_each_compares_output(path):
-    module = _import(path)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_doctest_sees_every_example_written_and_each_compares_output(conftest, path):
+    module = _import(conftest, path)
     tests = [t for t in doctest.DocTestFinder().find(module, module.__name__) if t.examples]
     written = sum(line.lstrip().startswith(">>>") for line in path.read_text().splitlines())
     found = sum(len(t.examples) for t in tests)
@@ -66,14 +73,40 @@ def test_doctest_sees_every_example_written_and_each_compares_output(path):
         assert any(e.want.strip() or e.exc_msg for e in test.examples), test.name
 
 
+@pytest.mark.slow
 def test_pytest_collects_an_adapter_through_the_package():
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
                            "-p", "no:cacheprovider", "adapters/sklearn/datasets.py"],
-                          cwd=conftest.ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ids = [line for line in proc.stdout.splitlines() if line.startswith("adapters/sklearn/datasets.py::")]
     assert "adapters/sklearn/datasets.py::racer.adapters.sklearn.datasets.WithinGroupKFold" in ids
     assert all("::racer.adapters.sklearn.datasets." in i for i in ids)
+
+
+@pytest.mark.slow
+def test_the_readme_test_command_collects_the_examples_of_every_module(conftest):
+    # `pytest -q` from the root, as README.md and .ci/run give it: every module with an example
+    # has its doctests among the items (one per documented object).
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    collected = {line.partition("::")[0] for line in proc.stdout.splitlines() if "::" in line}
+    missing = []
+    for path in SOURCES:
+        relative = str(path.relative_to(ROOT))
+        if ">>>" not in path.read_text() or relative in collected:
+            continue
+        try:
+            importlib.import_module(conftest._dotted_name(path))
+        except ModuleNotFoundError as exc:  # skipped at collection, rightly
+            if (exc.name or "").partition(".")[0] in conftest.OPTIONAL_DEPENDENCIES:
+                continue
+            raise
+        missing.append(relative)
+    assert not missing, "modules whose examples `pytest -q` does not collect:\n" + "\n".join(missing)
+    assert {"racer/race.py", "adapters/sklearn.py", "README.md"} <= collected
 
 
 def test_no_adapter_was_imported_under_its_folder_name():

@@ -1,0 +1,41 @@
+"""The command line's tuner without processes: an in-process stand-in for the target runner
+(the tuner only calls ``run``/``kill_all`` and reads ``exec_dir``), a parameter space and a
+training set."""
+
+import random
+
+from racer.cli.parameters import Parameter, ParameterSpace
+from racer.cli.scenario import Instance
+from racer.cli.target_runner import RunResult
+
+
+class FakeRunner:
+    """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config)."""
+
+    exec_dir = "."
+
+    def __init__(self, interrupt_after=None, timed=False):
+        self.calls = []
+        self.interrupt_after = interrupt_after
+        self.timed = timed
+
+    def run(self, config_id, instance_id, seed, instance, switches):
+        if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
+            raise KeyboardInterrupt
+        self.calls.append((config_id, instance_id, seed))
+        opts = dict(zip(switches[::2], switches[1::2]))
+        x = float(opts["--x"])
+        rng = random.Random(seed * 7919 + config_id)
+        cost = (x - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
+        cost += float(instance.name) + rng.gauss(0, 0.1)
+        # Reported time: mode b is twice as slow, with a little jitter.
+        run_time = (1.0 if opts["--mode"] == "b" else 0.5) * (1 + 0.1 * rng.random()) if self.timed else None
+        return RunResult("ok", cost, run_time, "", [], 0, "", "", 0.0)
+
+    def kill_all(self):
+        pass
+
+
+SPACE = ParameterSpace([Parameter("mode", "--mode ", "c", ("a", "b")),
+                        Parameter("x", "--x ", "r", (-4.0, 4.0))], digits=3)
+TRAIN = [Instance(str(i)) for i in range(10)]

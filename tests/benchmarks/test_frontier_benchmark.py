@@ -1,0 +1,87 @@
+"""Smoke test of benchmarks/frontier.py: structure of its rows and table, pairing, truncation."""
+
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from _helpers import ROOT
+
+_BENCH = str(ROOT / "benchmarks")
+
+
+@pytest.fixture(scope="module")
+def frontier():
+    sys.path.insert(0, _BENCH)
+    try:
+        spec = importlib.util.spec_from_file_location("frontier", os.path.join(_BENCH, "frontier.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        yield mod
+    finally:
+        sys.path.remove(_BENCH)
+
+
+@pytest.fixture(scope="module")
+def rows(frontier):
+    # frace_b is the Conover F-race run once per budget (as a budget-aware test would be):
+    # its rows must equal the truncated ones.
+    return frontier.run(["paper_30_1", "cvacc"], 1, 10000,
+                        ["frace_conover", "oracle", "frace_b"],
+                        ["frace_b=racer.racing.frace.FRaceTest():budget"], None, 1,
+                        progress=False)
+
+
+def test_rows_cover_every_cell_once(frontier, rows):
+    keys = [(r["family"], r["rep"], r["method"], r["budget"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 2 * 3 * 4
+    assert {r["budget"] for r in rows} == {"10q", "30q", "100q", "unl"}
+
+
+def test_methods_share_the_matrix_and_oracle_is_exact(frontier, rows):
+    crc = {}
+    for r in rows:
+        crc.setdefault(r["family"], set()).add(r["matrix_crc"])
+    assert all(len(v) == 1 for v in crc.values())  # every method raced the same matrix
+    assert len({v.pop() for v in crc.values()}) == 2  # and the families differ
+    oracle = [r for r in rows if r["method"] == "oracle"]
+    assert oracle and all(r["mae"] == 0 and r["regret"] == 0 and not r["lost_best"] for r in oracle)
+    # the oracle's pick is the argmax of the family's truth, regenerated independently
+    for r in oracle:
+        truth, _ = frontier.FAMILIES[r["family"]]["gen"](r["rep"])
+        assert r["pick"] == int(np.argmax(truth))
+
+
+def test_budgets_are_respected_and_truncation_equals_budgeted_race(frontier, rows):
+    by = {(r["family"], r["method"], r["budget"]): r for r in rows}
+    for fam in ("paper_30_1", "cvacc"):
+        q = frontier.FAMILIES[fam]["q"]
+        spent = [by[(fam, "frace_conover", b)]["evaluations"] for b in ("10q", "30q", "100q", "unl")]
+        assert spent == sorted(spent)
+        for label, budget in frontier.budgets_of(q):
+            t, b = by[(fam, "frace_conover", label)], by[(fam, "frace_b", label)]
+            assert (t["mode"], b["mode"]) == ("t", "b")
+            if budget is not None:
+                assert t["evaluations"] <= budget
+            for k in ("evaluations", "instances", "pick", "mae", "lost_best", "survivors"):
+                assert t[k] == b[k], (fam, label, k)
+
+
+def test_table_structure(frontier, rows):
+    text = frontier.summarize(rows, "cmd")
+    assert text.count("### ") == 2
+    body = [ln for ln in text.splitlines()
+            if ln.startswith("| ") and ln.split("|")[1].strip() in ("10q", "30q", "100q", "unl")]
+    assert len(body) == 2 * 4 * 3
+    # the oracle beats the best F-race wherever that one errs; it is never worse
+    oracle = [ln for ln in body if "| oracle |" in ln]
+    assert all("▲" not in ln for ln in oracle)
+
+
+def test_cli_rejects_unknown_names(frontier):
+    with pytest.raises(ValueError, match="--families"):
+        frontier.main(["--families", "nope"])
+    with pytest.raises(ValueError, match="--methods"):
+        frontier.main(["--methods", "nope"])
