@@ -535,7 +535,7 @@ def test_progress_line_redraws_in_place_on_a_terminal():
         ({"budget": -3}, ValueError, "`budget` must be >= 1; got -3"),
         ({"on_error": "ignore"}, ValueError, "`on_error` must be one of 'worst', 'eliminate', 'raise'; got 'ignore'"),
         ({"winner": "median"}, ValueError, "`winner` must be one of"),
-        ({"maximize": "yes"}, TypeError, "`maximize` must be True or False"),
+        ({"direction": "up"}, ValueError, "`direction` must be one of 'minimize', 'maximize'; got 'up'"),
         ({"random_state": -1}, ValueError, "`random_state` must be a non-negative integer"),
         ({"test": object()}, TypeError, "`test` must be a racer.racing.base.RacingTest"),
     ],
