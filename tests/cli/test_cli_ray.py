@@ -22,47 +22,20 @@ from racer.cli.ray_executor import RayExecutor  # noqa: E402
 from racer.cli.scenario import Instance  # noqa: E402
 from racer.cli.target_runner import TargetRunner  # noqa: E402
 
+from _helpers.processes import alive, descendants  # noqa: E402
+
 pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
-
-
-def _descendants(root: int) -> set:
-    """PIDs of every live process under ``root`` (from /proc)."""
-    children: dict = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
-    out, todo = set(), [root]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
 def ray_executor():
     if ray.is_initialized():
         pytest.skip("Ray is already running in this process")
-    before = _descendants(os.getpid())
+    before = descendants(os.getpid())
     ex = RayExecutor(num_cpus=2, include_dashboard=False)
     # Ray's processes (GCS, raylet, workers) as they are once a task has run.
     ex.submit(math.hypot, 3, 4).result()
-    ex.ray_pids = _descendants(os.getpid()) - before
+    ex.ray_pids = descendants(os.getpid()) - before
     yield ex
     ex.shutdown()
 
@@ -128,9 +101,9 @@ def test_cancelling_a_run_on_ray_kills_its_runner(ray_executor, tmp_path):
     assert tr.run(3, 1, 1, Instance("fast"), []).cost == 1.5  # the runner itself works
     fast = ray_executor.submit(tr.run, 4, 1, 1, Instance("fast"), [])
     assert fast.result(timeout=100).cost == 1.5  # a CPU was freed before the sleeps' end
-    while any(map(_alive, pids)) and time.monotonic() < deadline + 30:
+    while any(map(alive, pids)) and time.monotonic() < deadline + 30:
         time.sleep(0.1)
-    assert not [p for p in pids if _alive(p)]
+    assert not [p for p in pids if alive(p)]
 
 
 def test_shutdown_stops_the_ray_it_started_and_leaves_no_process(ray_executor):
@@ -138,8 +111,8 @@ def test_shutdown_stops_the_ray_it_started_and_leaves_no_process(ray_executor):
     ray_executor.shutdown()
     assert not ray.is_initialized()
     deadline = time.monotonic() + 30
-    while any(map(_alive, ray_executor.ray_pids)) and time.monotonic() < deadline:
+    while any(map(alive, ray_executor.ray_pids)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [p for p in ray_executor.ray_pids if _alive(p)]
+    assert not [p for p in ray_executor.ray_pids if alive(p)]
     with pytest.raises(RuntimeError, match="after shutdown"):
         ray_executor.submit(math.hypot, 1, 1)

@@ -12,6 +12,7 @@ from racer.cli.scenario import Instance
 from racer.cli.target_runner import TargetRunner, TargetRunnerError, build_command
 
 from _helpers import ROOT
+from _helpers.processes import alive
 
 
 def script(tmp_path, body, name="runner.py"):
@@ -88,18 +89,6 @@ def test_retries_then_success(tmp_path):
     assert (res.status, res.attempts) == ("error", 2)
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie is dead
-    except FileNotFoundError:
-        return False
-
-
 def test_timeout_kills_the_whole_process_group(tmp_path):
     path = script(tmp_path, """
         import subprocess
@@ -114,9 +103,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert res.stdout.strip() == "0.5"  # output so far is kept for the report
     child = int((tmp_path / "child.pid").read_text())
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not alive(child)
 
 
 def test_not_executable_and_launcher(tmp_path):
@@ -174,6 +163,6 @@ def test_runners_die_with_a_killed_racer(tmp_path):
     finally:
         parent.wait(timeout=30)
     deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)

@@ -19,6 +19,8 @@ from racer.racing.base import KeepAll
 from racer.execution import WorkerPool
 from racer.race import EvaluationError
 
+from _helpers.processes import descendants, wait_gone
+
 pytestmark = [pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
               pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")]
 
@@ -69,28 +71,6 @@ def pid_logged_raise(candidate, instance):
         raise ValueError("boom")
     time.sleep(0.05)
     return float(candidate)
-
-
-def _alive(pid: int) -> bool:
-    """Running (zombies count as gone: a container's init may never reap them)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # pragma: no cover - no /proc: fall back on signal 0
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def _wait_gone(pids, bound=20.0):
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
-    return [p for p in pids if _alive(p)]
 
 
 def test_hanging_evaluation_is_stopped_recorded_and_the_race_goes_on():
@@ -194,7 +174,7 @@ def test_workers_end_with_the_race_and_after_an_exception(tmp_path):
                progress=False, random_state=0)
     pids = set(res.scores.ravel().astype(int).tolist())
     assert len(pids) >= 1 and os.getpid() not in pids
-    assert _wait_gone(pids) == []
+    assert wait_gone(pids) == []
 
     log = str(tmp_path / "pids.txt")
     with pytest.raises(ValueError, match="boom"):
@@ -202,7 +182,7 @@ def test_workers_end_with_the_race_and_after_an_exception(tmp_path):
              first_test=4, n_jobs=2, on_error="raise", progress=False, random_state=0)
     with open(log) as fh:
         pids = {int(line) for line in fh}
-    assert pids and _wait_gone(pids) == []
+    assert pids and wait_gone(pids) == []
 
 
 def test_pool_reports_exceptions_unpicklable_values_and_keeps_order_free():
@@ -211,7 +191,7 @@ def test_pool_reports_exceptions_unpicklable_values_and_keeps_order_free():
         out = dict((k, (ok, v)) for k, ok, v in pool.imap_unordered([(i, (i, 1)) for i in range(5)]))
         assert out == {i: (True, deterministic(i, 1)) for i in range(5)}
         assert pool.pids() == first  # nothing died, nothing was replaced
-    assert _wait_gone(first) == []
+    assert wait_gone(first) == []
 
 
 SIGKILL_SCRIPT = textwrap.dedent(
@@ -231,25 +211,6 @@ SIGKILL_SCRIPT = textwrap.dedent(
              random_state=0)
     """
 )
-
-
-def _descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(name))
-    out, todo = set(), [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.add(child)
-            todo.append(child)
-    return out
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="walks /proc to find the workers")
@@ -272,11 +233,11 @@ def test_sigkilled_race_leaves_no_worker_behind(tmp_path, signum):
                 workers = {int(x) for x in log.read_text().split()}
             time.sleep(0.1)
         assert len(workers) == 2, "the two workers never started evaluating"
-        family = _descendants(proc.pid)  # workers, the fork server, the resource tracker
+        family = descendants(proc.pid)  # workers, the fork server, the resource tracker
         assert workers <= family
         os.kill(proc.pid, signum)
         assert proc.wait(timeout=20) != 0
-        assert _wait_gone(family, bound=20.0) == []
+        assert wait_gone(family, limit=20.0) == []
     finally:
         if proc.poll() is None:
             proc.kill()

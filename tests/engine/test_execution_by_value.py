@@ -230,7 +230,7 @@ def test_notebook_functions_and_classes_run_on_workers(tmp_path, expected, monke
         # closing ended the workers, not the parent-death guards.
         workers = _pids(log)
         assert workers and os.getpid() not in workers
-        assert wait_gone(workers, bound=5.0) == []
+        assert wait_gone(workers, limit=5.0) == []
     reports = [line.split() for text in outputs for line in text.splitlines()
                if line.startswith("RESULT")]
     best, n_evaluations = expected
