@@ -5,7 +5,7 @@ the block and the candidates that fill them, :meth:`ScoreTable.record` writes on
 and when the last cell of a row arrives the row is *finalized*: its larger-is-better copy
 (``oriented``, what racing tests see) is written, a failed evaluation replaced by a score worse
 than every success on that instance (``on_error="worst"``; see :class:`racer.Race`). The table
-knows nothing of tests, budgets or journals; it is tested on its own (tests/test_scores.py).
+knows nothing of tests, budgets or journals; it is tested on its own (tests/engine/test_scores.py).
 
 >>> import math
 >>> table = ScoreTable(3, maximize=False)

@@ -235,8 +235,11 @@ def test_no_formula_is_implemented_twice():
 # ------------------------------------------------------------------------- the test suite
 
 TESTS = ROOT / "tests"
+# The project as a whole: its conventions, import cost, collected examples, bibliography, and
+# the example script that shows the Python API end to end.
 WHOLE_PROJECT = {"test_layout.py", "test_conventions.py", "test_startup.py",
-                 "test_examples_collected.py"}
+                 "test_examples_collected.py", "test_references.py",
+                 "test_example_differential_evolution.py"}
 FOLDERS = {"stats", "racing", "engine", "cli", "adapters", "report", "benchmarks"}
 
 

@@ -10,7 +10,7 @@ from racer._irace_schedule import IraceSchedule, default_n_iterations
 from racer.cli.iterated import Settings, Tuner
 from racer.racing.frace import FRaceTest
 
-from test_cli_iterated import SPACE, TRAIN, FakeRunner
+from _helpers.tuner import SPACE, TRAIN, FakeRunner
 
 
 def test_default_iterations_follow_irace():
