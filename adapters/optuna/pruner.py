@@ -56,7 +56,7 @@ __all__ = ["RacingPruner", "instance_objective"]
 def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
     """P(trial worse) and P(practically equivalent) for the DP sign test, one per reference.
 
-    Seed 002, Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
+    Benavoli et al. (2015), Theorem 2 and section 6: with Dirichlet weights ``(w_0, w_1, ..., w_n) ~
     Dir(s, 1, ..., 1)``, the pseudo-observation of weight ``s`` sitting on the tie,
     ``theta = P(T > R) + 1/2 P(T = R)`` is ``1/2 + 1/2 (W_better - W_worse)`` where the
     aggregated weights ``(W_better, W_worse, W_tie) ~ Dir(n_better, n_worse, n_tied + s)``.
@@ -94,8 +94,9 @@ class RacingPruner(BasePruner):
     ``|Z| <= rope`` (they count as ties, i.e. one half). With ``theta`` the posterior quantity
     of the chosen test,
 
-    * ``test="sign"`` (seed 002, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
-    * ``test="signed-rank"`` (seed 000, Theorem 4): ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
+    * ``test="sign"`` (Benavoli et al. 2015, Theorem 2): ``theta = P(Z > 0) + 1/2 P(Z = 0)``;
+    * ``test="signed-rank"`` (Benavoli et al. 2014, Theorem 4):
+      ``theta = P(Z + Z' > 0) + 1/2 P(Z + Z' = 0)``;
     * ``test="mean"``: ``theta - 1/2`` replaced by the mean of ``Z`` under the same posterior
       (the Bayesian bootstrap, with the raw differences and the band ``|mean| <= rope``),
 
@@ -103,7 +104,7 @@ class RacingPruner(BasePruner):
     the trial is pruned when, for some reference,
 
     * ``P(theta < 1/2) > credibility`` (*dominated*), or
-    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, seed 002
+    * ``P(|theta - 1/2| < eps) > credibility`` (*practically equivalent*, Benavoli et al. 2015
       section 7.1's band) **and** the reference is at least as good on the common steps.
 
     In both cases the reference's mean over the common steps must also be better than the
@@ -121,7 +122,7 @@ class RacingPruner(BasePruner):
         benchmark's pilot problems the mean test tied the sign test, so the sign test stays
         the default (``docs/optuna.md``).
     credibility : float in (0, 1), default 0.95
-        Posterior probability above which a decision is taken (``1 - gamma`` in seed 002;
+        Posterior probability above which a decision is taken (``1 - gamma`` in Benavoli et al. 2015;
         0.95 is the paper's value, and it beat 0.9 and 0.99 on the benchmark's tuning seeds,
         see ``docs/optuna.md``). Named as in :class:`racer.BayesianTest` and
         :mod:`racer.stats`.
@@ -129,7 +130,7 @@ class RacingPruner(BasePruner):
         Region of practical equivalence on the score scale: paired differences no larger than
         this count as ties. ``0`` (default) counts only exact ties.
     eps : float in [0, 1/2)
-        Half-width of the equivalence band on ``theta`` (seed 002 uses 0.05). ``0`` disables
+        Half-width of the equivalence band on ``theta`` (Benavoli et al. 2015 uses 0.05). ``0`` disables
         pruning for equivalence. The same range as everywhere in racer.
     top_k : int >= 1
         Number of best completed trials used as references. With ``1`` the pruner trusts the
@@ -138,14 +139,14 @@ class RacingPruner(BasePruner):
     n_startup_steps : int >= 2
         No pruning before the trial shares this many steps with a reference.
     prior_strength : float > 0
-        ``s``, the weight of the prior pseudo-observation on the tie (seed 002 uses 1).
+        ``s``, the weight of the prior pseudo-observation on the tie (Benavoli et al. 2015 uses 1).
     n_samples : int >= 100
         Monte Carlo draws per check of the signed-rank and mean tests (the sign test needs none: its
         dominance probability is closed-form and its band a deterministic quadrature).
         The standard error of a probability near the threshold ``p`` is
         ``sqrt(p (1 - p) / n_samples)``: about 0.005 at p = 0.95 with the default 2000.
     prior : {"dp", "idp"}
-        ``"dp"``: the prior pseudo-observation sits on the tie (seed 002), so the dominance
+        ``"dp"``: the prior pseudo-observation sits on the tie (Benavoli et al. 2015), so the dominance
         probability ignores ``s`` and a trial with losses and no wins is certainly worse.
         ``"idp"`` (sign test only): the lower probability of the imprecise DP, with the
         pseudo-observation counted as a win of the trial, so a short losing streak is not
@@ -171,10 +172,19 @@ class RacingPruner(BasePruner):
       (over all its steps) beats the reference's mean over all the reference's steps is
       never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
-      whole trial is larger than ``1 - credibility`` (seed 002 accepts this for racing).
+      whole trial is larger than ``1 - credibility`` (Benavoli et al. 2015 accepts this for racing).
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
       reference holding one is skipped.
     * Single-objective studies only (Optuna's intermediate values are single-objective).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     Examples
     --------
@@ -265,8 +275,8 @@ class RacingPruner(BasePruner):
             )
             if self._prior == "idp":
                 # The lower probability of the imprecise DP: the pseudo-observation counted
-                # as a win of the trial (seed 000 / 002 section 7), so a 3-0 losing record is
-                # 0.875 (s = 1), not certain, and five straight losses give 0.97.
+                # as a win of the trial (Benavoli et al. 2014; 2015, section 7), so a 3-0 losing
+                # record is 0.875 (s = 1), not certain, and five straight losses give 0.97.
                 prob_worse = np.atleast_1d(prob_greater_from_counts(
                     n_worse, n_better, pseudo_against=self._prior_strength))
         elif self._test == "signed-rank":

@@ -105,7 +105,7 @@ class RaceSearchCV(BaseSearchCV):
         How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
     test : {"bayes", "posterior-best", "frace", "correlated-t"} or RacingTest, default="bayes"
         ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
-        seed 002 sections 5-7) with ``small_n="reject"``, so that it can decide while there
+        Benavoli et al. 2015 sections 5-7) with ``small_n="reject"``, so that it can decide while there
         are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
         dominance, the IDP lower probability of the equivalence band): tied coarse scores are
         not evidence, so no elimination reaches 0.999 before 10 splits (``docs/sklearn.md``,
@@ -120,7 +120,7 @@ class RaceSearchCV(BaseSearchCV):
         inside -- ``X`` stacks data sets sharing one feature space, ``fit(X, y,
         groups=data_set_of_each_sample)``, and every split lies inside one data set (``cv=
         WithinGroupKFold(k)``); :class:`racer.HierarchicalRacingTest` then compares the
-        leaders with seed 004's hierarchical model (``rope`` is its rope) and
+        leaders with Corani et al.'s (2017) hierarchical model (``rope`` is its rope) and
         ``"posterior-best"`` handles the rest (``docs/sklearn.md``, "Several data sets").
         The names are those of :mod:`racer.racing.registry`, which also accepts their other
         spellings here (``"bayesian"``, ``"F-test"``, ...).
@@ -218,6 +218,15 @@ class RaceSearchCV(BaseSearchCV):
         parameter dicts (``race_.best`` is ``best_params_``, ``race_.summary()`` lists
         parameters), in the order of ``cv_results_["params"]`` (so ``race_.best_index`` and
         ``EliminationRecord.candidate_index`` index it), and its instances are split indices.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
+    .. [2] Corani, G., Benavoli, A., Demšar, J., Mangili, F. & Zaffalon, M. (2017). Statistical
+       comparison of classifiers through Bayesian hierarchical modelling. Machine Learning
+       106(11), 1817–1837.
 
     Examples
     --------

@@ -336,12 +336,19 @@ def dp_weights_on_tie(z, present, prior_strength, n_samples, rng):
     """Dirichlet-process posterior weights on ``Z_0 = 0, Z_1, ..., Z_n``, one set per pair.
 
     ``(w_0, ..., w_n) ~ Dir(s, 1, ..., 1)``: the prior pseudo-observation of weight ``s`` sits
-    on the tie ``Z_0 = 0`` (seed 002's placement, and baycomp's), not at the IDP extremes of
+    on the tie ``Z_0 = 0`` (Benavoli et al.'s (2015) placement, and baycomp's), not at the IDP
+    extremes of
     :func:`signed_rank_prob`; an entry with ``present`` False gets weight exactly zero (a
     Gamma(0) variate), so pairs with different missing entries are drawn in one batch.
     ``z`` and ``present`` have shape (k, n); ``s = 0`` is the Bayesian bootstrap (the DP
     limit). Returns ``z`` with the column ``Z_0 = 0`` prepended, (k, n+1), and the weights,
     (k, n_samples, n+1). No input checks: the callers' inputs are built, not given.
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G. & Zaffalon, M. (2015). A Bayesian
+       nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
+       Conference on Machine Learning (ICML 2015), PMLR 37.
     """
     n_pairs, n = z.shape
     z = np.concatenate([np.zeros((n_pairs, 1)), z], axis=1)  # (k, n+1), z_0 = 0
@@ -355,12 +362,18 @@ def dp_weights_on_tie(z, present, prior_strength, n_samples, rng):
 def signed_rank_prob_below_batched(z, present, prior_strength, eps, n_samples, rng):
     """``P(theta < 1/2)`` and ``P(|theta - 1/2| < eps)`` of the signed-rank ``theta``, per pair.
 
-    Seed 000, Theorems 2 and 4, with the weights of :func:`dp_weights_on_tie`:
+    Benavoli et al. (2014), Theorems 2 and 4, with the weights of :func:`dp_weights_on_tie`:
     ``theta = sum_ij w_i w_j H(Z_i + Z_j)``, ``H`` the Heaviside step with ``H(0) = 1/2``; with
     ``z = x - y``, ``theta < 1/2`` says x is the worse. Monte Carlo over ``n_samples`` weight
     vectors, all pairs in one batched contraction. ``eps <= 0`` gives a zero band. With
     ``prior_strength=0`` the first probability is :func:`signed_rank_prob`'s DP probability
     of ``-z`` (tested).
+
+    References
+    ----------
+    .. [1] Benavoli, A., Mangili, F., Corani, G., Zaffalon, M. & Ruggeri, F. (2014). A Bayesian
+       Wilcoxon signed-rank test based on the Dirichlet process. Proceedings of the 31st
+       International Conference on Machine Learning (ICML 2014), PMLR 32, 1026–1034.
 
     >>> import numpy as np
     >>> z = np.array([[-0.4, -0.9, 0.1, -0.3], [0.5, 0.2, 0.0, 0.0]])
