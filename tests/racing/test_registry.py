@@ -99,7 +99,9 @@ def test_irace_names_are_the_scenario_test_types():
 
 
 def test_the_cli_demo_and_racesearchcv_use_the_table():
-    from racer.__main__ import _make_test
+    import importlib.util
+
+    from _helpers import ROOT
     from racer.cli import UsageError
     from racer.cli._main import make_test as cli_make_test
 
@@ -108,7 +110,12 @@ def test_the_cli_demo_and_racesearchcv_use_the_table():
     assert cli_make_test("", 0.9)[0].alpha == pytest.approx(0.1)  # irace's default testType
     with pytest.raises(UsageError, match="--racing-test 'bayes:eps=2'"):
         cli_make_test("bayes:eps=2", 0.95)
-    assert type(_make_test("seed002")).__name__ == "BayesianTest"
+    # The differential-evolution example (a script, not a module of the package).
+    spec = importlib.util.spec_from_file_location(
+        "race_de", ROOT / "examples" / "differential-evolution" / "race_de.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert type(example._make_test("seed002")).__name__ == "BayesianTest"
     pytest.importorskip("sklearn")
     from racer.adapters.sklearn._search import _TEST_NAMES
 
