@@ -489,7 +489,7 @@ class Race:
         self._journal: NullJournal = NullJournal()
         if storage is not None:
             self._journal = RaceJournal(
-                storage, random_state, candidates=self._candidates, test=test,
+                storage, random_state, candidates=self._candidates, test=self._test,
                 options=options.journaled(),
                 metadata=dict(metadata or {}), winner=self._winner,
             )
@@ -618,6 +618,10 @@ class Race:
 
     def _has_more_instances(self) -> bool:
         return self._stream.has_more()
+
+    def _instances_left(self) -> int | None:
+        # What the progress line (racer.progress) shows as the share of instances raced.
+        return self._stream.left()
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -910,7 +914,7 @@ class Race:
             scores,
             survivors.copy(),
             budget_left=None if self._budget is None else self._budget - self.n_charged,
-            instances_left=self._stream.left(),
+            instances_left=self._instances_left(),
             each_test=self._each_test,
             n_candidates=len(self._candidates),
             step=step,

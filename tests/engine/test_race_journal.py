@@ -144,3 +144,16 @@ def test_a_race_writes_through_its_journal_what_it_decided(tmp_path):
         (h.step, h.candidate_index, h.reason, h.by_index) for h in res.history]
     assert data["stop_reason"] == res.stop_reason
     assert len(data["evaluations"]) == res.n_evaluations
+
+
+def test_the_default_test_is_fingerprinted_and_a_race_with_it_resumes(tmp_path):
+    # Race(test=None) races PosteriorBestTest(): that is what its journal must name.
+    path = str(tmp_path / "race.sqlite")
+    with Race([0.0, 0.5, 1.0], max_instances=6, storage=path, random_state=4) as race:
+        first = race.run(lambda c, i: c * (1 + i % 3), range(6), progress=False)
+    assert read_journal(path)["fingerprint"]["test"].endswith(".PosteriorBestTest")
+    calls = []
+    with Race([0.0, 0.5, 1.0], max_instances=6, storage=path, random_state=4) as race:
+        again = race.run(lambda c, i: calls.append(1) or c, range(6), progress=False)
+    assert calls == [] and again.best_index == first.best_index
+    assert again.n_evaluations == first.n_evaluations
