@@ -54,6 +54,7 @@ __all__ = [
     "backend_for",
     "check_evaluate",
     "drive",
+    "progress_line",
     "run_race",
     "tell_outcome",
 ]

@@ -121,44 +121,8 @@ def load(args) -> dict:
         value = getattr(args, f"opt_{name}", None)
         if value is not None:
             sc.set(name, value, origin=("command line", None))
+    _check_values(sc)
     v = sc.values
-    for name in ("firstTest", "eachTest", "mu"):
-        if v[name] < 1:
-            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
-    if v["firstTest"] % v["eachTest"] != 0:
-        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
-                            option="firstTest", **sc.where("firstTest"))
-    if not 0 < v["confidence"] < 1:
-        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
-    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
-        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
-                            option="maxExperiments", **sc.where("maxExperiments"))
-    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
-        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
-                            **sc.where("maxTime"))
-    if v["testType"] and v["testType"].lower() not in {n.lower() for n in registry.names(irace=True)}:
-        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
-                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
-                            option="testType", **sc.where("testType"))
-    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
-                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
-                 "minMeasurableTime"):
-        if v[name] < 0:
-            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
-    if v["seed"] is not None and v["seed"] < 0:
-        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
-        # anyway).
-        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
-                            **sc.where("seed"))
-    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
-        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
-                            **sc.where("softRestartThreshold"))
-    if v["targetRunnerTimeout"] < 0:
-        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
-    for name in ("execDir", "parameterFile", "targetRunner"):
-        if not v[name]:
-            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
-                                option=name, **sc.where(name))
 
     pfile = _input_file(sc, "parameterFile", "parameter file")
     space = read_parameters(pfile, digits=v["digits"])
@@ -193,6 +157,58 @@ def load(args) -> dict:
     _check_exec_dir(sc, exec_dir)
     return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
             "exec_dir": exec_dir, "runner_path": runner_path, "warnings": warnings}
+
+
+def _check_values(sc) -> None:
+    """Refuse scenario values irace would refuse (ScenarioError naming the option and where
+    it was set): the race schedule, the budget, the test, then counts and paths."""
+    from racer.cli.scenario import ScenarioError
+
+    v = sc.values
+    for name in ("firstTest", "eachTest", "mu"):
+        if v[name] < 1:
+            raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
+    if v["firstTest"] % v["eachTest"] != 0:
+        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
+                            option="firstTest", **sc.where("firstTest"))
+    if not 0 < v["confidence"] < 1:
+        raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))
+    if v["maxExperiments"] <= 0 and v["maxTime"] <= 0:
+        raise ScenarioError("set maxExperiments (runs) or maxTime (seconds) to a positive budget",
+                            option="maxExperiments", **sc.where("maxExperiments"))
+    if v["maxTime"] > 0 and v["maxExperiments"] > 0:
+        raise ScenarioError("set only one of maxExperiments and maxTime", option="maxTime",
+                            **sc.where("maxTime"))
+    if v["testType"] and v["testType"].lower() not in {n.lower() for n in registry.names(irace=True)}:
+        raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
+                            "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
+                            option="testType", **sc.where("testType"))
+    _check_counts_and_paths(sc)
+
+
+def _check_counts_and_paths(sc) -> None:
+    from racer.cli.scenario import OPTIONS, ScenarioError
+
+    v = sc.values
+    for name in ("targetRunnerRetries", "elitistNewInstances", "elitistLimit", "testNbElites", "minNbSurvival",
+                 "nbIterations", "nbConfigurations", "nbExperimentsPerIteration", "parallel",
+                 "minMeasurableTime"):
+        if v[name] < 0:
+            raise ScenarioError(f"must be >= 0; got {v[name]}", option=name, **sc.where(name))
+    if v["seed"] is not None and v["seed"] < 0:
+        # NumPy seeds are non-negative (R's set.seed takes negative ones: not the same stream
+        # anyway).
+        raise ScenarioError(f"must be a non-negative integer; got {v['seed']}", option="seed",
+                            **sc.where("seed"))
+    if v["softRestartThreshold"] is not None and not v["softRestartThreshold"] >= 0:
+        raise ScenarioError(f"must be >= 0; got {v['softRestartThreshold']}", option="softRestartThreshold",
+                            **sc.where("softRestartThreshold"))
+    if v["targetRunnerTimeout"] < 0:
+        raise ScenarioError("must be >= 0", option="targetRunnerTimeout", **sc.where("targetRunnerTimeout"))
+    for name in ("execDir", "parameterFile", "targetRunner"):
+        if not v[name]:
+            raise ScenarioError(f"is empty; set it (irace's default is {OPTIONS[name].default!r})",
+                                option=name, **sc.where(name))
 
 
 def _input_file(sc, option: str, what: str) -> str:
@@ -410,22 +426,16 @@ def do_check(loaded: dict, args) -> int:
 
 
 def do_run(loaded: dict, args) -> int:
-    import numpy as np
-
-    from racer.cli.iterated import JOURNAL_DIR, Settings, Tuner
-    from racer.progress import iterations_done_text
-    from racer.cli.output import (Progress, RunLog, elites_report, write_eliminations, write_elites,
-                         write_results, write_test)
+    """Tune (or race the configurations file): resume or continue from the journal, run the
+    Tuner, write the output files, print the elites and the test."""
+    from racer.cli.iterated import JOURNAL_DIR
 
     sc, space = loaded["scenario"], loaded["space"]
     v = sc.values
     exec_dir = loaded["exec_dir"]
     journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
-    if args.fresh and os.path.isdir(journal_dir):
-        shutil.rmtree(journal_dir)
-        for name in ("runs.csv",):
-            if os.path.exists(os.path.join(exec_dir, name)):
-                os.remove(os.path.join(exec_dir, name))
+    if args.fresh:
+        _start_afresh(exec_dir, journal_dir)
     resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
     seed = _seed(sc, journal_dir)
     # racer's own --racing-test, when given, overrides the scenario's testType.
@@ -433,7 +443,36 @@ def do_run(loaded: dict, args) -> int:
                              v["confidence"])
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
-    settings = Settings(
+    settings = _settings(v, args, seed)
+    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
+    tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet)
+    result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
+    _write_outputs(exec_dir, space, result, {"seed": seed, "budget": v["maxExperiments"],
+                                             "max_time": v["maxTime"],
+                                             "soft_restarts": result.soft_restarts})
+    _print_summary(result, tuner, v, test, winner)
+    written = write_run_report(exec_dir) if not getattr(args, "no_report", False) else None
+    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
+          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+    if written:
+        print(f"# Report: {written}")
+    return EXIT_OK
+
+
+def _start_afresh(exec_dir: str, journal_dir: str) -> None:
+    """``--fresh``: forget the journal and the run log of an earlier run."""
+    if os.path.isdir(journal_dir):
+        shutil.rmtree(journal_dir)
+        for name in ("runs.csv",):
+            if os.path.exists(os.path.join(exec_dir, name)):
+                os.remove(os.path.join(exec_dir, name))
+
+
+def _settings(v: dict, args, seed: int):
+    """The tuner's Settings from the scenario's values and the command line."""
+    from racer.cli.iterated import Settings
+
+    return Settings(
         max_experiments=v["maxExperiments"], max_time=v["maxTime"],
         min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
         mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
@@ -445,18 +484,28 @@ def do_run(loaded: dict, args) -> int:
         error_policy=args.on_error, fixed_list=args.fixed_list,
         lookahead=not getattr(args, "no_lookahead", False),
         soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
+
+
+def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
+                quiet: bool):
+    """The Tuner of this run, after the resume check (racer.cli.resume), and the run log,
+    reaper and executor it needs; announces the run unless ``quiet``. Returns ``(tuner,
+    closing)``: ``closing`` holds what to close at the end, and ``progress``."""
+    from racer.cli.iterated import JOURNAL_DIR, Tuner
+    from racer.cli.output import Progress, RunLog
+    from racer.cli.resume import check_resume, settings_of
     from racer.cli.target_runner import Reaper
 
+    space, v = loaded["space"], loaded["scenario"].values
+    exec_dir = loaded["exec_dir"]
+    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
     reaper = Reaper()
     runner = make_runner(loaded, reaper)
     prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
-    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     log = RunLog(os.path.join(exec_dir, "runs.csv"))
-    progress = Progress(quiet=quiet)
+    closing = {"log": log, "reaper": reaper, "executor": None, "progress": Progress(quiet=quiet)}
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
-    from racer.cli.resume import check_resume, settings_of
-
     try:
         # Before anything runs: the same settings resume, a larger budget continues, anything
         # else is refused in the scenario's words (racer.cli.resume).
@@ -464,52 +513,70 @@ def do_run(loaded: dict, args) -> int:
                                resuming=resuming, exec_dir=exec_dir,
                                command=(args.argv if getattr(args, "argv", None) is not None
                                         else sys.argv[1:]))
-    except BaseException:
-        log.close()
-        reaper.close()
-        raise
-    settings.earlier_budgets = tuple(earlier)
-    sampler = None
-    if args.sampler == "optuna":
-        from racer.cli.sampler import OptunaSampler
-
-        try:
-            sampler = OptunaSampler(space, seed=seed)
-        except ImportError as exc:
-            raise UsageError(str(exc)) from None
-        metadata["sampler"] = "optuna-tpe"
-    close_executor = None
-    try:
-        executor, close_executor = make_executor(args.executor, settings.parallel)
+        settings.earlier_budgets = tuple(earlier)
+        sampler = _sampler(args, space, seed, metadata)
+        executor, closing["executor"] = make_executor(args.executor, settings.parallel)
         tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
                       sampler=sampler, executor=executor,
                       test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
-                      progress=progress, winner=winner, metadata=metadata,
+                      progress=closing["progress"], winner=winner, metadata=metadata,
                       prior_times=prior_times)
     except BaseException:
         # Nothing ran yet, but the run log, the reaper and a started cluster are open.
-        log.close()
-        reaper.close()
-        if close_executor is not None:
-            close_executor()
+        _close(closing)
         raise
     if not quiet:
-        mode = "one race of the configurations file" if args.fixed_list else (
-            f"iterated racing, {tuner.n_iterations} iterations "
-            + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
-               "more run while budget is left)")
-            + f", minNbSurvival = {tuner.min_survival}")
-        budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
-                       else f"maxExperiments = {v['maxExperiments']}")
-        print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
-              f"parallel = {settings.parallel}; test {type(test).__name__}"
-              + ("; resuming from the journal" if resuming else ""), flush=True)
-    if earlier and not quiet:
+        _announce(tuner, args, v, test, seed, resuming, earlier)
+    return tuner, closing
+
+
+def _sampler(args, space, seed: int, metadata: dict):
+    """``--sampler optuna``: Optuna's TPE instead of irace's model (None: irace's)."""
+    if args.sampler != "optuna":
+        return None
+    from racer.cli.sampler import OptunaSampler
+
+    try:
+        sampler = OptunaSampler(space, seed=seed)
+    except ImportError as exc:
+        raise UsageError(str(exc)) from None
+    metadata["sampler"] = "optuna-tpe"
+    return sampler
+
+
+def _close(closing: dict) -> None:
+    closing["log"].close()
+    closing["reaper"].close()
+    if closing["executor"] is not None:
+        closing["executor"]()
+
+
+def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: list) -> None:
+    """The run's first lines: what is tuned how, and whether it resumes or continues."""
+    settings = tuner.settings
+    mode = "one race of the configurations file" if args.fixed_list else (
+        f"iterated racing, {tuner.n_iterations} iterations "
+        + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
+           "more run while budget is left)")
+        + f", minNbSurvival = {tuner.min_survival}")
+    budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
+                   else f"maxExperiments = {v['maxExperiments']}")
+    print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
+          f"parallel = {settings.parallel}; test {type(test).__name__}"
+          + ("; resuming from the journal" if resuming else ""), flush=True)
+    if earlier:
         kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
         print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
               f"{v[kind]:g}: every run already made is kept, new iterations use the rest",
               flush=True)
-    report = not getattr(args, "no_report", False)
+
+
+def _tune(tuner, closing: dict, exec_dir: str, *, report: bool):
+    """Run the tuning; on Ctrl-C write the report of the run so far (unless ``report`` is
+    off), then let the interrupt through. Closes what ``closing`` holds."""
+    from racer.progress import iterations_done_text
+
+    progress = closing["progress"]
     try:
         result = tuner.run()
     except KeyboardInterrupt:
@@ -529,18 +596,31 @@ def do_run(loaded: dict, args) -> int:
         progress.end()
         raise
     finally:
-        log.close()
-        reaper.close()
-        close_executor()
+        _close(closing)
     done = iterations_done_text(result.iterations, result.planned_iterations)
     progress.end(f"done: {result.stop_reason}; {result.experiments} runs; {done}")
+    return result
+
+
+def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
+    """elites.txt, eliminations.csv, test.csv (with test instances) and results.json."""
+    from racer.cli.output import write_eliminations, write_elites, write_results, write_test
+
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:
         write_test(os.path.join(exec_dir, "test.csv"), result.test)
-    write_results(os.path.join(exec_dir, "results.json"), space, result,
-                  {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
-                   "soft_restarts": result.soft_restarts})
+    write_results(os.path.join(exec_dir, "results.json"), space, result, header)
+
+
+def _print_summary(result, tuner, v: dict, test, winner) -> None:
+    """Why the tuning stopped, the elites, and their mean cost on the test instances."""
+    import numpy as np
+
+    from racer.cli.output import elites_report
+    from racer.progress import iterations_done_text
+
+    done = iterations_done_text(result.iterations, result.planned_iterations)
     stated = winner or getattr(test, "winner", None) or "mean"
     label = "sum of ranks" if stated in ("rank_sum", "mean_rank") else "mean cost"
     used = (f"{result.experiments} runs, {result.time_used:.6g} s of maxTime = {v['maxTime']:g} s"
@@ -548,20 +628,14 @@ def do_run(loaded: dict, args) -> int:
     print(f"# Stopped: {result.stop_reason}; {used}; {done}"
           + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
              if result.soft_restarts else ""))
-    print(elites_report(space, result.elites, label))
+    print(elites_report(tuner.space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "
               f"{len(result.test['tasks'])} test instances")
-        for e in result.elites[: settings.test_n_elites]:
+        for e in result.elites[: tuner.settings.test_n_elites]:
             costs = [c for c in result.test["costs"][e.id] if c is not None]
             mean = f"{np.mean(costs):.6g}" if costs else "NA"
             print(f"{e.id}  {mean}")
-    written = write_run_report(exec_dir) if report else None
-    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
-          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
-    if written:
-        print(f"# Report: {written}")
-    return EXIT_OK
 
 
 def read_prior_times(path: str) -> dict:
@@ -643,49 +717,66 @@ def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
     full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
     memory could not grow; the free space of execDir's file system tells which."""
     import errno
+
+    oserrors, sqlite_text, from_sqlite = _storage_errors(exc)
+    codes = {e.errno for e in oserrors if e.errno}
+    if not codes and not from_sqlite:
+        return None
+    path = next((e.filename for e in oserrors if e.filename), None)
+    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
+    writing = f" while writing {path}" if path else ""
+    free = _free_bytes(folder)
+    resume = "then run the same command again (racer resumes from its journal)"
+    sqlite_full = "disk is full" in sqlite_text or "disk I/O error" in sqlite_text
+    if codes & {errno.ENOSPC, errno.EDQUOT} or (sqlite_full and free is not None and free < 1 << 20):
+        return (f"disk full: no space left on the file system of {folder} "
+                f"({free if free is not None else '?'} bytes free){writing}. "
+                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
+    if errno.EFBIG in codes or sqlite_full:
+        return _write_refused(errno.EFBIG in codes, folder, writing, resume, exc)
+    strerror = next((e.strerror for e in oserrors if e.errno in codes), None)
+    if codes & {errno.EISDIR, errno.ENOTDIR}:
+        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
+                f"({strerror}). Move it away, {resume}.")
+    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
+        return (f"cannot write in {folder}{writing}: {strerror}. "
+                f"Make {folder} writable or set execDir elsewhere, {resume}.")
+    return None
+
+
+def _storage_errors(exc: BaseException) -> tuple[list, str, bool]:
+    """The OSErrors among ``exc`` and its causes, the text of those and of SQLite's errors,
+    and whether SQLite raised any of them."""
     import sqlite3
 
     chain, seen = [], exc
     while seen is not None and len(chain) < 10:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    oserrors = [e for e in chain if isinstance(e, OSError)]
-    codes = {e.errno for e in oserrors if e.errno}
     sqlite_text = " ".join(str(e) for e in chain if isinstance(e, (sqlite3.Error, OSError)))
-    if not codes and not any(isinstance(e, sqlite3.Error) for e in chain) and "SQLite" not in sqlite_text:
-        return None
-    path = next((e.filename for e in oserrors if e.filename), None)
-    folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
-    writing = f" while writing {path}" if path else ""
+    from_sqlite = any(isinstance(e, sqlite3.Error) for e in chain) or "SQLite" in sqlite_text
+    return [e for e in chain if isinstance(e, OSError)], sqlite_text, from_sqlite
+
+
+def _free_bytes(folder: str) -> int | None:
     try:
         stat = os.statvfs(folder)
-        free = stat.f_bavail * stat.f_frsize
     except OSError:
-        free = None
-    resume = "then run the same command again (racer resumes from its journal)"
-    if codes & {errno.ENOSPC, errno.EDQUOT} or (
-            ("disk is full" in sqlite_text or "disk I/O error" in sqlite_text)
-            and free is not None and free < 1 << 20):
-        return (f"disk full: no space left on the file system of {folder} "
-                f"({free if free is not None else '?'} bytes free){writing}. "
-                f"Free some space or set execDir to another disk, {resume}.\n({exc})")
-    if errno.EFBIG in codes or "disk is full" in sqlite_text or "disk I/O error" in sqlite_text:
-        import resource
+        return None
+    return stat.f_bavail * stat.f_frsize
 
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if errno.EFBIG in codes or limit != resource.RLIM_INFINITY:
-            shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
-            return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
-                    f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
-        return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
-    if codes & {errno.EISDIR, errno.ENOTDIR}:
-        return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
-                f"({next(e.strerror for e in oserrors if e.errno in codes)}). Move it away, {resume}.")
-    if codes & {errno.EACCES, errno.EPERM, errno.EROFS}:
-        return (f"cannot write in {folder}{writing}: "
-                f"{next(e.strerror for e in oserrors if e.errno in codes)}. "
-                f"Make {folder} writable or set execDir elsewhere, {resume}.")
-    return None
+
+def _write_refused(too_big: bool, folder: str, writing: str, resume: str,
+                   exc: BaseException) -> str:
+    """A write refused with space left: the file-size limit (``ulimit -f``), or the disk."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if too_big or limit != resource.RLIM_INFINITY:
+        shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit} bytes"
+        return (f"file too large: a file in {folder} went past the file-size limit (ulimit -f: "
+                f"{shown}){writing}. Raise the limit (ulimit -f unlimited), {resume}.\n({exc})")
+    return f"the system failed to write in {folder}{writing} ({exc}); check that disk, {resume}."
 
 
 class _NotRaised(Exception):
@@ -711,13 +802,6 @@ def _clear_interrupted() -> None:
 
 def main(argv: list | None = None) -> int:
     """Entry point of the ``racer`` console script; returns the exit code."""
-    from racer.cli.parameters import ParameterFileError
-    from racer.cli.rexpr import RSyntaxError
-    from racer.cli.scenario import ScenarioError
-    from racer.cli.target_runner import TargetRunnerError
-    from racer.cli.resume import ResumeError
-    from racer.storage import JournalInUseError
-
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "report":
@@ -751,7 +835,7 @@ def main(argv: list | None = None) -> int:
             old[signum] = signal.signal(signum, on_signal)
         except ValueError:  # not the main thread (tests calling main() from a thread)
             pass
-    exec_dir = None
+    exec_dir = loaded = None
     try:
         loaded = load(args)
         exec_dir = loaded["exec_dir"]
@@ -762,7 +846,28 @@ def main(argv: list | None = None) -> int:
         if args.check:
             return do_check(loaded, args)
         return do_run(loaded, args)
-    except _if_imported("racer.cli.iterated", "BudgetError", _NotRaised) as exc:
+    except Exception as exc:  # noqa: BLE001 - each known failure has its exit code
+        return _failed(exc, loaded, argv, exec_dir)
+    except KeyboardInterrupt:
+        _error("interrupted; run the same command again to resume from the journal")
+        return EXIT_INTERRUPTED
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
+
+
+def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | None) -> int:
+    """Say what went wrong in the scenario's words and return the exit code (called from
+    main's ``except``: an error of no known kind is printed with its traceback)."""
+    from racer.cli.parameters import ParameterFileError
+    from racer.cli.resume import ResumeError
+    from racer.cli.rexpr import RSyntaxError
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import TargetRunnerError
+    from racer.storage import JournalInUseError
+
+    if isinstance(exc, _if_imported("racer.cli.iterated", "BudgetError", _NotRaised)):
         # Raised once racing starts: name where the budget was set.
         sc = loaded["scenario"]
         option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
@@ -773,44 +878,32 @@ def main(argv: list | None = None) -> int:
                       else f"{where['path']}: " if where["path"] else "")
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
-    except (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
-            _if_imported("racer.cli.sampler", "SamplingError", _NotRaised)) as exc:
+    if isinstance(exc, (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
+                        _if_imported("racer.cli.sampler", "SamplingError", _NotRaised))):
         _error(str(exc))
         return EXIT_SCENARIO
-    except JournalInUseError as exc:
+    if isinstance(exc, JournalInUseError):
         _error(f"{exc} (is another racer running on this execDir?)")
         return EXIT_SCENARIO
-    except TargetRunnerError as exc:
+    if isinstance(exc, TargetRunnerError):
         _error("target-runner failed:\n" + str(exc)
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
-    except _if_imported("racer.race", "RaceFailedError", _NotRaised) as exc:
+    if isinstance(exc, _if_imported("racer.race", "RaceFailedError", _NotRaised)):
         _error("no configuration could be evaluated (every run of a race failed): "
                f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER
-    except KeyboardInterrupt:
-        _error("interrupted; run the same command again to resume from the journal")
-        return EXIT_INTERRUPTED
-    except ValueError as exc:
-        if "`storage`" in str(exc):
-            # A journal of the execDir refused the run (an execDir of a racer without
-            # racer-journal/settings.json, whose settings are not known in the scenario's words).
-            fresh = shlex.join(["racer", *argv, "--fresh"])
-            _error(f"the journal in execDir cannot be resumed by this command. To start over: "
-                   f"{fresh} (or set another execDir). The journal says:\n{exc}")
-            return EXIT_SCENARIO
-        traceback.print_exc()
-        return EXIT_INTERNAL
-    except Exception as exc:
-        message = _io_failure(exc, exec_dir)
-        if message is not None:
-            _error(message)
-            return EXIT_SCENARIO
-        traceback.print_exc()
-        return EXIT_INTERNAL
-    finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
-        _clear_interrupted()  # a Tuner driven from Python afterwards starts uninterrupted
-
+    if isinstance(exc, ValueError) and "`storage`" in str(exc):
+        # A journal of the execDir refused the run (an execDir of a racer without
+        # racer-journal/settings.json, whose settings are not known in the scenario's words).
+        fresh = shlex.join(["racer", *argv, "--fresh"])
+        _error(f"the journal in execDir cannot be resumed by this command. To start over: "
+               f"{fresh} (or set another execDir). The journal says:\n{exc}")
+        return EXIT_SCENARIO
+    message = None if isinstance(exc, ValueError) else _io_failure(exc, exec_dir)
+    if message is not None:
+        _error(message)
+        return EXIT_SCENARIO
+    traceback.print_exc()
+    return EXIT_INTERNAL

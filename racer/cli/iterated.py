@@ -383,208 +383,194 @@ class Tuner:
                             [(1, result, cands)], planned_iterations=1)
 
     def _iterated(self, pool) -> TuningResult:
+        """irace's iterated racing: races of the elites and new configurations, each sized by
+        :class:`~racer._irace_schedule.IraceSchedule`, while the budget lasts."""
         s = self.settings
-        budget = self._budget()
-        timed = budget == 0
-        # A tuning continued with a larger budget (Settings.earlier_budgets): each earlier
-        # session's budget in turn, then this one's. Where the schedule of one would stop the
-        # tuning for lack of budget, the next one's extra budget lets it go on, so the
-        # journaled iterations replay exactly as they ran and the new ones follow.
-        limits = [*s.earlier_budgets, s.max_time if timed else budget]
-        limit_at = 0
-        if timed:
-            self._time_limit = limits[0]
-        else:
-            budget = int(limits[0])
-        preset: dict = {}
-        first_rng = np.random.default_rng([s.seed, 3, 1])
-        first_values = None
-        if timed:
-            first_values = dict(self.initial[0]) if self.initial else self.sampler.sample_uniform(1, first_rng)[0]
+        money = _Budget(self)
+        run = _Iterations(n_iterations=self.n_iterations,
+                          first_rng=np.random.default_rng([s.seed, 3, 1]))
+        first_values, preset = None, {}
+        if money.timed:
+            first_values = (dict(self.initial[0]) if self.initial
+                            else self.sampler.sample_uniform(1, run.first_rng)[0])
             preset = self._probe(first_values)
             mean = max(self._probe_time, s.min_measurable_time)
-            remaining = max(0, int(round((self._time_limit - self._probe_time) / mean)))
+            money.remaining = max(0, int(round((self._time_limit - self._probe_time) / mean)))
         else:
-            remaining = budget
-
-        def more_budget() -> bool:
-            """Switch to the next session's larger budget, if there is one."""
-            nonlocal limit_at, budget, remaining
-            if limit_at + 1 >= len(limits):
-                return False
-            limit_at += 1
-            if timed:
-                self._time_limit = limits[limit_at]
-            else:
-                remaining += int(limits[limit_at]) - budget
-                budget = int(limits[limit_at])
-            return True
-        schedule = self.schedule
-        mu = schedule.instances_per_configuration
-        n_iterations = self.n_iterations
-        elites: list[Configuration] = []
-        next_id = 1
-        n_seen = 0  # training tasks seen so far (always a prefix of the stream)
-        seen_keys: set = set()
-        soft_restarts: list = []
-        races = []
-        stop_reason = "budget exhausted"
-        iteration = 0
+            money.remaining = money.budget
         while True:
-            iteration += 1
-            first_race = iteration == 1
-            if timed and not first_race:
-                if self.time_used >= self._time_limit:
-                    if more_budget():
-                        iteration -= 1  # the same iteration, with the larger budget
-                        continue
-                    stop_reason = "time budget exhausted"
-                    break
-                remaining = self._runs_left()
-            if remaining <= 0:
-                if more_budget():
-                    iteration -= 1
-                    continue
-                stop_reason = "budget exhausted"
+            run.iteration += 1
+            sized = money.exhausted(run.iteration == 1)
+            if sized is None:
+                sized = self._size_iteration(run, money)
+            if sized is _RETRY:
+                run.iteration -= 1  # the same iteration, with the next session's larger budget
+                continue
+            if sized is _SKIP:
+                continue
+            if isinstance(sized, str):
+                run.stop_reason = sized
                 break
-            if iteration > n_iterations:
-                if s.n_iterations == 0:
-                    n_iterations = iteration
-                else:
-                    stop_reason = "limit of iterations reached"
-                    break
-            current = (s.experiments_per_iteration or
-                       schedule.iteration_budget(remaining, iteration, n_iterations))
-            n_elites = len(elites)
-            elitist = s.elitist and not first_race
-            n_conf = schedule.n_configurations(current, iteration, n_elites,
-                                               n_seen if elitist else None)
-            if s.n_configurations > 0:
-                if s.n_configurations <= n_conf:
-                    n_conf = s.n_configurations
-                elif current < remaining:
-                    continue
-                elif more_budget():
-                    iteration -= 1
-                    continue
-                else:
-                    stop_reason = "not enough budget to enforce nbConfigurations"
-                    break
-            if n_conf <= self.min_survival:
-                if first_race:
-                    raise BudgetError(
-                        f"maxExperiments = {budget} is too small: the first iteration could race "
-                        f"only {n_conf} configurations, not more than minNbSurvival = "
-                        f"{self.min_survival}; irace would need about "
-                        f"{(self.min_survival + 1) * n_iterations * (mu + 5 * s.each_test)} runs")
-                if more_budget():
-                    iteration -= 1
-                    continue
-                stop_reason = "not enough budget to race more than the minimum configurations"
+            self._run_iteration(pool, run, money, *sized, first_values,
+                                preset if run.iteration == 1 else None)
+            if self.experiments - run.used_before == 0 and not money.more():
+                run.stop_reason = "no runs possible within the remaining budget"
                 break
-            if first_race:
-                initial = self.initial[:n_conf]
-            elif n_conf <= n_elites:
-                if more_budget():
-                    iteration -= 1
-                    continue
-                stop_reason = "not enough budget left to race newly sampled configurations"
-                break
-            if s.elitist and not first_race:
-                need = (n_conf - n_elites) * mu + n_elites * min(s.elitist_new_instances, mu)
+        return TuningResult(run.elites, len(run.races), self.experiments, run.stop_reason,
+                            run.races, soft_restarts=run.soft_restarts,
+                            planned_iterations=self.n_iterations)
+
+    def _size_iteration(self, run: _Iterations, money: _Budget):
+        """``(budget, configurations)`` of iteration ``run.iteration``; or :data:`_RETRY`
+        (with a later session's larger budget), :data:`_SKIP` (nbConfigurations cannot be
+        paid yet: irace goes on to the next iteration), or the reason the tuning stops. A
+        first iteration that cannot be paid is a BudgetError."""
+        s = self.settings
+        schedule = self.schedule
+        iteration = run.iteration
+        first_race = iteration == 1
+        if iteration > run.n_iterations:
+            if s.n_iterations != 0:
+                return "limit of iterations reached"
+            run.n_iterations = iteration  # irace goes on while budget remains
+        current = (s.experiments_per_iteration or
+                   schedule.iteration_budget(money.remaining, iteration, run.n_iterations))
+        n_elites = len(run.elites)
+        elitist = s.elitist and not first_race
+        n_conf = schedule.n_configurations(current, iteration, n_elites,
+                                           run.n_seen if elitist else None)
+        if s.n_configurations > 0:
+            if s.n_configurations <= n_conf:
+                n_conf = s.n_configurations
+            elif current < money.remaining:
+                return _SKIP
             else:
-                need = n_conf * mu
-            if need > current:
-                if first_race:
-                    raise BudgetError(f"maxExperiments = {budget} cannot pay for the first race "
-                                      f"({n_conf} configurations x {mu} instances)")
-                if more_budget():
-                    iteration -= 1
-                    continue
-                stop_reason = "not enough budget to race all configurations up to the first test"
-                break
-            rng = first_rng if first_race else np.random.default_rng([s.seed, 3, iteration])
+                return money.retry_or("not enough budget to enforce nbConfigurations")
+        if n_conf <= self.min_survival:
             if first_race:
-                new_values = [dict(v) for v in initial]
-                if first_values is not None and not initial:
-                    new_values = [first_values]  # the probe's configuration is configuration 1
-                for v in new_values:
-                    seen_keys.add(self.sampler.key(v))
-                new_values += self.sampler.sample_uniform(n_conf - len(new_values), rng, seen_keys)
-                parents = [None] * len(new_values)
-            else:
-                n_new = n_conf - n_elites
-                self.sampler.update_model(elites, iteration, n_iterations, n_new, elitist=s.elitist)
-                seen_before = set(seen_keys)
-                got = self.sampler.sample_model(elites, n_new, rng, seen_keys)
-                if s.soft_restart:
-                    # irace's soft restart: near-copies in the race mean the model has
-                    # collapsed; widen it and sample this iteration's configurations again
-                    # (the first sample is discarded, as irace does).
-                    threshold = (10.0 ** -self.space.digits if s.soft_restart_threshold is None
-                                 else s.soft_restart_threshold)
-                    race_confs = elites + self._new_configurations(
-                        [v for v, _ in got], [p for _, p in got], next_id)
-                    similar = self.sampler.similar(race_confs, threshold)
-                    if similar:
-                        self.sampler.soft_restart(race_confs, similar, n_new)
-                        soft_restarts.append(iteration)
-                        seen_keys = seen_before
-                        got = self.sampler.sample_model(elites, n_new, rng, seen_keys)
-                new_values = [v for v, _ in got]
-                parents = [p for _, p in got]
-            new = self._new_configurations(new_values, parents, next_id)
-            next_id += len(new)
-            candidates = elites + new
-            available = self.n_tasks_available(remaining)
-            if first_race or not s.elitist:
-                start = n_seen if not s.elitist else 0
-                order = list(range(start, max(available + start, start)))
-                if s.deterministic:
-                    order = list(range(0, len(self.train)))
-            else:
-                k = s.elitist_new_instances
-                stop_new = min(n_seen + k, max(available, n_seen))
-                order = (list(range(n_seen, stop_new)) + self._past_order(iteration, n_seen)
-                         + list(range(stop_new, max(available, stop_new))))
-            tasks = [self.task(i) for i in order]
-            if len(tasks) < s.first_test:
-                raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
-            # The progress line counts against what the header announced (self.n_iterations),
-            # not against n_iterations, which irace moves along when it runs past the plan.
-            self.state.update(iteration=iteration, planned=self.n_iterations, budget=budget)
-            used_before = self.experiments
-            protect_rows = 0
-            test = self.test
-            if s.elitist and not first_race and n_elites:
-                protect_rows = min(n_seen + s.elitist_new_instances, len(tasks))
-                test = ProtectElites(self.test, n_elites, protect_rows)
-            result = self.run_race(
-                iteration, candidates, tasks,
-                budget=schedule.race_budget(current, len(candidates), n_elites if elitist else 0,
-                                            n_seen),
-                min_survivors=self.min_survival, test=test, first_test=s.first_test,
-                journal=f"iteration-{iteration}.sqlite", pool=pool, max_total=None if timed else budget,
-                elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
-                preset=preset if first_race else None)
-            races.append((iteration, result, candidates))
-            observe = getattr(self.sampler, "observe", None)
-            if observe is not None:
-                observe(candidates, result)
-            if not timed:
-                remaining -= self.experiments - used_before
-            n_seen = max(n_seen, max((order[r] + 1 for r in range(_rows_run(result))), default=0))
-            for ci, row, _ in result.failures:
-                seen_keys.add(self.sampler.key(candidates[ci].values))
-            n_keep = min(len(result.survivors), self.min_survival)
-            elites = list(result.survivors[:n_keep])
+                raise BudgetError(
+                    f"maxExperiments = {money.budget} is too small: the first iteration could "
+                    f"race only {n_conf} configurations, not more than minNbSurvival = "
+                    f"{self.min_survival}; irace would need about "
+                    f"{(self.min_survival + 1) * run.n_iterations * (schedule.instances_per_configuration + 5 * s.each_test)} runs")
+            return money.retry_or("not enough budget to race more than the minimum configurations")
+        if not first_race and n_conf <= n_elites:
+            return money.retry_or("not enough budget left to race newly sampled configurations")
+        mu = schedule.instances_per_configuration
+        if elitist:
+            need = (n_conf - n_elites) * mu + n_elites * min(s.elitist_new_instances, mu)
+        else:
+            need = n_conf * mu
+        if need > current:
             if first_race:
-                self.sampler.init_model(elites)
-            if self.experiments - used_before == 0 and not more_budget():
-                stop_reason = "no runs possible within the remaining budget"
-                break
-        return TuningResult(elites, len(races), self.experiments, stop_reason, races,
-                            soft_restarts=soft_restarts, planned_iterations=self.n_iterations)
+                raise BudgetError(f"maxExperiments = {money.budget} cannot pay for the first race "
+                                  f"({n_conf} configurations x {mu} instances)")
+            return money.retry_or(
+                "not enough budget to race all configurations up to the first test")
+        return current, n_conf
+
+    def _new_values(self, run: _Iterations, n_conf: int, first_values: dict | None) -> tuple:
+        """Values and parents of the configurations iteration ``run.iteration`` adds: the
+        initial ones then uniform samples in the first, else samples of the model around the
+        elites (sampled again after a soft restart)."""
+        s = self.settings
+        iteration = run.iteration
+        if iteration == 1:
+            rng = run.first_rng  # under maxTime the probe drew the first sample from it
+            new_values = [dict(v) for v in self.initial[:n_conf]]
+            if first_values is not None and not new_values:
+                new_values = [first_values]  # the probe's configuration is configuration 1
+            for v in new_values:
+                run.seen_keys.add(self.sampler.key(v))
+            new_values += self.sampler.sample_uniform(n_conf - len(new_values), rng, run.seen_keys)
+            return new_values, [None] * len(new_values)
+        rng = np.random.default_rng([s.seed, 3, iteration])
+        elites = run.elites
+        n_new = n_conf - len(elites)
+        self.sampler.update_model(elites, iteration, run.n_iterations, n_new, elitist=s.elitist)
+        seen_before = set(run.seen_keys)
+        got = self.sampler.sample_model(elites, n_new, rng, run.seen_keys)
+        if s.soft_restart:
+            # irace's soft restart: near-copies in the race mean the model has collapsed;
+            # widen it and sample this iteration's configurations again (the first sample is
+            # discarded, as irace does).
+            threshold = (10.0 ** -self.space.digits if s.soft_restart_threshold is None
+                         else s.soft_restart_threshold)
+            race_confs = elites + self._new_configurations(
+                [v for v, _ in got], [p for _, p in got], run.next_id)
+            similar = self.sampler.similar(race_confs, threshold)
+            if similar:
+                self.sampler.soft_restart(race_confs, similar, n_new)
+                run.soft_restarts.append(iteration)
+                run.seen_keys = seen_before
+                got = self.sampler.sample_model(elites, n_new, rng, run.seen_keys)
+        return [v for v, _ in got], [p for _, p in got]
+
+    def _task_order(self, run: _Iterations, remaining: int) -> list[int]:
+        """Positions in the training stream of the tasks of iteration ``run.iteration``'s
+        race: new ones (an elitist race: ``elitistNewInstances`` new ones, then those seen
+        before in a new order, then new ones)."""
+        s = self.settings
+        n_seen = run.n_seen
+        available = self.n_tasks_available(remaining)
+        if run.iteration == 1 or not s.elitist:
+            if s.deterministic:
+                return list(range(0, len(self.train)))
+            start = n_seen if not s.elitist else 0
+            return list(range(start, max(available + start, start)))
+        stop_new = min(n_seen + s.elitist_new_instances, max(available, n_seen))
+        return (list(range(n_seen, stop_new)) + self._past_order(run.iteration, n_seen)
+                + list(range(stop_new, max(available, stop_new))))
+
+    def _run_iteration(self, pool, run: _Iterations, money: _Budget, current: int, n_conf: int,
+                       first_values: dict | None, preset: dict | None) -> None:
+        """Sample iteration ``run.iteration``'s configurations, race them with the elites,
+        and keep the survivors as the next elites."""
+        s = self.settings
+        iteration = run.iteration
+        first_race = iteration == 1
+        elites = run.elites
+        n_elites = len(elites)
+        new_values, parents = self._new_values(run, n_conf, first_values)
+        new = self._new_configurations(new_values, parents, run.next_id)
+        run.next_id += len(new)
+        candidates = elites + new
+        order = self._task_order(run, money.remaining)
+        tasks = [self.task(i) for i in order]
+        if len(tasks) < s.first_test:
+            raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
+        elitist = s.elitist and not first_race
+        # The progress line counts against what the header announced (self.n_iterations),
+        # not against run.n_iterations, which irace moves along when it runs past the plan.
+        self.state.update(iteration=iteration, planned=self.n_iterations, budget=money.budget)
+        run.used_before = self.experiments
+        protect_rows = 0
+        test = self.test
+        if elitist and n_elites:
+            protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks))
+            test = ProtectElites(self.test, n_elites, protect_rows)
+        result = self.run_race(
+            iteration, candidates, tasks,
+            budget=self.schedule.race_budget(current, len(candidates),
+                                             n_elites if elitist else 0, run.n_seen),
+            min_survivors=self.min_survival, test=test, first_test=s.first_test,
+            journal=f"iteration-{iteration}.sqlite", pool=pool,
+            max_total=None if money.timed else money.budget,
+            elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
+            preset=preset)
+        run.races.append((iteration, result, candidates))
+        observe = getattr(self.sampler, "observe", None)
+        if observe is not None:
+            observe(candidates, result)
+        if not money.timed:
+            money.remaining -= self.experiments - run.used_before
+        run.n_seen = max(run.n_seen,
+                         max((order[r] + 1 for r in range(_rows_run(result))), default=0))
+        for ci, _row, _ in result.failures:
+            run.seen_keys.add(self.sampler.key(candidates[ci].values))
+        run.elites = list(result.survivors[:min(len(result.survivors), self.min_survival)])
+        if first_race:
+            self.sampler.init_model(run.elites)
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])
@@ -653,3 +639,73 @@ def _rows_run(result) -> int:
     return int(rows[-1]) + 1 if rows.size else 0
 
 
+# What Tuner._size_iteration answers besides (budget, configurations) or a stop reason.
+_RETRY = object()  # the same iteration again, with the next session's larger budget
+_SKIP = object()  # nbConfigurations cannot be paid yet: on to the next iteration (irace)
+
+
+class _Budget:
+    """The budget of an iterated tuning: maxExperiments, or maxTime (``timed``), and, for a
+    tuning continued with a larger budget (``Settings.earlier_budgets``), each earlier
+    session's budget in turn, then this one's. Where the schedule of one would stop the
+    tuning for lack of budget, the next one's extra budget lets it go on (:meth:`more`), so
+    the journaled iterations replay exactly as they ran and the new ones follow."""
+
+    def __init__(self, tuner: Tuner) -> None:
+        s = tuner.settings
+        budget = tuner._budget()
+        self.tuner = tuner
+        self.timed = budget == 0
+        self.limits = [*s.earlier_budgets, s.max_time if self.timed else budget]
+        self.at = 0
+        self.budget = budget
+        if self.timed:
+            tuner._time_limit = self.limits[0]
+        else:
+            self.budget = int(self.limits[0])
+        self.remaining = 0  # runs left: set once the tuning starts
+
+    def more(self) -> bool:
+        """Switch to the next session's larger budget, if there is one."""
+        if self.at + 1 >= len(self.limits):
+            return False
+        self.at += 1
+        if self.timed:
+            self.tuner._time_limit = self.limits[self.at]
+        else:
+            self.remaining += int(self.limits[self.at]) - self.budget
+            self.budget = int(self.limits[self.at])
+        return True
+
+    def retry_or(self, reason: str):
+        """:data:`_RETRY` if a larger budget follows, else ``reason`` (the tuning stops)."""
+        return _RETRY if self.more() else reason
+
+    def exhausted(self, first_race: bool):
+        """None while budget remains (under maxTime, the runs left are estimated anew);
+        else :data:`_RETRY` or the reason the tuning stops."""
+        tuner = self.tuner
+        if self.timed and not first_race:
+            if tuner.time_used >= tuner._time_limit:
+                return self.retry_or("time budget exhausted")
+            self.remaining = tuner._runs_left()
+        if self.remaining <= 0:
+            return self.retry_or("budget exhausted")
+        return None
+
+
+@dataclasses.dataclass
+class _Iterations:
+    """Where an iterated tuning is: the iteration, its elites, the training tasks seen."""
+
+    n_iterations: int  # irace moves it along when budget remains past the plan
+    first_rng: Any = None  # the first iteration's sampling stream (the maxTime probe's too)
+    iteration: int = 0
+    elites: list = dataclasses.field(default_factory=list)
+    next_id: int = 1
+    n_seen: int = 0  # training tasks seen so far (always a prefix of the stream)
+    seen_keys: set = dataclasses.field(default_factory=set)
+    soft_restarts: list = dataclasses.field(default_factory=list)
+    races: list = dataclasses.field(default_factory=list)
+    stop_reason: str = "budget exhausted"
+    used_before: int = 0  # experiments before the current race
