@@ -103,6 +103,17 @@ def test_rank_posterior_pairs_are_conovers_t():
             t = (res.mean_ranks[j] - res.mean_ranks[i]) / (math.sqrt(2) * res.scale)
             tail = stats.t.sf(abs(t), res.df)
             assert abs(2 * tail - ref.pvalue[i, j]) < 1e-9
+    # ... and prob_better(i, j) is Conover's one-sided p-value of "j better than i".
+    one_sided = conover(x, alternative="greater")
+    i, j = np.triu_indices(5, 1)
+    np.testing.assert_allclose(res.prob_better(i, j), one_sided.pvalue[j, i], rtol=1e-9)
+    np.testing.assert_allclose(res.prob_better(i, j) + res.prob_better(j, i), 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"`j` must hold candidate positions in \[0, 4\]"):
+        res.prob_better(0, 5)
+    with pytest.raises(ValueError, match="`i` must hold candidate positions"):
+        res.prob_better(0.5, 1)
+    point = rank_posterior(np.array([[3.0, 2.0, 1.0, 1.0]] * 4))  # every block alike
+    assert point.scale == 0 and point.prob_better([0, 2, 3], [1, 3, 0]).tolist() == [1.0, 0.5, 0.0]
 
 
 def test_rank_posterior_prob_best_matches_posterior_sampling():

@@ -115,8 +115,8 @@ class RaceSearchCV(BaseSearchCV):
         losing every split after 4 (p = 0.94). ``"posterior-best"``: :class:`racer.PosteriorBestTest` (with its tie
         guard). ``"frace"``: the F-race baseline
         (:class:`racer.racing.frace.FRaceTest`). ``"correlated-t"``:
-        :class:`CorrelatedTTestRacing`, the Bayesian correlated t-test against the leader
-        with the Nadeau-Bengio correction. ``"hierarchical"``: several data sets with folds
+        :class:`racer.racing.CorrelatedTTestRacing`, the Bayesian correlated t-test against
+        the leader with the Nadeau-Bengio correction. ``"hierarchical"``: several data sets with folds
         inside -- ``X`` stacks data sets sharing one feature space, ``fit(X, y,
         groups=data_set_of_each_sample)``, and every split lies inside one data set (``cv=
         WithinGroupKFold(k)``); :class:`racer.HierarchicalRacingTest` then compares the

@@ -173,9 +173,9 @@ class CorrelatedTTestRacing(RacingTest):
     ``sqrt((1/n + rho/(1 - rho)) var(d))``
     (:func:`racer.stats.bayesian_correlated_ttest_from_moments`, all survivors at once). The
     ROPE reading follows seed 004_8eac922c148f9c66.txt (section 3.1: equivalence when the
-    posterior mass inside the rope is large; the papers use +-0.01 of accuracy). The ``rho/(1 - rho)`` term does not
-    shrink as splits are added: correlated splits never add up to certainty, which is why a
-    ``rope`` is needed to let near-equal candidates go.
+    posterior mass inside the rope is large; the papers use +-0.01 of accuracy). The
+    ``rho/(1 - rho)`` term does not shrink as splits are added: correlated splits never add
+    up to certainty, which is why a ``rope`` is needed to let near-equal candidates go.
 
     * dominated when ``P(mu > rope) > credibility``;
     * indistinguishable when ``P(|mu| < rope) > credibility`` (``rope > 0`` only).

@@ -23,7 +23,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import special
 
 from racer._validation import check_bool, check_nonnegative, check_probability
 from racer.racing.base import Elimination, RacingTest
@@ -176,7 +175,7 @@ class PosteriorBestTest(RacingTest):
         rank_sums = view.rank_sums
         sum_sq = float(view.rank_sq_sums.sum())
         post = rank_posterior_from_sums(rank_sums, sum_sq, n)
-        loc, scale, df, p = post.mean_ranks, post.scale, post.df, post.prob_best
+        loc, p = post.mean_ranks, post.prob_best
         # Least probable first; equal probabilities: the worse mean rank first.
         order = np.lexsort((-loc, p))
         leader = int(order[-1])
@@ -193,12 +192,8 @@ class PosteriorBestTest(RacingTest):
             cap = _guard(lead_wins, lose_wins)
             cand = cand[cap[cand] >= 1.0 - gamma]
         if pair is not None:
-            # posterior P(mean rank of j < the leader's): Student, scale sqrt(2) s / sqrt(n)
-            if scale > 0:
-                beat = special.stdtr(df, (loc[leader] - loc[cand]) / (math.sqrt(2.0) * scale))
-            else:
-                beat = np.where(loc[cand] > loc[leader], 0.0, 1.0)
-            cand = cand[beat <= pair]
+            # posterior P(mean rank of j < the leader's): Conover's one-sided t
+            cand = cand[post.prob_better(cand, leader) <= pair]
         mass = np.cumsum(p[cand])
         k = int(np.searchsorted(mass, gamma, side="right"))
         if k == 0:

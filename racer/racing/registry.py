@@ -4,19 +4,18 @@
 and ``RaceSearchCV(test=NAME)`` all look their names up here, so a name means the same test
 everywhere. Each entry says what it builds and which winner rule goes with it:
 
-====================  =============================  ===============================  ==========
-name                  aliases                        builds                           winner
-====================  =============================  ===============================  ==========
-``F-test``            ``friedman`` (irace),          ``FRaceTest(post_hoc="conover")``  rank_sum
-                      ``frace``
-``t-test``            ``t.none`` (irace)             ``TRaceTest(adjust="none")``     mean
-``t-test-bonferroni`` ``t.bonferroni`` (irace)       ``TRaceTest(adjust="bonferroni")`` mean
-``t-test-holm``       ``t.holm`` (irace)             ``TRaceTest(adjust="holm")``     mean
-``bayesian``          ``bayes``, ``seed002``         ``BayesianTest()``               mean
-``posterior-best``                                   ``PosteriorBestTest()``          mean
-``correlated-t``                                     ``CorrelatedTTestRacing()``      mean
-``hierarchical``                                     ``HierarchicalRacingTest(...)``  mean
-====================  =============================  ===============================  ==========
+=====================  ===============================  ==================================  ========
+name                   aliases                          builds                              winner
+=====================  ===============================  ==================================  ========
+``F-test``             ``friedman`` (irace), ``frace``  ``FRaceTest(post_hoc="conover")``   rank_sum
+``t-test``             ``t.none`` (irace)               ``TRaceTest(adjust="none")``        mean
+``t-test-bonferroni``  ``t.bonferroni`` (irace)         ``TRaceTest(adjust="bonferroni")``  mean
+``t-test-holm``        ``t.holm`` (irace)               ``TRaceTest(adjust="holm")``        mean
+``bayesian``           ``bayes``, ``seed002``           ``BayesianTest()``                  mean
+``posterior-best``                                      ``PosteriorBestTest()``             mean
+``correlated-t``                                        ``CorrelatedTTestRacing()``         mean
+``hierarchical``                                        ``HierarchicalRacingTest(...)``     mean
+=====================  ===============================  ==================================  ========
 
 Names are case-insensitive (irace lower-cases its ``testType``). The winner rule is the test
 class's own ``winner`` attribute (``"mean"`` when it states none), so the table cannot disagree
@@ -134,8 +133,9 @@ if len(_BY_NAME) != sum(len(entry.spellings) for entry in RACING_TESTS):
 def names(*, irace: bool | None = None) -> tuple[str, ...]:
     """Every accepted spelling (``irace=True``: irace's ``testType`` spellings only).
 
-    >>> names(irace=True)
-    ('F-test', 'friedman', 't-test', 't.none', 't-test-bonferroni', 't.bonferroni', 't-test-holm', 't.holm')
+    >>> names(irace=True)  # doctest: +NORMALIZE_WHITESPACE
+    ('F-test', 'friedman', 't-test', 't.none', 't-test-bonferroni', 't.bonferroni',
+     't-test-holm', 't.holm')
     """
     if irace:
         return tuple(s for e in RACING_TESTS if e.irace for s in (e.name, *e.irace_aliases))
@@ -234,7 +234,8 @@ def make_test(spec: str, *, alpha: float | None = None):
         try:
             cls = getattr(importlib.import_module(head), cls_name)
         except (ImportError, AttributeError, ValueError) as exc:
-            raise ValueError(f"racing test {spec!r}: {exc} (the names are {_valid_names()})") from None
+            raise ValueError(
+                f"racing test {spec!r}: {exc} (the names are {_valid_names()})") from None
         test = cls(**(parse_options(option_text) if option_text else {}))
     except TypeError as exc:  # an option the constructor does not take
         raise ValueError(f"racing test {spec!r}: {exc}") from None

@@ -79,6 +79,33 @@ class RankPosteriorResult(StatsResult):
     n_blocks: int
     n_candidates: int
 
+    def prob_better(self, i, j):
+        """Posterior probability that candidate ``i`` has a smaller mean rank than ``j``.
+
+        The difference of two components is Student with scale ``sqrt(2) * scale``, so this
+        is ``P(t_df < (mean_ranks[j] - mean_ranks[i]) / (sqrt(2) scale))``: the one-sided
+        p-value of Conover's t for "j is better than i" (Conover's critical difference is its
+        two-sided credible bound). ``i`` and ``j`` are positions, or arrays of positions
+        (broadcast). With ``scale == 0`` it is 1, 1/2 or 0.
+
+        >>> res = rank_posterior(np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.0, 3.0]]))
+        >>> p = res.prob_better([0, 1], 2)
+        >>> bool(p[0] < p[1] < 0.5)  # candidate 2 (largest scores) is likely the best
+        True
+        """
+        m = self.mean_ranks.shape[0]
+        idx = []
+        for name, value in (("i", i), ("j", j)):
+            arr = np.asarray(value)
+            if arr.dtype.kind not in "iu" or np.any((arr < 0) | (arr >= m)):
+                raise ValueError(f"`{name}` must hold candidate positions in [0, {m - 1}]; "
+                                 f"got {value!r}")
+            idx.append(arr)
+        gap = self.mean_ranks[idx[1]] - self.mean_ranks[idx[0]]
+        if self.scale > 0:
+            return special.stdtr(self.df, gap / (math.sqrt(2.0) * self.scale))
+        return np.where(gap > 0, 1.0, np.where(gap < 0, 0.0, 0.5))
+
 
 def _posterior_from_sums(rank_sums, sum_sq, n, m):
     """Location, scale and df of the mean-rank posterior from rank sums and sum of r^2."""

@@ -179,7 +179,10 @@ def _posterior(mean, variance, n, rho, rope) -> BayesianCorrelatedTTestResult:
         else:
             positive = np.where(point, np.greater(mean, rope).astype(float), positive)
             negative = np.where(point, np.less(mean, -rope).astype(float), negative)
-    equivalent = np.zeros_like(positive) if rope == 0.0 else np.maximum(0.0, 1.0 - positive - negative)
+    if rope == 0.0:
+        equivalent = np.zeros_like(positive)
+    else:
+        equivalent = np.maximum(0.0, 1.0 - positive - negative)
     if np.ndim(mean) == 0:
         positive, equivalent, negative = float(positive), float(equivalent), float(negative)
         mean, scale = float(mean), float(scale)
