@@ -181,7 +181,7 @@ FILE_CASES = [
     ("flag-digits-zero", {}, ["--digits", "0"], 2, r"command line: digits = 0 is outside irace's range"),
     ("flag-unknown", {}, ["--max-experimentz", "10"], 2, r"unrecognized arguments: --max-experimentz"),
     ("flag-on-error-choice", {}, ["--on-error", "maybe"], 2, r"--on-error: invalid choice: 'maybe'"),
-    ("flag-racing-test", {}, ["--racing-test", "nonsense", "--no-report"], 2, r"--racing-test must be 'F-test'"),
+    ("flag-racing-test", {}, ["--racing-test", "nonsense", "--no-report"], 2, r"--racing-test 'nonsense': unknown racing test: the names are 'F-test', .*; got 'nonsense'"),
     ("flag-executor", {}, ["--executor", "cloud", "--no-report"], 2, r"--executor must be 'threads'"),
     ("fixed-list-without-file", {}, ["--fixed-list", "--no-report"], 2, r"--fixed-list needs configurationsFile"),
     ("scenario-missing", {}, ["--scenario", "nope.txt"], 2, r"nope\.txt: scenario file not found"),
