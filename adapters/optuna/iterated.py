@@ -632,6 +632,29 @@ class IteratedRace:
         return used, out_of_budget
 
     @staticmethod
+    def _tell_raced(result, candidates, trial_objects, cache, mirror) -> None:
+        """Tell Optuna how each trial this race sampled did, once: every raced trial ends
+        PRUNED with its running mean at step k = instances seen, survivors included (their
+        race mean, at the deepest step). TPE ranks PRUNED trials by deepest step, then value,
+        i.e. survivors > eliminated late > eliminated early. No raced trial is COMPLETE, so
+        ``study.best_trial`` can only be the race's answer, added as one COMPLETE trial at the
+        end of ``run()``."""
+        alive = set(result.survivor_indices.tolist())
+        for ci, number in enumerate(candidates):
+            if number not in trial_objects:
+                continue
+            trial = trial_objects[number]
+            seen = [v for v in cache[number].values() if math.isfinite(v)]
+            mean = float(np.mean(seen)) if seen else math.nan
+            trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
+            if ci in alive:
+                trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
+            else:
+                trial.report(mean, step=len(cache[number]))
+            mirror.work.tell(trial, state=TrialState.PRUNED)
+            mirror.sync(number)
+
+    @staticmethod
     def _record_answer(study, best, best_mean, scores) -> None:
         """Add the race's answer to the study as its one COMPLETE trial.
 
@@ -792,25 +815,7 @@ class IteratedRace:
                 raise
             result = race.result()
             races.append(result)
-            alive = set(result.survivor_indices.tolist())
-            for ci, number in enumerate(candidates):
-                if number not in trial_objects:
-                    continue
-                trial = trial_objects[number]
-                seen = [v for v in cache[number].values() if math.isfinite(v)]
-                mean = float(np.mean(seen)) if seen else math.nan
-                # Every raced trial ends PRUNED with its running mean at step k = instances
-                # seen, survivors included (their race mean, at the deepest step): TPE ranks
-                # PRUNED trials by deepest step, then value, i.e. survivors > eliminated late
-                # > eliminated early. No raced trial is COMPLETE, so study.best_trial can only
-                # be the race's answer, added as one COMPLETE trial at the end of run().
-                trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
-                if ci in alive:
-                    trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
-                else:
-                    trial.report(mean, step=len(cache[number]))
-                mirror.work.tell(trial, state=TrialState.PRUNED)
-                mirror.sync(number)
+            self._tell_raced(result, candidates, trial_objects, cache, mirror)
             elites = [int(n) for n in result.survivors[:n_elites]]
             # Rows of an abandoned block are registered but not evaluated: count only the
             # instances every elite has a result on.

@@ -87,7 +87,6 @@ def stopped_unit(message: str, timeout: float | None) -> dict:
     }
 
 
-
 def _unit(ev) -> tuple[int, int]:
     """The (candidate, split) of an Evaluation: candidates are parameter dicts, so the
     candidate is named by its position; instances are split indices."""

@@ -655,7 +655,6 @@ class RaceSearchCV(BaseSearchCV):
         )
 
 
-
 def _params_text(params: Mapping) -> str:
     """``a=1, b=x``, keys sorted, as scikit-learn's fit lines print parameters."""
     return ", ".join(f"{k}={params[k]}" for k in sorted(params))
