@@ -3,7 +3,7 @@
 One home for the ways racer names a user's object in a line of text: cut to a width
 (:func:`clip`), as a ``repr`` that stays the same from run to run (:func:`stable_repr`), both
 at once (:func:`short_repr`), and a value with its type for "got ..." messages
-(:func:`describe_value`). A leaf: it imports nothing of racer (only NumPy), so every layer (the statistics
+(:func:`describe_value`). A leaf: it imports nothing (not even NumPy, so that ``racer --help`` stays light), so every layer (the statistics
 included) may use it.
 
 >>> clip("abcdefghij", 8)
@@ -19,9 +19,8 @@ included) may use it.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
-
-import numpy as np
 
 __all__ = ["clip", "describe_value", "short_repr", "stable_repr"]
 
@@ -62,6 +61,7 @@ def describe_value(value: Any) -> str:
         text = f"<unprintable: repr raised {type(exc).__name__}>"
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    if isinstance(value, np.ndarray):
+    numpy = sys.modules.get("numpy")  # without NumPy loaded, nothing is an ndarray
+    if numpy is not None and isinstance(value, numpy.ndarray):
         name += f" of shape {value.shape}"
     return f"{text} ({name})"

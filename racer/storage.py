@@ -89,14 +89,15 @@ import socket
 import sqlite3
 import time
 import weakref
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from racer._text import clip, stable_repr
-from racer._validation import seed_from_random_state
-from racer.result import EliminationRecord, RaceResult
-from racer.stats._ranks import block_ranks
+
+if TYPE_CHECKING:
+    from racer.result import RaceResult
+
+# NumPy, the argument checks and the result are imported where a race or a result needs them:
+# the command line imports this module (JournalInUseError) for every command, --help included.
 
 try:
     import fcntl
@@ -734,6 +735,8 @@ class RaceJournal(NullJournal):
 
     def __init__(self, storage: Any, random_state: Any, *, candidates: list, test: Any,
                  options: dict, metadata: dict, winner: str) -> None:
+        from racer._validation import seed_from_random_state
+
         super().__init__()
         if random_state is None:
             seed_spec = None
@@ -1098,6 +1101,11 @@ def result_from_journal(journal: Any) -> RaceResult:
     >>> back.best, back.best_index == res.best_index, back.n_evaluations == res.n_evaluations
     (0.0, True, True)
     """
+    import numpy as np
+
+    from racer.result import EliminationRecord, RaceResult
+    from racer.stats._ranks import block_ranks
+
     data = journal_data(journal)
     fp = data["fingerprint"]
     cand_reprs = list(fp.get("candidates", []))
