@@ -156,6 +156,110 @@ def _checked_decisions(test: RacingTest, decisions: Any, m: int) -> list[tuple[i
     return out
 
 
+def _check_candidates(candidates: Any) -> list:
+    """``candidates`` as a non-empty list; a DataFrame is one candidate per row (a dict), a
+    dict is refused (its keys or its values?)."""
+    if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+        raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
+    out = list(as_race_items(candidates, "candidates"))
+    if not out:
+        raise ValueError("`candidates` is empty: a race needs at least one candidate")
+    return out
+
+
+def _block_evaluations(journal: Any, candidates: list, survivors: list, instances: list,
+                       start: int, stop: int) -> tuple[list, list]:
+    """The evaluations of the block of rows ``start..stop-1``, in ask order: those to ask,
+    and those the journal already holds (a resume), as ``(candidate, row, score, message,
+    charge)``."""
+    to_ask, replayed = [], []
+    for row in range(start, stop):
+        for ci in survivors:
+            hit = journal.take((ci, row))
+            if hit is not None:
+                replayed.append((ci, row, *hit))
+            else:
+                to_ask.append(Evaluation(ci, candidates[ci], row, instances[row]))
+    return to_ask, replayed
+
+
+def _failure_message(value: Any, error: Any, charge: Any) -> str | None:
+    """What :meth:`Race.tell` records as the failure of an evaluation (None: ``value`` is a
+    usable score), after checking that its ``value``/``error``/``charge`` go together."""
+    if error is not None and not isinstance(error, (BaseException, str)):
+        raise TypeError(
+            f"`error` must be an exception or a message (str); got {describe_value(error)}"
+        )
+    if not charge and error is None:
+        raise ValueError("`charge=False` is only for a failure: give `error=`")
+    if value is _MISSING and error is None:
+        raise TypeError(
+            "tell() needs the score as `value`, or `error=` for a failed evaluation; got neither"
+        )
+    if error is not None:
+        return error if isinstance(error, str) else f"raised {type(error).__name__}: {error}"
+    return _check_value(value)
+
+
+class _Survivors:
+    """Who is still racing, who left (the history of eliminations), and the incremental
+    statistics of the survivors' scores lent to the test at each step (``view.greater``,
+    ``view.ranks``...; :mod:`racer._race_stats`)."""
+
+    def __init__(self, candidates: list) -> None:
+        n = len(candidates)
+        self.candidates = candidates
+        self.alive = np.ones(n, dtype=bool)
+        self.indices = np.arange(n, dtype=np.int64)
+        self.stats = RaceStats(n)
+        self.history: list[EliminationRecord] = []
+
+    def eliminate(self, ci: int, reason: str, by: int | None, prob: float, n: int,
+                  step: int) -> None:
+        """Candidate ``ci`` leaves after ``n`` instances at test ``step`` (0: for failing)."""
+        self.alive[ci] = False
+        self.indices = np.flatnonzero(self.alive)
+        self.stats.survivors_changed()
+        self.history.append(EliminationRecord(
+            candidate=self.candidates[ci], candidate_index=ci, n_instances=n, reason=reason,
+            by=None if by is None else self.candidates[by], by_index=by, probability=prob,
+            step=step,
+        ))
+        if logger.isEnabledFor(logging.INFO):
+            by_text = "" if by is None else f" by #{by} {_clip(self.candidates[by])}"
+            logger.info(
+                "eliminated #%d %s after %d instances: %s%s (probability %.4g); %d survivors",
+                ci, _clip(self.candidates[ci]), n, reason, by_text, prob, len(self.indices),
+            )
+
+
+class _Failures:
+    """A race's failed evaluations, and the rule that ends a race whose ``evaluate`` is broken
+    (docs/racing.md, "Failures": every one of the first ``fail_fast_after`` evaluations
+    failed, about two instances' worth, set when the first block opens)."""
+
+    def __init__(self) -> None:
+        self.all: list[tuple[int, int, str]] = []  # (candidate, instance row, message)
+        self.in_block: set[int] = set()  # candidates with a failure in the open block
+        self.fail_fast_after: int | None = None
+        self.fatal: RaceFailedError | None = None  # set once: the race is dead
+
+    def add(self, ci: int, row: int, message: str, n_evaluations: int) -> bool:
+        """Record a failure; True when it makes every evaluation so far a failure, past the
+        fail-fast count."""
+        self.all.append((ci, row, message))
+        self.in_block.add(ci)
+        return (self.fail_fast_after is not None and n_evaluations >= self.fail_fast_after
+                and len(self.all) == n_evaluations)
+
+    def raise_if_fatal(self) -> None:
+        """A dead race raises the error that killed it on every call."""
+        if self.fatal is not None:
+            raise RaceFailedError(
+                str(self.fatal), self.fatal.failures, self.fatal.n_evaluations
+            ) from self.fatal
+
+
 class _Options(NamedTuple):
     """A race's options, checked (see :class:`Race`)."""
 
@@ -174,6 +278,29 @@ class _Options(NamedTuple):
         """The options in a journal's fingerprint: all but the test (fingerprinted by its
         parameters) and ``winner`` (free to change on resume)."""
         return {k: v for k, v in self._asdict().items() if k not in ("test", "winner")}
+
+    def next_block(self, n_raced: int, n_survivors: int, n_charged: int,
+                   more_instances: bool) -> tuple[int, str | None]:
+        """``(instances in the next block, None)``, or ``(its size, the stop reason)`` when
+        the race stops before it: ``min_survivors``, ``max_instances``,
+        ``instances_exhausted`` or ``budget`` (a block starts only when the budget pays for
+        all of it, as in irace).
+
+        Stop rules are checked between blocks only, as in irace: the first block always runs,
+        so every candidate sees ``first_test`` instances.
+        """
+        planned = self.first_test if n_raced == 0 else self.each_test
+        if n_raced > 0 and n_survivors <= self.min_survivors:
+            return planned, "min_survivors"
+        if self.max_instances is not None:
+            if n_raced >= self.max_instances:
+                return planned, "max_instances"
+            planned = min(planned, self.max_instances - n_raced)
+        if not more_instances:
+            return planned, "instances_exhausted"
+        if self.budget is not None and n_charged + n_survivors * planned > self.budget:
+            return planned, "budget"
+        return planned, None
 
     def no_racing_reason(self, n_candidates: int, instances_left: int | None) -> str | None:
         """Why no test of this race can save an evaluation, or None.
@@ -466,12 +593,7 @@ class Race:
         storage: Any = None,
         metadata: dict | None = None,
     ) -> None:
-        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
-            raise TypeError(f"`candidates` must be an iterable of candidates; got {candidates!r}")
-        # A DataFrame is one candidate per row (a dict); a dict is refused (keys or values?).
-        self._candidates = list(as_race_items(candidates, "candidates"))
-        if not self._candidates:
-            raise ValueError("`candidates` is empty: a race needs at least one candidate")
+        self._candidates = _check_candidates(candidates)
         options = _check_options(
             len(self._candidates), test=test, direction=direction,
             budget=budget, max_instances=max_instances, first_test=first_test,
@@ -480,7 +602,7 @@ class Race:
         )
         (self._test, self._direction, self._budget, self._max_instances, self._first_test,
          self._each_test, self._min_survivors, self._shuffle, self._on_error,
-         self._winner) = options
+         self._winner) = self._options = options
         self._maximize = self._direction == "maximize"
         n_cand = len(self._candidates)
         if metadata is not None and not isinstance(metadata, dict):
@@ -498,10 +620,7 @@ class Race:
             self._seed = seed_from_random_state(random_state)
 
         self._scores = ScoreTable(n_cand, maximize=self._maximize)
-        self._alive = np.ones(n_cand, dtype=bool)
-        self._survivor_idx = np.arange(n_cand, dtype=np.int64)
-        # Incremental statistics lent to the test at each step (view.greater, view.ranks...).
-        self._stats = RaceStats(n_cand)
+        self._survivors = _Survivors(self._candidates)
 
         self._stream = _InstanceStream(self._seed, self._shuffle, self._max_instances)
         self._instances = self._stream.raced  # the rows of the score table, in order
@@ -509,17 +628,12 @@ class Race:
         # The open block is the score table's open rows (ScoreTable.rows_open).
         self._pending: dict[tuple[int, int], Evaluation] = {}
         self._unasked: collections.deque = collections.deque()
-        self._block_failed: set[int] = set()
 
         self._n_evaluations = 0
         self._n_uncharged = 0
         self._step = 0
-        self._history: list[EliminationRecord] = []
-        self._failures: list[tuple[int, int, str]] = []
         self._stop_reason: str | None = None
-        # See "Failures" in docs/racing.md: set when the first block opens.
-        self._fail_fast_after: int | None = None
-        self._fatal: RaceFailedError | None = None
+        self._failures = _Failures()
         self._listeners: list[Callable[[Race], None]] = []
 
         if instances is not None:
@@ -549,12 +663,12 @@ class Race:
     @property
     def survivors(self) -> list:
         """The candidates still in the race."""
-        return [self._candidates[i] for i in self._survivor_idx]
+        return [self._candidates[i] for i in self._survivors.indices]
 
     @property
     def survivor_indices(self) -> np.ndarray:
         """Positions of the survivors in :attr:`candidates`."""
-        return self._survivor_idx.copy()
+        return self._survivors.indices.copy()
 
     @property
     def finished(self) -> bool:
@@ -597,7 +711,7 @@ class Race:
     @property
     def history(self) -> list[EliminationRecord]:
         """Eliminations so far, in order."""
-        return list(self._history)
+        return list(self._survivors.history)
 
     # ------------------------------------------------------------------ instances
 
@@ -616,9 +730,6 @@ class Race:
             self._stop_reason = None
             self._journal.on_restart()
 
-    def _has_more_instances(self) -> bool:
-        return self._stream.has_more()
-
     def _instances_left(self) -> int | None:
         # What the progress line (racer.progress) shows as the share of instances raced.
         return self._stream.left()
@@ -632,7 +743,7 @@ class Race:
         been handed out but some are not yet told.
         """
         n = check_int(n, "n", minimum=1, allow_none=True)
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         out = []
@@ -664,7 +775,7 @@ class Race:
         """
         if not isinstance(reason, str) or not reason.strip():
             raise ValueError(f"`reason` must be a non-empty str; got {reason!r}")
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         if self._stop_reason is not None:
             return
         self._pending.clear()
@@ -673,7 +784,7 @@ class Race:
 
     def pending(self) -> list[Evaluation]:
         """Evaluations of the current block that are not yet told (asked or not)."""
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         return list(self._pending.values())
@@ -703,38 +814,20 @@ class Race:
         >>> r.n_evaluations, r.n_charged
         (2, 1)
         """
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         key = _evaluation_key(evaluation)
-        if error is not None and not isinstance(error, (BaseException, str)):
-            raise TypeError(
-                f"`error` must be an exception or a message (str); got {describe_value(error)}"
-            )
-        if not charge and error is None:
-            raise ValueError("`charge=False` is only for a failure: give `error=`")
-        if value is _MISSING and error is None:
-            raise TypeError(
-                "tell() needs the score as `value`, or `error=` for a failed evaluation; got "
-                "neither"
-            )
+        message = _failure_message(value, error, charge)
         if self._journal.closed:
             raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
         if self._scores.rows_open is None and self._stop_reason is None:
             self._advance()
         if key not in self._pending:
             ci, ii = key
-            if 0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances) and \
-                    self._scores.told(ci, ii):
-                raise ValueError(
-                    f"evaluation (candidate_index={ci}, instance_index={ii}) was already told"
-                )
-            raise ValueError(
-                f"evaluation (candidate_index={ci}, instance_index={ii}) is not part of the "
-                "current block: tell only what ask() returned"
-            )
-        if error is not None:
-            message = error if isinstance(error, str) else f"raised {type(error).__name__}: {error}"
-        else:
-            message = _check_value(value)
+            told = (0 <= ci < len(self._candidates) and 0 <= ii < len(self._instances)
+                    and self._scores.told(ci, ii))
+            raise ValueError(f"evaluation (candidate_index={ci}, instance_index={ii}) "
+                             + ("was already told" if told else "is not part of the current "
+                                "block: tell only what ask() returned"))
         if message is not None and self._on_error == "raise":
             ev = self._pending[key]
             exc = EvaluationError(
@@ -764,37 +857,22 @@ class Race:
 
     def _start_block(self) -> None:
         n = len(self._instances)
-        survivors = self._survivor_idx
+        survivors = self._survivors.indices
         n_surv = len(survivors)
-        if n == 0:
-            planned = self._first_test
-        else:
-            # Stop rules are checked between blocks only, as in irace: the first block always
-            # runs so every candidate sees first_test instances.
-            planned = self._each_test
-            if n_surv <= self._min_survivors:
-                self._stop("min_survivors")
-                return
-        if self._max_instances is not None:
-            if n >= self._max_instances:
-                self._stop("max_instances")
-                return
-            planned = min(planned, self._max_instances - n)
-        if not self._stream.has_more():
-            self._stop("instances_exhausted")
-            return
-        if self._budget is not None and self.n_charged + n_surv * planned > self._budget:
-            if self._journal.replaying:
-                # A resume with a smaller budget than the journaled race's: it cannot pay for
-                # a block the journal already began, whose evaluations would be left unused.
-                need = self.n_charged + n_surv * planned
-                raise ValueError(
-                    f"To continue the race journaled in `storage`={self._journal.path!r}, pass "
-                    f"budget >= {need} (or budget=None); to start over, pass another "
-                    f"`storage=` path. `budget`={self._budget} cannot pay for the block of "
-                    f"{n_surv} survivors x {planned} instance(s) that the journal already began."
-                )
-            self._stop("budget")
+        planned, reason = self._options.next_block(n, n_surv, self.n_charged,
+                                                   self._stream.has_more())
+        if reason == "budget" and self._journal.replaying:
+            # A resume with a smaller budget than the journaled race's: it cannot pay for a
+            # block the journal already began, whose evaluations would be left unused.
+            raise ValueError(
+                f"To continue the race journaled in `storage`={self._journal.path!r}, pass "
+                f"budget >= {self.n_charged + n_surv * planned} (or budget=None); to start "
+                f"over, pass another `storage=` path. `budget`={self._budget} cannot pay for "
+                f"the block of {n_surv} survivors x {planned} instance(s) that the journal "
+                "already began."
+            )
+        if reason is not None:
+            self._stop(reason)
             return
         new = self._stream.draw(planned)
         if n == 0 and len(new) < self._first_test:
@@ -807,22 +885,15 @@ class Race:
         self._register_instances(new)
         stop = len(self._instances)
         self._scores.open_rows(n, stop, survivors)
-        self._block_failed = set()
+        self._failures.in_block.clear()
         cand_list = survivors.tolist()
         if n == 0:
             # Fail fast (see "Failures" in docs/racing.md): about two instances' worth.
-            self._fail_fast_after = min(n_surv * (stop - n), max(2 * n_surv, 10))
-        replayed = []
-        for row in range(n, stop):
-            inst = self._instances[row]
-            for ci in cand_list:
-                hit = self._journal.take((ci, row))
-                if hit is not None:
-                    replayed.append((ci, row, *hit))
-                    continue
-                ev = Evaluation(ci, self._candidates[ci], row, inst)
-                self._pending[(ci, row)] = ev
-                self._unasked.append(ev)
+            self._failures.fail_fast_after = min(n_surv * (stop - n), max(2 * n_surv, 10))
+        to_ask, replayed = _block_evaluations(self._journal, self._candidates, cand_list,
+                                              self._instances, n, stop)
+        self._pending.update(((ev.candidate_index, ev.instance_index), ev) for ev in to_ask)
+        self._unasked.extend(to_ask)
         for ci, row, score, message, charge in replayed:
             self._record(ci, row, score, message, charge)
 
@@ -838,25 +909,19 @@ class Race:
             self._n_uncharged += 1
         self._scores.record(ci, row, score, failed=message is not None)
         if message is not None:
-            self._failures.append((ci, row, message))
-            self._block_failed.add(ci)
-            if (
-                self._fail_fast_after is not None
-                and self._n_evaluations >= self._fail_fast_after
-                and len(self._failures) == self._n_evaluations
-            ):
+            if self._failures.add(ci, row, message, self._n_evaluations):
                 self._fail("every evaluation failed: no candidate has a usable score after "
-                           f"{self._n_evaluations} evaluations", self._failures[0])
+                           f"{self._n_evaluations} evaluations", self._failures.all[0])
         for listener in self._listeners:
             listener(self)
 
     def _fail(self, what: str, first: tuple[int, int, str]) -> None:
         ci, row, message = first
-        self._fatal = RaceFailedError(
+        fatal = self._failures.fatal = RaceFailedError(
             f"{what}. First failure: evaluation of candidate #{ci} {_clip(self._candidates[ci])} "
             f"on instance #{row} {_clip(self._instances[row])} {message}."
             f"{self._journal.failure_hint}",
-            failures=self._failures,
+            failures=self._failures.all,
             n_evaluations=self._n_evaluations,
         )
         self._stop_reason = "failed"
@@ -867,24 +932,18 @@ class Race:
         # A dead race writes nothing more: release the journal now, so that it can be
         # inspected, or the race resumed, in this process without waiting for garbage collection.
         self.close()
-        raise self._fatal
-
-    def _raise_if_failed(self) -> None:
-        if self._fatal is not None:
-            raise RaceFailedError(
-                str(self._fatal), self._fatal.failures, self._fatal.n_evaluations
-            ) from self._fatal
+        raise fatal
 
     def _finish_block(self) -> None:
         first_row, n = self._scores.rows_open
         self._scores.close_rows()
-        if self._block_failed and self._on_error == "eliminate":
-            failed = sorted(self._block_failed)
-            if len(failed) >= len(self._survivor_idx):
+        if self._failures.in_block and self._on_error == "eliminate":
+            failed = sorted(self._failures.in_block)
+            if len(failed) >= len(self._survivors.indices):
                 self._fail(
                     f"every surviving candidate failed in the block of instances "
                     f"{first_row}..{n - 1} under on_error='eliminate', so none is left to race",
-                    next(f for f in self._failures if f[1] >= first_row),
+                    next(f for f in self._failures.all if f[1] >= first_row),
                 )
             for ci in failed:
                 self._eliminate(ci, "failed", None, math.nan, n, step=0)
@@ -892,7 +951,7 @@ class Race:
         if (
             n >= self._first_test
             and (n - self._first_test) % self._each_test == 0
-            and len(self._survivor_idx) > 1
+            and len(self._survivors.indices) > 1
         ):
             self._run_test(n)
 
@@ -904,10 +963,10 @@ class Race:
             # race's limits differ from the journaled one's (a larger budget), so a
             # continued race keeps every candidate it eliminated and every evaluation made.
             for ci, reason, by, prob in self._journal.decisions_of(step):
-                if self._alive[ci]:
+                if self._survivors.alive[ci]:
                     self._eliminate(ci, reason, by, prob, n, step)
             return
-        survivors = self._survivor_idx
+        survivors = self._survivors.indices
         scores = self._scores.oriented[:n, survivors]
         rng = np.random.default_rng([self._seed, step])
         view = RaceView(
@@ -918,7 +977,7 @@ class Race:
             each_test=self._each_test,
             n_candidates=len(self._candidates),
             step=step,
-            stats=self._stats,
+            stats=self._survivors.stats,
             # The rows' instances, for tests that use their structure (data set, fold).
             instances=self._instances[:n],
         )
@@ -935,34 +994,14 @@ class Race:
     def _eliminate(
         self, ci: int, reason: str, by: int | None, prob: float, n: int, step: int
     ) -> None:
-        self._alive[ci] = False
-        self._survivor_idx = np.flatnonzero(self._alive)
-        self._stats.survivors_changed()
-        record = EliminationRecord(
-            candidate=self._candidates[ci],
-            candidate_index=ci,
-            n_instances=n,
-            reason=reason,
-            by=None if by is None else self._candidates[by],
-            by_index=by,
-            probability=prob,
-            step=step,
-        )
-        self._history.append(record)
-        if logger.isEnabledFor(logging.INFO):
-            by_text = "" if by is None else f" by #{by} {_clip(self._candidates[by])}"
-            logger.info(
-                "eliminated #%d %s after %d instances: %s%s (probability %.4g); %d survivors",
-                ci, _clip(self._candidates[ci]), n, reason, by_text, prob,
-                len(self._survivor_idx),
-            )
+        self._survivors.eliminate(ci, reason, by, prob, n, step)
 
     def _stop(self, reason: str) -> None:
         self._stop_reason = reason
         self._journal.on_stop(reason)
         logger.info(
             "race stopped (%s) after %d instances and %d evaluations; %d survivors",
-            reason, len(self._instances), self._n_evaluations, len(self._survivor_idx),
+            reason, len(self._instances), self._n_evaluations, len(self._survivors.indices),
         )
 
     # ------------------------------------------------------------------ storage
@@ -996,51 +1035,22 @@ class Race:
     ) -> RaceResult:
         """Run the race to the end and return its :class:`RaceResult`.
 
-        Parameters
-        ----------
-        evaluate : callable
-            ``evaluate(candidate, instance) -> float``. In worker processes (``n_jobs > 1``
-            or ``timeout``) it is sent by value with cloudpickle, so a lambda, a closure or a
-            function of a notebook or of a script without a main guard works; one that
-            captures what cannot be pickled (an open file, a lock) is refused before
-            anything is evaluated, with a TypeError naming it. It must also accept two
-            positional arguments (checked when ``inspect.signature`` can tell).
-        instances : iterable, optional
-            Appended to the race's instances (see :meth:`add_instances`). A race without any
-            instance at all is refused (ValueError).
-        executor : concurrent.futures.Executor, optional
-            Where to run evaluations (a Dask ``client.get_executor()``, Ray's, a thread pool...).
-            Results are recorded as they arrive; decisions do not depend on arrival order.
-            Cannot be combined with ``timeout`` (racer cannot stop work it handed to someone
-            else's executor; a ValueError says so).
-        n_jobs : int, optional
-            Without ``executor``: 1 or None runs in this process; ``n_jobs > 1`` runs that
-            many of racer's worker processes (:class:`racer.execution.WorkerPool`, one
-            evaluation at a time each); -1 uses every CPU. A worker that dies (``os._exit``,
-            a segfault) is recorded as a failed evaluation naming the candidate, the
-            instance and the exit code or signal, and is replaced; the race goes on. Workers
-            never outlive the race, even when its process is killed.
-        timeout : float, optional
-            Seconds one evaluation may take (None: no limit). An evaluation over its limit is
-            stopped (its worker process is killed and replaced) and recorded as failed
-            (``"timed out after 2.0 s"``), so ``on_error`` decides what it does. A Python
-            call cannot be interrupted in this process, so with a timeout even ``n_jobs=1``
-            runs in one worker process. Failures from timeouts and dead workers are
-            journaled like any other (``storage``): a resumed race does not run them again.
-        progress : bool, default True
-            Show a progress line on stderr.
+        ``evaluate(candidate, instance) -> float`` and the other arguments are those of
+        :func:`racer.race` (``instances`` appended as by :meth:`add_instances`, ``executor``,
+        ``n_jobs``, ``timeout``, ``progress``), which documents them; the loop is
+        :func:`racer.race_loop.run_race`'s.
         """
         # The loop itself is racer.race_loop's, shared with the adapters and the command line.
         from racer.execution import check_timeout
         from racer.race_loop import check_evaluate, run_race
 
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         check_evaluate(evaluate, executor)
         check_bool(progress, "progress")
         timeout = check_timeout(timeout)
         if instances is not None:
             self.add_instances(instances)
-        if not self._instances and not self._has_more_instances():
+        if not self._instances and not self._stream.has_more():
             raise ValueError(
                 "`instances` is empty: the race has no instance to evaluate the candidates on "
                 "(pass them to run(), race(), Race(instances=...) or add_instances())"
@@ -1057,7 +1067,7 @@ class Race:
         and ValueError if it stopped before its first evaluation (no instances): there is no
         winner to report.
         """
-        self._raise_if_failed()
+        self._failures.raise_if_fatal()
         if self._n_evaluations == 0 and self._stop_reason is not None:
             raise ValueError(
                 f"the race stopped ({self._stop_reason}) before any evaluation: `instances` "
@@ -1067,11 +1077,11 @@ class Race:
             self._scores,
             candidates=self._candidates,
             instances=self._instances,
-            survivors=self._survivor_idx,
+            survivors=self._survivors.indices,
             winner=self._winner,
             on_error=self._on_error,
-            history=self._history,
-            failures=self._failures,
+            history=self._survivors.history,
+            failures=self._failures.all,
             n_evaluations=self._n_evaluations,
             n_instances_available=self._stream.available(),
             stop_reason=self._stop_reason or "running",
@@ -1082,7 +1092,7 @@ class Race:
     def __repr__(self) -> str:
         state = self._stop_reason or "running"
         return (
-            f"Race({len(self._candidates)} candidates, {len(self._survivor_idx)} survivors, "
+            f"Race({len(self._candidates)} candidates, {len(self._survivors.indices)} survivors, "
             f"{len(self._instances)} instances, {self._n_evaluations} evaluations, {state})"
         )
 
@@ -1101,18 +1111,45 @@ def race(
     """Race ``candidates`` over ``instances`` with ``evaluate(candidate, instance) -> float``.
 
     One call for scripts: ``Race(candidates, **options).run(evaluate, instances, executor=...,
-    n_jobs=..., timeout=..., progress=...)`` (see :meth:`Race.run` for ``timeout``). See :class:`Race` for the options (``test``, ``direction``,
+    n_jobs=..., timeout=..., progress=...)``; docs/racing.md, "Parallel execution, time limits
+    and dying workers", says what ``executor``, ``n_jobs`` and ``timeout`` do in full. See
+    :class:`Race` for the options (``test``, ``direction``,
     ``budget``, ``max_instances``, ``first_test``, ``each_test``, ``min_survivors``,
     ``shuffle``, ``on_error``, ``winner``, ``random_state``, ``storage``). A DataFrame of
     ``candidates`` or ``instances`` is one item per row (a dict of its column values); a dict
     is refused with what to pass instead.
 
-    >>> from racer.racing.base import Elimination, RacingTest
-    >>> class KeepAll(RacingTest):
-    ...     def decide(self, view, rng):
-    ...         return []
-    ...     def get_params(self):
-    ...         return {}
+    Parameters
+    ----------
+    evaluate : callable
+        ``evaluate(candidate, instance) -> float``, accepting two positional arguments. In
+        worker processes it travels by value (cloudpickle): a lambda, a closure, a function
+        of a notebook or of a script without a main guard works; one capturing what cannot
+        be pickled (an open file, a lock) is refused before any evaluation, naming it.
+    candidates : iterable
+        The configurations to race (see :class:`Race`).
+    instances : iterable
+        The instances to race on (a sequence, an iterator, a DataFrame: one per row); a
+        race with none at all is refused (ValueError).
+    executor : concurrent.futures.Executor, optional
+        Where to run evaluations (a thread pool, Dask's ``client.get_executor()``, Ray's);
+        results are told as they arrive, decisions never depend on their order. Not with
+        ``timeout`` (ValueError: racer cannot stop work it handed to another executor).
+    n_jobs : int, optional
+        Without ``executor``: 1 or None in this process, ``k > 1`` racer's own worker
+        processes (-1: every CPU). A worker that dies is recorded as a failed evaluation
+        naming the candidate, the instance and the signal, and replaced. Workers never
+        outlive the race.
+    timeout : float, optional
+        Seconds one evaluation may take (None: no limit); one over it is stopped, its
+        worker replaced, and it is recorded as failed (``on_error`` decides), journaled
+        like any other failure. With a timeout even ``n_jobs=1`` uses a worker process.
+    progress : bool, default True
+        Show a progress line on stderr.
+
+    Examples
+    --------
+    >>> from racer import KeepAll
     >>> res = race(lambda c, i: abs(c - 3), [1, 2, 3, 4], range(6), test=KeepAll(),
     ...            progress=False, random_state=0)  # a loss: minimised by default
     >>> res.best, res.n_evaluations
