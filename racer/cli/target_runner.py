@@ -134,9 +134,12 @@ def tagged():
 
 # EOF: racer closed the pipe or died. Whatever still runs goes. A runner whose start racer
 # did not live to register is found by its token; it may still be between fork and exec
-# (its environment not yet its own) at the first look, hence a second one unless racer closed
-# the pipe itself.
-for _ in range(2):
+# (its environment not yet its own) at a look, and on a loaded machine it can stay there for
+# a while: unless racer closed the pipe itself, look again until the looks of a whole second
+# find nothing tagged (at most about 5 s; two looks 0.5 s apart can let a runner escape under
+# load).
+quiet = 0
+for _ in range(25):
     pids = tagged()
     for pid in pids:
         try:
@@ -156,7 +159,10 @@ for _ in range(2):
             pass
     if clean:
         break
-    time.sleep(0.5)
+    quiet = 0 if pids else quiet + 1
+    if quiet >= 5:
+        break
+    time.sleep(0.2)
 """
 
 TOKEN_VARIABLE = "RACER_REAPER_TOKEN"
