@@ -219,6 +219,7 @@ def main() -> None:
             f"load average at start {load()}. held-out = mean cost of the final best on the test "
             "instances x fixed seeds (lower is better).", ""]
     all_rows, defaults, body = {}, {}, []
+    out.parent.mkdir(parents=True, exist_ok=True)  # an --out in a folder not made yet
     jsonl.write_text("")
     with tempfile.TemporaryDirectory(prefix="tuning-vs-irace-") as tmp:
         for name in names:
