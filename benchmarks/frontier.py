@@ -26,6 +26,10 @@ Families (the truth, i.e. every candidate's true mean score, is known exactly):
   instance effect N(0, 1), noise 0.7 N(0, 1); each run crashes with a candidate-specific
   probability f_j ~ U(0, 0.15) and then scores a fixed penalty -2 (tied among the crashed);
   true mean ``(1 - f_j) mu_j - 2 f_j``.
+* ``reversal`` -- rank reversals (issue 20): q = 50, ``a_j + b_l + s_j (E - 1) + 0.3 N(0, 1)``
+  with a_j ~ U(0, 0.5) the true mean, a shared instance effect b_l ~ N(0, 1), E ~ Exp(1) and
+  a skew s_j ~ U(0, 1.5): rare large wins lift a candidate's mean but not its ranks (its
+  median is a_j - 0.31 s_j), so the best mean is often not the best mean rank.
 
 Cost saving, checked (``--verify``): a test that does not read the budget (F-races,
 BayesianTest) races exactly as its unbudgeted race truncated before the first block the
@@ -140,6 +144,17 @@ def _crash(rep):
     return (1.0 - f) * mu - 2.0 * f, np.where(crashed, -2.0, ok)
 
 
+def _reversal(rep):
+    rng = np.random.default_rng([2026, 5, rep])
+    q = 50
+    a = rng.uniform(0.0, 0.5, q)
+    skew = rng.uniform(0.0, 1.5, q)
+    inst = rng.standard_normal(MAX_INSTANCES)
+    e = rng.exponential(1.0, (MAX_INSTANCES, q)) - 1.0
+    noise = 0.3 * rng.standard_normal((MAX_INSTANCES, q))
+    return a, a + inst[:, None] + skew * e + noise
+
+
 FAMILIES = {}
 for _q, _rho in SETTINGS:
     FAMILIES[f"paper_{_q}_{_rho:g}"] = dict(q=_q, gen=_paper(_q, _rho), noisy=_rho >= 0.5,
@@ -148,6 +163,7 @@ FAMILIES["hardness"] = dict(q=100, gen=_hardness, noisy=True, seed=[9001])
 FAMILIES["lognormal"] = dict(q=100, gen=_lognormal, noisy=True, seed=[9002])
 FAMILIES["cvacc"] = dict(q=40, gen=_cvacc, noisy=True, seed=[9003])
 FAMILIES["crash"] = dict(q=60, gen=_crash, noisy=True, seed=[9004], held_out=True)
+FAMILIES["reversal"] = dict(q=50, gen=_reversal, noisy=True, seed=[9005])
 QUICK_FAMILIES = ("paper_30_1", "cvacc", "crash")
 
 
