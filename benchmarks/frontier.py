@@ -565,6 +565,47 @@ def targets(rows, method, loss_level=None):
     return "\n".join(out)
 
 
+def versus(rows, old, new, budgets=("unl",), base="frace_conover", loss=None):
+    """Old against new against ``base`` per family and budget (markdown): evaluations and MAE
+    paired against ``base`` (mean ± SE; ▲/▼ beyond 2 SE), and the rate of losing the true best;
+    ``loss`` = {method: level}: that rate's check (≤ level + 2 SE)."""
+    by = index_rows(rows)
+    fams = [f for f in FAMILIES if any(r["family"] == f and r["method"] == new for r in rows)]
+    out = []
+    for label in budgets:
+        out.append(f"**{label}** — {base}: evaluations, MAE, lost best; then per method the "
+                   f"paired difference against it (evaluations, MAE) and its lost-best rate\n")
+        out.append(f"| family | reps | {base} evals | MAE | lost | {old} Δevals | ΔMAE | lost "
+                   f"| {new} Δevals | ΔMAE | lost |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for fam in fams:
+            cells, n_min = [], None
+            b = by.get((fam, label, base), {})
+            common = set(b)
+            for m in (old, new):
+                common &= set(by.get((fam, label, m), {}))
+            common = sorted(common)
+            if not common:
+                continue
+            ev = _mean_se([b[k]["evaluations"] for k in common])
+            ma = _mean_se([b[k]["mae"] for k in common])
+            lo = _mean_se([b[k]["lost_best"] for k in common])
+            cells += [_fmt(*ev, 0), _fmt(*ma), _fmt(*lo)]
+            for m in (old, new):
+                c = by[(fam, label, m)]
+                de = _mean_se([c[k]["evaluations"] - b[k]["evaluations"] for k in common])
+                dm = _mean_se([c[k]["mae"] - b[k]["mae"] for k in common])
+                lm, ls = _mean_se([c[k]["lost_best"] for k in common])
+                flag = ""
+                if loss and m in loss and lm > loss[m] + 2 * (ls if ls == ls else 0):
+                    flag = " **✗**"
+                cells += [f"{_fmt(*de, 0)}{_marker(*de)} ({(ev[0] + de[0]) / ev[0]:.2f}×)",
+                          f"{_fmt(*dm)}{_marker(*dm)}", f"{_fmt(lm, ls)}{flag}"]
+            out.append(f"| {fam} | {len(common)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def plot(rows, path, only=None):
     import matplotlib
 
@@ -689,6 +730,8 @@ def main(argv=None):
     ap.add_argument("--targets", default="", help="comma-separated methods to check targets for")
     ap.add_argument("--loss-level", default="", help="method=level for the T4 check")
     ap.add_argument("--verify", type=int, default=0, help="check truncation on this many reps")
+    ap.add_argument("--versus", default="",
+                    help="OLD,NEW[,BUDGET...]: only the old-vs-new-vs-Conover table (markdown)")
     ap.add_argument("--preamble", default=None,
                     help="markdown file put above the tables (how the CSVs were produced)")
     args = ap.parse_args(argv)
@@ -715,6 +758,11 @@ def main(argv=None):
 
     if args.summarize is not None:
         rows = load(args.summarize)
+        if args.versus:
+            old, new, *labels = args.versus.split(",")
+            levels = {k: float(v) for k, v in (x.split("=") for x in args.loss_level.split(",") if x)}
+            print(versus(rows, old, new, tuple(labels) or ("unl",), loss=levels))
+            return 0
     else:
         reps = 2 if args.quick and args.reps == 200 else args.reps
         rows = run(families, reps, args.rep0, names, args.extra, args.csv, args.workers)
