@@ -179,6 +179,12 @@ def budgets_of(q):
     return [(f"{f}q", f * q) for f in BUDGET_FACTORS] + [("unl", None)]
 
 
+def _set_budget_factors(spec):
+    """``--budgets 30``: race only these budgets (multiples of q) besides unlimited."""
+    global BUDGET_FACTORS
+    BUDGET_FACTORS = tuple(int(f) for f in spec.split(",") if f)
+
+
 # ------------------------------------------------------------------------------- methods
 
 
@@ -722,6 +728,10 @@ def main(argv=None):
                     help="name=EXPR[:budget]: a test built by EXPR (racer in scope); ':budget' "
                          "marks a test that reads the budget (run once per budget)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--budgets", default=None,
+                    help="comma-separated budget factors (multiples of q) to race besides "
+                         "unlimited (default 10,30,100); fewer budgets, fewer races for "
+                         "budget-aware tests")
     ap.add_argument("--csv", default=None, help="append per-race rows here (resumes)")
     ap.add_argument("--md", default=None, help="write the tables here")
     ap.add_argument("--png", default=None, help="write the plot here")
@@ -736,6 +746,8 @@ def main(argv=None):
                     help="markdown file put above the tables (how the CSVs were produced)")
     args = ap.parse_args(argv)
 
+    if args.budgets is not None:
+        _set_budget_factors(args.budgets)
     if args.workers < 1 or args.workers > 2:
         raise ValueError(f"--workers must be 1 or 2 on this machine; got {args.workers}")
     families = (args.families.split(",") if args.families
