@@ -58,6 +58,9 @@ def test_an_exact_tie_goes_once_the_gain_is_below_tolerance(tol):
     assert [(e.index, e.reason, e.by) for e in out] == [(1, "indistinguishable", 0)]
     assert abs(out[0].probability - 0.5) < 1e-12  # a tie: P(the leader is at least as good)
     assert PosteriorBestTest(loss_tol=None).decide(_view(_tied_pair(n_star)), rng) == []
+    # with a budget the evaluations are paid for: no stop (an instance bound is no budget)
+    assert test.decide(_view(_tied_pair(n_star), budget_left=10**6, each_test=5), rng) == []
+    assert test.decide(_view(_tied_pair(n_star), instances_left=100, each_test=5), rng) != []
 
 
 def test_a_real_contender_stays():
