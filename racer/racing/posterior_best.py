@@ -32,7 +32,12 @@ from racer._validation import (check_bool, check_int, check_nonnegative, check_o
 from racer.racing.base import Elimination, RacingTest
 from racer.stats import rank_posterior_from_sums
 
-__all__ = ["PosteriorBestTest"]
+__all__ = ["PosteriorBestTest", "OPTIONS_BEFORE_ISSUE_20"]
+
+#: ``PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20)`` decides as the default test did before
+#: issue 20 (no endgame stop, the guard at ``1 - gamma``, ``error_rate`` on the best mean
+#: rank). Tests built on it (``HierarchicalRacingTest``'s ``base``) keep their decisions.
+OPTIONS_BEFORE_ISSUE_20 = {"loss_tol": None, "protect": "rank", "guard_level": 0.0}
 
 #: Default of ``loss_tol`` (chosen on the frontier's pilot families and seeds; see the class).
 LOSS_TOL = 0.01
