@@ -147,3 +147,12 @@ def test_error_rate_holds_for_the_best_mean_in_a_seeded_simulation():
         PosteriorBestTest(error_rate=alpha, protect="rank", loss_tol=None), s)
         for s in range(races)])
     assert lost_rank.mean() > alpha + 2 * se
+
+
+@pytest.mark.slow
+def test_error_rate_holds_for_the_best_mean_over_many_races():
+    # the seeded simulation above at alpha = 0.05 and 200 races (about a minute)
+    alpha, races = 0.05, 200
+    lost = np.array([_race_loses_best_mean(PosteriorBestTest(error_rate=alpha), 1000 + s, 100)
+                     for s in range(races)])
+    assert lost.mean() <= alpha + 2 * math.sqrt(alpha * (1 - alpha) / races)
