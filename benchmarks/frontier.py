@@ -43,6 +43,8 @@ Usage::
     python benchmarks/frontier.py --reps 200 --rep0 10000 --csv benchmarks/results/frontier_runs.csv
     python benchmarks/frontier.py --summarize benchmarks/results/frontier_runs.csv [more.csv]
     python benchmarks/frontier.py --verify 3                 # truncation == budgeted race
+    python benchmarks/frontier.py --budgets 30 ...           # race only 30q besides unlimited
+    python benchmarks/frontier.py --summarize runs.csv --versus OLD,NEW,unl,30q  # vs Conover
 
 Seeds: paper families draw their data from ``default_rng([2015, q, 1000 rho, rep])`` (as
 ``paper_racing.py``), the others from ``default_rng([2026, family code, rep])``; races are
