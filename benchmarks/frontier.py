@@ -26,6 +26,10 @@ Families (the truth, i.e. every candidate's true mean score, is known exactly):
   instance effect N(0, 1), noise 0.7 N(0, 1); each run crashes with a candidate-specific
   probability f_j ~ U(0, 0.15) and then scores a fixed penalty -2 (tied among the crashed);
   true mean ``(1 - f_j) mu_j - 2 f_j``.
+* ``reversal`` -- rank reversals (issue 20): q = 50, ``a_j + b_l + s_j (E - 1) + 0.3 N(0, 1)``
+  with a_j ~ U(0, 0.5) the true mean, a shared instance effect b_l ~ N(0, 1), E ~ Exp(1) and
+  a skew s_j ~ U(0, 1.5): rare large wins lift a candidate's mean but not its ranks (its
+  median is a_j - 0.31 s_j), so the best mean is often not the best mean rank.
 
 Cost saving, checked (``--verify``): a test that does not read the budget (F-races,
 BayesianTest) races exactly as its unbudgeted race truncated before the first block the
@@ -39,6 +43,8 @@ Usage::
     python benchmarks/frontier.py --reps 200 --rep0 10000 --csv benchmarks/results/frontier_runs.csv
     python benchmarks/frontier.py --summarize benchmarks/results/frontier_runs.csv [more.csv]
     python benchmarks/frontier.py --verify 3                 # truncation == budgeted race
+    python benchmarks/frontier.py --budgets 30 ...           # race only 30q besides unlimited
+    python benchmarks/frontier.py --summarize runs.csv --versus OLD,NEW,unl,30q  # vs Conover
 
 Seeds: paper families draw their data from ``default_rng([2015, q, 1000 rho, rep])`` (as
 ``paper_racing.py``), the others from ``default_rng([2026, family code, rep])``; races are
@@ -140,6 +146,17 @@ def _crash(rep):
     return (1.0 - f) * mu - 2.0 * f, np.where(crashed, -2.0, ok)
 
 
+def _reversal(rep):
+    rng = np.random.default_rng([2026, 5, rep])
+    q = 50
+    a = rng.uniform(0.0, 0.5, q)
+    skew = rng.uniform(0.0, 1.5, q)
+    inst = rng.standard_normal(MAX_INSTANCES)
+    e = rng.exponential(1.0, (MAX_INSTANCES, q)) - 1.0
+    noise = 0.3 * rng.standard_normal((MAX_INSTANCES, q))
+    return a, a + inst[:, None] + skew * e + noise
+
+
 FAMILIES = {}
 for _q, _rho in SETTINGS:
     FAMILIES[f"paper_{_q}_{_rho:g}"] = dict(q=_q, gen=_paper(_q, _rho), noisy=_rho >= 0.5,
@@ -148,6 +165,7 @@ FAMILIES["hardness"] = dict(q=100, gen=_hardness, noisy=True, seed=[9001])
 FAMILIES["lognormal"] = dict(q=100, gen=_lognormal, noisy=True, seed=[9002])
 FAMILIES["cvacc"] = dict(q=40, gen=_cvacc, noisy=True, seed=[9003])
 FAMILIES["crash"] = dict(q=60, gen=_crash, noisy=True, seed=[9004], held_out=True)
+FAMILIES["reversal"] = dict(q=50, gen=_reversal, noisy=True, seed=[9005])
 QUICK_FAMILIES = ("paper_30_1", "cvacc", "crash")
 
 
@@ -161,6 +179,12 @@ def family_race_seed(family, rep):
 def budgets_of(q):
     """Budget labels and evaluation counts (None = unlimited), smallest first."""
     return [(f"{f}q", f * q) for f in BUDGET_FACTORS] + [("unl", None)]
+
+
+def _set_budget_factors(spec):
+    """``--budgets 30``: race only these budgets (multiples of q) besides unlimited."""
+    global BUDGET_FACTORS
+    BUDGET_FACTORS = tuple(int(f) for f in spec.split(",") if f)
 
 
 # ------------------------------------------------------------------------------- methods
@@ -549,6 +573,47 @@ def targets(rows, method, loss_level=None):
     return "\n".join(out)
 
 
+def versus(rows, old, new, budgets=("unl",), base="frace_conover", loss=None):
+    """Old against new against ``base`` per family and budget (markdown): evaluations and MAE
+    paired against ``base`` (mean ± SE; ▲/▼ beyond 2 SE), and the rate of losing the true best;
+    ``loss`` = {method: level}: that rate's check (≤ level + 2 SE)."""
+    by = index_rows(rows)
+    fams = [f for f in FAMILIES if any(r["family"] == f and r["method"] == new for r in rows)]
+    out = []
+    for label in budgets:
+        out.append(f"**{label}** — {base}: evaluations, MAE, lost best; then per method the "
+                   f"paired difference against it (evaluations, MAE) and its lost-best rate\n")
+        out.append(f"| family | reps | {base} evals | MAE | lost | {old} Δevals | ΔMAE | lost "
+                   f"| {new} Δevals | ΔMAE | lost |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for fam in fams:
+            cells, n_min = [], None
+            b = by.get((fam, label, base), {})
+            common = set(b)
+            for m in (old, new):
+                common &= set(by.get((fam, label, m), {}))
+            common = sorted(common)
+            if not common:
+                continue
+            ev = _mean_se([b[k]["evaluations"] for k in common])
+            ma = _mean_se([b[k]["mae"] for k in common])
+            lo = _mean_se([b[k]["lost_best"] for k in common])
+            cells += [_fmt(*ev, 0), _fmt(*ma), _fmt(*lo)]
+            for m in (old, new):
+                c = by[(fam, label, m)]
+                de = _mean_se([c[k]["evaluations"] - b[k]["evaluations"] for k in common])
+                dm = _mean_se([c[k]["mae"] - b[k]["mae"] for k in common])
+                lm, ls = _mean_se([c[k]["lost_best"] for k in common])
+                flag = ""
+                if loss and m in loss and lm > loss[m] + 2 * (ls if ls == ls else 0):
+                    flag = " **✗**"
+                cells += [f"{_fmt(*de, 0)}{_marker(*de)} ({(ev[0] + de[0]) / ev[0]:.2f}×)",
+                          f"{_fmt(*dm)}{_marker(*dm)}", f"{_fmt(lm, ls)}{flag}"]
+            out.append(f"| {fam} | {len(common)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def plot(rows, path, only=None):
     import matplotlib
 
@@ -665,6 +730,10 @@ def main(argv=None):
                     help="name=EXPR[:budget]: a test built by EXPR (racer in scope); ':budget' "
                          "marks a test that reads the budget (run once per budget)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--budgets", default=None,
+                    help="comma-separated budget factors (multiples of q) to race besides "
+                         "unlimited (default 10,30,100); fewer budgets, fewer races for "
+                         "budget-aware tests")
     ap.add_argument("--csv", default=None, help="append per-race rows here (resumes)")
     ap.add_argument("--md", default=None, help="write the tables here")
     ap.add_argument("--png", default=None, help="write the plot here")
@@ -673,10 +742,14 @@ def main(argv=None):
     ap.add_argument("--targets", default="", help="comma-separated methods to check targets for")
     ap.add_argument("--loss-level", default="", help="method=level for the T4 check")
     ap.add_argument("--verify", type=int, default=0, help="check truncation on this many reps")
+    ap.add_argument("--versus", default="",
+                    help="OLD,NEW[,BUDGET...]: only the old-vs-new-vs-Conover table (markdown)")
     ap.add_argument("--preamble", default=None,
                     help="markdown file put above the tables (how the CSVs were produced)")
     args = ap.parse_args(argv)
 
+    if args.budgets is not None:
+        _set_budget_factors(args.budgets)
     if args.workers < 1 or args.workers > 2:
         raise ValueError(f"--workers must be 1 or 2 on this machine; got {args.workers}")
     families = (args.families.split(",") if args.families
@@ -699,6 +772,11 @@ def main(argv=None):
 
     if args.summarize is not None:
         rows = load(args.summarize)
+        if args.versus:
+            old, new, *labels = args.versus.split(",")
+            levels = {k: float(v) for k, v in (x.split("=") for x in args.loss_level.split(",") if x)}
+            print(versus(rows, old, new, tuple(labels) or ("unl",), loss=levels))
+            return 0
     else:
         reps = 2 if args.quick and args.reps == 200 else args.reps
         rows = run(families, reps, args.rep0, names, args.extra, args.csv, args.workers)

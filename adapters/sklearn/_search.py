@@ -565,7 +565,10 @@ class RaceSearchCV(BaseSearchCV):
             return ScoreResolution(inner, rope) if rope > 0 else inner
         if entry.name == "hierarchical":
             # Instances are split indices; split_datasets_ names the data set of each.
-            base = registry.lookup("posterior-best").build()
+            # the base as before issue 20: the hierarchical race decides as it did
+            from racer.racing.posterior_best import OPTIONS_BEFORE_ISSUE_20
+
+            base = registry.lookup("posterior-best").build(**OPTIONS_BEFORE_ISSUE_20)
             return entry.build(
                 test_fraction=rho, rope=rope, group=self.split_datasets_,
                 base=ScoreResolution(base, rope) if rope > 0 else base,

@@ -27,7 +27,7 @@ import numpy as np
 
 from racer._validation import check_int, check_nonnegative, check_probability
 from racer.racing.base import Elimination, RacingTest
-from racer.racing.posterior_best import PosteriorBestTest
+from racer.racing.posterior_best import OPTIONS_BEFORE_ISSUE_20, PosteriorBestTest
 
 __all__ = ["HierarchicalRacingTest", "instance_groups"]
 
@@ -136,8 +136,10 @@ class HierarchicalRacingTest(RacingTest):
     top : int >= 2 or None, default 4
         Survivors decided by the hierarchical model (the leader and the ``top - 1`` next);
         None: all of them (one fit per survivor and step).
-    base : RacingTest or None, default PosteriorBestTest()
-        Decides for the survivors outside the top; None: they are kept.
+    base : RacingTest or None, default PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20)
+        Decides for the survivors outside the top; None: they are kept. The default is
+        :class:`PosteriorBestTest` as it was before issue 20 (``OPTIONS_BEFORE_ISSUE_20``),
+        so this test's decisions did not change with the default test's endgame.
     n_warmup, n_draws, max_retries : int, default 500, 1000, 1
         Passed to :func:`racer.stats.hierarchical_test` (half its defaults: its convergence
         gate, R-hat < 1.01 and bulk ESS >= 400, still applies). A comparison that does not
@@ -179,7 +181,8 @@ class HierarchicalRacingTest(RacingTest):
     group: Any = None
     credibility: float = 0.95
     top: int | None = 4
-    base: RacingTest | None = dataclasses.field(default_factory=PosteriorBestTest)
+    base: RacingTest | None = dataclasses.field(
+        default_factory=lambda: PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20))
     n_warmup: int = 500
     n_draws: int = 1000
     max_retries: int = 1

@@ -10,9 +10,12 @@ survivors the posterior is a Bayesian paired t on the raw score differences.
 
 ``gamma`` is budget-aware: ``max(gamma_min, gamma_max / (1 + blocks still affordable))``, so
 the race is bold when few blocks remain (an elimination then buys evaluations for the rest)
-and careful when many do. With ``error_rate=alpha`` an elimination also needs the pairwise
-posterior against the leader below a level spent over the whole race, which bounds the
-probability of ever eliminating the best by ``alpha`` (see :class:`PosteriorBestTest`). The design, the alternatives that were measured and the pilot
+and careful when many do. Among the last few survivors an expected-loss stop
+(``loss_tol``) drops those whose possible gain in mean over the best mean is negligible, so
+near-tied survivors are not raced to the end. With ``error_rate=alpha`` an elimination also
+needs a paired t against some survivor below a level spent over the whole race, which bounds
+the probability of ever eliminating the best mean by ``alpha`` (see
+:class:`PosteriorBestTest`). The design, the alternatives that were measured and the pilot
 evidence for the defaults are in ``docs/racing-tests.md``.
 """
 
@@ -24,11 +27,24 @@ import warnings
 
 import numpy as np
 
-from racer._validation import check_bool, check_nonnegative, check_probability
+from racer._validation import (check_bool, check_int, check_nonnegative, check_option,
+                                check_probability)
 from racer.racing.base import Elimination, RacingTest
 from racer.stats import rank_posterior_from_sums
 
-__all__ = ["PosteriorBestTest"]
+__all__ = ["PosteriorBestTest", "OPTIONS_BEFORE_ISSUE_20"]
+
+#: ``PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20)`` decides as the default test did before
+#: issue 20 (no endgame stop, the guard at ``1 - gamma``, ``error_rate`` on the best mean
+#: rank). Tests built on it (``HierarchicalRacingTest``'s ``base``) keep their decisions.
+OPTIONS_BEFORE_ISSUE_20 = {"loss_tol": None, "protect": "rank", "guard_level": 0.0}
+
+#: Default of ``loss_tol`` (chosen on the frontier's pilot families and seeds; see the class).
+LOSS_TOL = 0.01
+#: Default of ``endgame``: the most survivors among which the expected-loss rule acts.
+ENDGAME = 5
+#: Default of ``guard_level``: the least level of the coarse-score guard's sign test.
+GUARD_LEVEL = 0.05
 
 #: Prior strength of the imprecise (IDP) sign-test guard: one pseudo-instance on the loser's
 #: side, Benavoli et al.'s (2015) s = 1. A record of n wins and no loss then has lower probability
@@ -48,22 +64,34 @@ class PosteriorBestTest(RacingTest):
         (``RaceView.blocks_affordable()``; ``gamma_min`` when nothing bounds the race). Chosen
         on pilot seeds (``docs/racing-tests.md``).
     error_rate : float in (0, 1) or None, default None
-        Bound on the probability that the race eliminates the best candidate, over the whole
-        race (every step counted), for any configuration of true means -- a frequentist
-        guarantee, not only a posterior statement. Step ``t`` gets ``alpha_t = error_rate *
-        t^-a / sum_{s <= H_t} s^-a`` (``a = spending``), where ``H_t`` = ``t`` + the most
-        further steps the race could still run (instances left, or budget left paying two
-        survivors per block); ``H_t`` can only shrink from step to step and always covers the
-        steps actually run, so the ``alpha_t`` of all steps sum to at most ``error_rate``
-        (with neither a budget nor an instance bound, ``alpha_t = 6 error_rate / (pi^2 t^2)``).
-        A candidate is then eliminated only if, in addition, the posterior probability that it
-        beats the leader is at most ``alpha_t / (n_candidates - 1)``. Under the flat prior
-        that pairwise posterior is the one-sided p-value of Conover's t (two survivors: of the
-        paired t), so the best, which cannot be truly worse than any other candidate, falls
-        below it at a step with probability at most ``alpha_t`` (union over its ``n - 1``
-        rivals) and over the race with probability at most ``error_rate``. The posterior
-        mass alone does not give this: measured, its sum over steps underestimates the rate
-        of losing the best several-fold (``docs/racing-tests.md``).
+        Bound on the probability that the race eliminates the best candidate -- the one with
+        the best **mean** score, the candidate the engine's ``"mean"`` winner rule is after
+        (``protect="mean"``) -- over the whole race (every step counted), for any
+        configuration of true means: a frequentist guarantee, not only a posterior statement.
+        Step ``t`` gets ``alpha_t = error_rate * t^-a / sum_{s <= H_t} s^-a``
+        (``a = spending``), where ``H_t`` = ``t`` + the most further steps the race could
+        still run (instances left, or budget left paying two survivors per block); ``H_t``
+        can only shrink from step to step and always covers the steps actually run, so the
+        ``alpha_t`` of all steps sum to at most ``error_rate`` (with neither a budget nor an
+        instance bound, ``alpha_t = 6 error_rate / (pi^2 t^2)``). A candidate is then
+        eliminated (by any rule) only if, in addition, some survivor beats it in mean with
+        posterior probability at least ``1 - alpha_t / (n_candidates - 1)``. Under the flat
+        prior that pairwise posterior is the one-sided p-value of the paired t test, so the
+        best, which cannot be truly worse than any other candidate,
+        falls below it at a step with probability at most ``alpha_t`` (union over its
+        ``n - 1`` rivals) and over the race with probability at most ``error_rate`` -- as far
+        as the paired t's level holds for the score distribution (its central limit
+        approximation; measured on skewed and heavy-tailed families in
+        ``docs/racing-tests.md``). The posterior mass alone does not give this: measured, its
+        sum over steps underestimates the rate of losing the best several-fold.
+    protect : {"mean", "rank"}, default "mean"
+        Which best ``error_rate`` protects. ``"rank"`` (the behaviour before issue 20) protects
+        the best mean **rank** with Conover's t on the mean ranks (with three or more
+        survivors; with two, the paired t on the scores): when a candidate's mean and
+        typical rank disagree (rare large wins, crashes scored as penalties), the best mean
+        can then be lost far more often than ``error_rate`` (0.75 +/- 0.13 of races at
+        ``error_rate=0.05`` in the frontier's ``reversal`` family, fresh seeds). Without ``error_rate``
+        this option changes nothing.
     spending : float >= 0, default 0.5
         Exponent ``a`` of that schedule: 0 spends evenly over the horizon, larger values
         spend more early.
@@ -71,15 +99,49 @@ class PosteriorBestTest(RacingTest):
         When the survivors' scores tie on some instance (coarse scores, e.g. accuracies on
         small folds), the continuous rank model may claim certainty that the data cannot give.
         Each candidate is then also required to lose to the leader under the imprecise
-        (IDP, s = 1) Bayesian sign test at the same level, and the reported probability is
-        the lower of the two: near-certainty has to come from instances (a 5-0 record gives
-        0.969, 9-0 gives 0.998).
+        (IDP, s = 1) Bayesian sign test at level ``max(gamma, guard_level)``, and the reported
+        probability is the lower of the two: near-certainty has to come from instances (a
+        5-0 record gives 0.969, 9-0 gives 0.998).
+    guard_level : float in [0, 1), default 0.05
+        The least level of that guard. At 0 the guard asks for ``1 - gamma``, i.e. 0.999
+        sign-test certainty in an unbudgeted race (ten straight wins over the leader's
+        closest rivals), which on coarse or crash-tied scores kept twice Conover's
+        evaluations in the early race; 0.05 asks for what a 5-0 record gives. It trades
+        evaluations for the guard's caution in unbudgeted and loosely budgeted races; where
+        the budget binds, ``gamma`` is above 0.05 and nothing changes. The guard still caps
+        every reported probability.
+    loss_tol : float >= 0 or None, default 0.01
+        The endgame stop (expected loss), in races without a budget (``budget_left`` None;
+        with one, the evaluations are paid for and stopping early would only leave them
+        unspent -- measured, it spent 0.4-0.6x the budget at 30q): once at most ``endgame``
+        survivors remain, a survivor goes (``"indistinguishable"``, by the survivor with the
+        best mean) when the posterior expected amount by which its mean beats the best mean,
+        ``E[max(mu_j - mu_best, 0)]`` under the Bayesian paired t, is at most ``loss_tol``
+        standard deviations of their per-instance difference: keeping it could gain so little
+        that racing on to tell them apart is not worth the evaluations. An exact tie goes
+        after about ``(0.4 / loss_tol)^2`` instances; a rival behind by ``z`` posterior
+        standard deviations goes sooner. The tolerance is relative to the instance spread
+        of the difference, not to the gaps between candidates: larger values save more
+        evaluations among near-tied survivors and lose more ranks in fields whose good
+        candidates are dense. None: no endgame stop (the behaviour before issue 20).
+    endgame : int >= 2, default 5
+        The most survivors among which ``loss_tol`` acts. With many survivors the leader's
+        lead is inflated by selection (the best of many noisy means) and the per-pair
+        posterior would drop the best early: measured on the pilot, applying the rule at
+        every step lost the true best in 50-100% of unbudgeted races.
 
     Notes
     -----
-    Every elimination is ``"dominated"`` by the survivor most likely to be best, with
-    ``probability`` = the posterior probability that no candidate eliminated at this step is
-    the best (``1 - `` their summed probability of being best), capped by the guard.
+    The mass rule's eliminations are ``"dominated"`` by the survivor most likely to be best,
+    with ``probability`` = the posterior probability that no candidate eliminated at this
+    step is the best (``1 - `` their summed probability of being best), capped by the guard.
+    The endgame's are ``"indistinguishable"``, with ``probability`` = the posterior
+    probability that the best-mean survivor is at least as good (capped by the guard).
+
+    Defaults were chosen on the pilot seeds of ``benchmarks/frontier.py`` (repetitions 0-15
+    of seven families) and reported on fresh seeds (``docs/racing-tests.md``).
+    ``PosteriorBestTest(loss_tol=None, protect="rank", guard_level=0.0)`` is the test as it
+    was before issue 20, decision for decision.
 
     The engine refuses a budget that cannot pay for the first block; when the first test is
     also the last one the race can pay for and it eliminates nobody, the test warns
@@ -101,6 +163,10 @@ class PosteriorBestTest(RacingTest):
     error_rate: float | None = None
     spending: float = 0.5
     tie_guard: bool = True
+    loss_tol: float | None = LOSS_TOL
+    protect: str = "mean"
+    endgame: int = ENDGAME
+    guard_level: float = GUARD_LEVEL
 
     def __post_init__(self):
         self.gamma_max = check_probability(self.gamma_max, "gamma_max")
@@ -113,6 +179,11 @@ class PosteriorBestTest(RacingTest):
             self.error_rate = check_probability(self.error_rate, "error_rate")
         self.spending = check_nonnegative(self.spending, "spending")
         self.tie_guard = check_bool(self.tie_guard, "tie_guard")
+        if self.loss_tol is not None:
+            self.loss_tol = check_nonnegative(self.loss_tol, "loss_tol")
+        self.protect = check_option(self.protect, "protect", ("mean", "rank"))
+        self.endgame = check_int(self.endgame, "endgame", minimum=2)
+        self.guard_level = check_probability(self.guard_level, "guard_level", open_left=False)
 
     # -- the level of one step -------------------------------------------------------------
 
@@ -145,6 +216,10 @@ class PosteriorBestTest(RacingTest):
             out = self._two(scores, gamma, pair)
         else:
             out = self._many(view, gamma, pair)
+        if view.budget_left is None:
+            # With a budget the evaluations are paid for: racing on can only help the pick,
+            # so the stop is for races without one (bounded by instances or by nothing).
+            out += self._endgame(scores, {e.index for e in out}, pair)
         if view.step == 1 and not out:
             self._warn_if_degenerate(view, gamma)
         return out
@@ -190,10 +265,15 @@ class PosteriorBestTest(RacingTest):
             lead_wins = np.count_nonzero(lead > x, axis=0)
             lose_wins = np.count_nonzero(lead < x, axis=0)
             cap = _guard(lead_wins, lose_wins)
-            cand = cand[cap[cand] >= 1.0 - gamma]
+            cand = cand[cap[cand] >= 1.0 - max(gamma, self.guard_level)]
         if pair is not None:
-            # posterior P(mean rank of j < the leader's): Conover's one-sided t
-            cand = cand[post.prob_better(cand, leader) <= pair]
+            if self.protect == "rank":
+                # posterior P(mean rank of j < the leader's): Conover's one-sided t
+                cand = cand[post.prob_better(cand, leader) <= pair]
+            else:
+                # j goes only if some survivor beats it in mean: a paired t per pair, so
+                # it holds with candidate-specific noise and whatever the ranks say.
+                cand = cand[_beaten_in_mean(view.scores, cand) <= pair]
         mass = np.cumsum(p[cand])
         k = int(np.searchsorted(mass, gamma, side="right"))
         if k == 0:
@@ -202,6 +282,47 @@ class PosteriorBestTest(RacingTest):
         joint = 1.0 - float(mass[k - 1])
         return [
             Elimination(int(j), "dominated", leader, min(joint, float(cap[j]))) for j in gone
+        ]
+
+    def _endgame(self, scores, gone, pair):
+        """The expected-loss stop (``loss_tol``): among the survivors this step keeps, drop
+        every one whose posterior expected gain in mean score over the best mean is at most
+        ``loss_tol`` standard deviations of their per-instance difference."""
+        if self.loss_tol is None:
+            return []
+        from racer.stats import bayesian_correlated_ttest_from_moments  # scipy.stats: on use
+
+        n, m = scores.shape
+        # Only among a few survivors: with many, the leader's lead is inflated by selection
+        # (the best of many noisy means) and a per-pair posterior drops the best early.
+        if not 2 <= m - len(gone) <= self.endgame or n < 3:  # df > 1 for the positive part
+            return []
+        keep = np.setdiff1d(np.arange(m), np.fromiter(gone, dtype=np.int64, count=len(gone)))
+        x = scores[:, keep]
+        means = x.mean(axis=0)
+        lead = int(np.argmax(means))  # the engine's pick among them ("mean" winner rule)
+        others = np.delete(np.arange(keep.size), lead)
+        d = x[:, others] - x[:, [lead]]
+        var = d.var(axis=0, ddof=1)
+        post = bayesian_correlated_ttest_from_moments(d.mean(axis=0), var, n, 0.0)
+        gain = _expected_positive_part(post.mean, post.scale, post.df)
+        # Identical differences on every instance (coarse scores) carry no spread to measure
+        # the gain against: such a pair is left to the mass rule and its guard.
+        ok = var > 0.0
+        if pair is not None:
+            ok &= _beaten_in_mean(x, others) <= pair
+        ok &= gain <= self.loss_tol * np.sqrt(var)
+        gone_cols = others[ok]
+        prob = 1.0 - post.prob_positive[ok]
+        if self.tie_guard and gone_cols.size and _has_ties(x):
+            # coarse scores: the reported certainty is capped as the mass rule's is
+            lead_wins = np.count_nonzero(d[:, ok] < 0.0, axis=0)
+            lose_wins = np.count_nonzero(d[:, ok] > 0.0, axis=0)
+            prob = np.minimum(prob, _guard(lead_wins, lose_wins))
+        leader = int(keep[lead])
+        return [
+            Elimination(int(keep[j]), "indistinguishable", leader, float(pr))
+            for j, pr in zip(gone_cols, prob)
         ]
 
     def _warn_if_degenerate(self, view, gamma):
@@ -226,6 +347,44 @@ def _guard(lead_wins, lose_wins):
     from racer.stats.bayesian_sign import prob_greater_from_counts
 
     return prob_greater_from_counts(lead_wins, np.asarray(lose_wins) + _GUARD_STRENGTH)
+
+
+def _has_ties(scores):
+    """Whether two survivors' scores tie on some instance (the guard's condition)."""
+    return bool(np.any(np.diff(np.sort(scores, axis=1), axis=1) == 0.0))
+
+
+def _beaten_in_mean(scores, cand):
+    """For each ``cand`` column, the smallest over the other survivors ``k`` of the posterior
+    P(mean of the column > mean of k): the Bayesian paired t (flat prior), i.e. the one-sided
+    p-value of the paired t test that k is better. All pairs at once from the covariance."""
+    from racer.stats import bayesian_correlated_ttest_from_moments  # scipy.stats: on use
+
+    n, m = scores.shape
+    means = scores.mean(axis=0)
+    cov = np.atleast_2d(np.cov(scores, rowvar=False, ddof=1))
+    var_d = np.diag(cov)[cand, None] + np.diag(cov)[None, :] - 2.0 * cov[cand, :]
+    gap = means[cand, None] - means[None, :]
+    prob = bayesian_correlated_ttest_from_moments(
+        gap, np.maximum(var_d, 0.0), n, 0.0).prob_positive
+    prob[np.arange(len(cand)), cand] = 1.0  # not against itself
+    return prob.min(axis=1)
+
+
+def _expected_positive_part(loc, scale, df):
+    """E[max(X, 0)] for X = loc + scale * T_df (df > 1), elementwise; scale 0: max(loc, 0).
+
+    With z = loc / scale: ``loc F(z) + scale (df + z^2) / (df - 1) f(z)``, F and f the
+    Student cdf and density (E[T; T > -z] = (df + z^2) f(z) / (df - 1)).
+    """
+    from scipy import stats  # on use, as the t posterior itself
+
+    loc = np.asarray(loc, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = loc / scale
+        out = loc * stats.t.cdf(z, df) + scale * (df + z * z) / (df - 1.0) * stats.t.pdf(z, df)
+    return np.where(scale > 0.0, out, np.maximum(loc, 0.0))
 
 
 def _spending_weight(view, a):

@@ -85,3 +85,25 @@ def test_cli_rejects_unknown_names(frontier):
         frontier.main(["--families", "nope"])
     with pytest.raises(ValueError, match="--methods"):
         frontier.main(["--methods", "nope"])
+
+
+def test_reversal_family_has_the_truth_as_mean(frontier):
+    truth, scores = frontier.FAMILIES["reversal"]["gen"](0)
+    assert scores.shape == (frontier.MAX_INSTANCES, 50) and truth.shape == (50,)
+    # E[a + b + s (E - 1) + 0.3 N] = a (b, E - 1 and N have mean 0): the sample means over
+    # 1500 rows are within ~4 SE of the truth (per-column sd <= ~1.8, so SE <= 0.05)
+    centred = scores - scores.mean(axis=1, keepdims=True)
+    assert np.all(np.abs(centred.mean(axis=0) - (truth - truth.mean())) < 0.2)
+
+
+def test_versus_table_pairs_against_conover(frontier):
+    rows = [dict(family="paper_30_1", rep=r, method=m, budget="unl", evaluations=e, mae=a,
+                 lost_best=lb)
+            for r in range(3)
+            for m, e, a, lb in (("frace_conover", 100, 1, 0), ("old", 150 + r, 1, 0),
+                                ("new", 50 + r, 1, 1))]
+    text = frontier.versus(rows, "old", "new", loss={"new": 0.05})
+    line = next(x for x in text.splitlines() if x.startswith("| paper_30_1"))
+    assert "| 3 | 100±0 |" in line and "(1.51×)" in line and "(0.51×)" in line
+    assert line.count("**▲**") == 1 and line.count("**▼**") == 1  # old more, new fewer
+    assert line.rstrip(" |").endswith("**✗**")  # new lost the best in 3 of 3 > 0.05

@@ -29,7 +29,7 @@ def test_eliminated_mass_within_step_level_and_set_is_largest(seed, budget_left)
     m = 12
     x = rng.normal(np.linspace(0, 1.5, m), 1.0, size=(10, m))
     view = _view(x, budget_left=budget_left, each_test=5)
-    test = PosteriorBestTest()
+    test = PosteriorBestTest(loss_tol=None)  # the mass rule alone
     gamma = test.step_level(view)
     expected = 0.001 if budget_left is None else max(0.001, 0.2 / (1 + budget_left // (5 * m)))
     assert abs(gamma - expected) < 1e-15
@@ -56,7 +56,7 @@ def test_two_survivors_is_a_bayesian_paired_t():
         d = x[:, 0] - x[:, 1]
         post = stats.t(len(d) - 1, loc=d.mean(), scale=d.std(ddof=1) / math.sqrt(len(d)))
         p0 = post.sf(0.0)  # P(candidate 0 has the larger mean)
-        out = PosteriorBestTest().decide(_view(x), np.random.default_rng(0))
+        out = PosteriorBestTest(loss_tol=None).decide(_view(x), np.random.default_rng(0))
         if max(p0, 1 - p0) >= 1 - 0.001:
             assert len(out) == 1
             assert abs(out[0].probability - max(p0, 1 - p0)) < 1e-9
@@ -107,8 +107,8 @@ def test_guard_sees_a_single_tie_in_a_large_matrix():
     x = rng.normal(np.r_[np.zeros(59), 1.5], 1.0, size=(8, 60))
     x[4, 1] = x[4, 0]
     view = _view(x, budget_left=0)  # gamma = 0.2
-    out = PosteriorBestTest().decide(view, rng)
-    unguarded = PosteriorBestTest(tie_guard=False).decide(view, rng)
+    out = PosteriorBestTest(loss_tol=None).decide(view, rng)  # the mass rule's guard
+    unguarded = PosteriorBestTest(tie_guard=False, loss_tol=None).decide(view, rng)
     assert out and {e.index for e in out} < {e.index for e in unguarded}
     for e in out:
         wins = np.sum(x[:, e.by] > x[:, e.index])
@@ -147,15 +147,15 @@ def test_error_rate_levels_sum_to_at_most_alpha_over_any_race():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_error_rate_eliminates_only_below_the_pairwise_level(seed):
+def test_error_rate_protect_rank_eliminates_only_below_conovers_level(seed):
     rng = np.random.default_rng(seed)
     m = 15
     x = rng.normal(np.linspace(0, 3, m), 1.0, size=(30, m))
     view = _view(x, instances_left=100, each_test=5)
-    bounded = PosteriorBestTest(error_rate=0.05)
+    bounded = PosteriorBestTest(error_rate=0.05, protect="rank", loss_tol=None)
     level = bounded.pair_level(view)
     out = bounded.decide(view, rng)
-    free = PosteriorBestTest().decide(view, rng)
+    free = PosteriorBestTest(loss_tol=None).decide(view, rng)
     assert {e.index for e in out} <= {e.index for e in free}
     assert len(out) > 0
     res = rank_posterior(x)
@@ -200,3 +200,11 @@ def test_validates_options():
         PosteriorBestTest(spending=-1.0)
     with pytest.raises(TypeError, match="tie_guard"):
         PosteriorBestTest(tie_guard="yes")
+    with pytest.raises(ValueError, match="loss_tol"):
+        PosteriorBestTest(loss_tol=-0.1)
+    with pytest.raises(ValueError, match="protect"):
+        PosteriorBestTest(protect="median")
+    with pytest.raises(ValueError, match="endgame"):
+        PosteriorBestTest(endgame=1)
+    with pytest.raises(ValueError, match="guard_level"):
+        PosteriorBestTest(guard_level=1.0)
