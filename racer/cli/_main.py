@@ -297,6 +297,28 @@ def make_runner(loaded: dict, reaper=None):
                         timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
 
 
+def irace_procedure_requested(racing_test: str | None, test_type: str) -> bool:
+    """Whether a run asks for irace's procedure: ``--racing-test`` names one of irace's tests
+    (a registry entry with ``irace=True``, options allowed), or, without ``--racing-test``,
+    the scenario sets ``testType``. Then racer keeps irace's rules where irace and racer
+    differ (a budget below irace's minimum is refused, as irace refuses it). Otherwise the
+    run is racer's own: racer's default test when both are empty (:func:`make_test`), and
+    :meth:`racer._irace_schedule.IraceSchedule.small_budget_plan` for a small budget.
+    ``--racing-test`` wins over ``testType``, as it does for the test itself.
+
+    >>> irace_procedure_requested(None, "F-test"), irace_procedure_requested("t.holm:alpha=0.1", "")
+    (True, True)
+    >>> irace_procedure_requested(None, ""), irace_procedure_requested("bayesian", "F-test")
+    (False, False)
+    """
+    if racing_test:
+        try:
+            return registry.lookup(racing_test.partition(":")[0].strip()).irace
+        except ValueError:  # package.module:Class is racer's own
+            return False
+    return bool(test_type)
+
+
 def make_test(name: str | None, confidence: float):
     """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
     ``testType`` (empty: ``F-test``), looked up in :mod:`racer.racing.registry`: the F-race
@@ -444,6 +466,8 @@ def do_run(loaded: dict, args) -> int:
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = _settings(v, args, seed)
+    settings.budget_rule = ("irace" if irace_procedure_requested(args.racing_test, v["testType"])
+                            else "racer")
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet)
     result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
@@ -556,14 +580,18 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
     settings = tuner.settings
     mode = "one race of the configurations file" if args.fixed_list else (
         f"iterated racing, {tuner.n_iterations} iterations "
-        + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
-           "more run while budget is left)")
+        + ("at most" if settings.n_iterations else
+           "planned (" + ("racer's small-budget plan" if tuner.budget_plan is not None
+                          else "irace's nbIterations estimate") + "; more run while budget is left)")
         + f", minNbSurvival = {tuner.min_survival}")
     budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
                    else f"maxExperiments = {v['maxExperiments']}")
     print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
           f"parallel = {settings.parallel}; test {type(test).__name__}"
           + ("; resuming from the journal" if resuming else ""), flush=True)
+    note = tuner.plan_note()
+    if note is not None:
+        print(f"# racer: {note}", flush=True)
     if earlier:
         kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
         print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
