@@ -319,17 +319,34 @@ def irace_procedure_requested(racing_test: str | None, test_type: str) -> bool:
     return bool(test_type)
 
 
-def make_test(name: str | None, confidence: float):
+def make_test(name: str | None, confidence: float, *, confidence_given: bool = False):
     """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
-    ``testType`` (empty: ``F-test``), looked up in :mod:`racer.racing.registry`: the F-race
-    orders survivors by rank sum, the t-test races by mean cost (irace's ``overall.ranks``);
-    irace's tests take ``alpha = 1 - confidence``."""
+    ``testType`` (empty: ``F-test``; :func:`irace_procedure_requested` is then False), looked
+    up in :mod:`racer.racing.registry`: the F-race orders survivors by rank sum, the t-test
+    races by mean cost (irace's ``overall.ranks``); irace's tests take ``alpha = 1 -
+    confidence``.
+
+    ``confidence_given`` (the scenario or ``--confidence`` set it): the other tests take it
+    too, each through its own level (the registry's ``confidence_options``: BayesianTest's
+    credibilities, PosteriorBestTest's ``error_rate = 1 - confidence``, ...); an option in
+    ``--racing-test name:key=value`` wins. Left at irace's default 0.95, those tests keep
+    their own defaults: 0.95 is the F-test's level, chosen for irace, while theirs were
+    chosen on racer's pilot seeds, and a scenario that says nothing about confidence asks
+    for no change.
+
+    >>> make_test("bayesian", 0.95)[0].credibility  # irace's default: the test's own 0.975
+    0.975
+    >>> make_test("bayesian", 0.9, confidence_given=True)[0].credibility
+    0.9
+    """
     from racer.racing.registry import make_test as build
 
     try:
-        return build(name or "F-test", alpha=1.0 - confidence)
+        return build(name or "F-test", alpha=1.0 - confidence,
+                     confidence=confidence if confidence_given else None)
     except (ValueError, TypeError) as exc:
-        raise UsageError(f"--racing-test {name!r}: {exc}") from None
+        source = f" (with confidence = {confidence:g})" if confidence_given else ""
+        raise UsageError(f"--racing-test {name!r}{source}: {exc}") from None
 
 
 def make_executor(spec: str, parallel: int):
@@ -418,7 +435,7 @@ def do_check(loaded: dict, args) -> int:
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
     make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
-              sc.values["confidence"])
+              sc.values["confidence"], confidence_given="confidence" in sc.origin)
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
@@ -462,7 +479,7 @@ def do_run(loaded: dict, args) -> int:
     seed = _seed(sc, journal_dir)
     # racer's own --racing-test, when given, overrides the scenario's testType.
     test, winner = make_test(args.racing_test if args.racing_test is not None else v["testType"],
-                             v["confidence"])
+                             v["confidence"], confidence_given="confidence" in sc.origin)
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = _settings(v, args, seed)
