@@ -138,6 +138,7 @@ def _runs(tmp_path):
         return [r for r in csv.DictReader(f) if int(r["iteration"]) > 0]
 
 
+@pytest.mark.slow  # the target runner is a process per run
 def test_command_races_a_budget_irace_refuses_and_says_so(tmp_path, capsys):
     # 3 parameters: irace needs 96 runs (4 x 3 x 8); 60 are raced as 2 iterations keeping 2
     # elites, the first race of 5 configurations.
