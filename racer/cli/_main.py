@@ -58,7 +58,8 @@ def _parser():
                         "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest), "
                         "'posterior-best' (racer.PosteriorBestTest), 'correlated-t', "
                         "'hierarchical' or 'module:Class' for any racer RacingTest; options "
-                        "follow a colon, e.g. 'posterior-best:error_rate=0.01'")
+                        "follow a colon, e.g. 'posterior-best:error_rate=0.01', and win over "
+                        "the level a set confidence gives each test (docs/cli.md)")
     g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
                         "timeout): stop racer with exit code 3 (irace's behaviour, default), "
