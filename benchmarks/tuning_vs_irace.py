@@ -29,6 +29,9 @@ mip-gap, sat-capped, pbo-deap, ml-sklearn  report
 [--racer-budget-factor 0.5] [--racer-args '--racing-test bayesian'] [--quick]``
 (``--quick``: 2 seeds and each scenario's smallest budget irace accepts); writes ``--out``
 (default ``benchmarks/results/tuning_vs_irace.md``) and, next to it, one JSON line per run.
+``--reuse FILE.jsonl`` takes the runs already recorded there (same scenario, tool, seed and
+budget) instead of running them again, e.g. irace's full-budget rows when only racer's
+budget changes; the rows taken are copied to the new JSON lines.
 """
 
 from __future__ import annotations
@@ -188,6 +191,19 @@ def summary_table(all_rows: dict, defaults: dict) -> list[str]:
     return lines + [""]
 
 
+def read_reused(path: str | None) -> dict:
+    """Rows of an earlier JSON-lines output by ``(scenario, tool, seed, budget)``; the last
+    row of a key wins (a run recorded twice)."""
+    if not path:
+        return {}
+    rows = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["scenario"], row["tool"], row["seed"], row["budget"]] = row
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -201,6 +217,9 @@ def main() -> None:
     ap.add_argument("--racer-args", default="", metavar="ARGS", help="racer-only options (shell words)")
     ap.add_argument("--extra-args", default="", metavar="ARGS", help="options given to both tools (shell words)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tuning_vs_irace.md"))
+    ap.add_argument("--reuse", default=None, metavar="FILE.jsonl",
+                    help="take runs (scenario, tool, seed, budget) already recorded in this "
+                         "JSON-lines output instead of running them again")
     args = ap.parse_args()
     if args.seeds < 1:
         ap.error(f"--seeds must be at least 1, got {args.seeds}")
@@ -214,8 +233,12 @@ def main() -> None:
     seeds = list(range(args.first_seed, args.first_seed + (2 if args.quick else args.seeds)))
     both, racer_only = tuple(shlex.split(args.extra_args)), tuple(shlex.split(args.racer_args))
     out, jsonl = Path(args.out), Path(args.out).with_suffix(".jsonl")
+    if args.reuse and not Path(args.reuse).is_file():
+        ap.error(f"--reuse {args.reuse}: no such file")
+    reused = read_reused(args.reuse)  # before --out's JSON lines are emptied: it may be that file
     head = [f"# racer vs irace 3.5 on the tuning suite ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
             f"Command: `{' '.join(['python', 'benchmarks/tuning_vs_irace.py', *sys.argv[1:]])}`; seeds {seeds}; "
+            + (f"runs taken from {args.reuse} where recorded (scenario, tool, seed, budget); " if args.reuse else "") +
             f"load average at start {load()}. held-out = mean cost of the final best on the test "
             "instances x fixed seeds (lower is better).", ""]
     all_rows, defaults, body = {}, {}, []
@@ -231,7 +254,9 @@ def main() -> None:
             for seed in seeds:
                 for tool in ("irace", "racer"):
                     extra = both + ("--max-experiments", str(budgets[tool])) + (racer_only if tool == "racer" else ())
-                    row = one_run(name, entry, tool, seed, budgets[tool], args.parallel, Path(tmp), extra)
+                    row = reused.get((name, tool, seed, budgets[tool]))
+                    if row is None:
+                        row = one_run(name, entry, tool, seed, budgets[tool], args.parallel, Path(tmp), extra)
                     rows.append(row)
                     with jsonl.open("a") as f:
                         f.write(json.dumps(row) + "\n")

@@ -32,6 +32,17 @@ two cannot drift apart.
 31
 >>> s.race_budget(250, n_candidates=40, n_elites=4, n_seen=8)
 282
+
+Below irace's minimum budget (:meth:`IraceSchedule.minimum_budget`, irace 3.5's
+``computeMinimumBudget``) irace refuses to start; :meth:`IraceSchedule.small_budget_plan` is
+racer's own plan for such a budget (fewer iterations, fewer elites), used by the ``racer``
+command when the scenario leaves ``testType`` open:
+
+>>> s.minimum_budget()
+180
+>>> plan = s.small_budget_plan(90)
+>>> plan.n_iterations, plan.survivors, plan.first_configurations
+(2, 2, 7)
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-__all__ = ["IraceSchedule", "default_n_iterations"]
+__all__ = ["IraceSchedule", "SmallBudgetPlan", "default_n_iterations"]
 
 
 def default_n_iterations(n_params: int) -> int:
@@ -54,6 +65,24 @@ def default_n_iterations(n_params: int) -> int:
 
 def _round_up(x: int, multiple: int) -> int:
     return int(math.ceil(x / multiple) * multiple)
+
+
+@dataclasses.dataclass(frozen=True)
+class SmallBudgetPlan:
+    """racer's plan for a budget below irace's minimum (:meth:`IraceSchedule.small_budget_plan`).
+
+    ``n_iterations`` and ``survivors`` replace irace's ``nbIterations`` and ``minNbSurvival``;
+    ``first_configurations`` is the size of the first race; ``irace_minimum`` the budget irace
+    would need with its own numbers (``irace_iterations``, ``irace_survivors``).
+    """
+
+    budget: int
+    n_iterations: int
+    survivors: int
+    first_configurations: int
+    irace_minimum: int
+    irace_iterations: int
+    irace_survivors: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +159,73 @@ class IraceSchedule:
     def instances_per_configuration(self) -> int:
         """The fewest instances a new configuration is raced on: ``max(mu, first_test)``."""
         return max(self.mu, self.first_test)
+
+    def minimum_budget(self, elitist: bool = True, n_iterations: int | None = None,
+                       survivors: int | None = None) -> int:
+        """The fewest runs irace 3.5 starts a tuning with (``computeMinimumBudget``): every one
+        of ``n_iterations`` iterations (default :attr:`planned_iterations`) races at least
+        ``survivors + 1`` configurations (default :attr:`survivors`) over
+        ``mu + eachTest`` instances and, in an elitist tuning, ``max(eachTest,
+        elitistNewInstances)`` more per iteration after the first (the elites meet new
+        instances), counted for at most 5 iterations at that rate and ``elitistNewInstances``
+        beyond; ``mu + 5 eachTest`` in a non-elitist one.
+
+        >>> IraceSchedule(n_params=10).minimum_budget(), IraceSchedule(n_params=5).minimum_budget()
+        (300, 180)
+        >>> IraceSchedule(n_params=5).minimum_budget(elitist=False)
+        200
+        """
+        n = self.planned_iterations if n_iterations is None else n_iterations
+        survive = self.survivors if survivors is None else survivors
+        mu = self.instances_per_configuration
+        per_configuration = mu + 5 * self.each_test
+        if elitist:
+            new = self.new_instances
+            if n > 5:
+                per_configuration = (mu + self.each_test + (n - 5) * new
+                                     + 5 * max(self.each_test, new))
+            else:
+                per_configuration = mu + self.each_test + (n - 1) * max(self.each_test, new)
+        return (survive + 1) * n * per_configuration
+
+    def small_budget_plan(self, budget: int, elitist: bool = True) -> SmallBudgetPlan | None:
+        """racer's plan for a ``budget`` below :meth:`minimum_budget` (None at or above it:
+        irace's schedule as it is; None too below the floor, ``minimum_budget(n_iterations=1,
+        survivors=1)``, two configurations raced once over ``mu + eachTest`` instances).
+
+        irace's minimum is a property of its schedule, not of racing: it asks every one of
+        ``nbIterations`` races to keep ``minNbSurvival`` elites and still race one more
+        configuration. Under ``maxTime`` irace itself, when the time estimated per run leaves
+        too few runs, lowers ``nbIterations`` until its minimum fits. racer does the same
+        for any budget, and lowers the elites kept with the iterations, ``survivors =
+        min(minNbSurvival, iterations)`` (irace's defaults are one formula, ``floor(2 +
+        log2(nbVariable))``, for both): the plan is the most iterations ``k <=
+        nbIterations`` whose minimum, with ``min(minNbSurvival, k)`` elites, fits. Every
+        other rule (the budget of each iteration, the configurations it races, ``mu``,
+        ``firstTest``, ``eachTest``) stays irace's, so each race of the plan has more
+        configurations than elites and fits its iteration's budget, as irace's races do.
+        ``firstTest`` is kept: the first decision of every racing test needs its
+        instances (a Friedman test over 3 instances rejects only with many configurations,
+        and the Bayesian tests hold while instances are fewer than survivors), and a
+        smaller one would buy configurations that no test can tell apart.
+
+        >>> s = IraceSchedule(n_params=10)
+        >>> plan = s.small_budget_plan(150)
+        >>> plan.n_iterations, plan.survivors, plan.first_configurations, plan.irace_minimum
+        (3, 3, 8, 300)
+        >>> s.small_budget_plan(300) is None, s.small_budget_plan(11) is None
+        (True, True)
+        """
+        minimum = self.minimum_budget(elitist)
+        if budget >= minimum:
+            return None
+        for k in range(self.planned_iterations, 0, -1):
+            survivors = min(self.survivors, k)
+            if self.minimum_budget(elitist, k, survivors) <= budget:
+                first = self.n_configurations(self.iteration_budget(budget, 1, k), 1)
+                return SmallBudgetPlan(budget, k, survivors, first, minimum,
+                                       self.planned_iterations, self.survivors)
+        return None
 
     def iteration_budget(self, remaining: int, iteration: int, n_iterations: int) -> int:
         """Evaluations for iteration ``iteration`` (from 1) of ``n_iterations``: ``remaining``

@@ -59,7 +59,8 @@ def _parser():
                         "racer.racing.trace.TRaceTest), 'bayesian' (racer.BayesianTest), "
                         "'posterior-best' (racer.PosteriorBestTest), 'correlated-t', "
                         "'hierarchical' or 'module:Class' for any racer RacingTest; options "
-                        "follow a colon, e.g. 'posterior-best:error_rate=0.01'")
+                        "follow a colon, e.g. 'posterior-best:error_rate=0.01', and win over "
+                        "the level a set confidence gives each test (docs/cli.md)")
     g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
                         "timeout): stop racer with exit code 3 (irace's behaviour, default), "
@@ -310,24 +311,61 @@ def make_runner(loaded: dict, reaper=None):
 DEFAULT_TEST = "t-test"
 
 
-def make_test(name: str | None, confidence: float):
+def irace_procedure_requested(racing_test: str | None, test_type: str) -> bool:
+    """Whether a run asks for irace's procedure: ``--racing-test`` names one of irace's tests
+    (a registry entry with ``irace=True``, options allowed), or, without ``--racing-test``,
+    the scenario sets ``testType``. Then racer keeps irace's rules where irace and racer
+    differ (a budget below irace's minimum is refused, as irace refuses it). Otherwise the
+    run is racer's own: racer's default test when both are empty (:func:`make_test`), and
+    :meth:`racer._irace_schedule.IraceSchedule.small_budget_plan` for a small budget.
+    ``--racing-test`` wins over ``testType``, as it does for the test itself.
+
+    >>> irace_procedure_requested(None, "F-test"), irace_procedure_requested("t.holm:alpha=0.1", "")
+    (True, True)
+    >>> irace_procedure_requested(None, ""), irace_procedure_requested("bayesian", "F-test")
+    (False, False)
+    """
+    if racing_test:
+        try:
+            return registry.lookup(racing_test.partition(":")[0].strip()).irace
+        except ValueError:  # package.module:Class is racer's own
+            return False
+    return bool(test_type)
+
+
+def make_test(name: str | None, confidence: float, *, confidence_given: bool = False):
     """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
-    ``testType`` (empty: racer's :data:`DEFAULT_TEST`), looked up in
-    :mod:`racer.racing.registry`: the F-race orders survivors by rank sum, the t-test races by
-    mean cost (irace's ``overall.ranks``); irace's tests take ``alpha = 1 - confidence``.
+    ``testType`` (empty: racer's :data:`DEFAULT_TEST`; :func:`irace_procedure_requested` is
+    then False), looked up in :mod:`racer.racing.registry`: the F-race orders survivors by
+    rank sum, the t-test races by mean cost (irace's ``overall.ranks``); irace's tests take
+    ``alpha = 1 - confidence``.
+
+    ``confidence_given`` (the scenario or ``--confidence`` set it): the other tests take it
+    too, each through its own level (the registry's ``confidence_options``: BayesianTest's
+    credibilities, PosteriorBestTest's ``error_rate = 1 - confidence``, ...); an option in
+    ``--racing-test name:key=value`` wins. Left at irace's default 0.95, those tests keep
+    their own defaults: 0.95 is the F-test's level, chosen for irace, while theirs were
+    chosen on racer's pilot seeds, and a scenario that says nothing about confidence asks
+    for no change.
 
     >>> test, winner = make_test("", 0.95)
     >>> type(test).__name__, test.adjust, round(test.alpha, 2), winner
     ('TRaceTest', 'none', 0.05, 'mean')
     >>> type(make_test("F-test", 0.9)[0]).__name__
     'FRaceTest'
+    >>> make_test("bayesian", 0.95)[0].credibility  # irace's default: the test's own 0.975
+    0.975
+    >>> make_test("bayesian", 0.9, confidence_given=True)[0].credibility
+    0.9
     """
     from racer.racing.registry import make_test as build
 
     try:
-        return build(name or DEFAULT_TEST, alpha=1.0 - confidence)
+        return build(name or DEFAULT_TEST, alpha=1.0 - confidence,
+                     confidence=confidence if confidence_given else None)
     except (ValueError, TypeError) as exc:
-        raise UsageError(f"--racing-test {name!r}: {exc}") from None
+        source = f" (with confidence = {confidence:g})" if confidence_given else ""
+        raise UsageError(f"--racing-test {name!r}{source}: {exc}") from None
 
 
 def make_executor(spec: str, parallel: int):
@@ -416,7 +454,7 @@ def do_check(loaded: dict, args) -> int:
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
     make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
-              sc.values["confidence"])
+              sc.values["confidence"], confidence_given="confidence" in sc.origin)
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
@@ -460,10 +498,12 @@ def do_run(loaded: dict, args) -> int:
     seed = _seed(sc, journal_dir)
     # racer's own --racing-test, when given, overrides the scenario's testType.
     test, winner = make_test(args.racing_test if args.racing_test is not None else v["testType"],
-                             v["confidence"])
+                             v["confidence"], confidence_given="confidence" in sc.origin)
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = _settings(v, args, seed)
+    settings.budget_rule = ("irace" if irace_procedure_requested(args.racing_test, v["testType"])
+                            else "racer")
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet)
     result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
@@ -576,8 +616,9 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
     settings = tuner.settings
     mode = "one race of the configurations file" if args.fixed_list else (
         f"iterated racing, {tuner.n_iterations} iterations "
-        + ("at most" if settings.n_iterations else "planned (irace's nbIterations estimate; "
-           "more run while budget is left)")
+        + ("at most" if settings.n_iterations else
+           "planned (" + ("racer's small-budget plan" if tuner.budget_plan is not None
+                          else "irace's nbIterations estimate") + "; more run while budget is left)")
         + f", minNbSurvival = {tuner.min_survival}")
     budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
                    else f"maxExperiments = {v['maxExperiments']}")
@@ -588,6 +629,9 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
     print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
           f"parallel = {settings.parallel}; test {type(test).__name__} ({chosen})"
           + ("; resuming from the journal" if resuming else ""), flush=True)
+    note = tuner.plan_note()
+    if note is not None:
+        print(f"# racer: {note}", flush=True)
     if earlier:
         kind = "maxTime" if v["maxTime"] > 0 else "maxExperiments"
         print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "

@@ -116,6 +116,12 @@ class Settings:
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
     # replays each session under its own budget, then goes on with this one's.
     earlier_budgets: tuple = ()
+    # racer: what a maxExperiments below irace's minimum (IraceSchedule.minimum_budget) does.
+    # "irace": refused, as irace refuses it (the racer command when the scenario asks for
+    # irace's procedure: a testType, or --racing-test naming one of irace's tests). "racer":
+    # raced with fewer iterations and elites (IraceSchedule.small_budget_plan; refused only
+    # below its floor). irace's default here, so that Python users keep irace's rule.
+    budget_rule: str = "irace"
 
 
 @dataclasses.dataclass
@@ -194,6 +200,21 @@ class Tuner:
         self.executor = executor
         # irace's schedule (racer/_irace_schedule.py, shared with Optuna's IteratedRace).
         self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
+        if settings.budget_rule not in ("irace", "racer"):
+            raise ValueError(f"`settings.budget_rule` must be 'irace' or 'racer'; got "
+                             f"{settings.budget_rule!r}")
+        # A budget below irace's minimum under racer's rule: fewer iterations and elites. The
+        # plan is made from the first session's budget, so that a tuning continued with a
+        # larger one replays its first session as it ran (then goes on as irace does past
+        # its planned iterations).
+        self.budget_plan = None
+        if settings.budget_rule == "racer" and settings.max_experiments > 0 and not settings.fixed_list:
+            first_budget = int((settings.earlier_budgets or (settings.max_experiments,))[0])
+            self.budget_plan = self.schedule.small_budget_plan(first_budget, settings.elitist)
+            if self.budget_plan is not None:
+                self.schedule = dataclasses.replace(
+                    self.schedule, n_iterations=self.budget_plan.n_iterations,
+                    min_survival=self.budget_plan.survivors)
         self.n_iterations = self.schedule.planned_iterations
         self.min_survival = self.schedule.survivors
         # (configuration id, Task) -> (cost, failure message): results elites carry forward.
@@ -398,6 +419,7 @@ class Tuner:
             money.remaining = max(0, int(round((self._time_limit - self._probe_time) / mean)))
         else:
             money.remaining = money.budget
+            self._check_minimum(money.budget)
         while True:
             run.iteration += 1
             sized = money.exhausted(run.iteration == 1)
@@ -419,6 +441,44 @@ class Tuner:
         return TuningResult(run.elites, len(run.races), self.experiments, run.stop_reason,
                             run.races, soft_restarts=run.soft_restarts,
                             planned_iterations=self.n_iterations)
+
+    def _check_minimum(self, budget: int) -> None:
+        """Refuse a maxExperiments below irace's minimum (irace's rule) or below the floor of
+        racer's small-budget plan (racer's rule): a BudgetError saying why."""
+        s, schedule = self.settings, self.schedule
+        if self.budget_plan is not None:
+            return
+        minimum = schedule.minimum_budget(s.elitist)
+        if budget >= minimum:
+            return
+        if s.budget_rule == "irace":
+            raise BudgetError(
+                f"maxExperiments = {budget} is too small: irace would need at least {minimum} "
+                f"runs ((minNbSurvival + 1) x nbIterations x instances per configuration = "
+                f"({schedule.survivors} + 1) x {schedule.planned_iterations} x "
+                f"{minimum // ((schedule.survivors + 1) * schedule.planned_iterations)}, irace's "
+                "computeMinimumBudget) and refuses it too; leave testType empty (and "
+                "--racing-test unset or not one of irace's tests) for racer's small-budget plan")
+        floor = schedule.minimum_budget(s.elitist, 1, 1)
+        raise BudgetError(
+            f"maxExperiments = {budget} is too small: racer races at least 2 configurations "
+            f"over max(mu, firstTest) + eachTest = {floor // 2} instances, {floor} runs "
+            f"(irace would need at least {minimum})")
+
+    def plan_note(self) -> str | None:
+        """One line saying what racer's small-budget plan did and why (None without a plan)."""
+        plan = self.budget_plan
+        if plan is None:
+            return None
+        return (f"maxExperiments = {plan.budget} is below irace's minimum for "
+                f"{self.space.n_variable} parameters ({plan.irace_minimum} runs for "
+                f"{plan.irace_iterations} iterations keeping {plan.irace_survivors} elites, "
+                f"which irace refuses); racing {plan.n_iterations} "
+                f"iteration{'s' if plan.n_iterations != 1 else ''} keeping "
+                f"{plan.survivors} elite{'s' if plan.survivors != 1 else ''} instead, the first "
+                f"race of {plan.first_configurations} configurations, firstTest = "
+                f"{self.settings.first_test} (the most iterations whose minimum fits; set "
+                "testType for irace's rule)")
 
     def _size_iteration(self, run: _Iterations, money: _Budget):
         """``(budget, configurations)`` of iteration ``run.iteration``; or :data:`_RETRY`

@@ -22,6 +22,20 @@ class's own ``winner`` attribute (``"mean"`` when it states none), so the table 
 with what :class:`racer.race.Race` does with the test. irace's four names take ``alpha = 1 -
 confidence`` from a scenario (:func:`make_test`'s ``alpha``).
 
+A scenario's ``confidence`` (:func:`make_test`'s ``confidence``) reaches every test of the
+table, each through the option that states the same level (``confidence_options``):
+
+=====================  =========================================================================
+name                   options set by ``confidence = c``
+=====================  =========================================================================
+irace's four           ``alpha = 1 - c`` (the level of every test of the race, as in irace)
+``bayesian``           ``credibility = c``, ``gate_credibility = c`` (irace's one level covers
+                       its Friedman gate and its post-hoc tests; here the gate and the sign tests)
+``posterior-best``     ``error_rate = 1 - c`` (the bound on losing the best over the whole race)
+``correlated-t``       ``credibility = c`` (must exceed 0.5)
+``hierarchical``       ``credibility = c``, ``base = PosteriorBestTest(error_rate = 1 - c)``
+=====================  =========================================================================
+
 A name may carry constructor options after a colon, ``name:key=value,key=value``; values are
 Python literals (``0.01``, ``None``, ``True``) or else plain words (``adjust=holm``), and they
 override the entry's fixed options and ``alpha``. ``package.module:Class`` (optionally
@@ -35,6 +49,11 @@ override the entry's fixed options and ``alpha``. ``package.module:Class`` (opti
 ('TRaceTest', 'holm', 0.1, 'mean')
 >>> lookup("frace").name
 'F-test'
+>>> test, _ = make_test("bayesian", confidence=0.99)
+>>> test.credibility, test.gate_credibility
+(0.99, 0.99)
+>>> make_test("posterior-best:error_rate=0.2", confidence=0.99)[0].error_rate  # options win
+0.2
 """
 
 from __future__ import annotations
@@ -43,7 +62,7 @@ import ast
 import dataclasses
 import importlib
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 __all__ = ["RacingTestEntry", "RACING_TESTS", "lookup", "make_test", "names", "parse_options"]
 
@@ -70,6 +89,10 @@ class RacingTestEntry:
         scenario's ``1 - confidence``.
     summary : str
         One line for help texts and error messages.
+    confidence_options : callable or None
+        ``confidence -> {option: value}``: the constructor options that state the test's
+        level, from a scenario's ``confidence`` (see the module docstring); None: the test
+        has no level.
     """
 
     name: str
@@ -79,6 +102,7 @@ class RacingTestEntry:
     irace_aliases: tuple[str, ...] = ()
     irace: bool = False
     summary: str = ""
+    confidence_options: Callable[[float], dict] | None = None
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -102,27 +126,58 @@ class RacingTestEntry:
         return self.test_class(**{**self.options, **options})
 
 
+def _irace_level(confidence: float) -> dict:
+    return {"alpha": 1.0 - confidence}
+
+
+def _bayesian_level(confidence: float) -> dict:
+    return {"credibility": confidence, "gate_credibility": confidence}
+
+
+def _posterior_best_level(confidence: float) -> dict:
+    return {"error_rate": 1.0 - confidence}
+
+
+def _credibility_level(confidence: float) -> dict:
+    return {"credibility": confidence}
+
+
+def _hierarchical_level(confidence: float) -> dict:
+    # Its base test eliminates the survivors outside the top: the same level reaches it.
+    from racer.racing.posterior_best import PosteriorBestTest
+
+    return {"credibility": confidence, "base": PosteriorBestTest(error_rate=1.0 - confidence)}
+
+
 RACING_TESTS: tuple[RacingTestEntry, ...] = (
     RacingTestEntry("F-test", "racer.racing.frace:FRaceTest", {"post_hoc": "conover"},
                     aliases=("frace",), irace_aliases=("friedman",), irace=True,
-                    summary="irace's F-race: Friedman test, then Conover's post-hoc (default)"),
+                    summary="irace's F-race: Friedman test, then Conover's post-hoc (default)",
+                    confidence_options=_irace_level),
     RacingTestEntry("t-test", "racer.racing.trace:TRaceTest", {"adjust": "none"},
                     irace_aliases=("t.none",), irace=True,
-                    summary="irace's paired t-tests against the best mean, no correction"),
+                    summary="irace's paired t-tests against the best mean, no correction",
+                    confidence_options=_irace_level),
     RacingTestEntry("t-test-bonferroni", "racer.racing.trace:TRaceTest", {"adjust": "bonferroni"},
                     irace_aliases=("t.bonferroni",), irace=True,
-                    summary="irace's paired t-tests, Bonferroni-corrected"),
+                    summary="irace's paired t-tests, Bonferroni-corrected",
+                    confidence_options=_irace_level),
     RacingTestEntry("t-test-holm", "racer.racing.trace:TRaceTest", {"adjust": "holm"},
                     irace_aliases=("t.holm",), irace=True,
-                    summary="irace's paired t-tests, Holm-corrected"),
+                    summary="irace's paired t-tests, Holm-corrected",
+                    confidence_options=_irace_level),
     RacingTestEntry("bayesian", "racer.racing.bayesian:BayesianTest", aliases=("bayes", "seed002"),
-                    summary="Bayesian Friedman gate, then joint Bayesian sign tests"),
+                    summary="Bayesian Friedman gate, then joint Bayesian sign tests",
+                    confidence_options=_bayesian_level),
     RacingTestEntry("posterior-best", "racer.racing.posterior_best:PosteriorBestTest",
-                    summary="drop candidates unlikely to be best (racer's default)"),
+                    summary="drop candidates unlikely to be best (racer's default)",
+                    confidence_options=_posterior_best_level),
     RacingTestEntry("correlated-t", "racer.racing.cv:CorrelatedTTestRacing",
-                    summary="Bayesian correlated t-test against the leader (cross-validation)"),
+                    summary="Bayesian correlated t-test against the leader (cross-validation)",
+                    confidence_options=_credibility_level),
     RacingTestEntry("hierarchical", "racer.racing.hierarchical:HierarchicalRacingTest",
-                    summary="hierarchical model over groups of instances (needs test_fraction)"),
+                    summary="hierarchical model over groups of instances (needs test_fraction)",
+                    confidence_options=_hierarchical_level),
 )
 
 _BY_NAME = {spelling.lower(): entry for entry in RACING_TESTS for spelling in entry.spellings}
@@ -186,7 +241,7 @@ def parse_options(text: str) -> dict[str, Any]:
     return options
 
 
-def make_test(spec: str, *, alpha: float | None = None):
+def make_test(spec: str, *, alpha: float | None = None, confidence: float | None = None):
     """``(racing test, winner rule)`` for a name of the table, with options, or
     ``package.module:Class[:options]``.
 
@@ -197,6 +252,10 @@ def make_test(spec: str, *, alpha: float | None = None):
     alpha : float, optional
         The level of irace's tests (``1 - confidence`` of a scenario); ignored by the other
         tests. An ``alpha=`` option in ``spec`` wins.
+    confidence : float in (0, 1), optional
+        A scenario's ``confidence``, set on the entry's ``confidence_options`` (the module
+        docstring's table); options in ``spec`` and ``alpha`` win over it. Ignored for
+        ``package.module:Class`` (racer cannot know which option is its level).
 
     Returns
     -------
@@ -220,6 +279,13 @@ def make_test(spec: str, *, alpha: float | None = None):
 
     if not isinstance(spec, str):
         raise TypeError(f"a racing-test name must be a str; got {spec!r}")
+    if confidence is not None:
+        # Checked here, not with racer._validation: the command line builds its test before
+        # anything imports NumPy.
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+            raise TypeError(f"`confidence` must be a number in (0, 1); got {confidence!r}")
+        if not 0 < confidence < 1:
+            raise ValueError(f"`confidence` must lie in (0, 1); got {confidence!r}")
     head, _, rest = spec.partition(":")
     entry = _BY_NAME.get(head.strip().lower())
     if entry is None and not rest:
@@ -229,6 +295,9 @@ def make_test(spec: str, *, alpha: float | None = None):
             options = parse_options(rest) if rest else {}
             if entry.irace and alpha is not None:
                 options.setdefault("alpha", alpha)
+            if confidence is not None and entry.confidence_options is not None:
+                for key, value in entry.confidence_options(confidence).items():
+                    options.setdefault(key, value)
             return entry.build(**options), entry.winner
         cls_name, _, option_text = rest.partition(":")
         try:

@@ -89,6 +89,21 @@ def test_paired_summary_pairs_only_seeds_both_tools_finished(harness):
     assert got["irace"]["mean"] == pytest.approx(3.0) and got["irace"]["worst"] == (4.0, 2)
 
 
+def test_reuse_reads_rows_by_scenario_tool_seed_and_budget(harness, tmp_path):
+    import json
+
+    rows = [{"scenario": "sat-capped", "tool": "irace", "seed": 1, "budget": 300, "test": 2.0},
+            {"scenario": "sat-capped", "tool": "racer", "seed": 1, "budget": 300, "test": 3.0},
+            {"scenario": "sat-capped", "tool": "irace", "seed": 1, "budget": 300, "test": 5.0}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    got = harness.read_reused(str(path))
+    assert set(got) == {("sat-capped", "irace", 1, 300), ("sat-capped", "racer", 1, 300)}
+    assert got["sat-capped", "irace", 1, 300]["test"] == 5.0  # the last row of a key wins
+    assert ("sat-capped", "racer", 1, 150) not in got  # another budget is run, not reused
+    assert harness.read_reused(None) == {}
+
+
 _NEEDS = {"sat-cadical": "pysat", "sat-capped": "pysat", "mip-mkp": "highspy", "mip-gap": "highspy",
           "bbob-cma": "cma", "pbo-deap": "deap", "ml-sklearn": "sklearn"}
 

@@ -83,9 +83,14 @@ def test_bad_scenarios_exit_2_naming_file_line_and_option(tmp_path, capsys):
 
 
 def test_too_small_budget_is_a_scenario_error(tmp_path, capsys):
-    scen = make_scenario(tmp_path, budget=20)
+    # Below the floor of racer's small-budget plan (2 configurations x 6 instances) ...
+    scen = make_scenario(tmp_path, budget=11)
     assert main(["--scenario", scen]) == EXIT_SCENARIO
-    assert "maxExperiments = 20 is too small" in capsys.readouterr().err
+    assert "maxExperiments = 11 is too small: racer races at least 2" in capsys.readouterr().err
+    # ... and below irace's minimum when the scenario asks for irace's procedure.
+    scen = make_scenario(tmp_path / "irace", budget=20, extra='testType = "F-test"\n')
+    assert main(["--scenario", scen]) == EXIT_SCENARIO
+    assert "maxExperiments = 20 is too small: irace would need at least 96" in capsys.readouterr().err
 
 
 def test_unimplemented_options_are_named_in_a_warning(tmp_path, capsys):

@@ -173,7 +173,10 @@ FILE_CASES = [
     ("scenario-not-utf8", {"scenario.txt": SCENARIO.encode() + b"# caf\xe9\n"}, [], 2,
      rf"scenario\.txt:{E}: not UTF-8 text: byte 0xe9 at column 6 \(save the file as UTF-8\)"),
     ("budget-too-small", {S: "maxExperiments = 10\n"}, None, 2,
-     rf"scenario\.txt:{E}: maxExperiments = 10 is too small: .* irace would need about \d+ runs"),
+     rf"scenario\.txt:{E}: maxExperiments = 10 is too small: racer races at least 2 "
+     r"configurations over max\(mu, firstTest\) \+ eachTest = 6 instances, 12 runs"),
+    ("budget-below-irace-minimum", {S: "maxExperiments = 60\ntestType = 'F-test'\n"}, None, 2,
+     rf"scenario\.txt:{E}: maxExperiments = 60 is too small: irace would need at least \d+ runs"),
     # ------------------------------------------------------------ the command line
     ("flag-seed-negative", {}, ["--seed", "-1"], 2, r"command line: option --seed \(seed\): must be a non-negative integer"),
     ("flag-not-a-number", {}, ["--parallel", "abc"], 2,
