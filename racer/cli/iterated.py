@@ -37,6 +37,7 @@ from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
 from racer.cli.parameters import ParameterSpace, format_value
 from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
+from racer.cli.capping import CappedTest
 from racer.cli.lookahead import Lookahead
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
@@ -116,6 +117,9 @@ class Settings:
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
     # replays each session under its own budget, then goes on with this one's.
     earlier_budgets: tuple = ()
+    # capping, cappingType, boundType, boundMax, boundDigits, boundPar, boundAsTimeout
+    # (racer.cli.capping.Capping; None: no capping and no boundMax).
+    capping: Any = None
 
 
 @dataclasses.dataclass
@@ -177,7 +181,7 @@ class Tuner:
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
                  prior_times: dict | None = None, sampler: Sampler | None = None,
-                 executor: cf.Executor | None = None) -> None:
+                 executor: cf.Executor | None = None, prior_capped: dict | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -204,6 +208,10 @@ class Tuner:
         # resumed maxTime tuning plans the same budgets.
         self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
         self.time_used = 0.0
+        # Capping: the time of every training run, cut at its bound, by (configuration id,
+        # instance id): what the bounds of later runs are computed from (racer.cli.capping).
+        # An interrupted session's come back from runs.csv, so a resume computes the same bounds.
+        self.capped_times: dict[tuple[int, int], float] = dict(prior_capped or {})
         # maxTime in force: an earlier session's while its iterations are replayed.
         self._time_limit = settings.max_time
         self._timed: set = set()
@@ -243,7 +251,7 @@ class Tuner:
     def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
                  pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
-                 protect_rows: int = 0, preset: dict | None = None) -> Any:
+                 protect_rows: int = 0, preset: dict | None = None, n_elites: int = 0) -> Any:
         """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
         ``protect_rows`` instances (those the elites have results for) are done."""
@@ -259,7 +267,7 @@ class Tuner:
         used_before = self.experiments
         plan = RacePlan(iteration, candidates, tasks, first_test, settings.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
-                        elitist_limit, protect_rows)
+                        elitist_limit, protect_rows, n_elites)
         ahead = None
         if speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
@@ -351,8 +359,10 @@ class Tuner:
         if key in self.run_times:  # resumed: the probe ran in an earlier session
             cost = None
         else:
-            res = self.runner.run(1, task.index, task.seed, task.instance,
-                                  self.space.command_line(values))
+            capping = self.settings.capping
+            args = (1, task.index, task.seed, task.instance, self.space.command_line(values))
+            res = (self.runner.run(*args) if capping is None or capping.bound is None
+                   else self.runner.run(*args, bound=capping.bound))
             if self.on_run is not None:
                 self.on_run(1, config, task, res)
             if res.status == "error" and self.settings.error_policy == "stop":
@@ -546,9 +556,15 @@ class Tuner:
         run.used_before = self.experiments
         protect_rows = 0
         test = self.test
+        capping = s.capping if s.capping is not None and s.capping.enabled else None
         if elitist and n_elites:
             protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks))
-            test = ProtectElites(self.test, n_elites, protect_rows)
+        if capping is not None:
+            # irace's dominance elimination, at each test step (within a block: dispatch).
+            test = CappedTest(test, capping_type=capping.type, min_survivors=self.min_survival,
+                              n_elites=n_elites if elitist else 0, until=protect_rows)
+        if elitist and n_elites:
+            test = ProtectElites(test, n_elites, protect_rows)
         result = self.run_race(
             iteration, candidates, tasks,
             budget=self.schedule.race_budget(current, len(candidates),
@@ -557,7 +573,7 @@ class Tuner:
             journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
-            preset=preset)
+            preset=preset, n_elites=n_elites if elitist else 0)
         run.races.append((iteration, result, candidates))
         observe = getattr(self.sampler, "observe", None)
         if observe is not None:
