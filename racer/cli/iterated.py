@@ -421,8 +421,11 @@ class Tuner:
             if isinstance(sized, str):
                 run.stop_reason = sized
                 break
-            self._run_iteration(pool, run, money, *sized, first_values,
-                                preset if run.iteration == 1 else None)
+            exhausted = self._run_iteration(pool, run, money, *sized, first_values,
+                                            preset if run.iteration == 1 else None)
+            if exhausted is not None:
+                run.stop_reason = exhausted
+                break
             if self.experiments - run.used_before == 0 and not money.more():
                 run.stop_reason = "no runs possible within the remaining budget"
                 break
@@ -533,15 +536,20 @@ class Tuner:
                 + list(range(stop_new, max(available, stop_new))))
 
     def _run_iteration(self, pool, run: _Iterations, money: _Budget, current: int, n_conf: int,
-                       first_values: dict | None, preset: dict | None) -> None:
+                       first_values: dict | None, preset: dict | None) -> str | None:
         """Sample iteration ``run.iteration``'s configurations, race them with the elites,
-        and keep the survivors as the next elites."""
+        and keep the survivors as the next elites. Returns why the tuning stops when no race
+        can be run: the sampler found too few configurations never sampled before (a small
+        parameter space used up; racer never races a configuration twice, irace would)."""
         s = self.settings
         iteration = run.iteration
         first_race = iteration == 1
         elites = run.elites
         n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
+        if len(elites) + len(new_values) <= self.min_survival:
+            return (f"the parameter space is used up: {len(new_values)} configuration(s) not "
+                    f"sampled before were found, too few to race")
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
         candidates = elites + new
@@ -587,6 +595,7 @@ class Tuner:
         run.elites = list(result.survivors[:min(len(result.survivors), self.min_survival)])
         if first_race:
             self.sampler.init_model(run.elites)
+        return None
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])
