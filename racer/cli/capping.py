@@ -1,8 +1,8 @@
 """irace 3.5's adaptive capping for runtime tuning (scenario option ``capping``).
 
 Every rule here is irace 3.5's (its R functions named in each docstring; read with
-``Rscript -e 'library(irace); print(irace:::final.execution.bound)'``), after Pérez Cáceres,
-López-Ibáñez, Hoos & Stützle (2017). In a race with capping:
+``Rscript -e 'library(irace); print(irace:::final.execution.bound)'``), after Pérez Cáceres
+et al. (2017). In a race with capping:
 
 * **the bound of a run** (passed to the target-runner between the instance and the switches)
   is ``boundMax`` for the elites' own runs and, for every other configuration, computed from
@@ -20,6 +20,12 @@ López-Ibáñez, Hoos & Stützle (2017). In a race with capping:
   ``minNbSurvival`` configurations are alive, never removes a protected elite, and is applied
   together with the racing test (a configuration either eliminates is out; if together they
   would leave nobody, the dominance rule alone decides).
+
+References
+----------
+.. [1] Pérez Cáceres, L., López-Ibáñez, M., Hoos, H. H. & Stützle, T. (2017). An
+   experimental study of adaptive capping in irace. Learning and Intelligent Optimization
+   (LION 11), LNCS 10556, 235–250.
 
 >>> c = Capping(bound_max=10, par=10)
 >>> score(np.array([3.0, 10.0, 4.0]), np.array([10.0, 10.0, 4.0]), c).tolist()
