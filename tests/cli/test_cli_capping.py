@@ -395,3 +395,75 @@ def test_kill_9_then_resume_with_capping_gives_the_same_runs_and_bounds(tmp_path
     # (2 workers) appear twice.
     assert set(map(key, runs)) == set(map(key, ref_runs))
     assert len(ref_runs) <= len(runs) <= len(ref_runs) + 2
+
+
+# The same race under both tools: the configurations file only (one iteration of the given
+# configurations), instances in file order, the t-test in both. Costs shift with the instance,
+# so the dominance rule eliminates over several instances; each run logs its configuration.
+CROSS_RUNNER = """
+import sys
+cid, iid, seed, inst = sys.argv[1:5]
+words = sys.argv[5:]
+bound = None
+if words and not words[0].startswith("-"):
+    bound = float(words[0])
+    words = words[1:]
+opts = dict(zip(words[::2], words[1::2]))
+x, y = float(opts["--x"]), float(opts["--y"])
+k = int(inst.rsplit("-", 1)[1])
+t = 1 + abs(x - (k * 7 % 5)) + 0.5 * abs(y - (k * 3 % 4)) + 0.05 * k
+with open("bounds.log", "a") as f:
+    f.write(f"{opts['--x']} {opts['--y']} {inst} {bound}\\n")
+cut = min(bound if bound is not None else 10.0, 10.0)
+print(f"{cut} {cut}" if t > cut else f"{t:.4f} {t:.4f}")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _irace_available(), reason="needs R with irace (Debian r-cran-irace)")
+@pytest.mark.parametrize("design", [4, 9])
+def test_a_capped_race_runs_what_irace_3_5_runs(tmp_path, design):
+    rng = np.random.default_rng(design)
+    grid = [(a, b) for a in range(7) for b in range(5)]
+    picks = [grid[int(i)] for i in rng.choice(len(grid), size=16, replace=False)]
+    runs = {}
+    for tool in ("irace", "racer"):
+        folder = tmp_path / tool
+        (folder / "arena").mkdir(parents=True)
+        runner = folder / "target-runner"
+        runner.write_text(f"#!{sys.executable}\n" + textwrap.dedent(CROSS_RUNNER))
+        runner.chmod(0o755)
+        (folder / "parameters.txt").write_text('x "--x " r (0, 10)\ny "--y " r (0, 10)\n')
+        (folder / "configs.txt").write_text("x y\n" + "".join(f"{a} {b}\n" for a, b in picks))
+        (folder / "train.txt").write_text("".join(f"inst-{i}\n" for i in range(1, 11)))
+        (folder / "scenario.txt").write_text(textwrap.dedent("""
+            parameterFile = "parameters.txt"
+            targetRunner = "target-runner"
+            execDir = "arena"
+            trainInstancesDir = ""
+            trainInstancesFile = "train.txt"
+            configurationsFile = "configs.txt"
+            maxExperiments = 200
+            nbIterations = 1
+            nbConfigurations = 16
+            deterministic = 1
+            sampleInstances = 0
+            testType = "t-test"
+            seed = 1
+            capping = 1
+            boundMax = 10
+            boundPar = 10
+            """))
+        if tool == "irace":
+            home = subprocess.run(["Rscript", "-e", 'cat(system.file(package="irace"))'],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            done = subprocess.run([os.path.join(home, "bin", "irace"), "--scenario", "scenario.txt"],
+                                  cwd=folder, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        else:
+            assert main(["--scenario", str(folder / "scenario.txt"), "--no-report", "-q", "1"]) == EXIT_OK
+        runs[tool] = sorted((folder / "arena" / "bounds.log").read_text().splitlines())
+    # The same runs (configuration, instance, bound): the dominance rule eliminated the same
+    # configurations after the same instances.
+    assert runs["racer"] == runs["irace"]
+    assert len(runs["racer"]) < 16 * 5  # and it did eliminate before the first test
