@@ -525,7 +525,8 @@ def _capping(v: dict):
         return None
     return Capping(enabled=bool(v["capping"]), type=v["cappingType"], bound_type=v["boundType"],
                    bound_max=float(v["boundMax"]), digits=v["boundDigits"], par=v["boundPar"],
-                   as_timeout=bool(v["boundAsTimeout"]), min_measurable_time=v["minMeasurableTime"])
+                   as_timeout=bool(v["boundAsTimeout"]), min_measurable_time=v["minMeasurableTime"],
+                   after_first_test=bool(v["cappingAfterFirstTest"]))
 
 
 def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,

@@ -67,6 +67,9 @@ class Capping:
     par: int = 1  # boundPar
     as_timeout: bool = True  # boundAsTimeout
     min_measurable_time: float = 0.01  # minMeasurableTime
+    # irace 4's cappingAfterFirstTest: dominance elimination only once firstTest instances
+    # are done (irace 4: `!cappingAfterFirstTest || current_task >= firstTest`).
+    after_first_test: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in CAPPING_TYPES:

@@ -528,7 +528,7 @@ def _capped_results(d: Dispatcher, runs: list, capping) -> Iterator[tuple]:
     failed_row: dict = {}
     for row in range(block_start, block_stop):
         # Rows of the block already told before an interruption still decide who is out.
-        if row > block_start:
+        if row > block_start and (not capping.after_first_test or row >= plan.first_test):
             _drop_dominated(d, row, out, capping)
         batch = by_row.get(row, [])
         skip = [ev for ev in batch if ev.candidate_index in out]

@@ -44,7 +44,7 @@ _TUNING_OPTIONS = (
     "softRestartThreshold", "testNbElites", "minMeasurableTime",
     # Added with capping: a journal written before has none of them, and a name missing
     # from the old settings is not compared (resume._changes), so it still resumes.
-    "capping", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
+    "capping", "cappingAfterFirstTest", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
 )
 
 

@@ -419,41 +419,60 @@ print(f"{cut} {cut}" if t > cut else f"{t:.4f} {t:.4f}")
 """
 
 
+def _cross_scenario(folder, picks, extra=""):
+    (folder / "arena").mkdir(parents=True)
+    runner = folder / "target-runner"
+    runner.write_text(f"#!{sys.executable}\n" + textwrap.dedent(CROSS_RUNNER))
+    runner.chmod(0o755)
+    (folder / "parameters.txt").write_text('x "--x " r (0, 10)\ny "--y " r (0, 10)\n')
+    (folder / "configs.txt").write_text("x y\n" + "".join(f"{a} {b}\n" for a, b in picks))
+    (folder / "train.txt").write_text("".join(f"inst-{i}\n" for i in range(1, 11)))
+    (folder / "scenario.txt").write_text(textwrap.dedent("""
+        parameterFile = "parameters.txt"
+        targetRunner = "target-runner"
+        execDir = "arena"
+        trainInstancesDir = ""
+        trainInstancesFile = "train.txt"
+        configurationsFile = "configs.txt"
+        maxExperiments = 200
+        nbIterations = 1
+        nbConfigurations = 16
+        deterministic = 1
+        sampleInstances = 0
+        testType = "t-test"
+        seed = 1
+        capping = 1
+        boundMax = 10
+        boundPar = 10
+        """) + extra)
+
+
+def _picks(design):
+    rng = np.random.default_rng(design)
+    grid = [(a, b) for a in range(7) for b in range(5)]
+    return [grid[int(i)] for i in rng.choice(len(grid), size=16, replace=False)]
+
+
+@pytest.mark.slow
+def test_capping_after_first_test_keeps_everyone_for_the_first_block(tmp_path):
+    _cross_scenario(tmp_path, _picks(4), extra="cappingAfterFirstTest = 1\n")
+    assert main(["--scenario", str(tmp_path / "scenario.txt"), "--no-report", "-q", "1"]) == EXIT_OK
+    runs = [ln.split() for ln in (tmp_path / "arena" / "bounds.log").read_text().splitlines()]
+    first_block = {(x, y, inst) for x, y, inst, _ in runs if int(inst.split("-")[1]) <= 5}
+    assert len(first_block) == 16 * 5  # irace 3.5 (the test below) ran 27 of them
+    # The dominance rule still applies from the first test on: fewer than 16 went further.
+    assert len({(x, y) for x, y, inst, _ in runs if inst == "inst-6"}) < 16
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not _irace_available(), reason="needs R with irace (Debian r-cran-irace)")
 @pytest.mark.parametrize("design", [4, 9])
 def test_a_capped_race_runs_what_irace_3_5_runs(tmp_path, design):
-    rng = np.random.default_rng(design)
-    grid = [(a, b) for a in range(7) for b in range(5)]
-    picks = [grid[int(i)] for i in rng.choice(len(grid), size=16, replace=False)]
+    picks = _picks(design)
     runs = {}
     for tool in ("irace", "racer"):
         folder = tmp_path / tool
-        (folder / "arena").mkdir(parents=True)
-        runner = folder / "target-runner"
-        runner.write_text(f"#!{sys.executable}\n" + textwrap.dedent(CROSS_RUNNER))
-        runner.chmod(0o755)
-        (folder / "parameters.txt").write_text('x "--x " r (0, 10)\ny "--y " r (0, 10)\n')
-        (folder / "configs.txt").write_text("x y\n" + "".join(f"{a} {b}\n" for a, b in picks))
-        (folder / "train.txt").write_text("".join(f"inst-{i}\n" for i in range(1, 11)))
-        (folder / "scenario.txt").write_text(textwrap.dedent("""
-            parameterFile = "parameters.txt"
-            targetRunner = "target-runner"
-            execDir = "arena"
-            trainInstancesDir = ""
-            trainInstancesFile = "train.txt"
-            configurationsFile = "configs.txt"
-            maxExperiments = 200
-            nbIterations = 1
-            nbConfigurations = 16
-            deterministic = 1
-            sampleInstances = 0
-            testType = "t-test"
-            seed = 1
-            capping = 1
-            boundMax = 10
-            boundPar = 10
-            """))
+        _cross_scenario(folder, picks)
         if tool == "irace":
             home = subprocess.run(["Rscript", "-e", 'cat(system.file(package="irace"))'],
                                   capture_output=True, text=True, check=True).stdout.strip()
