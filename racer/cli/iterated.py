@@ -271,7 +271,8 @@ class Tuner:
         ahead = None
         if speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
-                              self.runner, self.on_run, iteration)
+                              self.runner, self.on_run, iteration,
+                              bound=settings.capping.bound if settings.capping is not None else None)
         try:
             drive_race(self, race, plan, pool, ahead)
             self.experiments = used_before + real_runs(race, cached_before)

@@ -350,6 +350,21 @@ def _check_second_race_bounds(tmp_path, runs):
 
 
 @pytest.mark.slow
+def test_bound_max_without_capping_is_passed_to_every_run(tmp_path):
+    # irace passes boundMax to every run whenever it is set; costs are then the runner's own
+    # (no PARk without capping). Two workers: look-ahead runs get it too.
+    scen = make_runtime_scenario(tmp_path, budget=120, extra="capping = 0\n")
+    assert main(["--scenario", scen, "--no-report", "-q", "1", "--parallel", "2"]) == EXIT_OK
+    runs = read_csv(tmp_path / "arena" / "runs.csv")
+    logged = (tmp_path / "arena" / "bounds.log").read_text().split()
+    # (a look-ahead run killed before it wrote its line is in runs.csv only)
+    assert sum(r["status"] == "ok" for r in runs) <= len(logged) // 3 <= len(runs)
+    assert set(logged[2::3]) == {"20.0"}
+    assert {r["bound"] for r in runs} == {"20.0"}
+    assert max(float(r["cost"]) for r in runs if r["cost"]) <= 20
+
+
+@pytest.mark.slow
 def test_capping_needs_elitist_and_bound_max(tmp_path, capsys):
     scen = make_runtime_scenario(tmp_path, extra="elitist = 0\n")
     assert main(["--scenario", scen, "--check"]) == EXIT_SCENARIO
