@@ -37,7 +37,7 @@ from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
 from racer.cli.parameters import ParameterSpace, format_value
 from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
-from racer.cli.capping import CappedTest
+from racer.cli.capping import CappedTest, capped_time, score
 from racer.cli.lookahead import Lookahead
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
@@ -371,6 +371,10 @@ class Tuner:
             if res.time is not None:
                 self.run_times[key] = res.time
             cost = (res.cost, None) if res.status == "ok" else (math.nan, res.message)
+            if res.status == "ok" and capping is not None and capping.enabled:
+                # Capped as a race's run would be: its score, and its time for later bounds.
+                self.capped_times[(1, task.index)] = capped_time(res.time, res.bound, capping)
+                cost = (float(score(res.cost, capping.bound_max, capping)), None)
         self._probe_time = self.run_times.get(key, 0.0)
         return {(1, task): cost} if cost is not None else {}
 
