@@ -251,7 +251,9 @@ def held_out(sc: Scenario, best: list | None, seeds_per_instance: int = 5) -> fl
             try:
                 proc = subprocess.run([PYTHON, str(runner), "0", str(k + 1), str(1000 + 17 * k + s), inst, *best],
                                       capture_output=True, text=True, timeout=sc.run_timeout)
-                costs.append(float(proc.stdout.split()[-1]) if proc.returncode == 0 else float("inf"))
+                # The cost is the first number of the last line (a runner may print `cost time`).
+                costs.append(float(proc.stdout.strip().splitlines()[-1].split()[0])
+                             if proc.returncode == 0 else float("inf"))
             except subprocess.TimeoutExpired:
                 costs.append(float("inf"))
     return statistics.fmean(costs)

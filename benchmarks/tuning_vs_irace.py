@@ -37,11 +37,13 @@ budget changes; the rows taken are copied to the new JSON lines.
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import math
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -146,7 +148,23 @@ def one_run(name: str, entry: Entry, tool: str, seed: int, budget: int, parallel
     test = held_out(entry.scenario, got["best"], seeds_per_instance=entry.test_seeds)
     return {"scenario": name, "tool": tool, "seed": seed, "budget": budget, "runs": got["runs"],
             "test": test if math.isfinite(test) else None, "wall": got["wall"],
-            "best": got["best"], "outcome": "ok"}
+            "best": got["best"], "outcome": "ok", "tuning_time": tuning_time(folder, tool)}
+
+
+def tuning_time(folder: Path, tool: str, min_time: float = 0.01) -> float | None:
+    """The tuning's runtime: the sum of its training runs' reported times (each at least
+    ``minMeasurableTime``, as irace records them), machine-independent when the runner reports
+    an effort count; None when the runner reports no time. irace: its log's
+    ``experimentLog[, "time"]``; racer: ``runs.csv`` (iterations > 0, runs the races used)."""
+    if tool == "irace":
+        got = subprocess.run(["Rscript", "-e", 'load("irace.Rdata"); t <- iraceResults$experimentLog[, "time"]; '
+                              'cat(if (all(is.na(t))) "NA" else sum(t, na.rm = TRUE))'],
+                             cwd=folder / "arena", capture_output=True, text=True)
+        return float(got.stdout) if got.returncode == 0 and got.stdout.strip() not in ("", "NA") else None
+    with open(folder / "arena" / "runs.csv", newline="") as f:
+        times = [float(r["time"]) for r in csv.DictReader(f)
+                 if r["iteration"] != "0" and r["status"] != "speculative-unused" and r["time"]]
+    return sum(max(t, min_time) for t in times) if times else None
 
 
 def scenario_lines(name: str, rows: list[dict], budgets: dict, default: float) -> list[str]:
@@ -155,7 +173,8 @@ def scenario_lines(name: str, rows: list[dict], budgets: dict, default: float) -
              f"Budget: irace {budgets['irace']} runs, racer {budgets['racer']} runs. The first "
              f"configuration (`default.txt`) untuned: held-out {default:.5g}.", "",
              "| seed | irace held-out | racer held-out | racer - irace | irace runs | racer runs "
-             "| irace wall (s) | racer wall (s) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| irace wall (s) | racer wall (s) | irace tuning time | racer tuning time |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     by = {(r["seed"], r["tool"]): r for r in rows}
     for seed in sorted({r["seed"] for r in rows}):
         i, r = by[seed, "irace"], by[seed, "racer"]
@@ -163,8 +182,10 @@ def scenario_lines(name: str, rows: list[dict], budgets: dict, default: float) -
         def cost(x):
             return f"{x['test']:.5g}" if x["test"] is not None else x["outcome"]
         diff = (f"{r['test'] - i['test']:+.4g}" if r["test"] is not None and i["test"] is not None else "")
+        def spent(x):
+            return f"{x['tuning_time']:.5g}" if x.get("tuning_time") is not None else ""
         lines.append(f"| {seed} | {cost(i)} | {cost(r)} | {diff} | {i['runs']} | {r['runs']} | "
-                     f"{i['wall']:.1f} | {r['wall']:.1f} |")
+                     f"{i['wall']:.1f} | {r['wall']:.1f} | {spent(i)} | {spent(r)} |")
     lines += ["", "| tool | seeds | failed | mean held-out | median held-out | worst (seed) | mean runs |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     for tool in ("irace", "racer"):
@@ -174,6 +195,16 @@ def scenario_lines(name: str, rows: list[dict], budgets: dict, default: float) -
     lines += ["", f"Paired racer - irace over {s['pairs']} seeds: {s['diff_mean']:+.4g} +/- "
               f"{s['diff_se']:.2g} (SE), {s['diff_pct']:+.1f}% +/- {s['diff_pct_se']:.1f}% of irace's "
               f"mean; racer at least as good on {s['wins']} of {s['pairs']}.", ""]
+    spent = {(x["seed"], x["tool"]): x["tuning_time"] for x in rows if x.get("tuning_time") is not None}
+    pairs = sorted({sd for sd, _ in spent if (sd, "irace") in spent and (sd, "racer") in spent})
+    if pairs:  # runtime scenarios: the tuning's own runtime (the runs' reported times)
+        ratios = [spent[sd, "racer"] / spent[sd, "irace"] for sd in pairs]
+        se = statistics.stdev(ratios) / math.sqrt(len(ratios)) if len(ratios) > 1 else math.nan
+        lines += [f"Tuning time (sum of the training runs' reported times): irace mean "
+                  f"{statistics.fmean(spent[sd, 'irace'] for sd in pairs):.5g}, racer mean "
+                  f"{statistics.fmean(spent[sd, 'racer'] for sd in pairs):.5g}; racer / irace per "
+                  f"seed: mean {statistics.fmean(ratios):.3f} +/- {se:.2g} (SE), median "
+                  f"{statistics.median(ratios):.3f}, over {len(pairs)} seeds.", ""]
     return lines
 
 

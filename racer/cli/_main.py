@@ -185,7 +185,34 @@ def _check_values(sc) -> None:
         raise ScenarioError(f"{v['testType']!r} is not a test irace knows ('F-test', 't-test', "
                             "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
+    _check_capping(sc)
     _check_counts_and_paths(sc)
+
+
+def _check_capping(sc) -> None:
+    """irace 3.5's checks of the capping options (``checkScenario``)."""
+    from racer.cli.capping import BOUND_TYPES, CAPPING_TYPES
+    from racer.cli.scenario import ScenarioError
+
+    v = sc.values
+    if v["boundMax"] < 0:
+        raise ScenarioError(f"must be >= 0; got {v['boundMax']}", option="boundMax", **sc.where("boundMax"))
+    if not v["capping"]:
+        return
+    if not v["elitist"]:
+        raise ScenarioError("capping needs elitist = 1 (as in irace)", option="capping", **sc.where("capping"))
+    if v["boundMax"] <= 0:
+        raise ScenarioError(f"capping needs boundMax > 0 (the longest run, in the runner's time "
+                            f"unit); got {v['boundMax']}", option="boundMax", **sc.where("boundMax"))
+    for name, allowed in (("cappingType", CAPPING_TYPES), ("boundType", BOUND_TYPES)):
+        if v[name] not in allowed:
+            raise ScenarioError(f"must be one of {', '.join(allowed)}; got {v[name]!r}",
+                                option=name, **sc.where(name))
+    if v["boundPar"] < 1:
+        raise ScenarioError(f"must be >= 1; got {v['boundPar']}", option="boundPar", **sc.where("boundPar"))
+    if v["boundDigits"] < 0:
+        raise ScenarioError(f"must be >= 0; got {v['boundDigits']}", option="boundDigits",
+                            **sc.where("boundDigits"))
 
 
 def _check_counts_and_paths(sc) -> None:
@@ -296,7 +323,9 @@ def make_runner(loaded: dict, reaper=None):
     command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
-                        timeout=timeout, need_time=sc.values["maxTime"] > 0, reaper=reaper)
+                        timeout=timeout, reaper=reaper,
+                        need_time=("maxTime" if sc.values["maxTime"] > 0 else
+                                   "capping" if sc.values["capping"] else False))
 
 
 #: The racing test when neither ``--racing-test`` nor the scenario's ``testType`` names one.
@@ -543,7 +572,21 @@ def _settings(v: dict, args, seed: int):
         parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
         error_policy=args.on_error, fixed_list=args.fixed_list,
         lookahead=not getattr(args, "no_lookahead", False),
-        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"])
+        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"],
+        capping=_capping(v))
+
+
+def _capping(v: dict):
+    """The capping options (racer.cli.capping.Capping), or None when the scenario sets
+    neither capping nor boundMax."""
+    from racer.cli.capping import Capping
+
+    if not v["capping"] and v["boundMax"] <= 0:
+        return None
+    return Capping(enabled=bool(v["capping"]), type=v["cappingType"], bound_type=v["boundType"],
+                   bound_max=float(v["boundMax"]), digits=v["boundDigits"], par=v["boundPar"],
+                   as_timeout=bool(v["boundAsTimeout"]), min_measurable_time=v["minMeasurableTime"],
+                   after_first_test=bool(v["cappingAfterFirstTest"]))
 
 
 def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
@@ -562,6 +605,9 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
     reaper = Reaper()
     runner = make_runner(loaded, reaper)
     prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
+    # Capping: the times (cut at their bounds) that earlier runs left for the bounds to come.
+    prior_capped = (read_prior_capped_times(os.path.join(exec_dir, "runs.csv"), settings.capping)
+                    if settings.capping is not None and settings.capping.enabled else {})
     log = RunLog(os.path.join(exec_dir, "runs.csv"))
     closing = {"log": log, "reaper": reaper, "executor": None, "progress": Progress(quiet=quiet)}
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
@@ -580,7 +626,7 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
                       sampler=sampler, executor=executor,
                       test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
                       progress=closing["progress"], winner=winner, metadata=metadata,
-                      prior_times=prior_times)
+                      prior_times=prior_times, prior_capped=prior_capped)
     except BaseException:
         # Nothing ran yet, but the run log, the reaper and a started cluster are open.
         _close(closing)
@@ -726,6 +772,30 @@ def read_prior_times(path: str) -> dict:
                 continue
             if it > 0 and row.get("status") != UNUSED:  # an unused look-ahead run is no run
                 times[(it, cid, iid)] = t
+    return times
+
+
+def read_prior_capped_times(path: str, capping) -> dict:
+    """Capping: the time of each training run in an existing runs.csv (an interrupted
+    session), cut at its bound (:func:`racer.cli.capping.capped_time`), by (configuration,
+    instance id); the last line of a key wins (a run repeated after a kill)."""
+    import csv
+
+    from racer.cli.capping import capped_time
+
+    times: dict = {}
+    if not os.path.exists(path):
+        return times
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
+                t = float(row["time"])
+                bound = float(row["bound"]) if row.get("bound") else None
+            except (TypeError, ValueError, KeyError):
+                continue
+            if it > 0 and row.get("status") == "ok":
+                times[(cid, iid)] = capped_time(t, bound, capping)
     return times
 
 

@@ -42,6 +42,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from racer.cli.capping import DOMINATED, capped_time, dominated, execution_bounds, score
 from racer.cli.lookahead import UNUSED, Lookahead
 from racer.cli.target_runner import RunResult, TargetRunnerError
 from racer.race_loop import NotRun, drive
@@ -68,6 +69,9 @@ def speculates(settings: Any, executor: Any) -> bool:
     own thread pool. A run shipped to a Dask or Ray worker can be neither killed from here
     nor, once its future is cancelled, told apart from one that never started, so unused
     runs there could be neither stopped nor accounted for."""
+    capping = getattr(settings, "capping", None)
+    if capping is not None and capping.enabled:
+        return False  # a capped run's bound waits for the elites' runs: nothing runs ahead
     return settings.lookahead and executor is None and max(1, settings.parallel) > 1
 
 
@@ -87,7 +91,7 @@ def real_cells(result, cached: dict) -> list:
     told, except those served from ``cached`` and the SKIPPED ones (never run)."""
     done = _told_cells(result)
     for ci, row, message in result.failures:
-        if isinstance(message, str) and message.startswith(SKIPPED):
+        if isinstance(message, str) and message.startswith((SKIPPED, DOMINATED)):
             done[row, ci] = False  # rejected before it ran: not a run
     cells = []
     for ci, cand in enumerate(result.candidates):
@@ -161,6 +165,7 @@ class RacePlan:
     used_before: int
     elitist_limit: int = 0
     protect_rows: int = 0
+    n_elites: int = 0  # the first n_elites candidates are the elites (capping's bounds)
 
     def known(self, ev) -> tuple[bool, Any] | None:
         """The race loop's ``known``: ``(ok, value)`` of a cell served without running."""
@@ -247,21 +252,35 @@ class Dispatcher:
             self._switches[cand.id] = self.tuner.space.command_line(cand.values)
         return self._switches[cand.id]
 
-    def submit(self, ev) -> cf.Future:
+    def submit(self, ev, bound: float | None = None) -> cf.Future:
+        """Start ``ev``'s run; its bound is ``bound``, else boundMax (or none)."""
         cand, task = ev.candidate, ev.instance
-        return self.pool.submit(self.tuner.runner.run, cand.id, task.index, task.seed,
-                                task.instance, self.command(cand))
+        capping = self.tuner.settings.capping
+        if bound is None and capping is not None:
+            bound = capping.bound
+        args = (cand.id, task.index, task.seed, task.instance, self.command(cand))
+        if bound is None:  # a runner object without bounds (tests' fakes) is called as before
+            return self.pool.submit(self.tuner.runner.run, *args)
+        return self.pool.submit(self.tuner.runner.run, *args, bound=bound)
 
     def settle(self, race, ev, ok: bool, res_run: RunResult) -> None:
         """The race loop's ``settle``: log the run, keep its time, tell the race (a failing
-        runner under error_policy "stop" ends the tuning)."""
+        runner under error_policy "stop" ends the tuning). Under capping the race is told
+        the run's cost after PARk and boundAsTimeout (racer.cli.capping.score)."""
         tuner = self.tuner
         iteration = self.plan.iteration
         if tuner.on_run is not None:
             tuner.on_run(iteration, ev.candidate, ev.instance, res_run)
         if res_run.time is not None and iteration > 0:
             tuner.run_times[(iteration, ev.candidate.id, ev.instance.index)] = res_run.time
-        if res_run.status == "ok":
+        capping = tuner.settings.capping
+        if res_run.status == "ok" and capping is not None and capping.enabled:
+            if iteration > 0 and res_run.time is not None:
+                tuner.capped_times[(ev.candidate.id, ev.instance.index)] = capped_time(
+                    res_run.time, res_run.bound, capping)
+            bound = capping.bound_max if res_run.bound is None else res_run.bound
+            race.tell(ev, float(score(res_run.cost, bound, capping)))
+        elif res_run.status == "ok":
             race.tell(ev, res_run.cost)
         elif res_run.status == "error" and tuner.settings.error_policy == "stop":
             raise TargetRunnerError(res_run, tuner.runner.exec_dir)
@@ -273,6 +292,10 @@ class Dispatcher:
 
     def results(self, runs: list) -> Iterator[tuple]:
         """Run ``runs`` (one block, instance-major); yield each as it may be told."""
+        capping = self.tuner.settings.capping
+        if capping is not None and capping.enabled and self.plan.iteration > 0:
+            yield from _capped_results(self, runs, capping)
+            return
         block = _Block(self, runs)
         if not runs:
             return
@@ -475,6 +498,114 @@ class _Block:
             for fut in self.d.ahead.running():
                 fut.cancel()
         self.d.tuner.runner.kill_all()
+
+
+# ---------------------------------------------------------------------------- capping
+
+
+def _capped_results(d: Dispatcher, runs: list, capping) -> Iterator[tuple]:
+    """A block of a race with capping, as irace 3.5 runs it: one instance (row) after the
+    other; on each, the protected elites' runs first with bound boundMax, then the others
+    with the bounds the elites' times give (:func:`racer.cli.capping.execution_bounds`);
+    after each row but the block's last (where the race's test applies the same rule,
+    :class:`racer.cli.capping.CappedTest`), the configurations dominated on the rows so far
+    lose their later runs of the block (:data:`racer.cli.capping.DOMINATED`, not run, not
+    charged). A configuration that failed loses them too, unless failures rank worst
+    (as in :class:`_Block`). Everything is recomputed from the race's results and the
+    tuner's capped times, so a resumed block (only some of its runs pending) decides alike."""
+    if not runs:
+        return
+    race, plan, tuner = d.race, d.plan, d.tuner
+    # The open block's rows: the first firstTest, then eachTest at a time (the last block
+    # shorter when the instances run out).
+    block_stop = race.n_instances
+    block_start = (0 if block_stop <= plan.first_test else
+                   plan.first_test + (block_stop - plan.first_test - 1) // plan.each_test * plan.each_test)
+    by_row: dict = {}
+    for ev in runs:
+        by_row.setdefault(ev.instance_index, []).append(ev)
+    out: set = set()  # candidate indices dominated or failed earlier in this block
+    failed_row: dict = {}
+    for row in range(block_start, block_stop):
+        # Rows of the block already told before an interruption still decide who is out.
+        if row > block_start and (not capping.after_first_test or row >= plan.first_test):
+            _drop_dominated(d, row, out, capping)
+        batch = by_row.get(row, [])
+        skip = [ev for ev in batch if ev.candidate_index in out]
+        for ev in skip:
+            ci = ev.candidate_index
+            msg = (f"{SKIPPED} (it failed on instance row {failed_row[ci]})" if ci in failed_row
+                   else DOMINATED)
+            yield ev, False, NotRun(msg)
+        batch = [ev for ev in batch if ev.candidate_index not in out]
+        protected = row < plan.protect_rows
+        elites = [ev for ev in batch if protected and ev.candidate_index < plan.n_elites]
+        others = [ev for ev in batch if not (protected and ev.candidate_index < plan.n_elites)]
+        for group, bounds in ((elites, None), (others, "compute")):
+            if not group:
+                continue
+            if bounds == "compute":
+                bounds = _row_bounds(d, row, group, protected, capping)
+            futures = {d.submit(ev, None if bounds is None else bounds[k]): ev
+                       for k, ev in enumerate(group)}
+            done_order = []
+            try:
+                pending = set(futures)
+                while pending:
+                    done, pending = cf.wait(pending, timeout=_INTERRUPT_POLL,
+                                            return_when=cf.FIRST_COMPLETED)
+                    if INTERRUPTED.is_set():
+                        raise KeyboardInterrupt
+                    done_order.extend(done)
+                    for fut in sorted(done, key=lambda f: futures[f].candidate_index):
+                        ev = futures[fut]
+                        res_run = fut.result()
+                        yield ev, res_run.status == "ok", res_run
+                        if res_run.status != "ok" and d.gate:
+                            out.add(ev.candidate_index)
+                            failed_row[ev.candidate_index] = row
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                tuner.runner.kill_all()
+                raise
+
+
+def _costs_so_far(race, stop: int) -> tuple:
+    """``(costs, alive)``: the survivors' costs on rows ``0 .. stop - 1`` (failures NaN)."""
+    res = race.result()
+    alive = [int(ci) for ci in race.survivor_indices]
+    return res.scores[:stop, alive], alive
+
+
+def _drop_dominated(d: Dispatcher, row: int, out: set, capping) -> None:
+    """Add to ``out`` the configurations irace's ``dom.elim`` eliminates after row
+    ``row - 1``: among those alive with a cost on every row so far."""
+    costs, alive = _costs_so_far(d.race, row)
+    keep = [j for j, ci in enumerate(alive) if ci not in out and not np.isnan(costs[:, j]).any()]
+    if not keep:
+        return
+    cols = [alive[j] for j in keep]
+    protected = row < d.plan.protect_rows
+    elites = [k for k, ci in enumerate(cols) if protected and ci < d.plan.n_elites]
+    gone = dominated(costs[:, keep], elites, capping.type, d.plan.min_survivors)
+    out.update(cols[k] for k in np.flatnonzero(gone))
+
+
+def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) -> list:
+    """The bounds of ``group``'s runs on ``row``: from the protected elites' capped times
+    on rows ``0 .. row`` (none protected: boundMax)."""
+    if not protected or d.plan.n_elites == 0:
+        return [capping.bound_max] * len(group)
+    tasks = d.plan.tasks[:row + 1]
+    cids = [c.id for c in d.plan.candidates[:d.plan.n_elites]] + [ev.candidate.id for ev in group]
+    alive = set(int(ci) for ci in d.race.survivor_indices)
+    elites = [k for k in range(d.plan.n_elites) if k in alive]
+    times = np.array([[d.tuner.capped_times.get((cid, t.index), np.nan) for cid in cids]
+                      for t in tasks], dtype=float)
+    exe = list(range(d.plan.n_elites, len(cids)))
+    bounds, _ = execution_bounds(times, elites, exe, capping)
+    return bounds
 
 
 # ---------------------------------------------------------------------------- one race

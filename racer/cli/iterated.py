@@ -37,6 +37,7 @@ from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
 from racer.cli.parameters import ParameterSpace, format_value
 from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
+from racer.cli.capping import CappedTest, capped_time, score
 from racer.cli.lookahead import Lookahead
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
@@ -122,6 +123,9 @@ class Settings:
     # raced with fewer iterations and elites (IraceSchedule.small_budget_plan; refused only
     # below its floor). irace's default here, so that Python users keep irace's rule.
     budget_rule: str = "irace"
+    # capping, cappingType, boundType, boundMax, boundDigits, boundPar, boundAsTimeout
+    # (racer.cli.capping.Capping; None: no capping and no boundMax).
+    capping: Any = None
 
 
 @dataclasses.dataclass
@@ -183,7 +187,7 @@ class Tuner:
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
                  prior_times: dict | None = None, sampler: Sampler | None = None,
-                 executor: cf.Executor | None = None) -> None:
+                 executor: cf.Executor | None = None, prior_capped: dict | None = None) -> None:
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -225,6 +229,10 @@ class Tuner:
         # resumed maxTime tuning plans the same budgets.
         self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
         self.time_used = 0.0
+        # Capping: the time of every training run, cut at its bound, by (configuration id,
+        # instance id): what the bounds of later runs are computed from (racer.cli.capping).
+        # An interrupted session's come back from runs.csv, so a resume computes the same bounds.
+        self.capped_times: dict[tuple[int, int], float] = dict(prior_capped or {})
         # maxTime in force: an earlier session's while its iterations are replayed.
         self._time_limit = settings.max_time
         self._timed: set = set()
@@ -264,7 +272,7 @@ class Tuner:
     def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
                  pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
-                 protect_rows: int = 0, preset: dict | None = None) -> Any:
+                 protect_rows: int = 0, preset: dict | None = None, n_elites: int = 0) -> Any:
         """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
         ``protect_rows`` instances (those the elites have results for) are done."""
@@ -280,11 +288,12 @@ class Tuner:
         used_before = self.experiments
         plan = RacePlan(iteration, candidates, tasks, first_test, settings.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
-                        elitist_limit, protect_rows)
+                        elitist_limit, protect_rows, n_elites)
         ahead = None
         if speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
-                              self.runner, self.on_run, iteration)
+                              self.runner, self.on_run, iteration,
+                              bound=settings.capping.bound if settings.capping is not None else None)
         try:
             drive_race(self, race, plan, pool, ahead)
             self.experiments = used_before + real_runs(race, cached_before)
@@ -372,8 +381,10 @@ class Tuner:
         if key in self.run_times:  # resumed: the probe ran in an earlier session
             cost = None
         else:
-            res = self.runner.run(1, task.index, task.seed, task.instance,
-                                  self.space.command_line(values))
+            capping = self.settings.capping
+            args = (1, task.index, task.seed, task.instance, self.space.command_line(values))
+            res = (self.runner.run(*args) if capping is None or capping.bound is None
+                   else self.runner.run(*args, bound=capping.bound))
             if self.on_run is not None:
                 self.on_run(1, config, task, res)
             if res.status == "error" and self.settings.error_policy == "stop":
@@ -381,6 +392,10 @@ class Tuner:
             if res.time is not None:
                 self.run_times[key] = res.time
             cost = (res.cost, None) if res.status == "ok" else (math.nan, res.message)
+            if res.status == "ok" and capping is not None and capping.enabled:
+                # Capped as a race's run would be: its score, and its time for later bounds.
+                self.capped_times[(1, task.index)] = capped_time(res.time, res.bound, capping)
+                cost = (float(score(res.cost, capping.bound_max, capping)), None)
         self._probe_time = self.run_times.get(key, 0.0)
         return {(1, task): cost} if cost is not None else {}
 
@@ -433,8 +448,11 @@ class Tuner:
             if isinstance(sized, str):
                 run.stop_reason = sized
                 break
-            self._run_iteration(pool, run, money, *sized, first_values,
-                                preset if run.iteration == 1 else None)
+            exhausted = self._run_iteration(pool, run, money, *sized, first_values,
+                                            preset if run.iteration == 1 else None)
+            if exhausted is not None:
+                run.stop_reason = exhausted
+                break
             if self.experiments - run.used_before == 0 and not money.more():
                 run.stop_reason = "no runs possible within the remaining budget"
                 break
@@ -583,15 +601,20 @@ class Tuner:
                 + list(range(stop_new, max(available, stop_new))))
 
     def _run_iteration(self, pool, run: _Iterations, money: _Budget, current: int, n_conf: int,
-                       first_values: dict | None, preset: dict | None) -> None:
+                       first_values: dict | None, preset: dict | None) -> str | None:
         """Sample iteration ``run.iteration``'s configurations, race them with the elites,
-        and keep the survivors as the next elites."""
+        and keep the survivors as the next elites. Returns why the tuning stops when no race
+        can be run: the sampler found too few configurations never sampled before (a small
+        parameter space used up; racer never races a configuration twice, irace would)."""
         s = self.settings
         iteration = run.iteration
         first_race = iteration == 1
         elites = run.elites
         n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
+        if len(elites) + len(new_values) <= self.min_survival:
+            return (f"the parameter space is used up: {len(new_values)} configuration(s) not "
+                    f"sampled before were found, too few to race")
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
         candidates = elites + new
@@ -606,9 +629,15 @@ class Tuner:
         run.used_before = self.experiments
         protect_rows = 0
         test = self.test
+        capping = s.capping if s.capping is not None and s.capping.enabled else None
         if elitist and n_elites:
             protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks))
-            test = ProtectElites(self.test, n_elites, protect_rows)
+        if capping is not None:
+            # irace's dominance elimination, at each test step (within a block: dispatch).
+            test = CappedTest(test, capping_type=capping.type, min_survivors=self.min_survival,
+                              n_elites=n_elites if elitist else 0, until=protect_rows)
+        if elitist and n_elites:
+            test = ProtectElites(test, n_elites, protect_rows)
         result = self.run_race(
             iteration, candidates, tasks,
             budget=self.schedule.race_budget(current, len(candidates),
@@ -617,7 +646,7 @@ class Tuner:
             journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
-            preset=preset)
+            preset=preset, n_elites=n_elites if elitist else 0)
         run.races.append((iteration, result, candidates))
         observe = getattr(self.sampler, "observe", None)
         if observe is not None:
@@ -631,6 +660,7 @@ class Tuner:
         run.elites = list(result.survivors[:min(len(result.survivors), self.min_survival)])
         if first_race:
             self.sampler.init_model(run.elites)
+        return None
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])

@@ -72,9 +72,10 @@ class Lookahead:
     """
 
     def __init__(self, path: str, candidates: list, tasks: list, runner: Any, on_run: Any,
-                 iteration: int) -> None:
+                 iteration: int, bound: float | None = None) -> None:
         self.path = path
         self.runner = runner
+        self.bound = bound  # boundMax, passed to every run (no look-ahead under capping)
         self.on_run = on_run
         self.iteration = iteration
         self.entries: dict[tuple, Ahead] = {}  # (configuration id, Task) -> run
@@ -120,7 +121,10 @@ class Lookahead:
 
     def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
         tag = next(_TAGS)
-        if hasattr(self.runner, "kill_run"):
+        if self.bound is not None:
+            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                              switches, tag=tag, bound=self.bound)
+        elif hasattr(self.runner, "kill_run"):
             fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
                               switches, tag=tag)
         else:

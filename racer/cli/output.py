@@ -4,7 +4,8 @@
   parameter names, ``NA`` where inactive), readable back as a ``configurationsFile``;
 * ``runs.csv``: every target-runner call, appended as the race uses it (iteration,
   configuration, instance ID, seed, instance, cost, time, status, attempts, wall seconds,
-  message); a look-ahead run the race did not use has status ``speculative-unused``;
+  message, the execution bound passed to the runner: empty without ``boundMax``); the cost
+  is the runner's, before capping's PARk; a look-ahead run the race did not use has status ``speculative-unused``;
 * ``eliminations.csv``: every elimination of every race;
 * ``test.csv``: the test phase, one row per (elite, test instance);
 * ``results.json``: the elites, their command lines, the budget used and the stop reason.
@@ -31,7 +32,7 @@ __all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_te
            "write_results", "elites_report", "configuration_words"]
 
 RUN_FIELDS = ["iteration", "configuration", "instance_id", "seed", "instance", "cost", "time",
-              "status", "attempts", "wall", "message"]
+              "status", "attempts", "wall", "message", "bound"]
 
 
 def _quote(v: Any) -> str:
@@ -97,7 +98,8 @@ class RunLog:
                " ".join([task.instance.name, *task.instance.extra]),
                "" if result.cost is None else repr(result.cost),
                "" if result.time is None else repr(result.time),
-               result.status, result.attempts, f"{result.wall:.4f}", result.message]
+               result.status, result.attempts, f"{result.wall:.4f}", result.message,
+               "" if result.bound is None else repr(float(result.bound))]
         with self._lock:
             self._w.writerow(row)
             self._f.flush()

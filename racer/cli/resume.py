@@ -42,6 +42,9 @@ _TUNING_OPTIONS = (
     "nbExperimentsPerIteration", "elitist", "elitistNewInstances", "elitistLimit",
     "deterministic", "sampleInstances", "testType", "confidence", "digits", "softRestart",
     "softRestartThreshold", "testNbElites", "minMeasurableTime",
+    # Added with capping: a journal written before has none of them, and a name missing
+    # from the old settings is not compared (resume._changes), so it still resumes.
+    "capping", "cappingAfterFirstTest", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
 )
 
 

@@ -94,7 +94,8 @@ def _o(name, typ, flag, default, implemented=True, help=""):
     return Option(name, typ, flag, default, implemented, help)
 
 
-# irace 3.5's options (irace:::.irace.params.def) plus irace 4's targetRunnerTimeout, with
+# irace 3.5's options (irace:::.irace.params.def) plus irace 4's targetRunnerTimeout and
+# cappingAfterFirstTest, with
 # racer's status. Not implemented = named in a warning when set to a non-default value.
 OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("execDir", "p", "--exec-dir", "./", help="directory where runs happen and outputs go"),
@@ -140,13 +141,17 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("elitist", "b", "--elitist", True),
     _o("elitistNewInstances", "i", "--elitist-new-instances", 1),
     _o("elitistLimit", "i", "--elitist-limit", 2),
-    _o("capping", "b", "--capping", False, False),
-    _o("cappingType", "s", "--capping-type", "median", False),
-    _o("boundType", "s", "--bound-type", "candidate", False),
-    _o("boundMax", "i", "--bound-max", 0, False),
-    _o("boundDigits", "i", "--bound-digits", 0, False),
-    _o("boundPar", "i", "--bound-par", 1, False),
-    _o("boundAsTimeout", "b", "--bound-as-timeout", True, False),
+    _o("capping", "b", "--capping", False,
+       help="irace's adaptive capping (runtime tuning; racer.cli.capping)"),
+    _o("cappingAfterFirstTest", "b", "--capping-after-first-test", False,
+       help="irace 4: no dominance elimination before firstTest instances"),
+    _o("cappingType", "s", "--capping-type", "median"),
+    _o("boundType", "s", "--bound-type", "candidate"),
+    _o("boundMax", "i", "--bound-max", 0,
+       help="the longest run; passed to every run as its bound when > 0"),
+    _o("boundDigits", "i", "--bound-digits", 0),
+    _o("boundPar", "i", "--bound-par", 1),
+    _o("boundAsTimeout", "b", "--bound-as-timeout", True),
     _o("postselection", "r", "--postselection", 0, False),
     _o("aclib", "b", "--aclib", False, False),
     _o("nbIterations", "i", "--iterations", 0),

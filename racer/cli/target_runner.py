@@ -2,9 +2,10 @@
 
 The runner is executed directly (no shell) in ``execDir`` as
 
-    target-runner <configID> <instanceID> <seed> <instance> [extra instance args] <switches>
+    target-runner <configID> <instanceID> <seed> <instance> [extra instance args] [<bound>] <switches>
 
-with the switches built as irace does (switch and value concatenated, then split on blanks,
+(``<bound>``: the run's execution bound, given when the scenario sets ``boundMax``, as irace
+does; :mod:`racer.cli.capping`) with the switches built as irace does (switch and value concatenated, then split on blanks,
 which is what the shell irace goes through does). Its **last non-empty line of stdout** must be
 ``cost`` or ``cost time``. Outcomes:
 
@@ -45,6 +46,7 @@ import threading
 import time
 import uuid
 
+from racer.cli.capping import format_bound
 from racer.cli.scenario import Instance
 
 __all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
@@ -68,6 +70,7 @@ class RunResult:
     stderr: str
     wall: float
     attempts: int = 1
+    bound: float | None = None  # the execution bound passed to the runner (boundMax, capping)
 
     def describe(self, exec_dir: str) -> str:
         """The failure as a user needs it: what, the exact command, exit status, output tails."""
@@ -239,14 +242,15 @@ class TargetRunner:
         Extra attempts after a failed run (``targetRunnerRetries``).
     timeout : float or None
         Seconds before the run's process group is killed (``targetRunnerTimeout``).
-    need_time : bool
-        Whether the output must give a time (``maxTime`` budgets).
+    need_time : bool or str
+        Whether the output must give a time (``maxTime`` budgets, ``capping``); a str names
+        the option that needs it in the error message (default "maxTime").
     reaper : Reaper, optional
         Told about every running process group, so none outlives this process.
     """
 
     def __init__(self, command: list, exec_dir: str, *, retries: int = 0,
-                 timeout: float | None = None, need_time: bool = False,
+                 timeout: float | None = None, need_time: bool | str = False,
                  reaper: Reaper | None = None) -> None:
         if not command or not all(isinstance(w, str) for w in command):
             raise TypeError(f"`command` must be a non-empty list of str; got {command!r}")
@@ -284,15 +288,23 @@ class TargetRunner:
         self._lock = threading.Lock()
 
     def argv(self, config_id: int, instance_id: int, seed: int, instance: Instance,
-             switches: list) -> list:
+             switches: list, bound: float | None = None) -> list:
+        # irace: paste(id, instance id, seed, instance, bound, switches); no bound, no word.
+        words = [] if bound is None else [format_bound(bound)]
         return (self.command + [str(config_id), str(instance_id), str(seed), instance.name]
-                + list(instance.extra) + list(switches))
+                + list(instance.extra) + words + list(switches))
 
     def run(self, config_id: int, instance_id: int, seed: int, instance: Instance,
-            switches: list, tag: object = None) -> RunResult:
+            switches: list, tag: object = None, bound: float | None = None) -> RunResult:
         """Run once, retrying errors; never raises for a failing runner. A run given a
-        hashable ``tag`` can be stopped alone with :meth:`kill_run`."""
-        argv = self.argv(config_id, instance_id, seed, instance, switches)
+        hashable ``tag`` can be stopped alone with :meth:`kill_run`; ``bound`` (a number of
+        seconds, irace's execution bound) is passed to the runner after the instance."""
+        result = self._run(config_id, instance_id, seed, instance, switches, tag, bound)
+        result.bound = bound
+        return result
+
+    def _run(self, config_id, instance_id, seed, instance, switches, tag, bound) -> RunResult:
+        argv = self.argv(config_id, instance_id, seed, instance, switches, bound)
         attempts = 0
         if self._closing:
             return RunResult("error", None, None, "not started: racer is shutting down", argv,
@@ -398,7 +410,8 @@ class TargetRunner:
         if math.isnan(cost) or cost == -math.inf:
             return fail(f"the target-runner returned the cost {words[0]!r}")
         if self.need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
-            return fail("maxTime needs the time of each run: print `cost time` on the last line")
+            why = self.need_time if isinstance(self.need_time, str) else "maxTime"
+            return fail(f"{why} needs the time of each run: print `cost time` on the last line")
         if cost == math.inf:
             return RunResult("inf", cost, run_time, "cost Inf: configuration rejected", argv, code, out, err, wall)
         return RunResult("ok", cost, run_time, "", argv, code, out, err, wall)

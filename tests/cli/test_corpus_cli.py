@@ -373,7 +373,7 @@ WARNED = [
      r"instances\.txt:1: 3 of the 3 instances are no files: .*inst/i1 does not exist \(trainInstancesDir = "
      r"'inst' is put before each name\)\. racer passes them to the runner anyway, as irace does; "
      r"if the instances are not files, set trainInstancesDir = \"\""),
-    ("unimplemented-option", {S: "capping = TRUE\n"}, [], r"option not implemented by racer, ignored: capping = True"),
+    ("unimplemented-option", {S: "postselection = 1\n"}, [], r"option not implemented by racer, ignored: postselection = 1.0"),
     ("configuration-forbidden", {"c.txt": "mode x\na 1\na 2\n", P: PARAMETERS + "[forbidden]\nx > 1.5\n",
                                  S: 'configurationsFile = "c.txt"\n'}, [],
      r"c\.txt:3: configuration discarded: it is forbidden by the rule 'x > 1.5' \(as irace does\)"),
