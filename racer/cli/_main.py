@@ -752,17 +752,14 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
             print(f"{e.id}  {mean}")
 
 
-def read_prior_times(path: str) -> dict:
-    """Reported times of the training runs in an existing runs.csv (an interrupted session),
-    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
-    after a kill). A torn last line is skipped."""
+def _prior_training_runs(path: str):
+    """``(iteration, configuration, instance id, time, row)`` of each training run with a
+    readable time in an existing runs.csv (an interrupted session), in file order; a torn
+    or timeless line is skipped."""
     import csv
 
-    from racer.cli.lookahead import UNUSED
-
-    times: dict = {}
     if not os.path.exists(path):
-        return times
+        return
     with open(path, newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
             try:
@@ -770,22 +767,37 @@ def read_prior_times(path: str) -> dict:
                 t = float(row["time"])
             except (TypeError, ValueError, KeyError):
                 continue
-            if it > 0 and row.get("status") != UNUSED:  # an unused look-ahead run is no run
-                times[(it, cid, iid)] = t
-    return times
+            if it > 0:
+                yield it, cid, iid, t, row
+
+
+def read_prior_times(path: str) -> dict:
+    """Reported times of the training runs in an existing runs.csv (an interrupted session),
+    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
+    after a kill). A torn last line is skipped."""
+    from racer.cli.lookahead import UNUSED
+
+    # an unused look-ahead run is no run
+    return {(it, cid, iid): t for it, cid, iid, t, row in _prior_training_runs(path)
+            if row.get("status") != UNUSED}
 
 
 def read_prior_capped_times(path: str, capping) -> dict:
     """Capping: the time of each training run in an existing runs.csv (an interrupted
     session), cut at its bound (:func:`racer.cli.capping.capped_time`), by (configuration,
     instance id); the last line of a key wins (a run repeated after a kill)."""
-    import csv
-
     from racer.cli.capping import capped_time
 
     times: dict = {}
-    if not os.path.exists(path):
-        return times
+    for _it, cid, iid, t, row in _prior_training_runs(path):
+        if row.get("status") != "ok":
+            continue
+        try:
+            bound = float(row["bound"]) if row.get("bound") else None
+        except ValueError:
+            continue
+        times[(cid, iid)] = capped_time(t, bound, capping)
+    return times
     with open(path, newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
             try:
