@@ -248,9 +248,9 @@ def test_the_bound_comes_between_the_instance_and_the_switches(tmp_path):
 
 # ---------------------------------------------------------------------------- end to end
 
-# A runtime scenario whose runtimes are known: t = (x - 1.5)^2 + |y| + 0.3 x instance + 0.05.
-# Cut at its bound (or at 20), a run prints `bound bound`; every call is logged with its bound.
-RUNTIME_RUNNER = """
+# What every capped runner here starts with: irace's arguments, the bound when one comes
+# (between the instance and the switches), then the switches.
+RUNNER_ARGUMENTS = """
 import sys
 cid, iid, seed, inst = sys.argv[1:5]
 words = sys.argv[5:]
@@ -259,6 +259,11 @@ if words and not words[0].startswith("-"):
     bound = float(words[0])
     words = words[1:]
 opts = dict(zip(words[::2], words[1::2]))
+"""
+
+# A runtime scenario whose runtimes are known: t = (x - 1.5)^2 + |y| + 0.3 x instance + 0.05.
+# Cut at its bound (or at 20), a run prints `bound bound`; every call is logged with its bound.
+RUNTIME_RUNNER = RUNNER_ARGUMENTS + """
 t = (float(opts["--x"]) - 1.5) ** 2 + abs(float(opts["--y"])) + 0.3 * int(inst.rsplit("-", 1)[1]) + 0.05
 with open("bounds.log", "a") as f:
     f.write(f"{cid} {iid} {bound}\\n")
@@ -415,15 +420,7 @@ def test_kill_9_then_resume_with_capping_gives_the_same_runs_and_bounds(tmp_path
 # The same race under both tools: the configurations file only (one iteration of the given
 # configurations), instances in file order, the t-test in both. Costs shift with the instance,
 # so the dominance rule eliminates over several instances; each run logs its configuration.
-CROSS_RUNNER = """
-import sys
-cid, iid, seed, inst = sys.argv[1:5]
-words = sys.argv[5:]
-bound = None
-if words and not words[0].startswith("-"):
-    bound = float(words[0])
-    words = words[1:]
-opts = dict(zip(words[::2], words[1::2]))
+CROSS_RUNNER = RUNNER_ARGUMENTS + """
 x, y = float(opts["--x"]), float(opts["--y"])
 k = int(inst.rsplit("-", 1)[1])
 t = 1 + abs(x - (k * 7 % 5)) + 0.5 * abs(y - (k * 3 % 4)) + 0.05 * k
