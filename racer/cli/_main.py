@@ -798,17 +798,6 @@ def read_prior_capped_times(path: str, capping) -> dict:
             continue
         times[(cid, iid)] = capped_time(t, bound, capping)
     return times
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            try:
-                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
-                t = float(row["time"])
-                bound = float(row["bound"]) if row.get("bound") else None
-            except (TypeError, ValueError, KeyError):
-                continue
-            if it > 0 and row.get("status") == "ok":
-                times[(cid, iid)] = capped_time(t, bound, capping)
-    return times
 
 
 INIT_FILES = {

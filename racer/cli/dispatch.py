@@ -604,6 +604,11 @@ def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) 
     times = np.array([[d.tuner.capped_times.get((cid, t.index), np.nan) for cid in cids]
                       for t in tasks], dtype=float)
     exe = list(range(d.plan.n_elites, len(cids)))
+    # The runs being bounded have no time on this row yet. A resumed session may hold one
+    # (read back from runs.csv for a run logged but not yet told to the journal when racer
+    # was killed): it is run again and must get the bound it got the first time, not one
+    # shortened by its own earlier time.
+    times[-1, exe] = np.nan
     bounds, _ = execution_bounds(times, elites, exe, capping)
     return bounds
 
