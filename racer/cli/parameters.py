@@ -36,7 +36,7 @@ from racer.cli import rexpr
 from racer.cli.scenario import read_text
 
 __all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "ForbiddenRule", "read_parameters",
-           "read_forbidden", "read_configurations", "format_value"]
+           "parse_parameters", "read_forbidden", "read_forbidden_lines", "read_configurations", "format_value"]
 
 
 class ParameterFileError(ValueError):
@@ -126,6 +126,11 @@ class ParameterSpace:
     """The parameters of a scenario, in sampling order (a parameter after those its condition
     reads), with the forbidden rules and ``digits``."""
 
+    #: A configuration to race first (every parameter, None where inactive): the user's
+    #: defaults when the space was translated from one that declares them (a ConfigSpace
+    #: space, :func:`racer.space.parameter_space`); None otherwise.
+    default: dict | None = None
+
     def __init__(self, params: list[Parameter], forbidden: list[tuple[str, Any]] | None = None,
                  digits: int = 4, source: str = "<parameters>") -> None:
         self.source = source
@@ -202,6 +207,16 @@ class ParameterSpace:
         if rule is not None:
             return f"it is forbidden by the rule {rule!r}"
         return None
+
+    def native(self, values: dict) -> Any:
+        """A configuration as the user's own space writes one: here its active parameters
+        (inactive ones, None, left out); a space translated from ConfigSpace gives a
+        ``ConfigSpace.Configuration`` (:func:`racer.space.parameter_space`).
+
+        >>> ParameterSpace([Parameter("x", "", "i", (1, 3))]).native({"x": 2, "y": None})
+        {'x': 2}
+        """
+        return {name: value for name, value in values.items() if value is not None}
 
     def command_line(self, values: dict) -> list[str]:
         """The switches of ``values`` as argv words: switch and value are concatenated and
@@ -308,6 +323,16 @@ def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
     """Read an irace parameters file (with optional ``[global]`` and ``[forbidden]``
     sections). ``digits`` (the scenario's) is overridden by ``[global] digits``."""
     text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    return parse_parameters(text, path, digits)
+
+
+def parse_parameters(text: str, path: str = "<parameters>", digits: int | None = None) -> ParameterSpace:
+    """The parameters of ``text``, the content of an irace parameters file; ``path`` names it
+    in messages. As :func:`read_parameters`.
+
+    >>> parse_parameters('x "--x " i (1, 3)\\n[global]\\ndigits = 2\\n').digits
+    2
+    """
     params: list[Parameter] = []
     forbidden_lines: list[tuple[int, str]] = []
     section = "parameters"
