@@ -263,8 +263,8 @@ def _digits(params: list[Parameter], digits: int | None) -> int:
 # ------------------------------------------------------------------------------ ConfigSpace
 
 def _is_configspace(space: Any) -> bool:
-    cls = type(space)
-    if cls.__module__.split(".")[0] != "ConfigSpace":
+    # Without importing ConfigSpace for the other kinds of space (it may not be installed).
+    if not any(c.__module__.split(".")[0] == "ConfigSpace" for c in type(space).__mro__):
         return False
     from ConfigSpace import ConfigurationSpace
 
@@ -291,6 +291,8 @@ class ConfigSpaceParameters(ParameterSpace):
 def _from_configspace(cs: Any, digits: int | None) -> ParameterSpace:
     import ConfigSpace as CS
 
+    if len(cs) == 0:
+        raise ValueError("`space` is an empty ConfigurationSpace: add at least one hyperparameter")
     conditions = {}
     for cond in cs.conditions:
         conditions[cond.child.name] = _condition(cond, cs, CS)

@@ -210,13 +210,23 @@ class ParameterSpace:
 
     def native(self, values: dict) -> Any:
         """A configuration as the user's own space writes one: here its active parameters
-        (inactive ones, None, left out); a space translated from ConfigSpace gives a
+        (inactive ones, None, left out), integers as ``int`` and reals as ``float`` (also
+        when read back as another type); a space translated from ConfigSpace gives a
         ``ConfigSpace.Configuration`` (:func:`racer.space.parameter_space`).
 
-        >>> ParameterSpace([Parameter("x", "", "i", (1, 3))]).native({"x": 2, "y": None})
+        >>> space = ParameterSpace([Parameter("x", "", "i", (1, 3)), Parameter("y", "", "r", (0, 1))])
+        >>> space.native({"x": 2.0, "y": None})
         {'x': 2}
         """
-        return {name: value for name, value in values.items() if value is not None}
+        out = {}
+        for name, value in values.items():
+            p = self.by_name.get(name)
+            if p is None:
+                raise ValueError(f"`values` names {name!r}, which is not a parameter"
+                                 + _known(self.by_name, name))
+            if value is not None:
+                out[name] = int(value) if p.type == "i" else float(value) if p.type == "r" else value
+        return out
 
     def command_line(self, values: dict) -> list[str]:
         """The switches of ``values`` as argv words: switch and value are concatenated and

@@ -410,3 +410,28 @@ def test_paths_may_be_pathlib(tmp_path):
     path = pathlib.Path(tmp_path) / "p.txt"
     path.write_text(IRACE_TEXT)
     assert parameter_space(path).source == str(path)
+
+
+def test_translated_spaces_pickle_with_their_way_back():
+    import pickle
+
+    space = parameter_space(configspace_space())
+    again = pickle.loads(pickle.dumps(space))
+    config = sample(space, 1)[0]
+    assert again.default == space.default
+    # As dicts: ConfigSpace's own pickle round trip gives a space that compares unequal
+    # (pickle.loads(pickle.dumps(cs)) != cs in ConfigSpace 1.2), and so do its Configurations.
+    assert dict(again.native(config)) == dict(space.native(config))
+    again.native(config).check_valid_configuration()
+    assert [p.condition_text for p in again.params] == [p.condition_text for p in space.params]
+
+
+def test_native_types_and_names_are_checked():
+    space = parameter_space(configspace_space())
+    values = dict(space.default) | {"pop": 16.0, "t0": 1}
+    native = space.native(values)
+    assert type(native["pop"]) is int and type(native["t0"]) is float
+    with pytest.raises(ValueError, match="'popp', which is not a parameter .did you mean pop"):
+        space.native(dict(space.default) | {"popp": 3})
+    with pytest.raises(ValueError, match="empty ConfigurationSpace"):
+        parameter_space(pytest.importorskip("ConfigSpace").ConfigurationSpace())
