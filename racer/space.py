@@ -39,7 +39,6 @@ from racer.cli.parameters import (
     ForbiddenRule,
     Parameter,
     ParameterSpace,
-    parse_parameters,
     read_forbidden,
     read_forbidden_lines,
     read_parameters,
@@ -63,8 +62,9 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
 
     * a :class:`~racer.cli.parameters.ParameterSpace`: returned as is (``forbidden`` and
       ``digits`` must then be None: they are its own);
-    * irace's parameters: a ``str`` holding a newline is their text, an ``os.PathLike``
-      (``pathlib.Path``) or a ``str`` without a newline is the path of a parameters file;
+    * irace's parameters: an ``os.PathLike`` (``pathlib.Path``), or a ``str`` without a
+      newline that names an existing file, is the path of a parameters file; any other
+      ``str`` is their text;
     * a dict of Optuna distributions (``FloatDistribution``, ``IntDistribution``,
       ``CategoricalDistribution``), name -> distribution;
     * a ``ConfigSpace.ConfigurationSpace`` (ConfigSpace 1.x), with its conditions, forbidden
@@ -107,33 +107,42 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
             "distributions, a ConfigSpace.ConfigurationSpace or a ParameterSpace; got "
             f"{type(space).__name__}")
     if forbidden is not None:
-        text, source = _text_or_path(forbidden, "forbidden")
-        result.add_forbidden(read_forbidden(source) if text is None
-                             else read_forbidden_lines(list(enumerate(text.splitlines(), 1)), source))
+        _read_text_or_path(forbidden, "forbidden", lambda text, source: result.add_forbidden(
+            read_forbidden(source) if text is None
+            else read_forbidden_lines(list(enumerate(text.splitlines(), 1)), source)))
     return result
 
 
 # ------------------------------------------------------------------------------- irace's own
 
 def _text_or_path(value: str | os.PathLike, argument: str) -> tuple[str | None, str]:
-    """(text, source) for text, (None, path) for a path: a str holding a newline is text."""
-    if isinstance(value, str) and "\n" in value:
-        return value, f"<{argument} text>"
-    path = os.fspath(value)
-    if isinstance(value, str) and not os.path.isfile(path):
-        raise ValueError(f"`{argument}` {value!r} is not a file; irace's parameters or forbidden "
-                         "rules given as text hold at least one newline (end a single line "
-                         "with '\\n')")
-    return None, path
+    """(text, name for messages) for text, (None, path) for a path: an ``os.PathLike``, or a
+    ``str`` without a newline that names an existing file, is a path; any other ``str`` is
+    text (a one-line forbidden rule such as ``"a > 1"`` included)."""
+    if isinstance(value, os.PathLike) or ("\n" not in value and os.path.isfile(value)):
+        return None, os.fspath(value)
+    return value, f"`{argument}`"
+
+
+def _read_text_or_path(value: str | os.PathLike, argument: str, read):
+    """``read(text, source)``; a one-line ``str`` that does not read is said to name no file
+    either (it may be a mistyped path)."""
+    text, source = _text_or_path(value, argument)
+    try:
+        return read(text, source)
+    except ValueError as exc:
+        if text is None or "\n" in text:
+            raise
+        raise ValueError(f"{exc} ({text!r} names no file, so it was read as irace's "
+                         "text)") from exc
 
 
 def _from_irace(space: str | os.PathLike, digits: int | None) -> ParameterSpace:
-    text, source = _text_or_path(space, "space")
-    result = (read_parameters(source, digits) if text is None
-              else parse_parameters(text, source, digits))
+    result = _read_text_or_path(space, "space", lambda text, source: read_parameters(
+        source, digits, text=text))
     if digits is not None and result.digits_origin is not None and result.digits != digits:
         raise ValueError(f"`digits={digits}` contradicts `digits = {result.digits}` of the "
-                         f"[global] section of {source}; give one of them")
+                         f"[global] section of {result.source}; give one of them")
     return result
 
 

@@ -36,7 +36,7 @@ from racer.cli import rexpr
 from racer.cli.scenario import read_text
 
 __all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "ForbiddenRule", "read_parameters",
-           "parse_parameters", "read_forbidden", "read_forbidden_lines", "read_configurations", "format_value"]
+           "read_forbidden", "read_configurations", "format_value"]
 
 
 class ParameterFileError(ValueError):
@@ -329,20 +329,12 @@ def read_forbidden(path: str) -> list[tuple[str, Any]]:
     return read_forbidden_lines(list(enumerate(text.splitlines(), start=1)), path)
 
 
-def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
+def read_parameters(path: str, digits: int | None = None, *, text: str | None = None) -> ParameterSpace:
     """Read an irace parameters file (with optional ``[global]`` and ``[forbidden]``
-    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``."""
-    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
-    return parse_parameters(text, path, digits)
-
-
-def parse_parameters(text: str, path: str = "<parameters>", digits: int | None = None) -> ParameterSpace:
-    """The parameters of ``text``, the content of an irace parameters file; ``path`` names it
-    in messages. As :func:`read_parameters`.
-
-    >>> parse_parameters('x "--x " i (1, 3)\\n[global]\\ndigits = 2\\n').digits
-    2
-    """
+    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``. With
+    ``text``, that text is read instead of the file, ``path`` naming it in messages."""
+    if text is None:
+        text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
     params: list[Parameter] = []
     forbidden_lines: list[tuple[int, str]] = []
     section = "parameters"

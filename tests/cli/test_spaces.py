@@ -65,13 +65,22 @@ def test_a_forbidden_file_is_read_by_path(tmp_path):
     assert parameter_space(IRACE_TEXT, forbidden=str(rules)).forbidden[-1][0] == 'algo == "sa"'
 
 
-def test_text_and_paths_are_told_apart_by_a_newline(tmp_path):
-    with pytest.raises(ValueError, match="is not a file.*newline"):
-        parameter_space('x "--x " r (0, 1)')
-    with pytest.raises(ValueError, match="`forbidden` 'x > 1' is not a file"):
-        parameter_space(IRACE_TEXT, forbidden="x > 1")
-    one_line = parameter_space('x "--x " r (0, 1)\n')
-    assert one_line.names == ["x"]
+def test_text_and_paths_are_told_apart(tmp_path, monkeypatch):
+    # A str is a path when it has no newline and names a file; any other str is text.
+    monkeypatch.chdir(tmp_path)
+    pathlib.Path("x").write_text('y "--y " i (1, 2)\n')
+    assert parameter_space("x").names == ["y"]
+    assert parameter_space('x "--x " r (0, 1)').names == ["x"]  # one line, no such file
+    with pytest.raises(ValueError, match=r"cannot read 'prams.txt'.*"
+                                         r"'prams.txt' names no file, so it was read as irace"):
+        parameter_space("prams.txt")
+    with pytest.raises(ValueError, match=r"'forbiden.txt', which is not a parameter.*"
+                                         r"names no file"):
+        parameter_space(IRACE_TEXT, forbidden="forbiden.txt")
+    one_rule = parameter_space(IRACE_TEXT, forbidden="size > 1")
+    assert one_rule.forbidden[-1][0] == "size > 1"
+    with pytest.raises(ValueError, match="file not found"):
+        parameter_space(tmp_path / "missing.txt")  # a Path is always a path
 
 
 def test_irace_digits_and_the_file_s_global_section():
