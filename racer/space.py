@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from racer.cli import rexpr
+from racer.cli.checks import MAX_DIGITS
 from racer.cli.parameters import (
     ForbiddenRule,
     Parameter,
@@ -85,8 +86,9 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
     racer.cli.parameters.ParameterFileError: no-such-file.txt: file not found
     """
     if digits is not None and (isinstance(digits, bool) or not isinstance(digits, numbers.Integral)
-                               or digits < 0):
-        raise ValueError(f"`digits` must be a non-negative integer or None; got {digits!r}")
+                               or not 1 <= digits <= MAX_DIGITS):
+        raise ValueError(f"`digits` must be an integer in irace's range 1..{MAX_DIGITS}, or None; "
+                         f"got {digits!r}")
     if forbidden is not None and not isinstance(forbidden, (str, os.PathLike)):
         raise TypeError(f"`forbidden` must be irace's forbidden rules as text (str) or a path; "
                         f"got {type(forbidden).__name__}")
@@ -258,6 +260,12 @@ def _digits(params: list[Parameter], digits: int | None) -> int:
         scale = p.domain[0] if p.log else p.domain[1] - p.domain[0]
         # 10^-d <= scale / 10^k  <=>  d >= k - log10(scale); the 1e-9 absorbs log10's error.
         needed = max(0, math.ceil(3 - math.log10(scale) - 1e-9))
+        if digits is None and needed > MAX_DIGITS:
+            what = "the lower bound of its log range" if p.log else "its range"
+            raise ValueError(
+                f"parameter {p.name!r}: {what} ({scale!r}) needs {needed} decimals, more than "
+                f"the {MAX_DIGITS} a double carries (irace's limit); rescale it (tune its "
+                "logarithm, or the value in other units) and convert in your code")
         if digits is None:
             chosen = max(chosen, needed)
         elif 10.0 ** -digits > scale / 10:

@@ -15,6 +15,7 @@ import pytest
 
 import racer
 from racer.cli import rexpr
+from racer.cli.checks import check_space
 from racer.cli.parameters import ParameterSpace, read_parameters
 from racer.cli.sampler import Sampler
 from racer.space import MAX_GRID, _r_value, parameter_space
@@ -110,9 +111,9 @@ def test_other_spaces_are_refused(space, error, match):
         parameter_space(space)
 
 
-@pytest.mark.parametrize("digits", [-1, 2.5, True, "4"])
+@pytest.mark.parametrize("digits", [-1, 0, 16, 2.5, True, "4"])
 def test_digits_is_checked(digits):
-    with pytest.raises(ValueError, match="`digits` must be a non-negative integer"):
+    with pytest.raises(ValueError, match=r"`digits` must be an integer in irace's range 1..15"):
         parameter_space(IRACE_TEXT, digits=digits)
 
 
@@ -162,6 +163,7 @@ def test_optuna_distributions_translate_to_irace_parameters():
     # lr keeps a step of at most 1/1000 of its lower bound 1e-5: 8 decimals, not irace's 4.
     assert space.digits == 8
     assert space.default is None
+    assert check_space(space) == []  # the command line's checks find nothing to say
 
 
 def test_optuna_samples_are_valid_for_optuna_and_cover_the_domains():
@@ -212,6 +214,9 @@ def test_optuna_what_irace_cannot_hold_is_refused():
     with pytest.raises(ValueError, match=r"digits=4.*parameter 'lr'.*use digits=8"):
         parameter_space({"lr": od.FloatDistribution(1e-5, 1e-1, log=True)}, digits=4)
     assert parameter_space({"lr": od.FloatDistribution(1e-5, 1e-1, log=True)}, digits=6).digits == 6
+    with pytest.raises(ValueError, match=r"parameter 'eps'.*needs 16 decimals.*rescale"):
+        parameter_space({"eps": od.FloatDistribution(1e-13, 1.0, log=True)})
+    assert parameter_space({"eps": od.FloatDistribution(1e-12, 1.0, log=True)}).digits == 15
 
 
 def test_optuna_space_takes_forbidden_rules():
@@ -292,6 +297,7 @@ def test_configspace_translates_conditions_forbidden_clauses_and_defaults():
         '(`model:kind` == "hc") & (level == "high")', "tenure %in% c(13, 14)", "t0 < 0.05",
         'level %in% c("max")', "pop < tenure"])
     assert space.digits == 5  # t0's log range starts at 0.01
+    assert check_space(space) == []  # no condition or rule that never or always holds
     default = cs.get_default_configuration()
     assert space.native(space.default) == default
     assert {k for k, v in space.default.items() if v is not None} == set(default.keys())
