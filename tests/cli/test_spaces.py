@@ -450,3 +450,32 @@ def test_native_types_and_names_are_checked():
         space.native(dict(space.default) | {"popp": 3})
     with pytest.raises(ValueError, match="empty ConfigurationSpace"):
         parameter_space(pytest.importorskip("ConfigSpace").ConfigurationSpace())
+
+
+def _model_samples(space, first, n, seed=0):
+    """Configurations irace's model draws around ``first`` (the elites, best first), after
+    the update of a second iteration: the draws of every iteration but the first."""
+    from racer.cli.iterated import Configuration
+
+    elites = [Configuration(i + 1, values) for i, values in enumerate(first)]
+    sampler = Sampler(space)
+    sampler.init_model(elites)
+    sampler.update_model(elites, iteration=2, n_iterations=5, n_new=n)
+    return [values for values, _ in sampler.sample_model(elites, n, np.random.default_rng(seed))]
+
+
+def test_model_samples_around_the_default_stay_valid_for_configspace():
+    space = parameter_space(configspace_space())
+    first = [space.default] + sample(space, 3, seed=5)
+    configs = _model_samples(space, first, 500)
+    assert len(configs) > 400  # duplicates of the elites are skipped
+    for config in configs:
+        space.native(config).check_valid_configuration()
+
+
+def test_model_samples_stay_valid_for_optuna():
+    dists = optuna_space()
+    space = parameter_space(dists)
+    for config in _model_samples(space, sample(space, 3, seed=5), 500):
+        for name, value in space.native(config).items():
+            assert dists[name]._contains(dists[name].to_internal_repr(value)), (name, value)
