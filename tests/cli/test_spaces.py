@@ -6,7 +6,6 @@ forbidden clause) and for Optuna (``_contains`` of the internal representation),
 configurations drawn by ConfigSpace must be valid for the translation (``check``).
 """
 
-import math
 import pathlib
 import textwrap
 
@@ -94,8 +93,8 @@ def test_irace_digits_and_the_file_s_global_section():
 
 
 def test_a_parameter_space_is_returned_as_is():
-    space = read_parameters_text = parameter_space(IRACE_TEXT)
-    assert parameter_space(read_parameters_text) is space
+    space = parameter_space(IRACE_TEXT)
+    assert parameter_space(space) is space
     with pytest.raises(ValueError, match="has its own"):
         parameter_space(space, forbidden="size > 1\n")
 
@@ -418,7 +417,6 @@ def test_translated_spaces_keep_the_float_and_int_types_through_sampling():
     configs = sample(parameter_space(cs), 200)
     assert all(type(c["pop"]) is int and type(c["deep"] or 0.0) is float for c in configs)
     assert isinstance(parameter_space(cs), ParameterSpace)
-    assert math.isfinite(sum(c["pop"] for c in configs))
 
 
 def test_paths_may_be_pathlib(tmp_path):
