@@ -36,7 +36,8 @@ from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipP
 ROOT = Path(__file__).resolve().parent
 
 # Optional extras (pyproject.toml): a module importing one of these is skipped without it.
-OPTIONAL_DEPENDENCIES = {"sklearn", "optuna", "matplotlib", "distributed", "dask", "ray", "pandas"}
+OPTIONAL_DEPENDENCIES = {"sklearn", "optuna", "ConfigSpace", "matplotlib", "distributed", "dask",
+                         "ray", "pandas"}
 
 
 # ------------------------------------------------------------------------- README.md, docs/*.md

@@ -2,7 +2,8 @@
 
 The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
 test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
-adapters for scikit-learn and Optuna in :mod:`racer.adapters`; the command line in
+adapters for scikit-learn and Optuna in :mod:`racer.adapters`; parameter spaces (irace's,
+Optuna's, ConfigSpace's) in :mod:`racer.space`; the command line in
 :mod:`racer.cli`.
 """
 
@@ -36,6 +37,7 @@ _EXPORTS = {
     "EliminationRecord": "result",
     "RaceResult": "result",
     "JournalInUseError": "storage",
+    "parameter_space": "space",
 }
 
 # Submodules that ``import racer`` bound as attributes when it imported the above eagerly; they

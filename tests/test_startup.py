@@ -189,7 +189,8 @@ DIR_BEFORE_LAZY = [
     "PosteriorBestTest", "ProtectElites", "Race", "RaceFailedError", "RaceResult", "RaceView",
     "RacingTest", "TRaceTest", "__all__", "__builtins__", "__cached__", "__doc__", "__file__",
     "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
-    "_race_stats", "_validation", "instance_groups", "race", "racing", "result", "stats",
+    "_race_stats", "_validation", "instance_groups", "parameter_space", "race", "racing", "result",
+    "stats",
     "storage",
 ]
 

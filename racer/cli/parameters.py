@@ -126,6 +126,11 @@ class ParameterSpace:
     """The parameters of a scenario, in sampling order (a parameter after those its condition
     reads), with the forbidden rules and ``digits``."""
 
+    #: A configuration to race first (every parameter, None where inactive): the user's
+    #: defaults when the space was translated from one that declares them (a ConfigSpace
+    #: space, :func:`racer.space.parameter_space`); None otherwise.
+    default: dict | None = None
+
     def __init__(self, params: list[Parameter], forbidden: list[tuple[str, Any]] | None = None,
                  digits: int = 4, source: str = "<parameters>") -> None:
         self.source = source
@@ -202,6 +207,26 @@ class ParameterSpace:
         if rule is not None:
             return f"it is forbidden by the rule {rule!r}"
         return None
+
+    def native(self, values: dict) -> Any:
+        """A configuration as the user's own space writes one: here its active parameters
+        (inactive ones, None, left out), integers as ``int`` and reals as ``float`` (also
+        when read back as another type); a space translated from ConfigSpace gives a
+        ``ConfigSpace.Configuration`` (:func:`racer.space.parameter_space`).
+
+        >>> space = ParameterSpace([Parameter("x", "", "i", (1, 3)), Parameter("y", "", "r", (0, 1))])
+        >>> space.native({"x": 2.0, "y": None})
+        {'x': 2}
+        """
+        out = {}
+        for name, value in values.items():
+            p = self.by_name.get(name)
+            if p is None:
+                raise ValueError(f"`values` names {name!r}, which is not a parameter"
+                                 + _known(self.by_name, name))
+            if value is not None:
+                out[name] = int(value) if p.type == "i" else float(value) if p.type == "r" else value
+        return out
 
     def command_line(self, values: dict) -> list[str]:
         """The switches of ``values`` as argv words: switch and value are concatenated and
@@ -304,10 +329,12 @@ def read_forbidden(path: str) -> list[tuple[str, Any]]:
     return read_forbidden_lines(list(enumerate(text.splitlines(), start=1)), path)
 
 
-def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
+def read_parameters(path: str, digits: int | None = None, *, text: str | None = None) -> ParameterSpace:
     """Read an irace parameters file (with optional ``[global]`` and ``[forbidden]``
-    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``."""
-    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``. With
+    ``text``, that text is read instead of the file, ``path`` naming it in messages."""
+    if text is None:
+        text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
     params: list[Parameter] = []
     forbidden_lines: list[tuple[int, str]] = []
     section = "parameters"
