@@ -36,6 +36,8 @@ _EXPORTS = {
     "EliminationRecord": "result",
     "RaceResult": "result",
     "JournalInUseError": "storage",
+    "tune": "tune",
+    "TuneResult": "tune",
 }
 
 # Submodules that ``import racer`` bound as attributes when it imported the above eagerly; they

@@ -304,10 +304,12 @@ def read_forbidden(path: str) -> list[tuple[str, Any]]:
     return read_forbidden_lines(list(enumerate(text.splitlines(), start=1)), path)
 
 
-def read_parameters(path: str, digits: int | None = None) -> ParameterSpace:
+def read_parameters(path: str, digits: int | None = None, *, text: str | None = None) -> ParameterSpace:
     """Read an irace parameters file (with optional ``[global]`` and ``[forbidden]``
-    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``."""
-    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    sections). ``digits`` (the scenario's) is overridden by ``[global] digits``. With
+    ``text``, that text is read instead of the file, ``path`` naming it in messages."""
+    if text is None:
+        text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
     params: list[Parameter] = []
     forbidden_lines: list[tuple[int, str]] = []
     section = "parameters"
