@@ -3,7 +3,7 @@
 The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
 test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
 adapters for scikit-learn and Optuna in :mod:`racer.adapters`; the command line in
-:mod:`racer.cli`.
+:mod:`racer.cli`, and its tuner for a Python function in :func:`racer.tune`.
 """
 
 import importlib

@@ -642,6 +642,7 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
 
     from racer.cli import _main as cli
     from racer.cli.checks import check_space
+    from racer.cli.iterated import BudgetError
     from racer.cli.scenario import Instance, ScenarioError, defaults
     from racer.cli.target_runner import TargetRunnerError
     from racer.race import EvaluationError
@@ -703,6 +704,8 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
         tuner, result, _test, _winner = cli.run_tuning(loaded, args, runner=runner,
                                                        executor=executor, announce=False)
         finished = True
+    except BudgetError as exc:
+        raise BudgetError(f"`{'max_time' if values['max_time'] else 'budget'}`: {exc}") from None
     except TargetRunnerError as exc:
         res = exc.result
         raise EvaluationError(f"{res.message}" + (f"\n{res.stderr.rstrip()}" if res.stderr else "")

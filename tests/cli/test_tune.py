@@ -76,7 +76,7 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
 
 
 def test_a_budget_too_small_to_race_says_so():
-    with pytest.raises(ValueError, match="maxExperiments = 8 is too small"):
+    with pytest.raises(ValueError, match="`budget`: maxExperiments = 8 is too small"):
         small(budget=8)
 
 
@@ -237,6 +237,29 @@ def test_a_timeout_kills_the_run_and_it_is_a_failed_run():
     slow = res.runs[res.runs.status == "error"]
     assert len(slow) > 0 and all("timed out after 1.0 s" in m for m in slow.message)
     assert res.best["k"] == "a"
+
+
+@pytest.mark.slow
+def test_a_dask_executor_runs_evaluate_on_its_workers():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        here_pid = os.getpid()
+
+        def evaluate(config, instance, seed):
+            if os.getpid() == here_pid:
+                raise RuntimeError("a run was made in the tuning's own process")
+            return quadratic(config, instance, seed)
+
+        res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
+                         executor=client.get_executor())
+    here = small()
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+    # Runs are logged as they answer: compare them in one order.
+    order = ["iteration", "configuration", "instance_id"]
+    assert (res.runs.sort_values(order)["cost"].tolist()
+            == here.runs.sort_values(order)["cost"].tolist())
 
 
 def _copy_tsp_sa(tmp_path):
