@@ -506,18 +506,19 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``progress=False``                quiet
     ``capping``, ``bound_max``        capping, boundMax (``evaluate`` then takes
                                       ``bound=``; see below)
-    ``**options``: first_test,        firstTest, eachTest, mu, minNbSurvival,
-    each_test, mu, min_survivors,     nbIterations, nbConfigurations,
-    n_iterations, n_configurations,   nbExperimentsPerIteration, elitist,
-    experiments_per_iteration,        elitistNewInstances, elitistLimit,
-    elitist, elitist_new_instances,   deterministic, sampleInstances,
-    elitist_limit, deterministic,     softRestart, softRestartThreshold,
-    sample_instances, soft_restart,   testNbElites, testType, confidence,
-    soft_restart_threshold,           minMeasurableTime, cappingType,
-    test_n_elites, test_type,         cappingAfterFirstTest, boundType,
-    confidence, min_measurable_time,  boundDigits, boundPar, boundAsTimeout
-    capping_type, ..., bound_as_timeout
     ================================  ==========================================
+
+    irace's other options are keywords of their own (``**options``, :data:`OPTION_NAMES`):
+    ``first_test`` (firstTest), ``each_test``, ``mu``, ``min_survivors`` (minNbSurvival),
+    ``n_iterations`` (nbIterations), ``n_configurations`` (nbConfigurations),
+    ``experiments_per_iteration`` (nbExperimentsPerIteration), ``elitist``,
+    ``elitist_new_instances``, ``elitist_limit``, ``deterministic``, ``sample_instances``,
+    ``soft_restart``, ``soft_restart_threshold``, ``test_n_elites`` (testNbElites),
+    ``test_type``, ``confidence``, ``min_measurable_time``, ``capping_type``,
+    ``capping_after_first_test``, ``bound_type``, ``bound_digits``, ``bound_par``,
+    ``bound_as_timeout``. Not here: the command line's ways of naming files and folders
+    (instances dirs, launchers), ``--fixed-list``, and irace's options racer does not
+    implement.
 
     Parameters
     ----------

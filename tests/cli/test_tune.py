@@ -75,6 +75,16 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
     assert words in str(info.value)
 
 
+def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
+    from racer.cli.resume import _TUNING_OPTIONS
+    from racer.cli.scenario import OPTIONS
+    from racer.tune import _ARGUMENT_NAMES, OPTION_NAMES
+
+    reachable = set(OPTION_NAMES.values()) | set(_ARGUMENT_NAMES.values())
+    assert set(_TUNING_OPTIONS) - reachable == set()
+    assert reachable <= set(OPTIONS)
+
+
 def test_a_budget_too_small_to_race_says_so():
     with pytest.raises(ValueError, match="`budget`: maxExperiments = 8 is too small"):
         small(budget=8)
