@@ -39,6 +39,14 @@ def small(**kw):
                                                   "progress": False, **kw})
 
 
+def test_racer_tune_is_the_function_once_its_module_is_imported():
+    import importlib
+
+    # Importing the submodule binds it on the package, which keeps the function (as racer.race).
+    module = importlib.import_module("racer.tune")
+    assert racer.tune is module.tune and callable(racer.tune)
+
+
 # ----------------------------------------------------------------------------- validation
 
 @pytest.mark.parametrize("call, error, words", [
