@@ -14,7 +14,9 @@ bookkeeping (races, tests, journals, runs.csv), plus, for the command line, a pr
 run, and, for ``racer.tune`` with ``n_jobs=2``, the worker processes' start and a round trip
 per run. Reported: medians over ``--repeats`` of the wall time and of the CPU time (this
 process and its waited-for children, ``os.times``) per run, and the ratio tune / command
-line measured in the same invocation.
+line measured in the same invocation; for ``n_jobs=2``, the start-up of racer.tune's two
+workers measured apart (:func:`worker_startup`, a fixed cost paid once per tuning) and the
+wall time per run without it.
 
     OPENBLAS_NUM_THREADS=1 nice -n 15 python benchmarks/tune_overhead.py [--quick]
         [--budget 300] [--repeats 3]
@@ -83,6 +85,23 @@ def run_tune(folder: str, budget: int, n_jobs: int) -> tuple[float, float, list,
     return wall2 - wall, cpu2 - cpu, res.elite_ids, res.experiments
 
 
+def worker_startup(n_jobs: int) -> float:
+    """Seconds to start ``n_jobs`` workers as racer.tune does (one single-worker pool each,
+    all started before the first is used) and run one task on each: the fixed cost a
+    tuning with ``n_jobs > 1`` pays once."""
+    from racer.execution import WorkerPool
+    from racer.tune import _Evaluate
+
+    start = time.perf_counter()
+    pools = [WorkerPool(_Evaluate(evaluate, INSTANCES), 1) for _ in range(n_jobs)]
+    for pool in pools:
+        list(pool.imap_unordered([(0, ({"x": 0.5}, 0, 1))]))
+    took = time.perf_counter() - start
+    for pool in pools:
+        pool.close()
+    return took
+
+
 def main_(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="budget 120, 1 repeat")
@@ -98,7 +117,10 @@ def main_(argv=None) -> None:
         for n_jobs in (1, 2):
             got: dict = {"cli": [], "tune": []}
             outcomes = set()
+            startup = []
             for r in range(repeats):
+                if n_jobs > 1:
+                    startup.append(worker_startup(n_jobs))
                 # Alternate the order, so that neither always runs on a warmer machine.
                 order = ("cli", "tune") if r % 2 == 0 else ("tune", "cli")
                 for kind in order:
@@ -110,18 +132,22 @@ def main_(argv=None) -> None:
             same = len({(e, n) for _, e, n in outcomes}) == 1
             med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
                    for k, v in got.items()}
-            rows.append((n_jobs, med, same, next(iter(outcomes))[2]))
+            rows.append((n_jobs, med, same, next(iter(outcomes))[2],
+                         statistics.median(startup) if startup else 0.0))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"# racer.tune vs racer --scenario: budget {budget}, {repeats} repeat(s), "
           f"medians per run (ms); python {sys.version.split()[0]}")
     print("| n_jobs | runs | same elites and runs | CLI wall | tune wall | wall ratio tune/CLI "
-          "| CLI CPU | tune CPU | CPU ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for n_jobs, med, same, runs in rows:
+          "| worker start-up (s) | tune wall without it | its ratio | CLI CPU | tune CPU "
+          "| CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for n_jobs, med, same, runs, startup in rows:
         (cw, cc), (tw, tc) = med["cli"], med["tune"]
+        steady = tw - startup / runs
         print(f"| {n_jobs} | {runs} | {'yes' if same else 'NO'} | {1e3 * cw:.2f} | {1e3 * tw:.2f} "
-              f"| {tw / cw:.2f} | {1e3 * cc:.2f} | {1e3 * tc:.2f} | {tc / cc:.2f} |")
+              f"| {tw / cw:.2f} | {startup:.2f} | {1e3 * steady:.2f} | {steady / cw:.2f} "
+              f"| {1e3 * cc:.2f} | {1e3 * tc:.2f} | {tc / cc:.2f} |")
 
 
 if __name__ == "__main__":
