@@ -154,6 +154,22 @@ def test_a_failing_evaluate_stops_the_tuning_with_its_traceback_or_is_rejected()
     assert res.best["k"] == "a"
 
 
+def test_retries_call_evaluate_again_as_a_target_runner_is_started_again():
+    attempts = {}
+
+    def flaky(config, instance, seed):
+        key = (tuple(sorted(config.items())), instance, seed)
+        attempts[key] = attempts.get(key, 0) + 1
+        if attempts[key] == 1:
+            raise OSError("licence server busy")
+        return quadratic(config, instance, seed)
+
+    res = racer.tune(flaky, SPACE, TRAIN, budget=150, random_state=3, progress=False, retries=1)
+    assert set(res.runs["status"]) == {"ok"} and set(res.runs["attempts"]) == {2}
+    plain = small()
+    assert res.elites == plain.elites and res.runs["cost"].tolist() == plain.runs["cost"].tolist()
+
+
 def test_what_evaluate_returns_is_read_as_a_target_runners_output():
     from racer.tune import _read_value
 
