@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from racer.cli.capping import format_bound
 from racer.cli.scenario import Instance
@@ -94,6 +94,7 @@ class RunResult:
         return "\n".join(lines)
 
 
+@runtime_checkable
 class Runner(Protocol):
     """What the tuner (:class:`racer.cli.iterated.Tuner`, its dispatcher and look-ahead)
     asks of whatever makes its runs. Two implementations: :class:`TargetRunner` (the

@@ -47,6 +47,23 @@ def test_racer_tune_is_the_function_once_its_module_is_imported():
     assert racer.tune is module.tune and callable(racer.tune)
 
 
+def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
+    from racer.cli.scenario import Instance
+    from racer.cli.target_runner import Runner, TargetRunner
+    from racer.tune import _CallableRunner
+
+    inst = Instance("i")
+    callable_runner = _CallableRunner(quadratic, [0.5], {inst: 0}, n_workers=0, timeout=None,
+                                      retries=0, need_time=False, exec_dir=str(tmp_path),
+                                      name="python:quadratic")
+    target_runner = TargetRunner([sys.executable, "-c", "print(0.5)"], str(tmp_path))
+    assert isinstance(callable_runner, Runner) and isinstance(target_runner, Runner)
+    config = {"x": 0.3, "k": "a"}
+    got = callable_runner.run(1, 1, 7, inst, config)
+    assert (got.status, got.cost) == ("ok", quadratic(config, 0.5, 7))
+    assert target_runner.run(1, 1, 7, inst, []).cost == 0.5
+
+
 # ----------------------------------------------------------------------------- validation
 
 @pytest.mark.parametrize("call, error, words", [
