@@ -3,8 +3,8 @@
 The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
 test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
 adapters for scikit-learn and Optuna in :mod:`racer.adapters`; parameter spaces (irace's,
-Optuna's, ConfigSpace's) in :mod:`racer.space`; the command line in
-:mod:`racer.cli`.
+Optuna's, ConfigSpace's) in :mod:`racer.space`; the command line in :mod:`racer.cli`, and
+its tuner for a Python function in :func:`racer.tune`.
 """
 
 import importlib
@@ -38,6 +38,8 @@ _EXPORTS = {
     "RaceResult": "result",
     "JournalInUseError": "storage",
     "parameter_space": "space",
+    "tune": "tune",
+    "TuneResult": "tune",
 }
 
 # Submodules that ``import racer`` bound as attributes when it imported the above eagerly; they

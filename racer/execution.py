@@ -90,7 +90,10 @@ from multiprocessing.connection import wait as _wait
 from typing import Any, Callable, Iterable, Iterator
 
 from racer._text import short_repr
-from racer._validation import check_int
+
+# racer._validation (and NumPy behind it) is imported where a check needs it, not here: a
+# worker process imports this module first, and NumPy's import is most of a fresh worker's
+# start-up when ``evaluate`` needs no NumPy (racer.tune's runs, issue 21).
 
 __all__ = [
     "WorkerPool",
@@ -104,6 +107,8 @@ def effective_n_jobs(n_jobs: int | None) -> int:
     """Number of workers for ``n_jobs`` (None -> 1, -1 -> every CPU, -2 -> all but one...)."""
     if n_jobs is None:
         return 1
+    from racer._validation import check_int
+
     n = check_int(n_jobs, "n_jobs")
     if n == 0:
         raise ValueError("`n_jobs` must be a positive number of workers or negative (-1 = all CPUs); got 0")
@@ -490,6 +495,8 @@ class WorkerPool:
     def __init__(self, fn: Callable, n_workers: int, *, name: str = "evaluate") -> None:
         if not callable(fn):
             raise TypeError(f"`{name}` must be callable; got {fn!r}")
+        from racer._validation import check_int
+
         n_workers = check_int(n_workers, "n_workers", minimum=1)
         self._payload = pickle_for_workers(fn, name)
         self._name = name

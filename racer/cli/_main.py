@@ -515,6 +515,24 @@ def do_check(loaded: dict, args) -> int:
 def do_run(loaded: dict, args) -> int:
     """Tune (or race the configurations file): resume or continue from the journal, run the
     Tuner, write the output files, print the elites and the test."""
+    v = loaded["scenario"].values
+    exec_dir = loaded["exec_dir"]
+    tuner, result, test, winner = run_tuning(loaded, args)
+    _print_summary(result, tuner, v, test, winner)
+    written = write_run_report(exec_dir) if not getattr(args, "no_report", False) else None
+    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
+          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+    if written:
+        print(f"# Report: {written}")
+    return EXIT_OK
+
+
+def run_tuning(loaded: dict, args, *, runner=None, executor=None, announce: bool = True):
+    """The tuning of a loaded scenario, as ``racer --scenario`` runs it: the seed (drawn and
+    kept in the journal when the scenario has none), the racing test, the settings, the
+    resume check, the Tuner, its run and the output files in execDir. Returns ``(tuner,
+    result, test, winner)``. racer.tune calls it with its own ``runner`` and ``executor``
+    (see :func:`_make_tuner`): one tuning behind the command line and Python."""
     from racer.cli.iterated import JOURNAL_DIR
 
     sc, space = loaded["scenario"], loaded["space"]
@@ -534,18 +552,13 @@ def do_run(loaded: dict, args) -> int:
     settings.budget_rule = ("irace" if irace_procedure_requested(args.racing_test, v["testType"])
                             else "racer")
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
-    tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet)
+    tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet,
+                                 runner=runner, executor=executor, announce=announce)
     result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
     _write_outputs(exec_dir, space, result, {"seed": seed, "budget": v["maxExperiments"],
                                              "max_time": v["maxTime"],
                                              "soft_restarts": result.soft_restarts})
-    _print_summary(result, tuner, v, test, winner)
-    written = write_run_report(exec_dir) if not getattr(args, "no_report", False) else None
-    print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
-          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
-    if written:
-        print(f"# Report: {written}")
-    return EXIT_OK
+    return tuner, result, test, winner
 
 
 def _start_afresh(exec_dir: str, journal_dir: str) -> None:
@@ -590,10 +603,12 @@ def _capping(v: dict):
 
 
 def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
-                quiet: bool):
+                quiet: bool, *, runner=None, executor=None, announce: bool = True):
     """The Tuner of this run, after the resume check (racer.cli.resume), and the run log,
-    reaper and executor it needs; announces the run unless ``quiet``. Returns ``(tuner,
-    closing)``: ``closing`` holds what to close at the end, and ``progress``."""
+    reaper and executor it needs; announces the run unless ``quiet`` (or not ``announce``).
+    Returns ``(tuner, closing)``: ``closing`` holds what to close at the end, and
+    ``progress``. racer.tune passes its own ``runner`` (then no reaper: nothing runs in a
+    session of its own) and ``executor`` (an Executor object, not ``--executor``'s text)."""
     from racer.cli.iterated import JOURNAL_DIR, Tuner
     from racer.cli.output import Progress, RunLog
     from racer.cli.resume import check_resume, settings_of
@@ -602,8 +617,8 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
     space, v = loaded["space"], loaded["scenario"].values
     exec_dir = loaded["exec_dir"]
     journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
-    reaper = Reaper()
-    runner = make_runner(loaded, reaper)
+    reaper = Reaper() if runner is None else None
+    runner = make_runner(loaded, reaper) if runner is None else runner
     prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
     # Capping: the times (cut at their bounds) that earlier runs left for the bounds to come.
     prior_capped = (read_prior_capped_times(os.path.join(exec_dir, "runs.csv"), settings.capping)
@@ -618,10 +633,12 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
         earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
                                resuming=resuming, exec_dir=exec_dir,
                                command=(args.argv if getattr(args, "argv", None) is not None
-                                        else sys.argv[1:]))
+                                        else sys.argv[1:]),
+                               start_over=getattr(args, "start_over", None))
         settings.earlier_budgets = tuple(earlier)
         sampler = _sampler(args, space, seed, metadata)
-        executor, closing["executor"] = make_executor(args.executor, settings.parallel)
+        if executor is None:
+            executor, closing["executor"] = make_executor(args.executor, settings.parallel)
         tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
                       sampler=sampler, executor=executor,
                       test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
@@ -631,7 +648,7 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
         # Nothing ran yet, but the run log, the reaper and a started cluster are open.
         _close(closing)
         raise
-    if not quiet:
+    if not quiet and announce:
         _announce(tuner, args, v, test, seed, resuming, earlier)
     return tuner, closing
 
@@ -652,7 +669,8 @@ def _sampler(args, space, seed: int, metadata: dict):
 
 def _close(closing: dict) -> None:
     closing["log"].close()
-    closing["reaper"].close()
+    if closing["reaper"] is not None:
+        closing["reaper"].close()
     if closing["executor"] is not None:
         closing["executor"]()
 

@@ -249,7 +249,7 @@ class Dispatcher:
 
     def command(self, cand) -> list:
         if cand.id not in self._switches:
-            self._switches[cand.id] = self.tuner.space.command_line(cand.values)
+            self._switches[cand.id] = self.tuner.run_arguments(cand.values)
         return self._switches[cand.id]
 
     def submit(self, ev, bound: float | None = None) -> cf.Future:

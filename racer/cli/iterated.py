@@ -41,7 +41,7 @@ from racer.cli.capping import CappedTest, capped_time, score
 from racer.cli.lookahead import Lookahead
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
-from racer.cli.target_runner import TargetRunner, TargetRunnerError
+from racer.cli.target_runner import Runner, TargetRunnerError
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
            "KeepAll", "ProtectElites"]
@@ -153,7 +153,8 @@ class Tuner:
     Parameters
     ----------
     space : ParameterSpace
-    runner : TargetRunner
+    runner : Runner
+        :class:`~racer.cli.target_runner.TargetRunner` or racer.tune's callable runner.
     train : list of Instance
     settings : Settings
     test : RacingTest
@@ -181,7 +182,7 @@ class Tuner:
         (the rule the test states).
     """
 
-    def __init__(self, space: ParameterSpace, runner: TargetRunner, train: list,
+    def __init__(self, space: ParameterSpace, runner: Runner, train: list,
                  settings: Settings, test: RacingTest, *, initial: list | None = None,
                  test_instances: list | None = None, journal_dir: str,
                  on_run: Callable | None = None, progress: Callable | None = None,
@@ -238,6 +239,14 @@ class Tuner:
         self._timed: set = set()
         self._tasks: list[Task] = []
         self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
+
+    def run_arguments(self, values: dict) -> Any:
+        """What ``runner.run`` gets for a configuration of ``values``: the runner's own
+        ``arguments(space, values)`` when it has one (:class:`racer.tune`'s runner takes the
+        values themselves), else irace's switches (``space.command_line``), which the
+        target-runner protocol passes."""
+        arguments = getattr(self.runner, "arguments", None)
+        return self.space.command_line(values) if arguments is None else arguments(self.space, values)
 
     # ------------------------------------------------------------------ instances
 
@@ -382,7 +391,7 @@ class Tuner:
             cost = None
         else:
             capping = self.settings.capping
-            args = (1, task.index, task.seed, task.instance, self.space.command_line(values))
+            args = (1, task.index, task.seed, task.instance, self.run_arguments(values))
             res = (self.runner.run(*args) if capping is None or capping.bound is None
                    else self.runner.run(*args, bound=capping.bound))
             if self.on_run is not None:

@@ -200,16 +200,17 @@ def write_settings(journal_dir: str, settings: dict, budgets: list) -> None:
 
 
 def check_resume(journal_dir: str, settings: dict, *, resuming: bool, exec_dir: str,
-                 command: list) -> list:
+                 command: list, start_over: str | None = None) -> list:
     """Compare this command with the tuning in ``journal_dir`` and record it.
 
     Returns the budgets of the earlier sessions that the tuner must replay before this
     command's budget (oldest first; ``[]`` for a new tuning, a plain resume, or an execDir of
     an older racer), after recording this command's budget in ``settings.json``. Raises
     :class:`ResumeError` when the tuning cannot be resumed or continued: the message starts
-    with the commands to start over, then lists each change as ``name: old -> new``."""
+    with the commands to start over (``start_over``, else ``command`` with ``--fresh``), then
+    lists each change as ``name: old -> new``."""
     path = os.path.join(journal_dir, SETTINGS_FILE)
-    fresh = shlex.join(["racer", *command, "--fresh"])
+    fresh = start_over if start_over is not None else shlex.join(["racer", *command, "--fresh"])
     try:
         old = _read(path) if resuming else None
     except ResumeError as exc:

@@ -45,11 +45,12 @@ import sys
 import threading
 import time
 import uuid
+from typing import Any, Protocol, runtime_checkable
 
 from racer.cli.capping import format_bound
 from racer.cli.scenario import Instance
 
-__all__ = ["RunResult", "TargetRunner", "TargetRunnerError", "Reaper"]
+__all__ = ["RunResult", "Runner", "TargetRunner", "TargetRunnerError", "Reaper"]
 
 _TAIL_LINES = 10
 # The message of a run stopped by ``TargetRunner.kill_run`` (a look-ahead run no longer needed).
@@ -91,6 +92,32 @@ class RunResult:
             else:
                 lines.append(f"  {name}: (empty)")
         return "\n".join(lines)
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """What the tuner (:class:`racer.cli.iterated.Tuner`, its dispatcher and look-ahead)
+    asks of whatever makes its runs. Two implementations: :class:`TargetRunner` (the
+    command line: a process per run) and racer.tune's runner of a Python callable.
+
+    ``run`` makes one run and never raises for a failing one: it returns a
+    :class:`RunResult` whose status is "ok", "inf" (the configuration is rejected) or
+    "error" (after the runner's retries; the tuner's error policy decides what follows).
+    ``arguments`` is what ``run`` gets for a configuration: the runner's own
+    ``arguments(space, values)`` when it has that method, else irace's switches
+    (``space.command_line(values)``; :meth:`racer.cli.iterated.Tuner.run_arguments`).
+    ``tag`` marks a look-ahead run that ``kill_run(tag)`` may stop (a runner without
+    ``kill_run`` gets no tag); ``bound`` is irace's execution bound (capping, boundMax).
+    ``kill_all`` stops every run in flight (an interruption); ``exec_dir`` names where runs
+    happen, for error messages.
+    """
+
+    exec_dir: str
+
+    def run(self, config_id: int, instance_id: int, seed: int, instance: Instance,
+            arguments: Any, tag: object = None, bound: float | None = None) -> RunResult: ...
+
+    def kill_all(self) -> None: ...
 
 
 class TargetRunnerError(RuntimeError):

@@ -1,0 +1,733 @@
+"""``racer.tune``: irace's iterated racing of a Python function, by the command line's tuner.
+
+:func:`tune` runs the tuning ``racer --scenario`` runs (:func:`racer.cli._main.run_tuning`:
+the same :class:`racer.cli.iterated.Tuner`, sampler, elitist races, soft restarts,
+journals, resume, capping and output files) with one difference: a run calls ``evaluate``
+instead of starting a target-runner. Both are implementations of one protocol,
+:class:`racer.cli.target_runner.Runner`; :class:`_CallableRunner` is this one. Where the
+target-runner gets irace's switches, ``evaluate`` gets the configuration itself, a dict of
+its active parameters (:meth:`_CallableRunner.arguments`).
+
+Where runs go: ``n_jobs=1`` without ``timeout``, in this process; ``n_jobs > 1`` or a
+``timeout``, on racer's :class:`~racer.execution.WorkerPool` (fresh interpreters that get
+``evaluate`` by value, so a function of a script without a main guard, of a notebook or a
+lambda works; a run past ``timeout`` has its worker killed and is an error; a worker that
+dies is charged to its run), one single-worker pool per slot of the tuner's ``n_jobs``
+threads; ``executor``, on any ``concurrent.futures.Executor`` (Dask's
+``client.get_executor()``, :class:`racer.cli.ray_executor.RayExecutor`), in the executor's
+worker, as the command line ships its runner there.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import inspect
+import math
+import numbers
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+import types
+import weakref
+from typing import Any, Callable
+
+__all__ = ["tune", "TuneResult"]
+
+# racer.tune's keyword -> irace's scenario option, for the options passed through as they are
+# (tune's own arguments are mapped in its docstring's table). The journal records them in
+# irace's names, as the command line does.
+OPTION_NAMES = {
+    "first_test": "firstTest",
+    "each_test": "eachTest",
+    "mu": "mu",
+    "min_survivors": "minNbSurvival",
+    "n_iterations": "nbIterations",
+    "n_configurations": "nbConfigurations",
+    "experiments_per_iteration": "nbExperimentsPerIteration",
+    "elitist": "elitist",
+    "elitist_new_instances": "elitistNewInstances",
+    "elitist_limit": "elitistLimit",
+    "deterministic": "deterministic",
+    "sample_instances": "sampleInstances",
+    "soft_restart": "softRestart",
+    "soft_restart_threshold": "softRestartThreshold",
+    "test_n_elites": "testNbElites",
+    "test_type": "testType",
+    "confidence": "confidence",
+    "min_measurable_time": "minMeasurableTime",
+    "capping_type": "cappingType",
+    "capping_after_first_test": "cappingAfterFirstTest",
+    "bound_type": "boundType",
+    "bound_digits": "boundDigits",
+    "bound_par": "boundPar",
+    "bound_as_timeout": "boundAsTimeout",
+}
+# tune's own arguments with an irace option behind them (for error messages).
+_ARGUMENT_NAMES = {
+    "budget": "maxExperiments", "max_time": "maxTime", "n_jobs": "parallel",
+    "random_state": "seed", "digits": "digits", "capping": "capping", "bound_max": "boundMax",
+    "retries": "targetRunnerRetries", "timeout": "targetRunnerTimeout",
+}
+
+# The message of a run stopped by kill_run (a look-ahead run no longer needed), as the
+# target-runner's.
+_STOPPED = "stopped: the run was no longer needed (look-ahead)"
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneResult:
+    """What :func:`tune` found.
+
+    ``best``: the best configuration, a dict of its active parameters; ``elites``: the final
+    elites, best first, as such dicts, and ``elite_ids`` their configuration IDs;
+    ``configurations``: every configuration raced, by ID (inactive parameters absent);
+    ``runs``: every run of the tuning (earlier sessions of a resumed one included), as
+    ``runs.csv`` of the command line holds them (iteration 0: the test phase; status "ok",
+    "inf", "error" or "speculative-unused" for a look-ahead run the race did not use) --
+    a pandas DataFrame when pandas is installed, else a list of dicts; ``test``: with
+    ``test_instances``, the tested elites' costs on them, ``{configuration ID: [cost or
+    None, ...]}`` in ``test_instances`` order, else None; ``experiments``: runs charged to
+    the budget; ``iterations``, ``stop_reason``, ``seed``; ``storage``: the execution
+    directory (a temporary one, removed with this object, when ``storage`` was None).
+    :meth:`report` writes the HTML report ``racer report`` writes for it.
+    """
+
+    best: dict
+    elites: list
+    elite_ids: list
+    configurations: dict
+    runs: Any
+    test: dict | None
+    experiments: int
+    iterations: int
+    stop_reason: str
+    seed: int
+    storage: str
+    _cleanup: Any = dataclasses.field(default=None, repr=False, compare=False)
+
+    def report(self, path: Any = None) -> str | None:
+        """Write the HTML report of the tuning (``racer report`` on :attr:`storage`) to
+        ``path`` (default: ``report.html`` in :attr:`storage`); returns its path. Needs
+        matplotlib (the ``plot`` extra)."""
+        from racer.report import write_report
+
+        out = os.path.join(self.storage, "report.html") if path is None else path
+        return write_report(self.storage, out)
+
+
+class _Evaluate:
+    """``evaluate`` with the instances: what a worker process gets, once, by value. A run
+    then sends only the configuration, the instance's position and the seed."""
+
+    def __init__(self, evaluate: Callable, objects: list) -> None:
+        self.evaluate = evaluate
+        self.objects = objects
+
+    def __call__(self, config: dict, index: int, seed: int, bound: float | None = None) -> Any:
+        # A copy: the tuner hands the same dict to every run of a configuration.
+        if bound is None:
+            return self.evaluate(dict(config), self.objects[index], seed)
+        return self.evaluate(dict(config), self.objects[index], seed, bound=bound)
+
+
+def _read_value(value: Any, need_time: Any) -> tuple:
+    """``(status, cost, time, message)`` of what ``evaluate`` returned: a number (the cost)
+    or a pair ``(cost, time)``; statuses and messages as the target-runner's."""
+    from racer._text import short_repr
+
+    pair = isinstance(value, (tuple, list)) and len(value) == 2
+    cost, run_time = (value if pair else (value, None))
+    for x in (cost, run_time):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
+            return ("error", None, None, f"evaluate returned {short_repr(value)}; expected a "
+                    "number (the cost) or a pair (cost, time) of numbers")
+    cost = float(cost)
+    run_time = None if run_time is None else float(run_time)
+    if math.isnan(cost) or cost == -math.inf:
+        return "error", None, run_time, f"evaluate returned the cost {cost!r}"
+    if need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
+        return ("error", None, None, f"{need_time} needs the time of each run: evaluate must "
+                "return (cost, time)")
+    if cost == math.inf:
+        return "inf", cost, run_time, "cost Inf: configuration rejected"
+    return "ok", cost, run_time, ""
+
+
+class _CallableRunner:
+    """The tuner's runner of a Python ``evaluate`` (:class:`racer.cli.target_runner.Runner`).
+
+    ``instances`` maps each training and test :class:`~racer.cli.scenario.Instance` to its
+    position in ``objects`` (the user's instances). With ``n_workers`` > 0 runs go to that
+    many single-worker :class:`~racer.execution.WorkerPool`, one per thread of the tuner's
+    pool (a worker runs one task at a time, so a run can be stopped by killing its worker;
+    the pool charges the death to that run and starts a replacement); else ``evaluate``
+    runs in the calling thread. Errors are retried ``retries`` times, as a target-runner's.
+    """
+
+    def __init__(self, evaluate: Callable, objects: list, instances: dict, *, n_workers: int,
+                 timeout: float | None, retries: int, need_time: Any, exec_dir: str,
+                 name: str) -> None:
+        self.command = [name]  # what the journal and settings.json record as targetRunner
+        self.exec_dir = exec_dir
+        self.call = _Evaluate(evaluate, objects)
+        self.instances = instances
+        self.timeout = timeout
+        self.retries = retries
+        self.need_time = need_time
+        self.n_workers = n_workers
+        self._free: queue.SimpleQueue | None = None
+        self._pools: list = []
+        self._busy: dict = {}  # pool -> tag of the run it runs (None: untagged)
+        self._stopped: set = set()
+        self._lock = threading.Lock()
+        self._closing = False
+
+    def __getstate__(self) -> dict:
+        # Shipped to a Dask or Ray worker: evaluate runs there, in that worker's process.
+        state = dict(self.__dict__)
+        state.update(_free=None, _pools=[], _busy={}, _stopped=set(), _lock=None,
+                     _closing=False, n_workers=0)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the worker pools (all at once: their interpreters start in parallel)."""
+        if self.n_workers <= 0:
+            return
+        from racer.execution import WorkerPool
+
+        self._free = queue.SimpleQueue()
+        for _ in range(self.n_workers):
+            pool = WorkerPool(self.call, 1, name="evaluate")
+            self._pools.append(pool)
+            self._free.put(pool)
+
+    def close(self) -> None:
+        for pool in self._pools:
+            pool.close()
+        self._pools = []
+
+    def arguments(self, space: Any, values: dict) -> dict:
+        """What ``run`` gets for a configuration: its active parameters (inactive ones,
+        None in the tuner, are left out, as ConfigSpace leaves them out)."""
+        return {k: v for k, v in values.items() if v is not None}
+
+    def run(self, config_id: int, instance_id: int, seed: int, instance: Any, arguments: dict,
+            tag: object = None, bound: float | None = None) -> Any:
+        from racer.cli.target_runner import RunResult
+
+        index = self.instances[instance]
+        start = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            status, cost, run_time, message, detail = self._once(arguments, index, seed, bound, tag)
+            if (status != "error" or attempts > self.retries or self._closing
+                    or message == _STOPPED):
+                break
+        if status == "error" and message != _STOPPED:
+            message = (f"evaluate({arguments!r}, <instance {instance.name}>, {seed}"
+                       + ("" if bound is None else f", bound={bound!r}") + f"): {message}")
+        with self._lock:
+            self._stopped.discard(tag)
+        return RunResult(status, cost, run_time, message, list(self.command), None, "", detail,
+                         time.perf_counter() - start, attempts, bound)
+
+    def _once(self, config: dict, index: int, seed: int, bound: Any, tag: object) -> tuple:
+        """One call: ``(status, cost, time, message, traceback text)``."""
+        if self._free is None:
+            try:
+                value = self.call(config, index, seed, bound)
+            except Exception as exc:  # noqa: BLE001 - a failing run, reported as the CLI's
+                return ("error", None, None, f"raised {type(exc).__name__}: {exc}",
+                        traceback.format_exc())
+            return (*_read_value(value, self.need_time), "")
+        pool = self._free.get()
+        try:
+            with self._lock:
+                if tag is not None and tag in self._stopped:
+                    return "error", None, None, _STOPPED, ""
+                self._busy[pool] = tag
+            args = (config, index, seed) if bound is None else (config, index, seed, bound)
+            got = list(pool.imap_unordered([(0, args)], timeout=self.timeout))
+        finally:
+            with self._lock:
+                self._busy.pop(pool, None)
+            self._free.put(pool)
+        _key, ok, value = got[0]
+        if tag is not None and tag in self._stopped:
+            return "error", None, None, _STOPPED, ""
+        if ok:
+            return (*_read_value(value, self.need_time), "")
+        if isinstance(value, BaseException):
+            cause = value.__cause__
+            return ("error", None, None, f"raised {type(value).__name__}: {value}",
+                    str(cause) if cause is not None else "")
+        return "error", None, None, str(value), ""  # timed out, or its worker died
+
+    def _kill(self, pool: Any) -> None:
+        for pid in pool.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def kill_run(self, tag: object) -> None:
+        """Stop the look-ahead run ``tag``: kill its worker if it runs, or make it return at
+        once if it has not started (look-ahead runs only on racer's own pools)."""
+        with self._lock:
+            self._stopped.add(tag)
+            pools = [p for p, t in self._busy.items() if t == tag]
+        for pool in pools:
+            self._kill(pool)
+
+    def kill_all(self) -> None:
+        """Stop every run in flight (an interruption): their workers are killed. A run in
+        this process (``n_jobs=1``, no timeout) cannot be stopped: it ends on its own."""
+        self._closing = True
+        with self._lock:
+            pools = list(self._busy)
+        for pool in pools:
+            self._kill(pool)
+
+
+def _as_parameter_space(space: Any, forbidden: Any = None, digits: int | None = None) -> Any:
+    """``space`` as the tuner's :class:`~racer.cli.parameters.ParameterSpace`: one (copied,
+    never changed), irace parameters text, or the path of an irace parameters file;
+    ``forbidden`` adds irace forbidden rules (text, or a forbiddenFile's path); ``digits``
+    (irace's, for real values) overrides the file's ``[global] digits`` as the scenario's
+    does on the command line.
+
+    >>> s = _as_parameter_space('x "--x " r (0, 1)\\nk "--k " c (a, b)', "x > 0.9 & k == 'b'")
+    >>> s.names, s.digits, s.is_forbidden({"x": 0.95, "k": "b"})
+    (['x', 'k'], 4, True)
+    """
+    from racer.cli.parameters import (ParameterSpace, read_forbidden, read_forbidden_lines,
+                                      read_parameters)
+
+    def is_path(x: Any) -> bool:
+        return isinstance(x, os.PathLike) or (isinstance(x, str) and "\n" not in x
+                                              and os.path.isfile(x))
+
+    if isinstance(space, ParameterSpace):
+        out = copy.copy(space)
+        out.forbidden = list(space.forbidden)
+    elif is_path(space):
+        out = read_parameters(os.fspath(space), digits=digits)
+    elif isinstance(space, str):
+        out = read_parameters("`space`", digits=digits, text=space)
+    else:
+        raise TypeError("`space` must be a racer.cli.parameters.ParameterSpace, irace "
+                        f"parameters text or the path of a parameters file; got {space!r}")
+    if digits is not None:
+        out.digits = digits
+    if forbidden is not None:
+        if is_path(forbidden):
+            out.add_forbidden(read_forbidden(os.fspath(forbidden)))
+        elif isinstance(forbidden, str):
+            out.add_forbidden(read_forbidden_lines(list(enumerate(forbidden.splitlines(), 1)),
+                                                   "`forbidden`"))
+        else:
+            raise TypeError("`forbidden` must be irace forbidden rules (text) or the path of a "
+                            f"forbidden file; got {forbidden!r}")
+    return out
+
+
+def _configuration(space: Any, values: Any, k: int) -> dict:
+    """An ``initial`` configuration as the tuner's values: every parameter (None where
+    absent), typed as the parameters file would type it; ValueError if it is not valid."""
+    if not isinstance(values, dict):
+        raise TypeError(f"`initial[{k}]` must be a dict of parameter values; got {values!r}")
+    unknown = sorted(set(values) - set(space.names))
+    if unknown:
+        raise ValueError(f"`initial[{k}]` names {unknown[0]!r}, which is not a parameter "
+                         f"(parameters: {', '.join(space.names)})")
+    out = {}
+    for p in space.declared:
+        v = values.get(p.name)
+        if v is not None and p.type in ("c", "o") and v not in p.domain and str(v) in p.domain:
+            v = str(v)  # 1 for the category "1"
+        elif v is not None and p.type in ("r", "i") and isinstance(v, numbers.Real):
+            v = int(v) if p.type == "i" and float(v).is_integer() else float(v)
+        out[p.name] = v
+    why = space.check(out)
+    if why is not None:
+        raise ValueError(f"`initial[{k}]` is not a valid configuration: {why}")
+    return out
+
+
+def _instance_names(objects: list, n_train: int) -> list:
+    """The name each instance has in the journals and runs.csv: a str (or path) itself, a
+    number's text, else its position (``train-3``, ``test-1``); positions for all when two
+    different instances would share a name."""
+    names = []
+    for obj in objects:
+        if isinstance(obj, (str, os.PathLike)):
+            names.append(os.fspath(obj))
+        elif isinstance(obj, numbers.Real) and not isinstance(obj, bool):
+            names.append(repr(obj))
+        else:
+            names.append(None)
+    by_name: dict = {}
+    clash = False
+    for name, obj in zip(names, objects):
+        if name is None:
+            continue
+        other = by_name.setdefault(name, obj)
+        if other is not obj and not _same(other, obj):
+            clash = True
+    return [(f"train-{k + 1}" if k < n_train else f"test-{k - n_train + 1}")
+            if clash or name is None else name for k, name in enumerate(names)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - an == that does not answer a bool (arrays)
+        return False
+
+
+def _accepts_bound(fn: Callable) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # a builtin or C callable: let the call say
+    return any(p.name == "bound" or p.kind == p.VAR_KEYWORD for p in params)
+
+
+def _callable_name(fn: Callable) -> str:
+    module = getattr(fn, "__module__", None) or "?"
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"python:{module}.{name}"
+
+
+def _check_sequence(value: Any, name: str, *, allow_none: bool = False) -> list | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"`{name}` must be a list of instances; got {value!r}")
+    out = list(value)
+    if not out and not allow_none:
+        raise ValueError(f"`{name}` is empty: give at least one instance")
+    return out
+
+
+def _read_runs(path: str) -> list:
+    """runs.csv as dicts, numbers typed (a torn last line of a killed session skipped)."""
+    ints = ("iteration", "configuration", "instance_id", "seed", "attempts")
+    floats = ("cost", "time", "wall", "bound")
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            try:
+                for k in ints:
+                    row[k] = int(row[k])
+                for k in floats:
+                    row[k] = float(row[k]) if row[k] not in ("", None) else None
+            except (TypeError, ValueError, KeyError):
+                continue
+            rows.append(row)
+    return rows
+
+
+def _as_table(rows: list) -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    from racer.cli.output import RUN_FIELDS
+
+    return pd.DataFrame(rows, columns=RUN_FIELDS)
+
+
+def _settable(sc: Any, name: str, value: Any, python_name: str) -> None:
+    """Set irace option ``name`` of ``sc``; a bad value is a ValueError naming the argument."""
+    from racer.cli.scenario import ScenarioError
+
+    try:
+        sc.set(name, value, origin=(None, None))
+    except ScenarioError as exc:
+        raise ValueError(f"`{python_name}` (irace's {name}): "
+                         f"{str(exc).partition(': ')[2] or exc}") from None
+
+
+def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None = None,
+         max_time: float | None = None, test_instances: Any = None, n_jobs: int | None = 1,
+         executor: Any = None, timeout: float | None = None, storage: Any = None,
+         random_state: Any = None, racing_test: str | None = None, sampler: str = "irace",
+         initial: list | None = None, forbidden: Any = None, digits: int | None = None,
+         capping: bool = False, bound_max: int | None = None, retries: int = 0,
+         on_error: str = "stop", lookahead: bool = True, progress: bool = True,
+         **options: Any) -> TuneResult:
+    """Tune the parameters of ``evaluate`` over ``instances`` with irace's iterated racing,
+    exactly as ``racer --scenario`` does it (docs/tune.md).
+
+    ``evaluate(config, instance, seed)`` returns the cost of configuration ``config`` (a
+    dict of its active parameters) on ``instance`` (one of ``instances``, as given) with
+    ``seed`` (an int; use it for the run's randomness), smaller is better; or ``(cost,
+    time)`` when the budget is ``max_time`` or with capping. ``inf`` rejects the
+    configuration as irace rejects it; an exception, ``nan`` or anything but a number is a
+    failed run: retried ``retries`` times, then ``on_error`` decides: "stop" (default, as
+    irace) raises :class:`racer.EvaluationError` naming the configuration, instance and
+    seed with ``evaluate``'s traceback; "reject" rejects the configuration; "worst" ranks
+    it worst on that instance. Every failure is in ``runs``.
+
+    The command line's options and their names here:
+
+    ================================  ==========================================
+    racer.tune                        irace scenario / racer command line
+    ================================  ==========================================
+    ``evaluate``                      targetRunner
+    ``space``, ``digits``             parameterFile, digits
+    ``forbidden``                     forbiddenFile (text or a path)
+    ``initial`` (list of dicts)       configurationsFile
+    ``instances``, ``test_instances`` trainInstancesFile, testInstancesFile
+    ``budget`` / ``max_time``         maxExperiments / maxTime (seconds of the
+                                      times ``evaluate`` reports)
+    ``n_jobs``                        parallel
+    ``executor`` (an Executor)        --executor
+    ``timeout``, ``retries``          targetRunnerTimeout, targetRunnerRetries
+    ``storage`` (a folder)            execDir
+    ``random_state`` (int)            seed
+    ``racing_test`` (name)            --racing-test
+    ``sampler`` ("irace", "optuna")   --sampler
+    ``on_error``                      --on-error
+    ``lookahead=False``               --no-lookahead
+    ``progress=False``                quiet
+    ``capping``, ``bound_max``        capping, boundMax (``evaluate`` then takes
+                                      ``bound=``; see below)
+    ================================  ==========================================
+
+    irace's other options are keywords of their own (``**options``, :data:`OPTION_NAMES`):
+    ``first_test`` (firstTest), ``each_test``, ``mu``, ``min_survivors`` (minNbSurvival),
+    ``n_iterations`` (nbIterations), ``n_configurations`` (nbConfigurations),
+    ``experiments_per_iteration`` (nbExperimentsPerIteration), ``elitist``,
+    ``elitist_new_instances``, ``elitist_limit``, ``deterministic``, ``sample_instances``,
+    ``soft_restart``, ``soft_restart_threshold``, ``test_n_elites`` (testNbElites),
+    ``test_type``, ``confidence``, ``min_measurable_time``, ``capping_type``,
+    ``capping_after_first_test``, ``bound_type``, ``bound_digits``, ``bound_par``,
+    ``bound_as_timeout``. Not here: the command line's ways of naming files and folders
+    (instances dirs, launchers), ``--fixed-list``, and irace's options racer does not
+    implement.
+
+    Parameters
+    ----------
+    evaluate : callable
+        Any Python callable: a function of a script without a main guard, of a notebook or
+        of ``python -c``, a lambda, a closure. With ``n_jobs > 1`` or a ``timeout`` it runs
+        in racer's worker processes (:class:`racer.execution.WorkerPool`), sent by value.
+    space : ParameterSpace, str or path
+        irace parameters: text, a parameters file's path, or a
+        :class:`racer.cli.parameters.ParameterSpace`.
+    instances : list
+        The training instances, any objects (a file's path, a data set, a number); each
+        reaches ``evaluate`` as given. In the journals and ``runs`` a str or path is named
+        by itself, a number by its text, anything else by its position (``train-3``).
+    budget : int
+        maxExperiments: the number of runs (calls of ``evaluate``) the tuning may make.
+        Give ``budget`` or ``max_time``, not both.
+    max_time : float
+        maxTime: the total of the times ``evaluate`` reports (it then returns ``(cost,
+        time)``), as irace's maxTime.
+    test_instances : list, optional
+        After the tuning, the best ``test_n_elites`` elites (default 1) run on each.
+    n_jobs : int
+        Runs at once (irace's parallel): 1 in this process, k > 1 on k worker processes,
+        -1 one per CPU.
+    executor : concurrent.futures.Executor, optional
+        Where runs go instead (Dask's ``client.get_executor()``, racer's ``RayExecutor``);
+        ``evaluate`` and the instances travel with each run. Not with ``timeout``.
+    timeout : float, optional
+        Seconds before a run is stopped (its worker killed) and counted as failed.
+    storage : str or path, optional
+        The execution directory: the journals (``racer-journal/``), ``runs.csv`` and the
+        output files, as ``racer --scenario`` writes them in execDir. The same call on the
+        same ``storage`` resumes an interrupted tuning (even after ``kill -9``) and ends
+        as an uninterrupted one; with a larger ``budget`` it continues a finished one.
+        Default: a temporary folder, removed with the result.
+    random_state : int, optional
+        The seed (irace's seed); None draws one (kept in ``storage`` for a resume).
+    racing_test : str, optional
+        A racing test by name, as ``--racing-test`` (default racer's t-test; "F-test" for
+        irace's).
+    capping, bound_max : bool, int
+        irace's adaptive capping for running-time tuning: ``evaluate(config, instance, seed,
+        bound=...)`` gets each run's time bound and returns ``(cost, time)``. ``bound_max``
+        alone passes ``bound=bound_max`` to every run, as irace's boundMax.
+    progress : bool
+        The progress bar (stderr, or a notebook's output).
+
+    Returns
+    -------
+    TuneResult
+
+    Examples
+    --------
+    >>> import racer
+    >>> res = racer.tune(lambda c, i, s: (c["x"] - 0.3) ** 2 + i, 'x "" r (0, 1)',
+    ...                  [0.1 * k for k in range(10)], budget=200, random_state=1, progress=False)
+    >>> abs(res.best["x"] - 0.3) < 0.1, res.experiments <= 200
+    (True, True)
+    """
+    from racer._validation import check_bool, check_int
+    from racer.execution import check_timeout, effective_n_jobs
+
+    if not callable(evaluate):
+        raise TypeError(f"`evaluate` must be callable (config, instance, seed); got {evaluate!r}")
+    if (budget is None) == (max_time is None):
+        raise ValueError("give one of `budget` (a number of runs) and `max_time` (seconds); got "
+                         + ("neither" if budget is None else "both"))
+    if budget is not None:
+        check_int(budget, "budget", minimum=1)
+    if max_time is not None:
+        if isinstance(max_time, bool) or not isinstance(max_time, numbers.Real) or not max_time > 0:
+            raise ValueError(f"`max_time` must be a positive number of seconds; got {max_time!r}")
+    train = _check_sequence(instances, "instances")
+    test = _check_sequence(test_instances, "test_instances", allow_none=True) or []
+    workers = effective_n_jobs(n_jobs)
+    timeout = check_timeout(timeout)
+    if executor is not None and timeout is not None:
+        raise ValueError("`timeout` cannot be combined with `executor`: racer cannot stop a run "
+                         "it handed to another executor")
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(f"`executor` must be a concurrent.futures.Executor; got {executor!r}")
+    retries = check_int(retries, "retries", minimum=0)
+    capping = check_bool(capping, "capping")
+    if on_error not in ("stop", "reject", "worst"):
+        raise ValueError(f"`on_error` must be 'stop', 'reject' or 'worst'; got {on_error!r}")
+    if sampler not in ("irace", "optuna"):
+        raise ValueError(f"`sampler` must be 'irace' or 'optuna'; got {sampler!r}")
+    if racing_test is not None and not isinstance(racing_test, str):
+        raise TypeError(f"`racing_test` must be a test's name (str), as --racing-test; got "
+                        f"{racing_test!r}")
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"tune() got an unexpected keyword argument {unknown[0]!r} (irace's "
+                        f"options here: {', '.join(OPTION_NAMES)})")
+    if (capping or bound_max) and not _accepts_bound(evaluate):
+        raise TypeError("`evaluate` must accept a `bound` keyword argument with "
+                        + ("`capping`" if capping else "`bound_max`"))
+    pspace = _as_parameter_space(space, forbidden, check_int(digits, "digits", minimum=1,
+                                                              allow_none=True))
+    start = [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
+    seed = random_state
+    if random_state is not None and not isinstance(random_state, numbers.Integral):
+        from racer._validation import seed_from_random_state
+
+        seed = seed_from_random_state(random_state)  # a Generator: one draw
+    return _run(evaluate, pspace, train, test, start, storage, executor, seed, {
+        "budget": budget, "max_time": max_time, "n_jobs": workers, "random_state": seed,
+        "digits": digits, "capping": capping, "bound_max": bound_max, "retries": retries,
+        "timeout": timeout, **options},
+        dict(racing_test=racing_test, on_error=on_error, sampler=sampler,
+             lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress")))
+
+
+def _run(evaluate, space, train, test, start, storage, executor, seed, values: dict,
+         flags: dict) -> TuneResult:
+    """The tuning of :func:`tune`, its arguments checked: a scenario in irace's names, the
+    command line's :func:`racer.cli._main.run_tuning` with a :class:`_CallableRunner`."""
+    import shutil
+    import tempfile
+    import warnings
+
+    from racer.cli import _main as cli
+    from racer.cli.checks import check_space
+    from racer.cli.iterated import BudgetError
+    from racer.cli.scenario import Instance, ScenarioError, defaults
+    from racer.cli.target_runner import TargetRunnerError
+    from racer.race import EvaluationError
+
+    cleanup = None
+    if storage is None:
+        exec_dir = tempfile.mkdtemp(prefix="racer-tune-")
+        cleanup = exec_dir
+    else:
+        try:
+            exec_dir = os.path.abspath(os.fspath(storage))
+        except TypeError:
+            raise TypeError(f"`storage` must be a folder path (str or os.PathLike); got "
+                            f"{storage!r}") from None
+        os.makedirs(exec_dir, exist_ok=True)
+    objects = train + test
+    names = _instance_names(objects, len(train))
+    insts = [Instance(n) for n in names]
+    name = _callable_name(evaluate)
+    sc = defaults()
+    irace = {**_ARGUMENT_NAMES, **OPTION_NAMES}
+    for key, value in values.items():
+        if value is None or (key == "capping" and not value):
+            continue
+        _settable(sc, irace[key], value, key)
+    for option, text in (("execDir", exec_dir), ("targetRunner", name),
+                         ("parameterFile", space.source),
+                         ("trainInstancesFile", "(racer.tune instances)"),
+                         ("testInstancesFile", "(racer.tune test_instances)" if test else "")):
+        sc.set(option, text, origin=(None, None))
+    sc.set("quiet", not flags["progress"], origin=(None, None))
+    try:
+        cli._check_values(sc)
+    except ScenarioError as exc:
+        python = {v: k for k, v in irace.items()}.get(exc.option, exc.option)
+        raise ValueError(f"`{python}` (irace's {exc.option}): "
+                         f"{str(exc).partition(': ')[2] or exc}") from None
+    for message in check_space(space):
+        warnings.warn(message, stacklevel=3)
+    need_time = "max_time" if values["max_time"] else "capping" if values["capping"] else False
+    runner = _CallableRunner(
+        evaluate, objects, {inst: k for k, inst in enumerate(insts)},
+        n_workers=(values["n_jobs"] if executor is None and (values["n_jobs"] > 1
+                                                             or values["timeout"] is not None)
+                   else 0),
+        timeout=values["timeout"], retries=values["retries"], need_time=need_time,
+        exec_dir=exec_dir, name=name)
+    loaded = {"scenario": sc, "space": space, "initial": start, "train": insts[:len(train)],
+              "test": insts[len(train):], "exec_dir": exec_dir, "runner_path": name,
+              "warnings": []}
+    args = types.SimpleNamespace(
+        racing_test=flags["racing_test"], on_error=flags["on_error"], sampler=flags["sampler"],
+        fixed_list=False, no_lookahead=not flags["lookahead"], fresh=False, no_report=True,
+        executor="threads", opt_quiet=None, argv=[],
+        start_over=f"racer.tune(..., storage=<a new folder>), or delete {exec_dir}")
+    finished = False
+    try:
+        runner.start()
+        tuner, result, _test, _winner = cli.run_tuning(loaded, args, runner=runner,
+                                                       executor=executor, announce=False)
+        finished = True
+    except BudgetError as exc:
+        raise BudgetError(f"`{'max_time' if values['max_time'] else 'budget'}`: {exc}") from None
+    except TargetRunnerError as exc:
+        res = exc.result
+        raise EvaluationError(f"{res.message}" + (f"\n{res.stderr.rstrip()}" if res.stderr else "")
+                              + "\n(on_error='reject' or 'worst', or retries=, to go on despite "
+                              "failures; the same call on the same storage resumes)") from None
+    finally:
+        runner.close()
+        if not finished and cleanup is not None:
+            shutil.rmtree(cleanup, ignore_errors=True)
+    configurations = {}
+    for _it, _res, candidates in result.races:
+        for c in candidates:
+            configurations.setdefault(c.id, runner.arguments(space, c.values))
+    elites = [runner.arguments(space, e.values) for e in result.elites]
+    out = TuneResult(
+        best=dict(elites[0]) if elites else {}, elites=elites,
+        elite_ids=[e.id for e in result.elites], configurations=configurations,
+        runs=_as_table(_read_runs(os.path.join(exec_dir, "runs.csv"))),
+        test=None if result.test is None else dict(result.test["costs"]),
+        experiments=result.experiments, iterations=result.iterations,
+        stop_reason=result.stop_reason, seed=tuner.settings.seed, storage=exec_dir)
+    if cleanup is not None:
+        object.__setattr__(out, "_cleanup", weakref.finalize(out, shutil.rmtree, cleanup, True))
+    return out

@@ -1,0 +1,398 @@
+"""``racer.tune``: the command line's tuner for a Python ``evaluate`` (issue 21).
+
+The acceptance test: on examples/tsp-sa, ``racer --scenario`` (its target-runner) and
+``racer.tune`` (tsp_sa.evaluate, the solver the target-runner calls) with the same seed end
+with the same elites, the same runs and the same test costs."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import racer
+from racer.cli import EXIT_OK, main
+from racer.cli.parameters import Parameter, ParameterSpace
+
+from _helpers import ROOT
+from _helpers.cli import ENV
+
+SPACE = 'x "" r (0, 1)\nk "" c (a, b)\nw "" i (1, 9) | k == "b"'
+TRAIN = [0.1 * k for k in range(10)]
+
+
+def quadratic(config, instance, seed):
+    """Best at x = 0.3 with k = "a" (k = "b" costs 0.5 more); each instance shifts all costs."""
+    import random
+
+    noise = random.Random(seed).gauss(0, 0.01)
+    return (config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance + noise
+
+
+def small(**kw):
+    return racer.tune(quadratic, SPACE, TRAIN, **{"budget": 150, "random_state": 3,
+                                                  "progress": False, **kw})
+
+
+def test_racer_tune_is_the_function_once_its_module_is_imported():
+    import importlib
+
+    # Importing the submodule binds it on the package, which keeps the function (as racer.race).
+    module = importlib.import_module("racer.tune")
+    assert racer.tune is module.tune and callable(racer.tune)
+
+
+def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
+    from racer.cli.scenario import Instance
+    from racer.cli.target_runner import Runner, TargetRunner
+    from racer.tune import _CallableRunner
+
+    inst = Instance("i")
+    callable_runner = _CallableRunner(quadratic, [0.5], {inst: 0}, n_workers=0, timeout=None,
+                                      retries=0, need_time=False, exec_dir=str(tmp_path),
+                                      name="python:quadratic")
+    target_runner = TargetRunner([sys.executable, "-c", "print(0.5)"], str(tmp_path))
+    assert isinstance(callable_runner, Runner) and isinstance(target_runner, Runner)
+    config = {"x": 0.3, "k": "a"}
+    got = callable_runner.run(1, 1, 7, inst, config)
+    assert (got.status, got.cost) == ("ok", quadratic(config, 0.5, 7))
+    assert target_runner.run(1, 1, 7, inst, []).cost == 0.5
+
+
+# ----------------------------------------------------------------------------- validation
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: racer.tune(42, SPACE, TRAIN, budget=100), TypeError, "`evaluate`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=0), ValueError, "`budget`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=2.5), TypeError, "`budget`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN), ValueError, "`budget`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=10, max_time=5), ValueError, "both"),
+    (lambda: racer.tune(quadratic, SPACE, [], budget=100), ValueError, "`instances` is empty"),
+    (lambda: racer.tune(quadratic, SPACE, "inst", budget=100), TypeError, "`instances`"),
+    (lambda: racer.tune(quadratic, 3, TRAIN, budget=100), TypeError, "`space`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, n_jobs=0), ValueError, "`n_jobs`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, timeout=-1), ValueError, "`timeout`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, first_test=0), ValueError,
+     "`first_test` (irace's firstTest): must be >= 1"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, firstTest=2), TypeError, "'firstTest'"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, on_error="ignore"), ValueError,
+     "`on_error`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, initial=[{"y": 1}]), ValueError,
+     "`initial[0]` names 'y'"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, initial=[{"x": 2.0, "k": "a"}]),
+     ValueError, "`initial[0]` is not a valid configuration"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, capping=True, bound_max=10),
+     TypeError, "`bound` keyword"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, timeout=1.0,
+                        executor=__import__("concurrent.futures").futures.ThreadPoolExecutor(1)),
+     ValueError, "`timeout` cannot be combined with `executor`"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, forbidden=3), TypeError, "`forbidden`"),
+    (lambda: racer.tune(quadratic, 'x "" r (0, 1', TRAIN, budget=100), ValueError, "`space`"),
+])
+def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
+    from racer.cli.resume import _TUNING_OPTIONS
+    from racer.cli.scenario import OPTIONS
+    from racer.tune import _ARGUMENT_NAMES, OPTION_NAMES
+
+    reachable = set(OPTION_NAMES.values()) | set(_ARGUMENT_NAMES.values())
+    assert set(_TUNING_OPTIONS) - reachable == set()
+    assert reachable <= set(OPTIONS)
+
+
+def test_a_budget_too_small_to_race_says_so():
+    with pytest.raises(ValueError, match="`budget`: maxExperiments = 8 is too small"):
+        small(budget=8)
+
+
+# ----------------------------------------------------------------------------- tuning
+
+def test_a_small_tuning_finds_the_known_best_and_the_same_seed_repeats_it():
+    res = small()
+    assert res.best["k"] == "a" and abs(res.best["x"] - 0.3) < 0.1
+    assert "w" not in res.best  # inactive: left out, as ConfigSpace leaves it out
+    assert res.experiments <= 150 and res.elite_ids[0] in res.configurations
+    assert res.configurations[res.elite_ids[0]] == res.best
+    runs = res.runs
+    assert list(runs.columns[:3]) == ["iteration", "configuration", "instance_id"]
+    assert (runs.status != "speculative-unused").sum() == res.experiments
+    again = small()
+    assert again.elites == res.elites and again.elite_ids == res.elite_ids
+    assert again.runs["cost"].tolist() == runs["cost"].tolist()
+    other = small(random_state=4)
+    assert other.runs["seed"].tolist() != runs["seed"].tolist()
+
+
+def test_a_parameter_space_object_instances_of_any_kind_and_a_test_phase():
+    space = ParameterSpace([Parameter("x", "", "r", (0.0, 1.0)), Parameter("k", "", "c", ("a", "b"))])
+    data = [{"shift": 0.1 * k} for k in range(8)]  # objects without a name: named by position
+    res = racer.tune(lambda c, inst, s: (c["x"] - 0.3) ** 2 + inst["shift"], space, data,
+                     test_instances=[{"shift": 5.0}, {"shift": 6.0}], budget=120,
+                     random_state=0, progress=False)
+    assert set(res.runs["instance"]) == {f"train-{k}" for k in range(1, 9)} | {"test-1", "test-2"}
+    (tested, costs), = res.test.items()
+    assert tested == res.elite_ids[0]
+    x = res.configurations[tested]["x"]
+    assert costs == pytest.approx([(x - 0.3) ** 2 + 5.0, (x - 0.3) ** 2 + 6.0], abs=1e-12)
+    assert space.forbidden == []  # the caller's space is not changed
+
+
+def test_forbidden_rules_and_initial_configurations_are_the_scenario_files():
+    res = small(forbidden='k == "b" & w > 3', initial=[{"x": 0.5, "k": "b", "w": 2}])
+    assert res.configurations[1] == {"x": 0.5, "k": "b", "w": 2}  # configuration 1
+    assert all(c.get("w", 0) <= 3 for c in res.configurations.values())
+
+
+def test_a_failing_evaluate_stops_the_tuning_with_its_traceback_or_is_rejected():
+    def evaluate(config, instance, seed):
+        if config["k"] == "b":
+            raise ZeroDivisionError("the solver divided by zero")
+        return config["x"] + instance
+
+    with pytest.raises(racer.EvaluationError) as info:
+        racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False)
+    text = str(info.value)
+    assert "raised ZeroDivisionError: the solver divided by zero" in text
+    assert "'k': 'b'" in text and "Traceback" in text and "on_error=" in text
+    res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
+                     on_error="reject")
+    failed = res.runs[res.runs.status == "error"]
+    assert len(failed) > 0 and all("ZeroDivisionError" in m for m in failed.message)
+    assert res.best["k"] == "a"
+
+
+def test_retries_call_evaluate_again_as_a_target_runner_is_started_again():
+    attempts = {}
+
+    def flaky(config, instance, seed):
+        key = (tuple(sorted(config.items())), instance, seed)
+        attempts[key] = attempts.get(key, 0) + 1
+        if attempts[key] == 1:
+            raise OSError("licence server busy")
+        return quadratic(config, instance, seed)
+
+    res = racer.tune(flaky, SPACE, TRAIN, budget=150, random_state=3, progress=False, retries=1)
+    assert set(res.runs["status"]) == {"ok"} and set(res.runs["attempts"]) == {2}
+    plain = small()
+    assert res.elites == plain.elites and res.runs["cost"].tolist() == plain.runs["cost"].tolist()
+
+
+def test_what_evaluate_returns_is_read_as_a_target_runners_output():
+    from racer.tune import _read_value
+
+    assert _read_value(2, False) == ("ok", 2.0, None, "")
+    assert _read_value((2, 0.5), "max_time") == ("ok", 2.0, 0.5, "")
+    assert _read_value(float("inf"), False)[0] == "inf"
+    assert _read_value(float("nan"), False)[0] == "error"
+    assert "needs the time" in _read_value(2.0, "max_time")[3]
+    assert "expected a number" in _read_value("2", False)[3]
+    assert "expected a number" in _read_value(True, False)[3]
+
+
+def test_max_time_counts_the_times_evaluate_reports():
+    res = racer.tune(lambda c, i, s: (c["x"] + i, 0.5), SPACE, TRAIN, max_time=60,
+                     random_state=1, progress=False)
+    used = res.runs[(res.runs.iteration > 0) & (res.runs.status != "speculative-unused")]
+    assert used["time"].sum() <= 60 * 1.1 and len(used) == res.experiments
+
+
+def test_capping_passes_each_run_its_bound():
+    def evaluate(config, instance, seed, bound=None):
+        run_time = 1.0 + 10 * config["x"] + instance
+        return min(run_time, bound), min(run_time, bound)
+
+    res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=2, progress=False,
+                     capping=True, bound_max=5)
+    training = res.runs[res.runs.iteration > 0]
+    assert training["bound"].notna().all() and (training["bound"] <= 5).all()
+    assert (training["bound"] < 5).any()  # capping bounded some runs below boundMax
+    assert res.best["x"] < 0.2
+
+
+def test_storage_holds_the_command_lines_files_and_the_report(tmp_path):
+    res = small(storage=tmp_path / "run", test_instances=[9.0])
+    for name in ("runs.csv", "elites.txt", "results.json", "test.csv", "racer-journal"):
+        assert (tmp_path / "run" / name).exists()
+    saved = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert [e["id"] for e in saved["elites"]] == res.elite_ids
+    pytest.importorskip("matplotlib")
+    out = res.report(tmp_path / "report.html")
+    assert "<svg" in open(out, encoding="utf-8").read()
+    # The same call again replays the journals: no new run, the same elites.
+    again = small(storage=tmp_path / "run", test_instances=[9.0])
+    assert again.elite_ids == res.elite_ids and len(again.runs) == len(res.runs)
+    with pytest.raises(ValueError, match=r"other settings(.|\n)*firstTest: 5 -> 10"):
+        small(storage=tmp_path / "run", test_instances=[9.0], first_test=10)
+
+
+def test_without_storage_the_temporary_folder_goes_with_the_result():
+    res = small()
+    folder = res.storage
+    assert os.path.isdir(folder)
+    del res
+    import gc
+
+    gc.collect()
+    assert not os.path.exists(folder)
+
+
+# ----------------------------------------------------------------------------- processes
+
+@pytest.mark.slow
+def test_n_jobs_2_runs_a_function_of_a_script_without_a_main_guard(tmp_path):
+    script = tmp_path / "tuning.py"
+    script.write_text(textwrap.dedent("""
+        import json, os, racer
+
+        def evaluate(config, instance, seed):
+            return (config["x"] - 0.3) ** 2 + instance, os.getpid()
+
+        pids = set()
+        res = racer.tune(lambda c, i, s: evaluate(c, i, s)[0], 'x "" r (0, 1)',
+                         [0.1 * k for k in range(10)], budget=120, random_state=5,
+                         n_jobs=2, progress=False)
+        print(json.dumps({"best": res.best, "ids": res.elite_ids, "runs": res.experiments}))
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=ENV, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    one = racer.tune(lambda c, i, s: (c["x"] - 0.3) ** 2 + i, 'x "" r (0, 1)',
+                     [0.1 * k for k in range(10)], budget=120, random_state=5, progress=False)
+    # Look-ahead and worker processes change when runs are made, never which ones count.
+    assert got["ids"] == one.elite_ids and got["runs"] == one.experiments
+    assert got["best"] == one.best
+
+
+@pytest.mark.slow
+def test_a_timeout_kills_the_run_and_it_is_a_failed_run():
+    def evaluate(config, instance, seed):
+        if config["k"] == "b":
+            import time
+
+            time.sleep(30)
+        return config["x"] + instance
+
+    res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
+                     timeout=1.0, on_error="reject")
+    slow = res.runs[res.runs.status == "error"]
+    assert len(slow) > 0 and all("timed out after 1.0 s" in m for m in slow.message)
+    assert res.best["k"] == "a"
+
+
+@pytest.mark.slow
+def test_a_dask_executor_runs_evaluate_on_its_workers():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        here_pid = os.getpid()
+
+        def evaluate(config, instance, seed):
+            if os.getpid() == here_pid:
+                raise RuntimeError("a run was made in the tuning's own process")
+            return quadratic(config, instance, seed)
+
+        res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
+                         executor=client.get_executor())
+    here = small()
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+    # Runs are logged as they answer: compare them in one order.
+    order = ["iteration", "configuration", "instance_id"]
+    assert (res.runs.sort_values(order)["cost"].tolist()
+            == here.runs.sort_values(order)["cost"].tolist())
+
+
+def _copy_tsp_sa(tmp_path):
+    dest = tmp_path / "tsp-sa"
+    shutil.copytree(ROOT / "examples" / "tsp-sa", dest, ignore=shutil.ignore_patterns("arena"))
+    (dest / "arena").mkdir()
+    return dest
+
+
+@pytest.mark.slow
+def test_the_command_line_and_racer_tune_give_the_same_elites_on_tsp_sa(tmp_path):
+    # Issue 21's acceptance test. The target-runner and tsp_sa.evaluate call one solver
+    # (examples/tsp-sa/tsp_sa.py); the scenario's files become tune's arguments.
+    dest = _copy_tsp_sa(tmp_path)
+    budget = 200
+    code = main(["--scenario", str(dest / "scenario.txt"), "--max-experiments", str(budget),
+                 "--quiet", "1", "--no-report", "--target-runner-launcher", sys.executable])
+    assert code == EXIT_OK
+    cli = json.loads((dest / "arena" / "results.json").read_text())
+    sys.path.insert(0, str(dest))
+    try:
+        import tsp_sa
+    finally:
+        sys.path.remove(str(dest))
+
+    def instances(listing):
+        return [str(dest / "instances" / line.strip())
+                for line in (dest / listing).read_text().splitlines() if line.strip()]
+
+    res = racer.tune(tsp_sa.evaluate, dest / "parameters.txt", instances("train.txt"),
+                     test_instances=instances("test.txt"), budget=budget, random_state=1,
+                     forbidden=dest / "forbidden.txt", digits=4, progress=False,
+                     initial=[{"move": "2opt", "t0": 1.0, "cooling": 0.995, "effort": "medium",
+                               "restarts": "0"}])
+    assert [e["id"] for e in cli["elites"]] == res.elite_ids
+    assert [{k: v for k, v in e["values"].items() if v is not None}
+            for e in cli["elites"]] == res.elites
+    assert cli["experiments"] == res.experiments and cli["iterations"] == res.iterations
+    assert {int(k): v["costs"] for k, v in cli["test"].items()} == res.test
+
+
+RESUME_SCRIPT = """
+import sys, time, racer
+
+def evaluate(config, instance, seed):
+    time.sleep(0.02)
+    return (config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance
+
+res = racer.tune(evaluate, {space!r}, [0.1 * k for k in range(10)], budget=150,
+                 random_state=7, storage=sys.argv[1], progress=False, n_jobs={n_jobs})
+print(res.elite_ids, res.experiments)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kill -9 of a process group")
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_kill_9_then_the_same_call_resumes_to_the_same_elites(tmp_path, n_jobs):
+    script = tmp_path / "tuning.py"
+    script.write_text(RESUME_SCRIPT.format(space=SPACE, n_jobs=n_jobs))
+
+    def run(folder):
+        return subprocess.run([sys.executable, str(script), str(folder)], capture_output=True,
+                              text=True, env=ENV, timeout=300)
+
+    reference = run(tmp_path / "ref")
+    assert reference.returncode == 0, reference.stderr
+    folder = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, str(script), str(folder)], env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    runs = folder / "runs.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if runs.exists() and runs.read_text().count("\n") > 60:  # into the second iteration
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the tuning ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed_at = runs.read_text().count("\n")
+    resumed = run(folder)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[-1] == reference.stdout.splitlines()[-1]
+    assert killed_at < runs.read_text().count("\n")
