@@ -26,6 +26,7 @@ the user's default configuration (ConfigSpace declares one), ready to be raced f
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import numbers
@@ -61,8 +62,8 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
 
     ``space`` is one of:
 
-    * a :class:`~racer.cli.parameters.ParameterSpace`: returned as is (``forbidden`` and
-      ``digits`` must then be None: they are its own);
+    * a :class:`~racer.cli.parameters.ParameterSpace`: returned as is, or a copy with the
+      ``forbidden`` rules added (``digits`` must be None: they are its own);
     * irace's parameters: an ``os.PathLike`` (``pathlib.Path``), or a ``str`` without a
       newline that names an existing file, is the path of a parameters file; any other
       ``str`` is their text;
@@ -93,11 +94,15 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
         raise TypeError(f"`forbidden` must be irace's forbidden rules as text (str) or a path; "
                         f"got {type(forbidden).__name__}")
     if isinstance(space, ParameterSpace):
-        if forbidden is not None or digits is not None:
-            raise ValueError("`forbidden` and `digits` apply to a space being translated; a "
-                             "ParameterSpace has its own (ParameterSpace.add_forbidden)")
-        return space
-    if isinstance(space, (str, os.PathLike)):
+        if digits is not None:
+            raise ValueError("`digits` applies to a space being translated; a ParameterSpace "
+                             "has its own")
+        if forbidden is None:
+            return space
+        # More rules go on a copy: the caller's space is never changed.
+        result = copy.copy(space)
+        result.forbidden = list(space.forbidden)
+    elif isinstance(space, (str, os.PathLike)):
         result = _from_irace(space, digits)
     elif _is_configspace(space):  # before Mapping: a ConfigurationSpace is one
         result = _from_configspace(space, digits)

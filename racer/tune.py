@@ -20,7 +20,6 @@ worker, as the command line ships its runner there.
 
 from __future__ import annotations
 
-import copy
 import csv
 import dataclasses
 import inspect
@@ -129,10 +128,11 @@ class _Evaluate:
         self.objects = objects
 
     def __call__(self, config: dict, index: int, seed: int, bound: float | None = None) -> Any:
-        # A copy: the tuner hands the same dict to every run of a configuration.
+        # A copy of a dict: the tuner hands the same one to every run of a configuration.
+        config = dict(config) if isinstance(config, dict) else config
         if bound is None:
-            return self.evaluate(dict(config), self.objects[index], seed)
-        return self.evaluate(dict(config), self.objects[index], seed, bound=bound)
+            return self.evaluate(config, self.objects[index], seed)
+        return self.evaluate(config, self.objects[index], seed, bound=bound)
 
 
 def _read_value(value: Any, need_time: Any) -> tuple:
@@ -215,10 +215,12 @@ class _CallableRunner:
             pool.close()
         self._pools = []
 
-    def arguments(self, space: Any, values: dict) -> dict:
-        """What ``run`` gets for a configuration: its active parameters (inactive ones,
-        None in the tuner, are left out, as ConfigSpace leaves them out)."""
-        return {k: v for k, v in values.items() if v is not None}
+    def arguments(self, space: Any, values: dict) -> Any:
+        """What ``run`` gets for a configuration: the configuration as the user's space
+        writes one (``space.native``): its active parameters, typed (inactive ones, None in
+        the tuner, are left out, as ConfigSpace leaves them out); for a space translated
+        from ConfigSpace, a ``ConfigSpace.Configuration``, which SMAC's target functions take."""
+        return space.native(values)
 
     def run(self, config_id: int, instance_id: int, seed: int, instance: Any, arguments: dict,
             tag: object = None, bound: float | None = None) -> Any:
@@ -297,48 +299,6 @@ class _CallableRunner:
             pools = list(self._busy)
         for pool in pools:
             self._kill(pool)
-
-
-def _as_parameter_space(space: Any, forbidden: Any = None, digits: int | None = None) -> Any:
-    """``space`` as the tuner's :class:`~racer.cli.parameters.ParameterSpace`: one (copied,
-    never changed), irace parameters text, or the path of an irace parameters file;
-    ``forbidden`` adds irace forbidden rules (text, or a forbiddenFile's path); ``digits``
-    (irace's, for real values) overrides the file's ``[global] digits`` as the scenario's
-    does on the command line.
-
-    >>> s = _as_parameter_space('x "--x " r (0, 1)\\nk "--k " c (a, b)', "x > 0.9 & k == 'b'")
-    >>> s.names, s.digits, s.is_forbidden({"x": 0.95, "k": "b"})
-    (['x', 'k'], 4, True)
-    """
-    from racer.cli.parameters import (ParameterSpace, read_forbidden, read_forbidden_lines,
-                                      read_parameters)
-
-    def is_path(x: Any) -> bool:
-        return isinstance(x, os.PathLike) or (isinstance(x, str) and "\n" not in x
-                                              and os.path.isfile(x))
-
-    if isinstance(space, ParameterSpace):
-        out = copy.copy(space)
-        out.forbidden = list(space.forbidden)
-    elif is_path(space):
-        out = read_parameters(os.fspath(space), digits=digits)
-    elif isinstance(space, str):
-        out = read_parameters("`space`", digits=digits, text=space)
-    else:
-        raise TypeError("`space` must be a racer.cli.parameters.ParameterSpace, irace "
-                        f"parameters text or the path of a parameters file; got {space!r}")
-    if digits is not None:
-        out.digits = digits
-    if forbidden is not None:
-        if is_path(forbidden):
-            out.add_forbidden(read_forbidden(os.fspath(forbidden)))
-        elif isinstance(forbidden, str):
-            out.add_forbidden(read_forbidden_lines(list(enumerate(forbidden.splitlines(), 1)),
-                                                   "`forbidden`"))
-        else:
-            raise TypeError("`forbidden` must be irace forbidden rules (text) or the path of a "
-                            f"forbidden file; got {forbidden!r}")
-    return out
 
 
 def _configuration(space: Any, values: Any, k: int) -> dict:
@@ -526,8 +486,10 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         Any Python callable: a function of a script without a main guard, of a notebook or
         of ``python -c``, a lambda, a closure. With ``n_jobs > 1`` or a ``timeout`` it runs
         in racer's worker processes (:class:`racer.execution.WorkerPool`), sent by value.
-    space : ParameterSpace, str or path
-        irace parameters: text, a parameters file's path, or a
+    space : ParameterSpace, str, path, dict of Optuna distributions or ConfigurationSpace
+        Translated once by :func:`racer.parameter_space` (docs/spaces.md): irace parameters
+        (text or a parameters file's path), Optuna distributions by name, a
+        ``ConfigSpace.ConfigurationSpace`` with its conditions and forbidden clauses, or a
         :class:`racer.cli.parameters.ParameterSpace`.
     instances : list
         The training instances, any objects (a file's path, a data set, a number); each
@@ -555,6 +517,14 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         same ``storage`` resumes an interrupted tuning (even after ``kill -9``) and ends
         as an uninterrupted one; with a larger ``budget`` it continues a finished one.
         Default: a temporary folder, removed with the result.
+    evaluate's ``config``
+        The configuration as the user's space writes one (``space.native``): a dict of the
+        active parameters, typed; for a ConfigSpace space a ``ConfigSpace.Configuration``,
+        so a SMAC3 target function ``train(config, instance, seed)`` runs unchanged.
+    initial : list of dict, optional
+        Configurations raced in the first iteration, as irace's configurationsFile. None
+        and a space that declares a default (ConfigSpace's default configuration): the
+        default is raced first; ``initial=[]`` races none.
     random_state : int, optional
         The seed (irace's seed); None draws one (kept in ``storage`` for a resume).
     racing_test : str, optional
@@ -617,8 +587,13 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     if (capping or bound_max) and not _accepts_bound(evaluate):
         raise TypeError("`evaluate` must accept a `bound` keyword argument with "
                         + ("`capping`" if capping else "`bound_max`"))
-    pspace = _as_parameter_space(space, forbidden, check_int(digits, "digits", minimum=1,
-                                                              allow_none=True))
+    from racer.space import parameter_space
+
+    pspace = parameter_space(space, forbidden=forbidden, digits=digits)
+    # No initial configurations but a space that declares a default (ConfigSpace's): the
+    # default is raced first, as irace races a configurationsFile's.
+    if initial is None and pspace.default is not None:
+        initial = [pspace.default]
     start = [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
     seed = random_state
     if random_state is not None and not isinstance(random_state, numbers.Integral):
@@ -716,11 +691,15 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
         runner.close()
         if not finished and cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
+    def as_dict(values: dict) -> dict:
+        # What evaluate got, as a plain dict (a ConfigSpace Configuration is a Mapping).
+        return dict(runner.arguments(space, values))
+
     configurations = {}
     for _it, _res, candidates in result.races:
         for c in candidates:
-            configurations.setdefault(c.id, runner.arguments(space, c.values))
-    elites = [runner.arguments(space, e.values) for e in result.elites]
+            configurations.setdefault(c.id, as_dict(c.values))
+    elites = [as_dict(e.values) for e in result.elites]
     out = TuneResult(
         best=dict(elites[0]) if elites else {}, elites=elites,
         elite_ids=[e.id for e in result.elites], configurations=configurations,

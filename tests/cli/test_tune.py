@@ -147,6 +147,47 @@ def test_a_parameter_space_object_instances_of_any_kind_and_a_test_phase():
     assert space.forbidden == []  # the caller's space is not changed
 
 
+def test_a_configspace_space_gives_evaluate_configurations_and_races_its_default_first():
+    cs_module = pytest.importorskip("ConfigSpace")
+    cs = cs_module.ConfigurationSpace(seed=0)
+    k = cs_module.Categorical("k", ["a", "b"], default="b")
+    x = cs_module.Float("x", (0.0, 1.0), default=0.9)
+    w = cs_module.Integer("w", (1, 9), default=5)
+    cs.add([k, x, w, cs_module.EqualsCondition(w, k, "b")])
+    seen = []
+
+    def smac_style(config, instance, seed):  # SMAC3's target function signature
+        seen.append(type(config).__name__)
+        return (config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance
+
+    res = racer.tune(smac_style, cs, TRAIN, budget=150, random_state=3, progress=False)
+    assert set(seen) == {"Configuration"}  # a ConfigSpace Configuration, as SMAC passes
+    # The first configuration raced is ConfigSpace's default (k = "b", x = 0.9, w = 5).
+    first = res.runs[res.runs.iteration == 1].configuration.min()
+    assert res.configurations[first] == {"k": "b", "x": 0.9, "w": 5}
+    assert res.best["k"] == "a" and abs(res.best["x"] - 0.3) < 0.1 and "w" not in res.best
+    none = racer.tune(smac_style, cs, TRAIN, budget=150, random_state=3, progress=False,
+                      initial=[])
+    assert {"k": "b", "x": 0.9, "w": 5} not in none.configurations.values()
+
+
+def test_a_dict_of_optuna_distributions_is_a_space():
+    optuna = pytest.importorskip("optuna")
+    space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0),
+             "k": optuna.distributions.CategoricalDistribution(["a", "b"]),
+             "n": optuna.distributions.IntDistribution(1, 64, log=True)}
+    types = set()
+
+    def evaluate(config, instance, seed):
+        types.add(type(config["n"]))
+        return (config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance
+
+    res = racer.tune(evaluate, space, TRAIN, budget=150, random_state=3, progress=False)
+    assert types == {int} and res.best["k"] == "a" and abs(res.best["x"] - 0.3) < 0.1
+    assert all(space[name]._contains(space[name].to_internal_repr(v))
+               for name, v in res.best.items())
+
+
 def test_forbidden_rules_and_initial_configurations_are_the_scenario_files():
     res = small(forbidden='k == "b" & w > 3', initial=[{"x": 0.5, "k": "b", "w": 2}])
     assert res.configurations[1] == {"x": 0.5, "k": "b", "w": 2}  # configuration 1
