@@ -240,7 +240,9 @@ class Fits:
         if out["failed"]:
             if isinstance(self._error_score, str) and self._error_score == "raise":
                 raise out["exception"]
-            out.pop("exception", None)
+            # Kept (the exception itself is not: cv_results_ holds messages) for the error a
+            # search whose every fit failed raises (RaceSearchCV.fit).
+            out["type_error"] = isinstance(out.pop("exception", None), TypeError)
         elif self.multimetric is None:
             self._learn_metrics(out["test"])
         self.outcomes[_unit(ev)] = out

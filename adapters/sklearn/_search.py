@@ -30,6 +30,7 @@ from racer.adapters.sklearn._fits import Fits
 from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit_failures
 from racer.adapters.sklearn._splits import plan_splits
 from racer.execution import check_timeout, effective_n_jobs
+from racer.race import RaceFailedError
 from racer.race_loop import drive, progress_line
 from racer.racing import registry
 from racer.racing.base import KeepAll
@@ -39,7 +40,20 @@ from racer.racing.cv import (
     ScoreResolution,
 )
 
-__all__ = ["RaceSearchCV"]
+__all__ = ["RaceSearchCV", "SearchTypeError"]
+
+
+class SearchTypeError(RaceFailedError, TypeError):
+    """Every fit of a :class:`RaceSearchCV` failed, each with a ``TypeError`` (data the
+    estimator cannot take, such as objects where numbers are expected).
+
+    A :class:`racer.RaceFailedError` (so a ``ValueError``, as scikit-learn's "All the fits
+    failed", and a ``RuntimeError``, as before issue 22) that is also a ``TypeError``, the
+    type the estimator itself raised: ``GridSearchCV`` reaches its refit, which raises the
+    estimator's ``TypeError``, whenever one fit or score of its grid went through, while the
+    race stops at its first block of failures (scikit-learn's ``check_dtype_object`` expects
+    the ``TypeError``).
+    """
 
 
 # The tests of racer.racing.registry that RaceSearchCV configures for CV scores (_racing_test);
@@ -476,7 +490,14 @@ class RaceSearchCV(BaseSearchCV):
 
         base_estimator = clone(self.estimator)
         with Fits(self, base_estimator, candidates, X, y, fit_splits, fit_params) as fits:
-            race = self._race(candidates, fit_splits, fits, seed_race)
+            try:
+                race = self._race(candidates, fit_splits, fits, seed_race)
+            except RaceFailedError as exc:
+                # Already a ValueError (scikit-learn's type for a search whose every fit
+                # failed); also a TypeError when every fit raised one.
+                if fits.outcomes and all(o.get("type_error") for o in fits.outcomes.values()):
+                    raise SearchTypeError(str(exc), exc.failures, exc.n_evaluations) from exc
+                raise
         fits.finish()
         self._store_results(candidates, fits, race)
         if self.refit:
