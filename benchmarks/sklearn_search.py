@@ -21,6 +21,16 @@ pick's rank in the reference ranking, and how often the reference best was elimi
 the same problem-seeds, and ``--table-from`` also prints issue 11's per-problem target table
 and the wall-time comparison with Halving, paired seed by seed.
 
+``--reference grid`` (issue 22) compares ``RaceSearchCV`` with the search its users run:
+``GridSearchCV`` on the same user ``cv`` (``--folds 5``: ``StratifiedKFold(5, shuffle=True,
+random_state=seed)``, ``KFold`` for regression; several with ``--folds 3,10``), the race with
+its defaults (or ``--race-kwargs`` JSON), both in the same process, seed by seed. CPU is the
+process CPU time of each ``fit`` (fits and the final refit included). **Regret** (the one
+definition of this mode) is the held-out truth of the best candidate minus that of the pick,
+where a candidate's truth is its score on the 25% held-out part after a refit on the whole
+search part (every candidate, untimed). ``--pilot-grid`` replays race designs on the cached
+fold scores of ``GridSearchCV(cv=k)`` (no refits) to choose a default on pilot seeds.
+
 Run ``python benchmarks/sklearn_search.py --quick`` (2 problems, 2 seeds, ~3 min on 2 shared
 cores) or without ``--quick`` for every problem with 5 seeds. Set ``OPENBLAS_NUM_THREADS=1
 OMP_NUM_THREADS=1``: every method then runs with ``n_jobs=1`` on one thread, so wall times
@@ -606,6 +616,21 @@ def against_grid_table(rows):
             f"{np.mean([r['regret_race'] for r in mine]):.4f} | "
             f"{np.mean([r['regret_grid'] for r in mine]):.4f} | {diff.mean():+.4f} +- {se:.4f} | "
             f"{sum(r['same_pick'] for r in mine)}/{len(mine)} | {'yes' if ok else 'no'} |"
+        )
+    for k in dict.fromkeys(r["n_folds"] for r in rows):
+        # Every problem-seed of this cv together (not counted in the rows meeting the target).
+        mine = [r for r in rows if r["n_folds"] == k]
+        ratio = np.array([r["cpu_race"] / r["cpu_grid"] for r in mine])
+        diff = np.array([r["regret_race"] - r["regret_grid"] for r in mine])
+        lines.append(
+            f"| ALL | {k} | {len(mine)} | {np.median(ratio):.2f}; "
+            f"{np.exp(np.log(ratio).mean()):.2f} | "
+            f"{np.median([100 * r['fits_race'] / r['fits_grid'] for r in mine]):.0f} | "
+            f"{np.mean([r['regret_race'] for r in mine]):.4f} | "
+            f"{np.mean([r['regret_grid'] for r in mine]):.4f} | {diff.mean():+.4f} +- "
+            f"{diff.std(ddof=1) / np.sqrt(len(diff)):.4f} | "
+            f"{sum(r['same_pick'] for r in mine)}/{len(mine)} (race better in "
+            f"{int((diff < 0).sum())}, worse in {int((diff > 0).sum())}) | - |"
         )
     lines.append(f"\nrows meeting the target (median CPU ratio <= 0.60, regret difference "
                  f"<= 2 SE): {met} of {len(keys)}")
