@@ -442,20 +442,8 @@ RacingTest, optional
             check_random_state(self.random_state)  # a RandomState would advance: fit draws
 
     def _design(self) -> tuple[int, object, int]:
-        """``(n_repeats, test, first_test)`` with None resolved: the user's folds raced by
-        irace's t-test from the second fold for ``resource="splits"``; 3 repeats and the
-        Bayesian test from the fourth split for ``resource="n_samples"`` (``_SPLITS_DEFAULTS``,
-        ``_SUBSAMPLE_DEFAULTS``)."""
-        defaults = _SUBSAMPLE_DEFAULTS if self.resource == "n_samples" else _SPLITS_DEFAULTS
-        n_repeats = defaults["n_repeats"] if self.n_repeats is None else int(self.n_repeats)
-        test = defaults["test"] if self.test is None else self.test
-        if self.first_test is not None:
-            first_test = int(self.first_test)
-        elif isinstance(test, str) and registry.lookup(test).name == "t-test":
-            first_test = _SPLITS_DEFAULTS["first_test"]
-        else:
-            first_test = _FIRST_TEST_NAMED
-        return n_repeats, test, first_test
+        """``(n_repeats, test, first_test)`` with None resolved (:func:`resolve_design`)."""
+        return resolve_design(self.n_repeats, self.test, self.first_test, self.resource)
 
     def _candidate_params(self, rng: np.random.Generator) -> list[dict]:
         if self.param_grid is not None:
@@ -608,46 +596,8 @@ RacingTest, optional
 
     def _racing_test(self, rho: float):
         """The RacingTest behind ``test``, configured for correlated CV scores."""
-        _, test, _ = self._design()
-        rope = float(self.rope)
-        if not isinstance(test, str):
-            return test
-        entry = registry.lookup(test)
-        if entry.name == "t-test":
-            # irace's paired t-tests against the leader (TRaceTest); with the score resolution
-            # a leader that is ahead by less than ``rope`` on a fold does not count as ahead.
-            inner = entry.build()
-            return ScoreResolution(inner, rope) if rope > 0 else inner
-        if entry.name == "bayesian":
-            # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
-            # race rarely has more splits than candidates, so "hold" would never decide. On
-            # pilot seeds (docs/sklearn.md) "chi2" sometimes never opened the gate (100% of
-            # the fits), while "reject" (pairwise joint sign tests decide alone) used 39% of
-            # the fits with a median reference rank of 1.
-            # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
-            # the IDP lower band for equivalence: coarse tied scores give no near-certain
-            # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
-            bayes = entry.build(small_n=_BAYES_SMALL_N, prior="idp",
-                                credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
-            inner = ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
-                                          bayes.prior_strength)
-            return ScoreResolution(inner, rope) if rope > 0 else inner
-        if entry.name in ("posterior-best", "F-test"):
-            # PosteriorBestTest's tie guard caps every elimination on tied splits by the IDP
-            # sign test.
-            inner = entry.build()
-            return ScoreResolution(inner, rope) if rope > 0 else inner
-        if entry.name == "hierarchical":
-            # Instances are split indices; split_datasets_ names the data set of each.
-            # the base as before issue 20: the hierarchical race decides as it did
-            from racer.racing.posterior_best import OPTIONS_BEFORE_ISSUE_20
-
-            base = registry.lookup("posterior-best").build(**OPTIONS_BEFORE_ISSUE_20)
-            return entry.build(
-                test_fraction=rho, rope=rope, group=self.split_datasets_,
-                base=ScoreResolution(base, rope) if rope > 0 else base,
-            )
-        return entry.build(rho=rho, rope=rope)
+        return cv_racing_test(self._design()[1], float(self.rope), rho,
+                              getattr(self, "split_datasets_", None))
 
     def _race(self, candidates, fit_splits, fits, rng):
         """Race the candidates over the splits with the fits of ``fits``; return the
@@ -731,6 +681,67 @@ RacingTest, optional
             winner="mean",
             random_state=int(rng.integers(0, 2**63 - 1)),
         )
+
+
+def resolve_design(n_repeats, test, first_test, resource) -> tuple[int, object, int]:
+    """``(n_repeats, test, first_test)`` of a ``RaceSearchCV`` with None resolved: the user's
+    folds raced by irace's t-test from the second fold for ``resource="splits"``; 3 repeats and
+    the Bayesian test from the fourth split for ``resource="n_samples"`` (``_SPLITS_DEFAULTS``,
+    ``_SUBSAMPLE_DEFAULTS``); a named test other than the t-test starts at the fourth split."""
+    defaults = _SUBSAMPLE_DEFAULTS if resource == "n_samples" else _SPLITS_DEFAULTS
+    n_repeats = defaults["n_repeats"] if n_repeats is None else int(n_repeats)
+    test = defaults["test"] if test is None else test
+    if first_test is not None:
+        first_test = int(first_test)
+    elif isinstance(test, str) and registry.lookup(test).name == "t-test":
+        first_test = _SPLITS_DEFAULTS["first_test"]
+    else:
+        first_test = _FIRST_TEST_NAMED
+    return n_repeats, test, first_test
+
+
+def cv_racing_test(test, rope: float, rho: float, split_datasets):
+    """The RacingTest behind ``RaceSearchCV(test=...)``, configured for correlated CV scores
+    (``rope``: the score resolution; ``rho``: test share of a split; ``split_datasets``: the
+    data set of each split, for ``"hierarchical"``)."""
+    if not isinstance(test, str):
+        return test
+    entry = registry.lookup(test)
+    if entry.name == "t-test":
+        # irace's paired t-tests against the leader (TRaceTest); with the score resolution
+        # a leader that is ahead by less than ``rope`` on a fold does not count as ahead.
+        inner = entry.build()
+        return ScoreResolution(inner, rope) if rope > 0 else inner
+    if entry.name == "bayesian":
+        # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
+        # race rarely has more splits than candidates, so "hold" would never decide. On
+        # pilot seeds (docs/sklearn.md) "chi2" sometimes never opened the gate (100% of
+        # the fits), while "reject" (pairwise joint sign tests decide alone) used 39% of
+        # the fits with a median reference rank of 1.
+        # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
+        # the IDP lower band for equivalence: coarse tied scores give no near-certain
+        # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
+        bayes = entry.build(small_n=_BAYES_SMALL_N, prior="idp",
+                            credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
+        inner = ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
+                                      bayes.prior_strength)
+        return ScoreResolution(inner, rope) if rope > 0 else inner
+    if entry.name in ("posterior-best", "F-test"):
+        # PosteriorBestTest's tie guard caps every elimination on tied splits by the IDP
+        # sign test.
+        inner = entry.build()
+        return ScoreResolution(inner, rope) if rope > 0 else inner
+    if entry.name == "hierarchical":
+        # Instances are split indices; split_datasets_ names the data set of each.
+        # the base as before issue 20: the hierarchical race decides as it did
+        from racer.racing.posterior_best import OPTIONS_BEFORE_ISSUE_20
+
+        base = registry.lookup("posterior-best").build(**OPTIONS_BEFORE_ISSUE_20)
+        return entry.build(
+            test_fraction=rho, rope=rope, group=split_datasets,
+            base=ScoreResolution(base, rope) if rope > 0 else base,
+        )
+    return entry.build(rho=rho, rope=rope)
 
 
 def _params_text(params: Mapping) -> str:

@@ -8,6 +8,8 @@ import warnings
 
 import numpy as np
 import pytest
+import racer.adapters.sklearn._fits as fits_module
+from racer.adapters.sklearn import RaceSearchCV, SearchTypeError
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import load_wine, make_classification
 from sklearn.exceptions import FitFailedWarning
@@ -18,9 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
-import racer.adapters.sklearn._fits as fits_module
 from racer import RaceFailedError
-from racer.adapters.sklearn import RaceSearchCV, SearchTypeError
 
 KNN_GRID = {"kneighborsclassifier__n_neighbors": [1, 3, 5, 9, 15, 31, 61, 91],
             "kneighborsclassifier__weights": ["uniform", "distance"]}
@@ -90,8 +90,8 @@ def test_resource_n_samples_keeps_its_three_repeats_and_bayesian_test(wine):
 
 def test_the_grids_fit_function_and_cross_validate_give_the_same_outcomes(wine, monkeypatch):
     X, y = wine
-    options = dict(cv=5, random_state=0, return_train_score=True,
-                   scoring={"acc": "accuracy", "bal": "balanced_accuracy"}, refit="acc")
+    options = {"cv": 5, "random_state": 0, "return_train_score": True,
+               "scoring": {"acc": "accuracy", "bal": "balanced_accuracy"}, "refit": "acc"}
     fast = RaceSearchCV(_knn(), KNN_GRID, **options).fit(X, y)
     assert fits_module._FIT_AND_SCORE is not None  # scikit-learn >= 1.4: the grid's path
     monkeypatch.setattr(fits_module, "_FIT_AND_SCORE", None)
