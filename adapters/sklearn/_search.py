@@ -104,8 +104,8 @@ class RaceSearchCV(BaseSearchCV):
     paired t-test against the leader (Birattari 2009) eliminates a candidate whose scores are
     significantly lower, or lower on average and higher on no fold seen (a rank test cannot
     decide on five folds). Against ``GridSearchCV(cv=5)`` on six problems held out from the choice this
-    costs a median 40-56% of its CPU time per problem with a regret within 2 SE of the grid's
-    (``docs/sklearn.md``, "Against GridSearchCV"). ``n_repeats > 1`` repeats the splitter
+    costs a median 41-56% of its CPU time per problem with a regret within 2 SE of the grid's
+    on five of six (``docs/sklearn.md``, "Against GridSearchCV"). ``n_repeats > 1`` repeats the splitter
     (``shuffle=True`` and a fresh ``random_state`` per repeat, stratification and groups
     kept) for a pick closer to the one of the full grid on all repeats, at more fits; scores on
     CV splits are correlated (the training sets overlap), so a test that treats them as
