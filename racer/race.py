@@ -74,8 +74,12 @@ class EvaluationError(RuntimeError):
     """Raised under ``on_error="raise"`` when an evaluation fails or returns a non-finite value."""
 
 
-class RaceFailedError(EvaluationError):
+class RaceFailedError(EvaluationError, ValueError):
     """The race cannot have a winner: no candidate has a usable score.
+
+    A :class:`ValueError` as well as an :class:`EvaluationError` (a ``RuntimeError``), so that
+    code catching either still catches it: scikit-learn raises ``ValueError`` when every fit
+    of a search fails, and ``RaceSearchCV`` raises this error then (issue 22).
 
     Raised (whatever ``on_error`` is) as soon as the first evaluations of a race all failed
     (see "Failures: `on_error`" in docs/racing.md), and under ``on_error="eliminate"`` when every survivor

@@ -7,7 +7,7 @@
 lists the splits and the training sizes, ``_results.py`` builds ``cv_results_``.
 """
 
-from racer.adapters.sklearn._search import RaceSearchCV
+from racer.adapters.sklearn._search import RaceSearchCV, SearchTypeError
 from racer.adapters.sklearn.datasets import WithinGroupKFold
 
-__all__ = ["RaceSearchCV", "WithinGroupKFold"]
+__all__ = ["RaceSearchCV", "SearchTypeError", "WithinGroupKFold"]

@@ -10,13 +10,16 @@ metric names from the first successful fit and tells the race each score.
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 import traceback
 import warnings
 from collections.abc import Mapping
 
+from sklearn import get_config
 from sklearn.base import clone
 from sklearn.exceptions import FitFailedWarning
+from sklearn.metrics import check_scoring
 from sklearn.model_selection import cross_validate
 from sklearn.utils.parallel import Parallel, delayed
 
@@ -26,14 +29,71 @@ from racer.race_loop import OnExecutor, backend_for
 __all__ = ["Fits", "evaluate_unit", "stopped_unit"]
 
 
-def evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params, return_train):
-    """Fit one candidate on one split and score it, through public ``cross_validate``.
+def _grid_fit_and_score():
+    """scikit-learn's ``_fit_and_score``, what ``GridSearchCV`` itself runs for every fit,
+    where its signature is the one :func:`evaluate_unit` calls (scikit-learn >= 1.4, with
+    ``check_scoring(raise_exc=...)``); else None and every fit goes through public
+    ``cross_validate``. Why: ``cross_validate`` on one split costs about 3 ms of set-up per fit
+    (its own Parallel, validation, routing), a quarter of the CPU of a race of small fits,
+    which ``GridSearchCV`` does not pay (issue 22, benchmarks/RESULTS.md)."""
+    try:
+        from sklearn.model_selection._validation import _fit_and_score
+    except ImportError:  # pragma: no cover - a scikit-learn that moved it
+        return None
+    try:
+        fit_and_score = set(inspect.signature(_fit_and_score).parameters)
+        scoring = set(inspect.signature(check_scoring).parameters)
+    except (TypeError, ValueError):  # pragma: no cover
+        return None
+    needed = {"scorer", "train", "test", "verbose", "parameters", "fit_params", "score_params",
+              "return_train_score", "return_times", "error_score"}
+    if not needed <= fit_and_score or "raise_exc" not in scoring:
+        return None  # pragma: no cover - scikit-learn 1.3
+    return _fit_and_score
 
-    ``cross_validate`` is asked to raise on failure so that a failed fit is known for what it
-    is (the caller then applies ``error_score``), instead of being disguised as a score.
+
+_FIT_AND_SCORE = _grid_fit_and_score()
+
+
+def _scores(value) -> dict:
+    """``_fit_and_score``'s scores (one float, or a dict for several metrics) as a dict named
+    the way ``cross_validate`` names them (``"score"`` for a single metric)."""
+    if isinstance(value, Mapping):
+        return {k: float(v) for k, v in value.items()}
+    return {"score": float(value)}
+
+
+def evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params, return_train):
+    """Fit one candidate on one split and score it, as ``GridSearchCV`` does.
+
+    Through scikit-learn's ``_fit_and_score`` (``GridSearchCV``'s own per-fit function) where
+    its signature is known and metadata routing is off, else through public
+    ``cross_validate`` on the one split; the two give the same scores (a test asserts it).
+    Both are asked to raise on failure so that a failed fit is known for what it is (the
+    caller then applies ``error_score``), instead of being disguised as a score.
     """
     est = clone(estimator).set_params(**clone(parameters, safe=False))
     start = time.perf_counter()
+    if _FIT_AND_SCORE is not None and not get_config().get("enable_metadata_routing", False):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FitFailedWarning)
+                out = _FIT_AND_SCORE(
+                    est, X, y,
+                    scorer=check_scoring(est, scoring=scoring, raise_exc=True),
+                    train=train, test=test, verbose=0, parameters=None,
+                    fit_params=fit_params, score_params={},
+                    return_train_score=return_train, return_times=True, error_score="raise",
+                )
+        except Exception as exc:  # noqa: BLE001 - any estimator error is a failed fit
+            return _failed(exc, start)
+        return {
+            "failed": False,
+            "test": _scores(out["test_scores"]),
+            "train": _scores(out["train_scores"]) if return_train else {},
+            "fit_time": float(out["fit_time"]),
+            "score_time": float(out["score_time"]),
+        }
     try:
         with warnings.catch_warnings():
             # Single-split cross_validate warns about nothing the search does not already report.
@@ -49,13 +109,7 @@ def evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params,
                 error_score="raise",
             )
     except Exception as exc:  # noqa: BLE001 - any estimator error is a failed fit
-        return {
-            "failed": True,
-            "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
-            "exception": exc,
-            "fit_time": time.perf_counter() - start,
-            "score_time": 0.0,
-        }
+        return _failed(exc, start)
     test_scores = {k[5:]: float(v[0]) for k, v in out.items() if k.startswith("test_")}
     train_scores = {k[6:]: float(v[0]) for k, v in out.items() if k.startswith("train_")}
     return {
@@ -64,6 +118,16 @@ def evaluate_unit(estimator, parameters, X, y, train, test, scoring, fit_params,
         "train": train_scores,
         "fit_time": float(out["fit_time"][0]),
         "score_time": float(out["score_time"][0]),
+    }
+
+
+def _failed(exc: BaseException, start: float) -> dict:
+    return {
+        "failed": True,
+        "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+        "exception": exc,
+        "fit_time": time.perf_counter() - start,
+        "score_time": 0.0,
     }
 
 
@@ -176,7 +240,9 @@ class Fits:
         if out["failed"]:
             if isinstance(self._error_score, str) and self._error_score == "raise":
                 raise out["exception"]
-            out.pop("exception", None)
+            # Kept (the exception itself is not: cv_results_ holds messages) for the error a
+            # search whose every fit failed raises (RaceSearchCV.fit).
+            out["type_error"] = isinstance(out.pop("exception", None), TypeError)
         elif self.multimetric is None:
             self._learn_metrics(out["test"])
         self.outcomes[_unit(ev)] = out

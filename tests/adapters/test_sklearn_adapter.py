@@ -71,7 +71,7 @@ def test_too_few_splits_is_exactly_grid_search(iris):
     X, y = iris
     grid = {"n_neighbors": [1, 5, 15, 40], "weights": ["uniform", "distance"]}
     cv = StratifiedKFold(4, shuffle=True, random_state=3)
-    race = RaceSearchCV(KNeighborsClassifier(), grid, cv=cv, n_repeats=1, random_state=0)
+    race = RaceSearchCV(KNeighborsClassifier(), grid, cv=cv, first_test=5, random_state=0)
     race.fit(X, y)
     ref = GridSearchCV(KNeighborsClassifier(), grid, cv=cv).fit(X, y)
     assert race.n_splits_ == ref.n_splits_ == 4
@@ -91,7 +91,8 @@ def test_too_few_splits_is_exactly_grid_search(iris):
 
 def test_race_saves_fits_and_keeps_the_reference_best(easy_problem):
     X, y = easy_problem
-    race = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, random_state=0)
+    race = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, first_test=4,
+                        random_state=0)
     race.fit(X, y)
     # The reference: every candidate on the very same 15 splits.
     n_splits = race.n_splits_
@@ -364,7 +365,8 @@ def test_max_fits_budget(easy_problem):
     ).fit(X, y)
     assert search.n_fits_ <= 30
     with pytest.raises(ValueError, match="max_fits"):
-        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, max_fits=10).fit(X, y)
+        # 5 candidates x the default first_test of 2 splits = 10 fits before the first test
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, max_fits=9).fit(X, y)
 
 
 def test_frace_runs_the_same_search(easy_problem):
@@ -495,7 +497,7 @@ def test_default_bayesian_test_can_decide_with_fewer_splits_than_candidates():
     """BayesianTest's default holds while n <= m - 1; the adapter opens it (docs/sklearn.md)."""
     from racer.racing.bayesian import BayesianTest
 
-    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test="bayes", rope=0.0)
     test = search._racing_test(rho=0.2)
     assert isinstance(test.inner, BayesianTest) and test.inner.small_n == "reject"
     # 6 splits, 10 candidates: one clearly worse candidate is dropped.
@@ -654,7 +656,7 @@ def test_all_tied_splits_are_not_evidence_of_equivalence():
     # point, so the DP band is exactly 1 after any number of splits; the IDP lower band is
     # Pr[Beta(1, n) < 2 eps] = 1 - (1 - 2 eps)^n, which must pass the equivalence credibility
     # (0.8 with eps 0.1: 8 tied splits, p = 0.83, far from the 0.999 of the old DP).
-    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, rope=0.0)
+    search = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test="bayes", rope=0.0)
     test = search._racing_test(rho=0.2)
     eps, credibility = test.inner.eps, test.credibility
     n_min = next(n for n in range(1, 200) if 1 - (1 - 2 * eps) ** n > credibility)
@@ -869,5 +871,6 @@ def test_a_test_name_outside_the_cv_tests_is_refused_naming_the_valid_ones(easy_
     from sklearn.utils._param_validation import InvalidParameterError
 
     X, y = easy_problem
-    with pytest.raises(InvalidParameterError, match=r"'test' parameter .*'correlated-t'.*Got 't-test'"):
-        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test="t-test").fit(X, y)
+    with pytest.raises(InvalidParameterError,
+                       match=r"'test' parameter .*'correlated-t'.*Got 't-test-holm'"):
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, test="t-test-holm").fit(X, y)

@@ -119,6 +119,7 @@ def test_the_cli_demo_and_racesearchcv_use_the_table():
     pytest.importorskip("sklearn")
     from racer.adapters.sklearn._search import _TEST_NAMES
 
-    assert {"bayes", "posterior-best", "frace", "correlated-t", "hierarchical"} <= set(_TEST_NAMES)
-    assert all(registry.lookup(n).name in ("bayesian", "posterior-best", "F-test",
+    assert {"t-test", "bayes", "posterior-best", "frace", "correlated-t", "hierarchical"} <= set(
+        _TEST_NAMES)
+    assert all(registry.lookup(n).name in ("t-test", "bayesian", "posterior-best", "F-test",
                                            "correlated-t", "hierarchical") for n in _TEST_NAMES)
