@@ -535,6 +535,21 @@ class WorkerPool:
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self.close()
 
+    def replace_killed(self, pids: Iterable[int]) -> None:
+        """Replace the workers among ``pids`` that were killed from outside while idle.
+
+        A caller that stops a run by killing its worker (racer.tune's look-ahead) may kill
+        it just after the run ended: the worker is then dead between tasks, and the next
+        task sent to it would be charged with its death. Each such worker is waited for and
+        replaced here; a worker already replaced (it died during its task) is no longer
+        among the pool's, and a busy one is left to :meth:`imap_unordered`.
+        """
+        pids = set(pids)
+        for i, w in enumerate(self._workers):
+            if w is not None and w.task is None and w.process.pid in pids:
+                w.process.wait()
+                self._replace(i)
+
     def _replace(self, i: int) -> None:
         self._workers[i].stop(graceful=False)
         (self._workers[i],) = _start_workers(1, self._payload)

@@ -183,6 +183,7 @@ class _CallableRunner:
         self._free: queue.SimpleQueue | None = None
         self._pools: list = []
         self._busy: dict = {}  # pool -> tag of the run it runs (None: untagged)
+        self._killed: dict = {}  # pool -> pids kill_run killed while it ran a run
         self._stopped: set = set()
         self._lock = threading.Lock()
         self._closing = False
@@ -190,7 +191,7 @@ class _CallableRunner:
     def __getstate__(self) -> dict:
         # Shipped to a Dask or Ray worker: evaluate runs there, in that worker's process.
         state = dict(self.__dict__)
-        state.update(_free=None, _pools=[], _busy={}, _stopped=set(), _lock=None,
+        state.update(_free=None, _pools=[], _busy={}, _killed={}, _stopped=set(), _lock=None,
                      _closing=False, n_workers=0)
         return state
 
@@ -263,6 +264,11 @@ class _CallableRunner:
         finally:
             with self._lock:
                 self._busy.pop(pool, None)
+                killed = self._killed.pop(pool, ())
+            if killed:
+                # Killed maybe after its run ended: a new worker before the next run, which
+                # would otherwise be charged with this death.
+                pool.replace_killed(killed)
             self._free.put(pool)
         _key, ok, value = got[0]
         if tag is not None and tag in self._stopped:
@@ -287,9 +293,12 @@ class _CallableRunner:
         once if it has not started (look-ahead runs only on racer's own pools)."""
         with self._lock:
             self._stopped.add(tag)
-            pools = [p for p, t in self._busy.items() if t == tag]
-        for pool in pools:
-            self._kill(pool)
+            # Under the lock: a pool still busy with this run cannot be handed another run
+            # before the kill, which would then stop that one instead.
+            for pool, running in self._busy.items():
+                if running == tag:
+                    self._killed[pool] = set(pool.pids())
+                    self._kill(pool)
 
     def kill_all(self) -> None:
         """Stop every run in flight (an interruption): their workers are killed. A run in

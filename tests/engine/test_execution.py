@@ -194,6 +194,28 @@ def test_pool_reports_exceptions_unpicklable_values_and_keeps_order_free():
     assert wait_gone(first) == []
 
 
+@pytest.mark.slow
+def test_a_worker_killed_between_tasks_is_charged_to_the_next_task_unless_replaced():
+    # racer.tune stops a look-ahead run by killing its worker; the kill can land just after
+    # the run ended. Left alone, the dead idle worker is charged to the next task (what a
+    # tuning on examples/tsp-sa once stopped on); replace_killed gives a new worker first.
+    with WorkerPool(deterministic, 1) as pool:
+        (pid,) = pool.pids()
+        assert list(pool.imap_unordered([(0, (0, 1))])) == [(0, True, deterministic(0, 1))]
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)  # the kill has landed before the next task is sent
+        ((_, ok, value),) = pool.imap_unordered([(1, (1, 1))])
+        assert not ok and "worker process died while evaluating 1" in value
+        (pid,) = pool.pids()  # the pool replaced it after the death it charged
+        assert list(pool.imap_unordered([(2, (2, 1))])) == [(2, True, deterministic(2, 1))]
+        os.kill(pid, signal.SIGKILL)
+        pool.replace_killed([pid])
+        assert pool.pids() != [pid]
+        assert list(pool.imap_unordered([(3, (3, 1))])) == [(3, True, deterministic(3, 1))]
+        pool.replace_killed([pid])  # no longer the pool's: nothing happens
+        assert list(pool.imap_unordered([(4, (4, 1))])) == [(4, True, deterministic(4, 1))]
+
+
 SIGKILL_SCRIPT = textwrap.dedent(
     """
     import os, sys, time
