@@ -31,6 +31,10 @@ Issue 11 added instance-wise problems with other hardness structures (``multipli
 the ``user`` condition (the objective of Optuna's WilcoxonPruner documentation). Which of them
 were pilot problems and which held out, with seeds, is in ``benchmarks/results/optuna.md``.
 
+Issue 22 added, for RacingPruner conditions, each prune's stated risk (``racer_prune_risk``)
+against whether its claim was false on the whole instance set (``stated_risk_outcomes``,
+printed by ``risk_table``; see benchmarks/RESULTS.md, "Issue 22 — RacingPruner's stated risk").
+
 Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
 ``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
 pick RacingPruner's defaults (kept apart from the reported seeds 0-9).
@@ -736,7 +740,7 @@ def risk_table(rows):
     out = ["\n### Stated risk vs measured rate of RacingPruner's prunes (issue 22)\n",
            "Per prune: stated = `racer_prune_risk`; measured = the prune's claim false on the "
            "whole instance set. SE clustered by seed; `diff` = measured - stated.\n",
-           "| problem | view | condition | prunes | seeds | prunes (equiv.) | mean stated risk | "
+           "| problem | view | condition | subset | seeds | prunes (equiv.) | mean stated risk | "
            "measured, test's sense +- SE | diff +- SE | measured, true mean not worse +- SE |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     groups = {}

@@ -20,5 +20,5 @@ from racer.adapters.optuna.pruner import (
     pruning_risks,
 )
 
-__all__ = ["RacingPruner", "instance_objective", "pruning_risks", "PruneRisk", "IteratedRace",
-           "IteratedRaceResult"]
+__all__ = ["IteratedRace", "IteratedRaceResult", "PruneRisk", "RacingPruner",
+           "instance_objective", "pruning_risks"]

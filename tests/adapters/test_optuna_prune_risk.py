@@ -8,10 +8,10 @@ import pytest
 optuna = pytest.importorskip("optuna")
 scipy_stats = pytest.importorskip("scipy.stats")
 
-from optuna.distributions import FloatDistribution  # noqa: E402
-from optuna.trial import create_trial  # noqa: E402
+from optuna.distributions import FloatDistribution
+from optuna.trial import create_trial
 
-from racer.adapters.optuna import (  # noqa: E402
+from racer.adapters.optuna import (
     PruneRisk,
     RacingPruner,
     instance_objective,
