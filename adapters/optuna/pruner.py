@@ -190,7 +190,10 @@ class RacingPruner(BasePruner):
       that the trial was better by more than the band. With ``prior="idp"`` the risk is the
       upper probability. A prune is taken only when the risk is below ``1 - credibility``;
       :func:`pruning_risks` lists a study's risks, and their sum is the expected number of
-      wrong prunes. Measured against the truth in ``benchmarks/optuna_prune_risk.py``.
+      wrong prunes. Measured against the truth (``benchmarks/optuna_pruning.py``, issue 22 in
+      ``benchmarks/RESULTS.md``) it is too low: a record with no win of the trial (three
+      straight losses) or with ties only gets exactly 0 from the DP posterior, and such prunes
+      were wrong 2-5% of the time, so read a risk of 0 as "the posterior is certain".
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
       reference holding one is skipped.
     * Single-objective studies only (Optuna's intermediate values are single-objective).
