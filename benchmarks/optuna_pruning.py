@@ -31,6 +31,10 @@ Issue 11 added instance-wise problems with other hardness structures (``multipli
 the ``user`` condition (the objective of Optuna's WilcoxonPruner documentation). Which of them
 were pilot problems and which held out, with seeds, is in ``benchmarks/results/optuna.md``.
 
+Issue 22 added, for RacingPruner conditions, each prune's stated risk (``racer_prune_risk``)
+against whether its claim was false on the whole instance set (``stated_risk_outcomes``,
+printed by ``risk_table``; see benchmarks/RESULTS.md, "Issue 22 — RacingPruner's stated risk").
+
 Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
 ``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
 pick RacingPruner's defaults (kept apart from the reported seeds 0-9).
@@ -53,7 +57,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import optuna  # noqa: E402
 import warnings  # noqa: E402
 
-from racer.adapters.optuna import RacingPruner, instance_objective  # noqa: E402
+from racer.adapters.optuna import RacingPruner, instance_objective, pruning_risks  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -647,7 +651,119 @@ def summarize_study(problem, study, n_evals, wall):
             "best_trial_partial": best_is_partial,
             "evals": n_evals, "trials": len(study.trials),
             "configs": len(distinct),
-            "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall}
+            "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall,
+            **stated_risk_outcomes(problem, study)}
+
+
+# ----------------------------------------------------------- stated risk vs the truth (issue 22)
+
+
+def _true_theta(test, z):
+    """The test's ``theta`` on the whole instance set (the tabulated instance distribution)."""
+    if test == "sign":
+        return float(np.mean(z > 0) + 0.5 * np.mean(z == 0))
+    # signed-rank: Walsh averages over all pairs (i, j), i = j included, H(0) = 1/2
+    pair_sum = z[:, None] + z[None, :]
+    return float(np.mean(np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))))
+
+
+def stated_risk_outcomes(problem, study):
+    """Each RacingPruner prune's stated risk next to whether its claim was false in truth.
+
+    A prune states ``racer_prune_risk`` (see ``RacingPruner``): for a dominated prune the
+    posterior probability that the trial is *not worse* than its reference in the test's
+    sense; for an indistinguishable one that the two differ by more than the band. The
+    truth is the same statement on every instance (the tabulated problems' instance
+    distribution): ``wrong_test`` is the claim false in the test's own sense (sign test:
+    the trial wins at least half the instances against the reference, ties counting one
+    half); ``wrong_mean`` is the user's question, the trial's true mean not worse than the
+    reference's (for an indistinguishable prune: better by more than the rope, or than 0).
+    Per study: counts and sums, so seeds are the clusters of the standard error. The
+    ``risk_pos_*`` entries repeat them for the prunes whose stated risk is above 0: the DP
+    posterior states exactly 0 for a record with no win of the trial (dominated) or with ties
+    only (indistinguishable), and the pilot (seeds 100-104) showed those are where the
+    stated and measured rates part.
+    """
+    pruner = study.pruner
+    out = {"risk_prunes": 0, "risk_sum": 0.0, "risk_wrong_test": 0, "risk_wrong_mean": 0,
+           "risk_equiv": 0, "risk_pos_prunes": 0, "risk_pos_sum": 0.0, "risk_pos_wrong_test": 0}
+    if not isinstance(pruner, RacingPruner):
+        return out
+    test, rope, eps = pruner._test, pruner._rope, pruner._eps
+    sign = 1.0 if problem.direction == "maximize" else -1.0
+    n = problem.n_instances
+
+    def scores(trial):
+        key = _key_of(trial)
+        key = tuple(key) if isinstance(key, list) else key
+        return np.array([problem.score(key, i) for i in range(n)])
+
+    for record in pruning_risks(study):
+        raw = sign * (scores(study.trials[record.number])
+                      - scores(study.trials[record.reference]))
+        z = np.where(np.abs(raw) <= rope, 0.0, raw)
+        mean = float(raw.mean())
+        if record.reason == "dominated":
+            wrong_mean = mean >= -1e-12
+            wrong_test = wrong_mean if test == "mean" else _true_theta(test, z) >= 0.5
+        else:
+            out["risk_equiv"] += 1
+            wrong_mean = mean > rope + 1e-12
+            wrong_test = (abs(mean) > rope + 1e-12 if test == "mean"
+                          else abs(_true_theta(test, z) - 0.5) >= eps)
+        out["risk_prunes"] += 1
+        out["risk_sum"] += record.risk
+        out["risk_wrong_test"] += int(wrong_test)
+        out["risk_wrong_mean"] += int(wrong_mean)
+        if record.risk > 0:
+            out["risk_pos_prunes"] += 1
+            out["risk_pos_sum"] += record.risk
+            out["risk_pos_wrong_test"] += int(wrong_test)
+    return out
+
+
+def _ratio_se(num, den):
+    """Ratio sum(num) / sum(den) over seeds and its cluster (seed) standard error."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    total = den.sum()
+    if total == 0:
+        return math.nan, math.nan
+    ratio = num.sum() / total
+    k = len(num)
+    resid = num - ratio * den
+    se = math.sqrt(k / (k - 1) * float(np.sum(resid ** 2))) / total if k > 1 else math.nan
+    return ratio, se
+
+
+def risk_table(rows):
+    """Stated risk of RacingPruner's prunes against the measured rate of false claims."""
+    out = ["\n### Stated risk vs measured rate of RacingPruner's prunes (issue 22)\n",
+           "Per prune: stated = `racer_prune_risk`; measured = the prune's claim false on the "
+           "whole instance set. SE clustered by seed; `diff` = measured - stated.\n",
+           "| problem | view | condition | subset | seeds | prunes (equiv.) | mean stated risk | "
+           "measured, test's sense +- SE | diff +- SE | measured, true mean not worse +- SE |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    groups = {}
+    for r in rows:
+        if r.get("risk_prunes", 0) or r["condition"].startswith("racing"):
+            groups.setdefault((r["problem"], r["view"], r["condition"], r["on_prune"]),
+                              []).append(r)
+    for (prob, view, cond, onp), rs in sorted(groups.items()):
+        for subset, pre in (("all", "risk_"), ("stated > 0", "risk_pos_")):
+            n = [r.get(pre + "prunes", 0) for r in rs]
+            stated, _ = _ratio_se([r.get(pre + "sum", 0.0) for r in rs], n)
+            test, test_se = _ratio_se([r.get(pre + "wrong_test", 0) for r in rs], n)
+            diff, diff_se = _ratio_se([r.get(pre + "wrong_test", 0) - r.get(pre + "sum", 0.0)
+                                       for r in rs], n)
+            equiv = sum(r.get("risk_equiv", 0) for r in rs) if subset == "all" else "-"
+            mean = "-"
+            if subset == "all":
+                m, m_se = _ratio_se([r.get("risk_wrong_mean", 0) for r in rs], n)
+                mean = f"{m:.4f} +- {m_se:.4f}"
+            out.append(f"| {prob} | {view} | {cond}:{onp} | {subset} | {len(rs)} | {sum(n)} "
+                       f"({equiv}) | {stated:.4f} | {test:.4f} +- {test_se:.4f} | "
+                       f"{diff:+.4f} +- {diff_se:.4f} | {mean} |")
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------ the table
@@ -824,6 +940,7 @@ def main(argv=None):
             print(table(rows, view))
         print(paired(rows))
         print(paired_differences(rows))
+        print(risk_table(rows))
         return
     _patch_wilcoxon_pruner()
     if args.overhead:
@@ -864,6 +981,7 @@ def main(argv=None):
     for view in sorted({r["view"] for r in rows}):
         print(table(rows, view))
     print(paired_differences(rows))
+    print(risk_table(rows))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@ The race core never imports this package or Optuna.
 """
 
 from racer.adapters.optuna.iterated import IteratedRace, IteratedRaceResult
-from racer.adapters.optuna.pruner import RacingPruner, instance_objective
+from racer.adapters.optuna.pruner import (
+    PruneRisk,
+    RacingPruner,
+    instance_objective,
+    pruning_risks,
+)
 
-__all__ = ["RacingPruner", "instance_objective", "IteratedRace", "IteratedRaceResult"]
+__all__ = ["IteratedRace", "IteratedRaceResult", "PruneRisk", "RacingPruner",
+           "instance_objective", "pruning_risks"]

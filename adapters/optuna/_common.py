@@ -16,7 +16,8 @@ from optuna.trial import FrozenTrial
 
 from racer._validation import _describe, as_race_items
 
-__all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "PRUNED_ATTR", "SCORES_ATTR",
+__all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "PRUNED_ATTR",
+           "PRUNE_REASON_ATTR", "PRUNE_REFERENCE_ATTR", "PRUNE_RISK_ATTR", "SCORES_ATTR",
            "STATE_ATTR", "check_instances", "single_direction", "steps_and_values"]
 
 # Keys the adapters write into trial user attributes. Readers (the pruner, the benchmarks,
@@ -27,6 +28,11 @@ SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace ca
 ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
 STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
 ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
+# Written by RacingPruner.prune when it prunes (issue 22): the risk that prune took, why, and
+# against which trial (see RacingPruner.decide and pruning_risks).
+PRUNE_RISK_ATTR = "racer_prune_risk"
+PRUNE_REASON_ATTR = "racer_prune_reason"
+PRUNE_REFERENCE_ATTR = "racer_prune_reference"
 
 
 def single_direction(study: optuna.Study, who: str) -> StudyDirection:

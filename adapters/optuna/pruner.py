@@ -7,14 +7,15 @@ order, reports each value with ``trial.report(value, step=instance_id)`` and ask
 completed trial (or the ``top_k`` best) on their common instances and prunes when racer's
 Bayesian sign, signed-rank or mean test (their formulas are :mod:`racer.stats`') says the trial
 is worse, or practically equivalent to a better one. :func:`instance_objective` writes that
-reporting loop for you.
+reporting loop for you. Every prune states the posterior risk it took (a trial user
+attribute); :func:`pruning_risks` reads them for a whole study.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import optuna
@@ -34,6 +35,9 @@ from racer._validation import (
 )
 from racer.adapters.optuna._common import (
     N_INSTANCES_ATTR,
+    PRUNE_REASON_ATTR,
+    PRUNE_REFERENCE_ATTR,
+    PRUNE_RISK_ATTR,
     PRUNED_ATTR,
     check_instances,
     single_direction,
@@ -45,7 +49,7 @@ from racer.stats._bayesian_signed_rank import (
 )
 from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
 
-__all__ = ["RacingPruner", "instance_objective"]
+__all__ = ["PruneRisk", "RacingPruner", "instance_objective", "pruning_risks"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,6 +177,23 @@ class RacingPruner(BasePruner):
       never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
       whole trial is larger than ``1 - credibility`` (Benavoli et al. 2015 accepts this for racing).
+    * **Stated risk** (issue 22). When :meth:`prune` prunes, it writes into the trial's user
+      attributes ``racer_prune_risk`` (the ``risk`` of :meth:`decide`: the posterior
+      probability that the prune's claim is false), ``racer_prune_reason`` and
+      ``racer_prune_reference`` (the reference trial's number). For a *dominated* prune the
+      risk is ``1 - P(theta < 1/2)``: the probability that the trial is not worse than the
+      reference in the test's sense (sign test: wins at least as many instances as it loses
+      over the instance distribution; signed-rank: the same for Walsh averages; mean test: its
+      mean is not worse, the study's own objective). For an *indistinguishable* prune it is
+      ``1 - P(|theta - 1/2| < eps)`` (mean test: ``1 - P(|mean| <= rope)``): the probability
+      that the two differ by more than the band either way, an upper bound on the probability
+      that the trial was better by more than the band. With ``prior="idp"`` the risk is the
+      upper probability. A prune is taken only when the risk is below ``1 - credibility``;
+      :func:`pruning_risks` lists a study's risks, and their sum is the expected number of
+      wrong prunes. Measured against the truth (``benchmarks/optuna_pruning.py``, issue 22 in
+      ``benchmarks/RESULTS.md``) it is too low: a record with no win of the trial (three
+      straight losses) or with ties only gets exactly 0 from the DP posterior, and such prunes
+      were wrong 2-5% of the time, so read a risk of 0 as "the posterior is certain".
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
       reference holding one is skipped.
     * Single-objective studies only (Optuna's intermediate values are single-objective).
@@ -235,11 +256,14 @@ class RacingPruner(BasePruner):
         """Return the decision for ``trial`` and the numbers behind it.
 
         Keys: ``prune`` (bool), ``reason`` (``"dominated"``, ``"indistinguishable"`` or
-        ``""``), ``reference`` (trial number or None), ``prob_worse``, ``prob_equiv`` (per
-        reference, in reference order), ``references`` (their trial numbers), ``n_common``.
+        ``""``), ``reference`` (trial number or None), ``risk`` (the posterior probability
+        that the prune's claim is false: ``1 - prob_worse`` of the reference for a dominated
+        prune, ``1 - prob_equiv`` for an indistinguishable one, None when not pruned; see
+        Notes of the class), ``prob_worse``, ``prob_equiv`` (per reference, in reference
+        order), ``references`` (their trial numbers), ``n_common``.
         """
         direction = single_direction(study, "RacingPruner")
-        keep = {"prune": False, "reason": "", "reference": None, "references": [],
+        keep = {"prune": False, "reason": "", "reference": None, "risk": None, "references": [],
                 "prob_worse": [], "prob_equiv": [], "n_common": []}
         steps, values = steps_and_values(trial)
         if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
@@ -307,14 +331,25 @@ class RacingPruner(BasePruner):
         )
         if dominated.any():
             r = int(np.flatnonzero(dominated)[0])
-            keep.update(prune=True, reason="dominated", reference=refs[r].number)
+            keep.update(prune=True, reason="dominated", reference=refs[r].number,
+                        risk=1.0 - float(prob_worse[r]))
         elif equivalent.any():
             r = int(np.flatnonzero(equivalent)[0])
-            keep.update(prune=True, reason="indistinguishable", reference=refs[r].number)
+            keep.update(prune=True, reason="indistinguishable", reference=refs[r].number,
+                        risk=1.0 - float(prob_equiv[r]))
         return keep
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        return bool(self.decide(study, trial)["prune"])
+        decision = self.decide(study, trial)
+        if decision["prune"]:
+            # A pruner is handed a FrozenTrial; the storage is the one way to annotate the
+            # running trial (Optuna's own SuccessiveHalvingPruner writes its rungs this way).
+            # Written only when pruning: the last prune decision's risk is the one stated.
+            storage, trial_id = study._storage, trial._trial_id
+            storage.set_trial_user_attr(trial_id, PRUNE_RISK_ATTR, decision["risk"])
+            storage.set_trial_user_attr(trial_id, PRUNE_REASON_ATTR, decision["reason"])
+            storage.set_trial_user_attr(trial_id, PRUNE_REFERENCE_ATTR, decision["reference"])
+        return bool(decision["prune"])
 
     def _references(self, study, direction, trial_steps, exclude_number) -> list[FrozenTrial]:
         """The ``top_k`` best COMPLETE trials evaluated on the full instance set.
@@ -352,6 +387,57 @@ class RacingPruner(BasePruner):
                 if len(refs) == self._top_k:
                     break
         return refs
+
+
+class PruneRisk(NamedTuple):
+    """One prune of :class:`RacingPruner` and the posterior risk it took."""
+
+    number: int
+    """The pruned trial's number."""
+    risk: float
+    """Posterior probability that the prune's claim is false (see :meth:`RacingPruner.decide`)."""
+    reason: str
+    """``"dominated"`` or ``"indistinguishable"``."""
+    reference: int
+    """Number of the trial it was compared with."""
+
+
+def pruning_risks(study: optuna.Study) -> list[PruneRisk]:
+    """The stated risk of every prune :class:`RacingPruner` took in ``study``, by trial number.
+
+    Read from the user attributes the pruner writes when it prunes (``racer_prune_risk``,
+    ``racer_prune_reason``, ``racer_prune_reference``), so it works on a study loaded from any
+    storage. The risk of a dominated prune is the posterior probability that the trial was
+    not worse than its reference; of an indistinguishable prune, that the two differ by more
+    than the equivalence band (see the Notes of :class:`RacingPruner`). Their sum is the
+    posterior expected number of wrong prunes. Trials pruned by another pruner, or before
+    these attributes existed, are not listed.
+
+    Examples
+    --------
+    >>> import numpy as np, optuna
+    >>> from racer.adapters.optuna import RacingPruner, instance_objective, pruning_risks
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(
+    ...     pruner=RacingPruner(random_state=0), sampler=optuna.samplers.TPESampler(seed=0))
+    >>> evaluate = lambda trial, inst: (trial.suggest_float("x", -1, 1) - 0.2) ** 2 + inst ** 2
+    >>> study.optimize(instance_objective(evaluate, np.linspace(-1, 1, 30), random_state=0),
+    ...                n_trials=20)
+    >>> risks = pruning_risks(study)
+    >>> len(risks) > 0 and all(0.0 <= r.risk < 1 - 0.95 for r in risks)   # credibility 0.95
+    True
+    >>> expected_wrong_prunes = sum(r.risk for r in risks)
+    """
+    if not isinstance(study, optuna.Study):
+        raise TypeError(f"`study` must be an optuna.Study; got {type(study).__name__}")
+    out = []
+    for t in study.get_trials(deepcopy=False):
+        risk = t.user_attrs.get(PRUNE_RISK_ATTR)
+        if risk is None:
+            continue
+        out.append(PruneRisk(t.number, float(risk), str(t.user_attrs.get(PRUNE_REASON_ATTR, "")),
+                             int(t.user_attrs.get(PRUNE_REFERENCE_ATTR, -1))))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
