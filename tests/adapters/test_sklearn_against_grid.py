@@ -147,3 +147,69 @@ def test_check_estimator_fails_no_check_that_grid_search_passes(base, grid):
     race_failures = _failing_checks(RaceSearchCV(base, grid, random_state=0))
     grid_failures = _failing_checks(GridSearchCV(base, grid))
     assert race_failures <= grid_failures, race_failures - grid_failures
+
+
+class ScriptedScore(BaseEstimator):
+    """Scores ``table[candidate][fold]`` on the test part of a fold (the fold is read from
+    column 0 of ``X``); fitting learns nothing. The race's decisions are then set by hand."""
+
+    def __init__(self, candidate=0, table=()):
+        self.candidate = candidate
+        self.table = table
+
+    def fit(self, X, y=None):
+        return self
+
+    def score(self, X, y=None):
+        return self.table[self.candidate][int(X[0, 0])]
+
+
+def _scripted_search(scores_by_position, **race_options):
+    """RaceSearchCV and GridSearchCV on five scripted folds, where ``scores_by_position[c][k]``
+    is candidate ``c``'s score on the k-th fold the race visits."""
+    n_folds = 5
+    X = np.repeat(np.arange(n_folds), 4).reshape(-1, 1).astype(float)
+    cv = [(np.flatnonzero(X[:, 0] != k), np.flatnonzero(X[:, 0] == k)) for k in range(n_folds)]
+    grid = {"candidate": list(range(len(scores_by_position)))}
+    options = {"cv": cv, "random_state": 3, "refit": False, **race_options}
+    # The visit order depends on random_state only: learn it, then script the folds in it.
+    order = RaceSearchCV(ScriptedScore(table=[[0.0] * n_folds] * len(grid["candidate"])), grid,
+                         **options).fit(X).split_order_
+    table = [[0.0] * n_folds for _ in scores_by_position]
+    for c, row in enumerate(scores_by_position):
+        for position, fold in enumerate(order):
+            table[c][fold] = row[position]
+    race = RaceSearchCV(ScriptedScore(table=table), grid, **options).fit(X)
+    reference = GridSearchCV(ScriptedScore(table=table), grid, cv=cv, refit=False).fit(X)
+    return race, reference
+
+
+# Coarse accuracies (steps of 1/20): candidate 1 ties the leader on the first fold and trails
+# by one step on the second, then wins the last three: GridSearchCV picks it (0.92 vs 0.91).
+# Candidate 2 trails by two steps or more on both first folds and never recovers.
+TIE_THEN_ONE_STEP = [[0.90, 0.95, 0.90, 0.90, 0.90],
+                     [0.90, 0.90, 0.95, 0.95, 0.90],
+                     [0.80, 0.85, 0.80, 0.80, 0.80]]
+
+
+def test_a_tie_and_one_step_behind_on_two_folds_no_longer_eliminates():
+    race, grid = _scripted_search(TIE_THEN_ONE_STEP)
+    assert grid.best_index_ == 1
+    reasons = race.cv_results_["elimination_reason"]
+    # Candidate 2 (the leader ahead by two steps or more on both folds) still goes at fold 2;
+    # candidate 1 is raced on and picked, as the grid picks it.
+    assert reasons[2] != "" and race.cv_results_["n_splits_evaluated"][2] == 2
+    assert reasons[1] == "" and race.best_index_ == grid.best_index_
+    assert race.n_fits_ < 3 * 5
+
+
+def test_before_the_fold_2_margin_the_same_race_lost_the_grids_winner():
+    # The t-test as before (rope cells, no margin at fold 2): the leader "beats or ties"
+    # candidate 1 on both folds, so it went after two folds and the race picked candidate 0.
+    from racer.racing.cv import ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    race, grid = _scripted_search(TIE_THEN_ONE_STEP, test=ScoreResolution(TRaceTest(), 0.005),
+                                  first_test=2)
+    assert race.cv_results_["n_splits_evaluated"][1] == 2
+    assert race.best_index_ == 0 != grid.best_index_
