@@ -534,6 +534,16 @@ def _grid_variants():
     return variants
 
 
+def fold2_margin_test(rope=0.005):
+    """The fold-2 rule chosen on the pilot (issue 22): the t-test race where, at fold 2, the
+    leader must be ahead by more than ``rope`` on both folds (``EarlyMargin``), on scores
+    rounded to ``rope``; ``--race-kwargs '{"fold2_margin": true}'`` races with it."""
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    return ScoreResolution(EarlyMargin(TRaceTest(), rope), rope)
+
+
 class _Fold2Rule:
     """A fold-2 rule tried against the chosen one (``--pilot-grid --fold2-rules``): keeps the
     inner test's eliminations on fewer than 3 splits only where ``mode`` allows, on the
@@ -573,9 +583,9 @@ class _Fold2Rule:
 
 
 def _fold2_variants(rope=0.005):
-    """Fold-2 rules of the default t-test race (issue 22, after iris-knn): the library's
-    default (``cv_racing_test``: EarlyMargin, the leader ahead by more than ``rope`` on both
-    folds), the default before it, and the alternatives tried on the pilot."""
+    """Fold-2 rules of the default t-test race (issue 22, after iris-knn): the default
+    (``cv_racing_test``), the rule chosen on the pilot (:func:`fold2_margin_test`) and the
+    alternatives tried."""
     from racer.adapters.sklearn._search import cv_racing_test
     from racer.racing import registry
     from racer.racing.cv import EarlyMargin, ScoreResolution
@@ -584,15 +594,15 @@ def _fold2_variants(rope=0.005):
         return registry.lookup("t-test").build()
 
     variants = {
-        "before: t-test from fold 2, no margin": (ScoreResolution(t(), rope), 2),
+        "default: t-test from fold 2, no margin": (cv_racing_test("t-test", rope, 0.2, None), 2),
         "t-test from fold 3": (ScoreResolution(t(), rope), 3),
         "fold 2: no elimination": (ScoreResolution(_Fold2Rule(t(), "none"), rope), 2),
         "fold 2: t-test p-values only (no no-test rule)": (
             ScoreResolution(_Fold2Rule(t(), "tested"), rope), 2),
         "fold 2: ahead on both folds (ties never eliminate)": (
             ScoreResolution(EarlyMargin(t(), 0.0), rope), 2),
-        "NEW DEFAULT fold 2: ahead by > 1 rope on both folds": (
-            cv_racing_test("t-test", rope, 0.2, None), 2),
+        "CHOSEN fold 2: ahead by > 1 rope on both folds (EarlyMargin)": (
+            fold2_margin_test(rope), 2),
     }
     for k in (2, 4, 10):
         variants[f"fold 2: ahead by > {k} rope on both folds"] = (
@@ -656,7 +666,10 @@ def run_against_grid(name, seed, n_folds=5, race_kwargs=None):
     candidates = list(ParameterGrid(grid))
     ref = GridSearchCV(est, grid, cv=cv)
     cpu_grid = _cpu(lambda: ref.fit(X_tr, y_tr))
-    race = RaceSearchCV(est, grid, cv=cv, random_state=seed, **(race_kwargs or {}))
+    options = dict(race_kwargs or {})
+    if options.pop("fold2_margin", False):
+        options.update(test=fold2_margin_test(options.pop("rope", 0.005)), first_test=2)
+    race = RaceSearchCV(est, grid, cv=cv, random_state=seed, **options)
     cpu_race = _cpu(lambda: race.fit(X_tr, y_tr))
     truth = _held_out_truth(est, candidates, X_tr, y_tr, X_te, y_te)
     regret_grid = float(truth.max() - truth[ref.best_index_])

@@ -35,7 +35,6 @@ from racer.race_loop import drive, progress_line
 from racer.racing import registry
 from racer.racing.base import KeepAll
 from racer.racing.cv import (
-    EarlyMargin,
     HalvingFloor,
     ImpreciseEquivalence,
     ScoreResolution,
@@ -80,12 +79,12 @@ _EQUIVALENCE_EPS = 0.1
 # (benchmarks/sklearn_search.py --pilot-grid; benchmarks/RESULTS.md, issue 22): a median 46%
 # of the 5-fold grid's fits, regret -0.0011 +- 0.0008 against the grid's pick.
 _SPLITS_DEFAULTS = {"n_repeats": 1, "test": "t-test", "first_test": 2}
-# The t-test's tests on fewer splits than this eliminate only where the leader is ahead by
-# more than ``rope`` on every split (EarlyMargin): chosen on the same pilot problems, seeds
-# 100-119, against other fold-2 rules (benchmarks/RESULTS.md, issue 22 "after the fold-2
-# rule"): 54% of the grid's fits instead of 46%, regret -0.0000 +- 0.0006 against the grid's
-# pick (worse in 5 of 80 runs, better in 5) instead of +0.0003 +- 0.0011 (9 and 8).
-_T_TEST_MARGIN_BELOW = 3
+# Kept after a fold-2 margin was tried (racer.racing.cv.EarlyMargin: at fold 2 the leader must
+# be ahead by more than ``rope`` on both folds; chosen among 18 fold-2 rules on the pilot):
+# on the held-out problems it fixed iris-knn's regret (+0.0039 +- 0.0022, within 2 SE) but
+# cost 62% and 68% of the grid's fits on iris-knn and diabetes-elasticnet (CPU 0.64, 0.73),
+# so the target held on 4 of 6 problems instead of 5 (benchmarks/RESULTS.md, issue 22
+# "after the fold-2 rule"). It stays an opt-in (docs/sklearn.md).
 # resource="n_samples" keeps the design measured against HalvingGridSearchCV (issue 11).
 _SUBSAMPLE_DEFAULTS = {"n_repeats": 3, "test": "bayes", "first_test": 4}
 # first_test when the user names the test but not first_test: the default before issue 22.
@@ -151,8 +150,8 @@ RacingTest, optional
         the leader (:class:`racer.racing.trace.TRaceTest`, no correction, level 0.05; Birattari
         2009) on scores rounded to ``rope``; a candidate the leader beats or ties on every
         fold seen (and whose mean is lower) goes whatever the level: that rule is what decides on few
-        folds. On the second fold it needs the leader ahead by more than ``rope`` on both
-        folds (a tie is not enough; :class:`racer.racing.cv.EarlyMargin`).
+        folds (on coarse scores it sometimes removes the grid's eventual winner after two;
+        :class:`racer.racing.cv.EarlyMargin` trades fits for that, ``docs/sklearn.md``).
         ``"bayes"``: the Bayesian nonparametric racing test (:class:`racer.BayesianTest`,
         Benavoli et al. 2015 sections 5-7) with ``small_n="reject"``, so that it can decide while there
         are fewer splits than candidates, in its imprecise-DP form (``prior="idp"`` for
@@ -718,10 +717,7 @@ def cv_racing_test(test, rope: float, rho: float, split_datasets):
     if entry.name == "t-test":
         # irace's paired t-tests against the leader (TRaceTest); with the score resolution
         # a leader that is ahead by less than ``rope`` on a fold does not count as ahead.
-        # On the second fold its "beats or ties on every fold" rule needs the leader ahead by
-        # more than one cell on both folds (EarlyMargin): ties on two coarse folds removed
-        # the grid's eventual winner too often (issue 22, iris-knn).
-        inner = EarlyMargin(entry.build(), margin=rope, below=_T_TEST_MARGIN_BELOW)
+        inner = entry.build()
         return ScoreResolution(inner, rope) if rope > 0 else inner
     if entry.name == "bayesian":
         # small_n: the Friedman ellipsoid (eq. 19) is undefined while n <= m - 1, and a CV
