@@ -214,3 +214,23 @@ def test_early_margin_keeps_a_candidate_that_ties_then_trails_by_one_step():
     assert reasons[2] != "" and race.cv_results_["n_splits_evaluated"][2] == 2
     assert reasons[1] == "" and race.best_index_ == grid.best_index_ == 1
     assert race.n_fits_ < 3 * 5
+
+
+def test_early_margin_needs_more_than_one_cell_on_every_split_and_only_before_below():
+    from racer.racing.base import RaceView
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    rope = 0.005
+    test = ScoreResolution(EarlyMargin(TRaceTest(), margin=rope), rope)
+    # Columns 1-3 trail the leader by one, two and three rope cells on both folds (scores
+    # that rounding to the rope leaves 1e-17 off whole cells): one cell is a tie-like lead.
+    two = [[0.700, 0.695, 0.690, 0.685, 0.60], [0.710, 0.705, 0.700, 0.695, 0.61]]
+    gone = {e.index for e in test.decide(RaceView.from_scores(two), None)}
+    assert gone == {2, 3, 4}
+    bare = ScoreResolution(TRaceTest(), rope)
+    assert {e.index for e in bare.decide(RaceView.from_scores(two), None)} == {1, 2, 3, 4}
+    # From the third split on, the t-test decides alone: the same one-cell lead on every
+    # split is then enough (the no-test rule, p = 0).
+    three = two + [[0.720, 0.715, 0.710, 0.705, 0.62]]
+    assert {e.index for e in test.decide(RaceView.from_scores(three), None)} == {1, 2, 3, 4}
