@@ -534,7 +534,95 @@ def _grid_variants():
     return variants
 
 
-def pilot_grid(problems, seeds, n_folds=5, cache=None):
+def fold2_margin_test(rope=0.005):
+    """The fold-2 rule chosen on the pilot (issue 22): the t-test race where, at fold 2, the
+    leader must be ahead by more than ``rope`` on both folds (``EarlyMargin``), on scores
+    rounded to ``rope``; ``--race-kwargs '{"fold2_margin": true}'`` races with it."""
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    return ScoreResolution(EarlyMargin(TRaceTest(), rope), rope)
+
+
+class _Fold2Rule:
+    """A fold-2 rule tried against the chosen one (``--pilot-grid --fold2-rules``): keeps the
+    inner test's eliminations on fewer than 3 splits only where ``mode`` allows, on the
+    scores the wrapper sees (snapped to the rope). ``"mean"``: mean deficit >= ``k``;
+    ``"mean-steps"``: mean deficit >= ``k`` resolution steps (a split's step: the smallest
+    gap between distinct scores on it); ``"ahead-steps"``: ahead by more than ``k`` steps
+    on every split; ``"ahead-or-mean"``: ahead on every split, or mean deficit >= ``k``;
+    ``"tested"``: only t-test p-values, not the no-test rule (p = 0); ``"none"``: nothing."""
+
+    def __init__(self, inner, mode, k=0.0):
+        self.inner, self.mode, self.k = inner, mode, k
+
+    def decide(self, view, rng):
+        out = self.inner.decide(view, rng)
+        x = view.scores
+        if x.shape[0] >= 3 or not out:
+            return out
+        gaps = [np.diff(np.unique(row)) for row in x]
+        steps = np.array([g.min() if g.size else np.inf for g in gaps])
+        keep = []
+        for e in out:
+            d = x[:, e.by] - x[:, e.index]
+            ok = {
+                "mean": lambda: d.mean() >= self.k - 1e-12,
+                "mean-steps": lambda: np.mean(d / steps) >= self.k - 1e-9,
+                "ahead-steps": lambda: np.all(d > self.k * steps - 1e-12),
+                "ahead-or-mean": lambda: np.all(d > 1e-12) or d.mean() >= self.k - 1e-12,
+                "tested": lambda: e.probability > 0,
+                "none": lambda: False,
+            }[self.mode]()
+            if ok:
+                keep.append(e)
+        return keep
+
+    def get_params(self):
+        return {"mode": self.mode, "k": self.k}
+
+
+def _fold2_variants(rope=0.005):
+    """Fold-2 rules of the default t-test race (issue 22, after iris-knn): the default
+    (``cv_racing_test``), the rule chosen on the pilot (:func:`fold2_margin_test`) and the
+    alternatives tried."""
+    from racer.adapters.sklearn._search import cv_racing_test
+    from racer.racing import registry
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+
+    def t():
+        return registry.lookup("t-test").build()
+
+    variants = {
+        "default: t-test from fold 2, no margin": (cv_racing_test("t-test", rope, 0.2, None), 2),
+        "t-test from fold 3": (ScoreResolution(t(), rope), 3),
+        "fold 2: no elimination": (ScoreResolution(_Fold2Rule(t(), "none"), rope), 2),
+        "fold 2: t-test p-values only (no no-test rule)": (
+            ScoreResolution(_Fold2Rule(t(), "tested"), rope), 2),
+        "fold 2: ahead on both folds (ties never eliminate)": (
+            ScoreResolution(EarlyMargin(t(), 0.0), rope), 2),
+        "CHOSEN fold 2: ahead by > 1 rope on both folds (EarlyMargin)": (
+            fold2_margin_test(rope), 2),
+    }
+    for k in (2, 4, 10):
+        variants[f"fold 2: ahead by > {k} rope on both folds"] = (
+            ScoreResolution(EarlyMargin(t(), k * rope), rope), 2)
+    for k in (2, 4, 10):
+        variants[f"fold 2: mean deficit >= {k} rope"] = (
+            ScoreResolution(_Fold2Rule(t(), "mean", k * rope), rope), 2)
+    for k in (1, 2):
+        variants[f"fold 2: ahead by > {k} resolution steps on both folds"] = (
+            ScoreResolution(_Fold2Rule(t(), "ahead-steps", k), rope), 2)
+    for k in (1.5, 2, 3):
+        variants[f"fold 2: mean deficit >= {k} resolution steps"] = (
+            ScoreResolution(_Fold2Rule(t(), "mean-steps", k), rope), 2)
+    for k in (4, 10):
+        variants[f"fold 2: ahead on both folds, or mean deficit >= {k} rope"] = (
+            ScoreResolution(_Fold2Rule(t(), "ahead-or-mean", k * rope), rope), 2)
+    return variants
+
+
+def pilot_grid(problems, seeds, n_folds=5, cache=None, variants=None):
     """Replay race designs on the folds of ``GridSearchCV(cv=k)`` of each problem-seed: fits
     as a share of the grid's, and regret (held-out truth) paired with the grid's own pick."""
     per_variant: dict[str, list] = {}
@@ -543,16 +631,17 @@ def pilot_grid(problems, seeds, n_folds=5, cache=None):
             scores, grid_pick, _, truth = grid_matrix(name, seed, n_folds, cache)
             order = np.random.default_rng(seed).permutation(n_folds)
             grid_regret = truth.max() - truth[grid_pick]
-            for variant, (test, first_test) in _grid_variants().items():
+            for variant, (test, first_test) in (variants or _grid_variants()).items():
                 best, n_fits = _replay(scores, order, test, first_test)
+                diff = truth.max() - truth[best] - grid_regret
                 per_variant.setdefault(variant, []).append(
-                    (name, n_fits / scores.size, truth.max() - truth[best] - grid_regret,
-                     best == grid_pick))
+                    (name, n_fits / scores.size, diff, best == grid_pick))
             print(f"# pilot {name} seed {seed} done", flush=True)
     lines = [
         "| design on the user's folds | fits % of the grid (median / max) | regret minus the "
-        "grid's (mean +- SE) | same pick as the grid | fits % per problem (median) |",
-        "|---|---|---|---|---|",
+        "grid's (mean +- SE) | same pick as the grid | race worse / better | fits % per "
+        "problem (median) |",
+        "|---|---|---|---|---|---|",
     ]
     for variant, rows in per_variant.items():
         fits = 100 * np.array([r[1] for r in rows])
@@ -562,7 +651,8 @@ def pilot_grid(problems, seeds, n_folds=5, cache=None):
         lines.append(
             f"| {variant} | {np.median(fits):.0f} / {fits.max():.0f} | "
             f"{diff.mean():+.4f} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.4f} | "
-            f"{sum(r[3] for r in rows)}/{len(rows)} | {per_problem} |"
+            f"{sum(r[3] for r in rows)}/{len(rows)} | {int((diff > 1e-12).sum())} / "
+            f"{int((diff < -1e-12).sum())} | {per_problem} |"
         )
     return "\n".join(lines)
 
@@ -576,7 +666,10 @@ def run_against_grid(name, seed, n_folds=5, race_kwargs=None):
     candidates = list(ParameterGrid(grid))
     ref = GridSearchCV(est, grid, cv=cv)
     cpu_grid = _cpu(lambda: ref.fit(X_tr, y_tr))
-    race = RaceSearchCV(est, grid, cv=cv, random_state=seed, **(race_kwargs or {}))
+    options = dict(race_kwargs or {})
+    if options.pop("fold2_margin", False):
+        options.update(test=fold2_margin_test(options.pop("rope", 0.005)), first_test=2)
+    race = RaceSearchCV(est, grid, cv=cv, random_state=seed, **options)
     cpu_race = _cpu(lambda: race.fit(X_tr, y_tr))
     truth = _held_out_truth(est, candidates, X_tr, y_tr, X_te, y_te)
     regret_grid = float(truth.max() - truth[ref.best_index_])
@@ -773,6 +866,8 @@ def main(argv=None):
                                                             "options as JSON (default: none)")
     parser.add_argument("--pilot-grid", action="store_true",
                         help="replay race designs on the folds of GridSearchCV(cv=--folds)")
+    parser.add_argument("--fold2-rules", action="store_true",
+                        help="--pilot-grid: replay the fold-2 rules of the t-test race instead")
     parser.add_argument("--held-out", default="", help="problems to mark as held out")
     parser.add_argument("--no-grid5", action="store_true", help="skip GridSearchCV 5-fold")
     parser.add_argument("--cache", default=None,
@@ -804,7 +899,8 @@ def main(argv=None):
     if args.pilot_grid or args.reference == "grid":
         warnings.filterwarnings("ignore")
     if args.pilot_grid:
-        print(pilot_grid(problems, seeds, int(args.folds), args.cache))
+        print(pilot_grid(problems, seeds, int(args.folds), args.cache,
+                         _fold2_variants(args.rope) if args.fold2_rules else None))
         return
     if args.reference == "grid":
         rows = []

@@ -147,3 +147,90 @@ def test_check_estimator_fails_no_check_that_grid_search_passes(base, grid):
     race_failures = _failing_checks(RaceSearchCV(base, grid, random_state=0))
     grid_failures = _failing_checks(GridSearchCV(base, grid))
     assert race_failures <= grid_failures, race_failures - grid_failures
+
+
+class ScriptedScore(BaseEstimator):
+    """Scores ``table[candidate][fold]`` on the test part of a fold (the fold is read from
+    column 0 of ``X``); fitting learns nothing. The race's decisions are then set by hand."""
+
+    def __init__(self, candidate=0, table=()):
+        self.candidate = candidate
+        self.table = table
+
+    def fit(self, X, y=None):
+        return self
+
+    def score(self, X, y=None):
+        return self.table[self.candidate][int(X[0, 0])]
+
+
+def _scripted_search(scores_by_position, **race_options):
+    """RaceSearchCV and GridSearchCV on five scripted folds, where ``scores_by_position[c][k]``
+    is candidate ``c``'s score on the k-th fold the race visits."""
+    n_folds = 5
+    X = np.repeat(np.arange(n_folds), 4).reshape(-1, 1).astype(float)
+    cv = [(np.flatnonzero(X[:, 0] != k), np.flatnonzero(X[:, 0] == k)) for k in range(n_folds)]
+    grid = {"candidate": list(range(len(scores_by_position)))}
+    options = {"cv": cv, "random_state": 3, "refit": False, **race_options}
+    # The visit order depends on random_state only: learn it, then script the folds in it.
+    order = RaceSearchCV(ScriptedScore(table=[[0.0] * n_folds] * len(grid["candidate"])), grid,
+                         **options).fit(X).split_order_
+    table = [[0.0] * n_folds for _ in scores_by_position]
+    for c, row in enumerate(scores_by_position):
+        for position, fold in enumerate(order):
+            table[c][fold] = row[position]
+    race = RaceSearchCV(ScriptedScore(table=table), grid, **options).fit(X)
+    reference = GridSearchCV(ScriptedScore(table=table), grid, cv=cv, refit=False).fit(X)
+    return race, reference
+
+
+# Coarse accuracies (steps of 1/20): candidate 1 ties the leader on the first fold and trails
+# by one step on the second, then wins the last three: GridSearchCV picks it (0.92 vs 0.91).
+# Candidate 2 trails by two steps or more on both first folds and never recovers.
+TIE_THEN_ONE_STEP = [[0.90, 0.95, 0.90, 0.90, 0.90],
+                     [0.90, 0.90, 0.95, 0.95, 0.90],
+                     [0.80, 0.85, 0.80, 0.80, 0.80]]
+
+
+def test_the_default_loses_the_grids_winner_when_it_ties_then_trails_by_one_step():
+    # The known cost of the default (docs/sklearn.md, "Against GridSearchCV"): the leader
+    # "beats or ties" candidate 1 on both first folds, so irace's rule removes it at fold 2.
+    race, grid = _scripted_search(TIE_THEN_ONE_STEP)
+    assert grid.best_index_ == 1
+    assert race.cv_results_["n_splits_evaluated"][1] == 2
+    assert race.best_index_ == 0
+
+
+def test_early_margin_keeps_a_candidate_that_ties_then_trails_by_one_step():
+    # The opt-in fold-2 margin (issue 22, "after the fold-2 rule"): the leader must be ahead
+    # by more than rope on both folds, so candidate 1 is raced on and picked, as the grid
+    # picks it, while candidate 2 (two steps or more behind on both) still goes at fold 2.
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    test = ScoreResolution(EarlyMargin(TRaceTest(), 0.005), 0.005)
+    race, grid = _scripted_search(TIE_THEN_ONE_STEP, test=test, first_test=2)
+    reasons = race.cv_results_["elimination_reason"]
+    assert reasons[2] != "" and race.cv_results_["n_splits_evaluated"][2] == 2
+    assert reasons[1] == "" and race.best_index_ == grid.best_index_ == 1
+    assert race.n_fits_ < 3 * 5
+
+
+def test_early_margin_needs_more_than_one_cell_on_every_split_and_only_before_below():
+    from racer.racing.base import RaceView
+    from racer.racing.cv import EarlyMargin, ScoreResolution
+    from racer.racing.trace import TRaceTest
+
+    rope = 0.005
+    test = ScoreResolution(EarlyMargin(TRaceTest(), margin=rope), rope)
+    # Columns 1-3 trail the leader by one, two and three rope cells on both folds (scores
+    # that rounding to the rope leaves 1e-17 off whole cells): one cell is a tie-like lead.
+    two = [[0.700, 0.695, 0.690, 0.685, 0.60], [0.710, 0.705, 0.700, 0.695, 0.61]]
+    gone = {e.index for e in test.decide(RaceView.from_scores(two), None)}
+    assert gone == {2, 3, 4}
+    bare = ScoreResolution(TRaceTest(), rope)
+    assert {e.index for e in bare.decide(RaceView.from_scores(two), None)} == {1, 2, 3, 4}
+    # From the third split on, the t-test decides alone: the same one-cell lead on every
+    # split is then enough (the no-test rule, p = 0).
+    three = two + [[0.720, 0.715, 0.710, 0.705, 0.62]]
+    assert {e.index for e in test.decide(RaceView.from_scores(three), None)} == {1, 2, 3, 4}
