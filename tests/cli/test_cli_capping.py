@@ -379,37 +379,40 @@ def test_capping_needs_elitist_and_bound_max(tmp_path, capsys):
     assert "capping needs boundMax > 0" in capsys.readouterr().err
 
 
+def twin_runtime_scenarios(tmp_path):
+    """Two copies of the runtime scenario: ``(folder, scenario path)`` for a reference run
+    and for the run that is interrupted or handed another's files."""
+    out = []
+    for name in ("ref", "run"):
+        (tmp_path / name).mkdir()
+        out.append((tmp_path / name, make_runtime_scenario(tmp_path / name)))
+    return out
+
+
+def run_key(r):
+    """What must match between a resumed capped tuning's runs and the reference's."""
+    return (r["iteration"], r["configuration"], r["instance_id"], r["bound"], r["cost"])
+
+
 @pytest.mark.slow
 def test_runs_logged_but_not_journaled_run_again_with_their_first_bounds(tmp_path):
     # What a kill between a run's runs.csv line and the journal leaves behind, for every run
     # at once: a complete runs.csv and no journal. The new session runs everything again and
     # must give each run the bound it had (a run's own logged time on its instance once
     # shortened its bound: 1 instead of 5 seconds, found by killing at every second run).
-    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
-    ref_dir.mkdir()
-    run_dir.mkdir()
-    ref = make_runtime_scenario(ref_dir)
-    scen = make_runtime_scenario(run_dir)
+    (ref_dir, ref), (run_dir, scen) = twin_runtime_scenarios(tmp_path)
     assert main(["--scenario", ref, "--no-report", "-q", "1"]) == EXIT_OK
     shutil.copy(ref_dir / "arena" / "runs.csv", run_dir / "arena" / "runs.csv")
     assert main(["--scenario", scen, "--no-report", "-q", "1"]) == EXIT_OK
     ref_runs = read_csv(ref_dir / "arena" / "runs.csv")
     again = read_csv(run_dir / "arena" / "runs.csv")[len(ref_runs):]
-
-    def key(r):
-        return (r["iteration"], r["configuration"], r["instance_id"], r["bound"], r["cost"])
-
-    assert sorted(map(key, again)) == sorted(map(key, ref_runs))
+    assert sorted(map(run_key, again)) == sorted(map(run_key, ref_runs))
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
 
 
 @pytest.mark.slow
 def test_kill_9_then_resume_with_capping_gives_the_same_runs_and_bounds(tmp_path):
-    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
-    ref_dir.mkdir()
-    run_dir.mkdir()
-    ref = make_runtime_scenario(ref_dir)
-    scen = make_runtime_scenario(run_dir)
+    (ref_dir, ref), (run_dir, scen) = twin_runtime_scenarios(tmp_path)
     cmd = [sys.executable, "-c", "import sys; from racer.cli import main; sys.exit(main())",
            "--scenario", "SCEN", "--parallel", "2", "-q", "1", "--no-report"]
     done = subprocess.run([w.replace("SCEN", ref) for w in cmd], env=ENV, capture_output=True,
@@ -431,13 +434,9 @@ def test_kill_9_then_resume_with_capping_gives_the_same_runs_and_bounds(tmp_path
     assert again.returncode == 0, again.stderr
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
     runs = read_csv(run_dir / "arena" / "runs.csv")
-
-    def key(r):
-        return (r["iteration"], r["configuration"], r["instance_id"], r["bound"], r["cost"])
-
     # The same runs with the same bounds and costs; at most the runs in flight at the kill
     # (2 workers) appear twice.
-    assert set(map(key, runs)) == set(map(key, ref_runs))
+    assert set(map(run_key, runs)) == set(map(run_key, ref_runs))
     assert len(ref_runs) <= len(runs) <= len(ref_runs) + 2
 
 

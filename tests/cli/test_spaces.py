@@ -92,11 +92,15 @@ def test_irace_digits_and_the_file_s_global_section():
         parameter_space(text, digits=3)
 
 
-def test_a_parameter_space_is_returned_as_is():
+def test_a_parameter_space_is_returned_as_is_or_copied_with_more_rules():
     space = parameter_space(IRACE_TEXT)
     assert parameter_space(space) is space
     with pytest.raises(ValueError, match="has its own"):
-        parameter_space(space, forbidden="size > 1\n")
+        parameter_space(space, digits=3)
+    more = parameter_space(space, forbidden="size > 1\n")
+    config = {"algo": "sa", "temp": 1.0, "moves": "some", "size": 2}
+    assert more is not space and more.is_forbidden(config)
+    assert not space.is_forbidden(config) and len(space.forbidden) == 1  # the caller's, unchanged
 
 
 @pytest.mark.parametrize("space, error, match", [
