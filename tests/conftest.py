@@ -43,3 +43,15 @@ def root_conftest(pytestconfig):
     module = pytestconfig.pluginmanager.get_plugin(str(path))
     assert module is not None, f"{path} was not loaded as a conftest"
     return module
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """BLAS/OpenMP pools limited to one thread for a module (``pytestmark =
+    pytest.mark.usefixtures("one_thread")``): k-NN's OpenMP distance kernels spin for ~0.2 s
+    per call when the 2 shared cores are busy; the tests measure behaviour, not speed, so one
+    thread is both faster and steadier."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield

@@ -36,14 +36,7 @@ from racer.adapters.sklearn._results import stage_rank
 from racer.adapters.sklearn._splits import materialise_splits
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # k-NN's OpenMP distance kernels spin for ~0.2 s per call when the 2 shared cores are busy;
-    # the tests measure behaviour, not speed, so one thread is both faster and steadier.
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -26,12 +26,7 @@ KNN_GRID = {"kneighborsclassifier__n_neighbors": [1, 3, 5, 9, 15, 31, 61, 91],
             "kneighborsclassifier__weights": ["uniform", "distance"]}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
