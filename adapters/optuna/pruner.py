@@ -22,6 +22,7 @@ import optuna
 from optuna.pruners import BasePruner
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
+from scipy.special import gammaln, xlogy
 
 from racer._validation import (
     check_bool,
@@ -81,6 +82,88 @@ def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
         n_better, n_worse, n_better + n_worse + n_tied, prior_strength=prior_strength, eps=eps
     )
     return prob_worse, np.atleast_1d(np.asarray(prob_equiv, dtype=np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# The stated risk of a sign-test prune: an empirical-Bayes prior fitted to the study (issue 22)
+# --------------------------------------------------------------------------------------------
+
+# Compositions are enumerated exactly up to this many instances (496 points at 30, 861 at
+# 40); above it a grid of 1/40 steps of the win / tie / loss proportions (see _record_grid).
+_GRID_MAX_INSTANCES = 40
+# EM iterations for the prior's weights, and the weight of the uniform pseudo-trial that keeps
+# every composition possible (see _empirical_bayes_sign_risk).
+_EB_ITERATIONS = 100
+_EB_PSEUDO_TRIALS = 1.0
+
+
+def _record_grid(n_full):
+    """Candidate compositions (wins, ties, losses) of a trial against its reference.
+
+    For ``n_full <= 40`` instances: every integer composition of ``n_full``. Above: the
+    proportions on a grid of step 1/40, scaled to ``n_full``. Returns three float arrays.
+    """
+    k = min(n_full, _GRID_MAX_INSTANCES)
+    wins, ties = np.meshgrid(np.arange(k + 1), np.arange(k + 1), indexing="ij")
+    keep = wins + ties <= k
+    wins, ties = wins[keep].astype(np.float64), ties[keep].astype(np.float64)
+    losses = k - wins - ties
+    scale = n_full / k
+    return wins * scale, ties * scale, losses * scale
+
+
+def _record_log_likelihood(counts, grid, n_full):
+    """log P(observed (wins, ties, losses) | composition), shape (n_records, n_grid).
+
+    Exact compositions (``n_full <= 40``): the multivariate hypergeometric, the instances
+    being visited in random order without replacement; its ``1 / C(n_full, m)`` factor is
+    the same for every composition and is dropped. Proportion grid (larger ``n_full``): the
+    multinomial, as if drawn with replacement.
+    """
+    obs = counts[:, :, None]                       # (records, 3, 1)
+    comp = np.stack(grid)[None, :, :]              # (1, 3, grid)
+    if n_full <= _GRID_MAX_INSTANCES:
+        with np.errstate(invalid="ignore"):
+            log_choose = gammaln(comp + 1) - gammaln(obs + 1) - gammaln(comp - obs + 1)
+        log_choose = np.where(comp >= obs, log_choose, -np.inf)
+        return log_choose.sum(axis=1)
+    return xlogy(obs, comp / n_full).sum(axis=1)
+
+
+def _empirical_bayes_sign_risk(counts, target, n_full, reason, eps):
+    """Posterior probability that a sign-test prune's claim is false, under a fitted prior.
+
+    ``counts`` (n_records, 3) holds every trial's (wins, ties, losses) against the prune's
+    reference on their common instances, ``target`` the row of the pruned trial. The prior
+    is a discrete distribution over the trial's composition on the full instance set (the
+    ``n_full`` instances the reference has): its weights are the maximum a posteriori
+    mixture fitted by EM to all the records (Laird 1978's nonparametric maximum likelihood,
+    with a Dirichlet pseudo-count of ``_EB_PSEUDO_TRIALS`` spread evenly over the grid). The
+    claim is false for a *dominated* prune when the trial's ``theta = (wins + ties / 2) /
+    n_full >= 1/2`` on the full set, for an *indistinguishable* one when
+    ``|theta - 1/2| >= eps``.
+    """
+    grid = _record_grid(n_full)
+    log_like = _record_log_likelihood(counts, grid, n_full)
+    like = np.exp(log_like - log_like.max(axis=1, keepdims=True))
+    # The prior is fitted to the OTHER trials (leave the pruned one out): fitted to its own
+    # record too, a study's first prunes would put the prior's mass where that record sits.
+    others = np.delete(like, target, axis=0)
+    n_grid = like.shape[1]
+    weights = np.full(n_grid, 1.0 / n_grid)
+    for _ in range(_EB_ITERATIONS if len(others) else 0):  # EM: a (records x grid) product each
+        post = others * weights
+        post /= post.sum(axis=1, keepdims=True)
+        weights = (post.sum(axis=0) + _EB_PSEUDO_TRIALS / n_grid) / (len(others) + _EB_PSEUDO_TRIALS)
+    target_post = like[target] * weights
+    target_post /= target_post.sum()
+    theta = (grid[0] + 0.5 * grid[1]) / n_full
+    # 1e-9 absorbs rounding of the scaled grid, so a composition exactly at 1/2 counts as 1/2.
+    if reason == "dominated":
+        wrong = theta >= 0.5 - 1e-9
+    else:
+        wrong = np.abs(theta - 0.5) >= eps - 1e-9
+    return float(np.clip(target_post[wrong].sum(), 0.0, 1.0))
 
 
 class RacingPruner(BasePruner):
@@ -263,8 +346,8 @@ class RacingPruner(BasePruner):
         order), ``references`` (their trial numbers), ``n_common``.
         """
         direction = single_direction(study, "RacingPruner")
-        keep = {"prune": False, "reason": "", "reference": None, "risk": None, "references": [],
-                "prob_worse": [], "prob_equiv": [], "n_common": []}
+        keep = {"prune": False, "reason": "", "reference": None, "risk": None, "risk_dp": None,
+                "references": [], "prob_worse": [], "prob_equiv": [], "n_common": []}
         steps, values = steps_and_values(trial)
         if steps.size < self._n_startup_steps or not np.all(np.isfinite(values)):
             return keep
@@ -332,12 +415,48 @@ class RacingPruner(BasePruner):
         if dominated.any():
             r = int(np.flatnonzero(dominated)[0])
             keep.update(prune=True, reason="dominated", reference=refs[r].number,
-                        risk=1.0 - float(prob_worse[r]))
+                        risk_dp=1.0 - float(prob_worse[r]))
         elif equivalent.any():
             r = int(np.flatnonzero(equivalent)[0])
             keep.update(prune=True, reason="indistinguishable", reference=refs[r].number,
-                        risk=1.0 - float(prob_equiv[r]))
+                        risk_dp=1.0 - float(prob_equiv[r]))
+        else:
+            return keep
+        if self._test == "sign":
+            # The stated risk (issue 22): computed only once the decision is taken, so it
+            # never changes one. See the class Notes and _empirical_bayes_sign_risk.
+            counts, target, n_full = self._sign_records(study, trial, refs[r], sign)
+            keep["risk"] = _empirical_bayes_sign_risk(counts, target, n_full, keep["reason"],
+                                                      self._eps)
+        else:
+            keep["risk"] = keep["risk_dp"]
         return keep
+
+    def _sign_records(self, study, trial, ref, sign):
+        """(wins, ties, losses) of every trial against ``ref`` on their common steps.
+
+        Every trial of the study but ``ref`` (complete, pruned, running or failed) with at
+        least one finite common value counts: whatever stopped a trial depended on its
+        observed values only, so its partial record is as good a sample of its composition
+        as a full one (the stopping rule is ignorable for the likelihood). ``trial`` is
+        read from the frozen copy the pruner was handed. Oriented and with the rope as the
+        decision's. Returns the (n_records, 3) counts, the row of ``trial`` and the number
+        of the reference's steps.
+        """
+        ref_steps, ref_values = steps_and_values(ref)
+        others = [t for t in study.get_trials(deepcopy=False)
+                  if t.number not in (trial.number, ref.number)]
+        counts = []
+        for t in [trial, *others]:  # one vectorised pass per trial, only when pruning
+            steps, values = steps_and_values(t)
+            _, in_t, in_ref = np.intersect1d(steps, ref_steps, assume_unique=True,
+                                             return_indices=True)
+            z = sign * (values[in_t] - ref_values[in_ref])
+            if z.size == 0 or not np.all(np.isfinite(z)):
+                continue
+            z[np.abs(z) <= self._rope] = 0.0
+            counts.append(((z > 0).sum(), (z == 0).sum(), (z < 0).sum()))
+        return np.array(counts, dtype=np.float64), 0, ref_steps.size
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
         decision = self.decide(study, trial)

@@ -44,28 +44,67 @@ def _record(n_better, n_worse, n_tied):
     return np.array([-1.0] * n_better + [1.0] * n_worse + [0.0] * n_tied)
 
 
-@pytest.mark.parametrize("n_better, n_worse, n_tied", [(3, 12, 0), (1, 9, 2), (0, 6, 4),
-                                                       (5, 20, 5)])
-def test_dominated_sign_risk_is_the_binomial_tail_and_is_written_on_the_trial(
+def _eb_risk_by_enumeration(records, n_full, reason, eps, pseudo=1.0, iterations=100):
+    """The empirical-Bayes risk written out with scipy's multivariate hypergeometric pmf.
+
+    ``records``: (wins, ties, losses) per trial, the pruned trial first. Prior: weights on
+    every integer composition of ``n_full``, fitted to the other records by plain-Python EM
+    with ``pseudo`` trials spread evenly; the risk is the pruned trial's posterior mass where the claim is
+    false (``theta = (W + T/2) / n_full``).
+    """
+    comps = [(w, t, n_full - w - t) for w in range(n_full + 1) for t in range(n_full + 1 - w)]
+    like = [[scipy_stats.multivariate_hypergeom.pmf(list(rec), list(comp), sum(rec))
+             for comp in comps] for rec in records]
+    weights = [1.0 / len(comps)] * len(comps)
+    for _ in range(iterations):
+        totals = [0.0] * len(comps)
+        for row in like[1:]:
+            norm = sum(lk * wt for lk, wt in zip(row, weights))
+            for g, (lk, wt) in enumerate(zip(row, weights)):
+                totals[g] += lk * wt / norm
+        weights = [(tot + pseudo / len(comps)) / (len(records) - 1 + pseudo) for tot in totals]
+    post = [lk * wt for lk, wt in zip(like[0], weights)]
+    theta = [(w + t / 2) / n_full for w, t, _ in comps]
+    wrong = [(th >= 0.5) if reason == "dominated" else (abs(th - 0.5) >= eps) for th in theta]
+    return sum(p for p, bad in zip(post, wrong) if bad) / sum(post)
+
+
+@pytest.mark.parametrize("n_better, n_worse, n_tied", [(3, 9, 0), (1, 9, 2), (0, 6, 4),
+                                                       (0, 3, 0)])
+def test_dominated_sign_risk_is_the_empirical_bayes_posterior_and_is_written_on_the_trial(
         n_better, n_worse, n_tied):
-    # Computed without racer.stats: for the DP sign test the risk P(theta >= 1/2) is
-    # P(Beta(n_better, n_worse) >= 1/2) = P(Binomial(n - 1, 1/2) <= n_better - 1),
-    # n = n_better + n_worse (ties and the prior on the tie drop out; Benavoli et al. 2015,
-    # Theorem 2). No wins at all: the trial is certainly worse, risk 0.
+    # The reference (trial 0) and two finished trials: one that loses 10 of 12 instances,
+    # one that wins 5, loses 5, ties 2. The stated risk is the pruned trial's posterior
+    # probability of theta >= 1/2 on the 12 instances under the prior fitted to all three
+    # records, computed here by enumeration with scipy.
+    n_full = 12
+    study = _study_with_reference(np.zeros(n_full))
+    for record in (_record(1, 10, 1), _record(5, 5, 2)):
+        study.add_trial(create_trial(
+            params={"x": 0.5}, distributions=DIST, value=float(record.mean()),
+            intermediate_values={i: float(v) for i, v in enumerate(record)}))
     values = _record(n_better, n_worse, n_tied)
-    study = _study_with_reference(np.zeros(values.size + 5))
     frozen = _running(study, values)
     pruner = RacingPruner(random_state=0)
     decision = pruner.decide(study, frozen)
-    expected = (scipy_stats.binom.cdf(n_better - 1, n_better + n_worse - 1, 0.5)
-                if n_better else 0.0)
     assert decision["prune"] and decision["reason"] == "dominated"
-    # Incomplete beta vs a binomial sum: equal up to rounding of either.
-    assert decision["risk"] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    expected = _eb_risk_by_enumeration(
+        [(n_better, n_tied, n_worse), (1, 1, 10), (5, 2, 5)], n_full, "dominated", 0.05)
+    # Log-gamma sums against scipy's pmf, 100 EM steps each: rounding only.
+    assert decision["risk"] == pytest.approx(expected, rel=1e-7, abs=1e-12)
+    # The DP posterior's complement stays in the decision, for comparison: for the sign test
+    # P(theta >= 1/2) = P(Binomial(n - 1, 1/2) <= n_better - 1), n = n_better + n_worse
+    # (Benavoli et al. 2015, Theorem 2), exactly 0 with no win at all; the fitted prior does
+    # not state 0 for a short losing streak.
+    dp = (scipy_stats.binom.cdf(n_better - 1, n_better + n_worse - 1, 0.5) if n_better else 0.0)
+    assert decision["risk_dp"] == pytest.approx(dp, rel=1e-9, abs=1e-15)
+    assert decision["risk_dp"] == 1.0 - decision["prob_worse"][0]
+    if n_better == 0 and n_worse + n_tied <= 3:
+        assert decision["risk"] > 1e-3 > decision["risk_dp"]
     assert pruner.prune(study, frozen)
     attrs = study.trials[frozen.number].user_attrs
     # The attribute is the decision's number itself, not a recomputation.
-    assert attrs["racer_prune_risk"] == decision["risk"] == 1.0 - decision["prob_worse"][0]
+    assert attrs["racer_prune_risk"] == decision["risk"]
     assert attrs["racer_prune_reason"] == "dominated"
     assert attrs["racer_prune_reference"] == 0
 
@@ -86,8 +125,8 @@ def test_indistinguishable_risk_matches_a_dirichlet_simulation():
     simulated = float(np.mean(np.abs(w[:, 0] - w[:, 1]) / 2 >= 0.05))
     # 5 Monte Carlo SE, plus the quadrature's documented 2e-5 error.
     tol = 5 * np.sqrt(simulated * (1 - simulated) / n_draws) + 2e-5
-    assert abs(decision["risk"] - simulated) < tol
-    assert decision["risk"] == 1.0 - decision["prob_equiv"][0]
+    assert abs(decision["risk_dp"] - simulated) < tol
+    assert decision["risk_dp"] == 1.0 - decision["prob_equiv"][0]
     assert pruner.prune(study, frozen)
     attrs = study.trials[frozen.number].user_attrs
     assert attrs["racer_prune_risk"] == decision["risk"]
@@ -105,7 +144,8 @@ def test_monte_carlo_tests_write_the_risk_of_their_own_draws(test):
     assert pruner.prune(study, frozen)
     # Same seed, same trial, same step: the same draws, so the same number exactly.
     assert study.trials[frozen.number].user_attrs["racer_prune_risk"] == decision["risk"]
-    assert decision["risk"] == 1.0 - decision["prob_worse"][0] < 0.05
+    # No fitted prior for these tests: the stated risk is the DP posterior's complement.
+    assert decision["risk"] == decision["risk_dp"] == 1.0 - decision["prob_worse"][0] < 0.05
 
 
 def test_a_kept_trial_gets_no_risk():
@@ -148,7 +188,7 @@ def test_pruning_risks_lists_every_prune_and_writing_it_changes_no_decision(on_p
     assert pruning_risks(before) == []
     for r in risks:
         assert isinstance(r, PruneRisk)
-        assert 0.0 <= r.risk < 1 - 0.95
+        assert 0.0 <= r.risk <= 1.0
         assert r.reason in ("dominated", "indistinguishable")
         assert study.trials[r.reference].user_attrs.get("racer_pruned") is None
 
@@ -156,3 +196,59 @@ def test_pruning_risks_lists_every_prune_and_writing_it_changes_no_decision(on_p
 def test_pruning_risks_refuses_what_is_not_a_study():
     with pytest.raises(TypeError, match="study"):
         pruning_risks([])
+
+
+def test_empirical_bayes_risk_on_a_proportion_grid_matches_the_multinomial():
+    # Above 40 instances the prior lives on a 1/40 grid of proportions and the likelihood is
+    # the multinomial; checked against scipy's multinomial pmf, the EM written out as above.
+    from racer.adapters.optuna.pruner import _empirical_bayes_sign_risk, _record_grid
+
+    n_full = 80
+    records = np.array([[0, 1, 4], [2, 0, 9], [30, 20, 30], [1, 0, 79], [40, 5, 35]], float)
+    risk = _empirical_bayes_sign_risk(records, 0, n_full, "dominated", 0.05)
+    grid = np.stack(_record_grid(n_full), axis=1) / n_full
+    like = np.array([[scipy_stats.multinomial.pmf(rec, int(rec.sum()), p) for p in grid]
+                     for rec in records])
+    weights = np.full(len(grid), 1.0 / len(grid))
+    for _ in range(100):
+        post = like[1:] * weights / (like[1:] * weights).sum(axis=1, keepdims=True)
+        weights = (post.sum(axis=0) + 1.0 / len(grid)) / (len(records) - 1 + 1.0)
+    post = like[0] * weights
+    theta = grid[:, 0] + grid[:, 1] / 2
+    expected = post[theta >= 0.5 - 1e-9].sum() / post.sum()
+    assert len(grid) == 41 * 42 // 2
+    assert risk == pytest.approx(expected, rel=1e-7, abs=1e-12)
+
+
+def test_empirical_bayes_risk_falls_as_the_study_shows_more_clearly_worse_trials():
+    # The same 0-3 record is stated less risky when the study's other trials are
+    # far worse than the reference than when they beat it narrowly: the prior is
+    # the study's. With no other trial it is the pseudo-trial's near-uniform prior.
+    from racer.adapters.optuna.pruner import _empirical_bayes_sign_risk
+
+    target = np.array([[0.0, 0.0, 3.0]])
+    alone = _empirical_bayes_sign_risk(target, 0, 30, "dominated", 0.05)
+    bad = np.vstack([target, np.tile([3.0, 0.0, 27.0], (20, 1))])
+    close = np.vstack([target, np.tile([16.0, 0.0, 14.0], (20, 1))])
+    risk_bad = _empirical_bayes_sign_risk(bad, 0, 30, "dominated", 0.05)
+    risk_close = _empirical_bayes_sign_risk(close, 0, 30, "dominated", 0.05)
+    assert risk_bad < 0.01 < alone < risk_close
+    assert 0.05 < alone < 0.5
+
+
+def test_the_stated_risk_changes_no_decision():
+    # The risk is computed after the decision: a pruner whose fitted prior is replaced by
+    # nonsense takes the same decisions, trial by trial, and writes the nonsense.
+    from racer.adapters.optuna import pruner as pruner_module
+
+    real = _toy_study(RacingPruner(random_state=3), "raise")
+    original = pruner_module._empirical_bayes_sign_risk
+    pruner_module._empirical_bayes_sign_risk = lambda *args: 0.75
+    try:
+        fake = _toy_study(RacingPruner(random_state=3), "raise")
+    finally:
+        pruner_module._empirical_bayes_sign_risk = original
+    assert ([(t.state, t.value, t.params, t.intermediate_values) for t in real.trials]
+            == [(t.state, t.value, t.params, t.intermediate_values) for t in fake.trials])
+    assert {r.risk for r in pruning_risks(fake)} == {0.75}
+    assert len(pruning_risks(real)) == len(pruning_risks(fake)) > 0
