@@ -679,14 +679,14 @@ def stated_risk_outcomes(problem, study):
     half); ``wrong_mean`` is the user's question, the trial's true mean not worse than the
     reference's (for an indistinguishable prune: better by more than the rope, or than 0).
     Per study: counts and sums, so seeds are the clusters of the standard error. The
-    ``risk_pos_*`` entries repeat them for the prunes whose stated risk is above 0: the DP
-    posterior states exactly 0 for a record with no win of the trial (dominated) or with ties
-    only (indistinguishable), and the pilot (seeds 100-104) showed those are where the
-    stated and measured rates part.
+    ``risk_nowin_*`` entries repeat them for the prunes whose record had no win of the trial
+    (three straight losses, or ties only): the class the DP posterior stated exactly 0 for
+    before the fitted prior (RESULTS.md, issue 22).
     """
     pruner = study.pruner
     out = {"risk_prunes": 0, "risk_sum": 0.0, "risk_wrong_test": 0, "risk_wrong_mean": 0,
-           "risk_equiv": 0, "risk_pos_prunes": 0, "risk_pos_sum": 0.0, "risk_pos_wrong_test": 0}
+           "risk_equiv": 0, "risk_nowin_prunes": 0, "risk_nowin_sum": 0.0,
+           "risk_nowin_wrong_test": 0}
     if not isinstance(pruner, RacingPruner):
         return out
     test, rope, eps = pruner._test, pruner._rope, pruner._eps
@@ -715,10 +715,13 @@ def stated_risk_outcomes(problem, study):
         out["risk_sum"] += record.risk
         out["risk_wrong_test"] += int(wrong_test)
         out["risk_wrong_mean"] += int(wrong_mean)
-        if record.risk > 0:
-            out["risk_pos_prunes"] += 1
-            out["risk_pos_sum"] += record.risk
-            out["risk_pos_wrong_test"] += int(wrong_test)
+        # The record at the prune: every value the trial reported (on_prune="raise" stops it).
+        steps = list(study.trials[record.number].intermediate_values)
+        seen = raw[[i for i in steps if i < n]]
+        if not np.any(np.where(np.abs(seen) <= rope, 0.0, seen) > 0):
+            out["risk_nowin_prunes"] += 1
+            out["risk_nowin_sum"] += record.risk
+            out["risk_nowin_wrong_test"] += int(wrong_test)
     return out
 
 
@@ -749,7 +752,7 @@ def risk_table(rows):
             groups.setdefault((r["problem"], r["view"], r["condition"], r["on_prune"]),
                               []).append(r)
     for (prob, view, cond, onp), rs in sorted(groups.items()):
-        for subset, pre in (("all", "risk_"), ("stated > 0", "risk_pos_")):
+        for subset, pre in (("all", "risk_"), ("no win", "risk_nowin_")):
             n = [r.get(pre + "prunes", 0) for r in rs]
             stated, _ = _ratio_se([r.get(pre + "sum", 0.0) for r in rs], n)
             test, test_se = _ratio_se([r.get(pre + "wrong_test", 0) for r in rs], n)
