@@ -237,7 +237,10 @@ def test_empirical_bayes_risk_falls_as_the_study_shows_more_clearly_worse_trials
     risk_bad = _empirical_bayes_sign_risk(bad, 0, 30, "dominated", 0.05)
     risk_close = _empirical_bayes_sign_risk(close, 0, 30, "dominated", 0.05)
     assert risk_bad < 0.01 < alone < risk_close
-    assert alone < 0.5
+    # The value the class Notes quote, by the enumeration above.
+    assert alone == pytest.approx(_eb_risk_by_enumeration([(0, 0, 3)], 30, "dominated", 0.05),
+                                  rel=1e-7)
+    assert round(alone, 3) == 0.018
 
 
 def test_the_stated_risk_changes_no_decision():
