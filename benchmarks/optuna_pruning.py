@@ -769,6 +769,44 @@ def risk_table(rows):
     return "\n".join(out)
 
 
+def risk_comparison(rows, baseline):
+    """The stated risk now against ``baseline`` rows (same problems, conditions and seeds).
+
+    Issue 22: the baseline rows hold the DP posterior's stated risk; the decisions, hence the
+    prunes and whether each was wrong, must be the same (checked here, row by row), so the
+    two stated risks are paired on the same prunes. SE clustered by seed.
+    """
+    old = {(r["problem"], r["view"], r["condition"], r["on_prune"], r["seed"]): r
+           for r in baseline}
+    groups = {}
+    for r in rows:
+        key = (r["problem"], r["view"], r["condition"], r["on_prune"])
+        o = old.get(key + (r["seed"],))
+        if o is None:
+            continue
+        for k in ("regret", "evals", "trials", "pruned", "risk_prunes", "risk_wrong_test"):
+            if r[k] != o[k]:
+                raise ValueError(f"{key} seed {r['seed']}: {k} differs from the baseline "
+                                 f"({r[k]} vs {o[k]}): not the same decisions")
+        groups.setdefault(key, []).append((r, o))
+    out = ["\n### Stated risk: fitted prior against the DP posterior, on the same prunes\n",
+           "| problem | view | condition | seeds | prunes | measured +- SE | stated, DP | "
+           "measured - DP +- SE | stated, fitted | measured - fitted +- SE (z) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for (prob, view, cond, onp), pairs in sorted(groups.items()):
+        n = [r["risk_prunes"] for r, _ in pairs]
+        wrong = [r["risk_wrong_test"] for r, _ in pairs]
+        meas, meas_se = _ratio_se(wrong, n)
+        dp, _ = _ratio_se([o["risk_sum"] for _, o in pairs], n)
+        fit, _ = _ratio_se([r["risk_sum"] for r, _ in pairs], n)
+        d_dp, d_dp_se = _ratio_se([w - o["risk_sum"] for w, (_, o) in zip(wrong, pairs)], n)
+        d_fit, d_fit_se = _ratio_se([w - r["risk_sum"] for w, (r, _) in zip(wrong, pairs)], n)
+        out.append(f"| {prob} | {view} | {cond}:{onp} | {len(pairs)} | {sum(n)} | "
+                   f"{meas:.4f} +- {meas_se:.4f} | {dp:.4f} | {d_dp:+.4f} +- {d_dp_se:.4f} | "
+                   f"{fit:.4f} | {d_fit:+.4f} +- {d_fit_se:.4f} ({d_fit / d_fit_se:+.1f}) |")
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------------------ the table
 
 
@@ -932,6 +970,9 @@ def main(argv=None):
     parser.add_argument("--overhead", action="store_true", help="only time prune() calls")
     parser.add_argument("--from-jsonl", nargs="+", default=None,
                         help="only print the tables of rows saved by earlier --jsonl runs")
+    parser.add_argument("--risk-baseline", nargs="+", default=None,
+                        help="with --from-jsonl: rows of the same runs with the DP posterior's "
+                             "stated risk, compared prune for prune (issue 22)")
     args = parser.parse_args(argv)
     if args.from_jsonl:
         rows = [json.loads(line) for f in args.from_jsonl for line in open(f)]
@@ -944,6 +985,9 @@ def main(argv=None):
         print(paired(rows))
         print(paired_differences(rows))
         print(risk_table(rows))
+        if args.risk_baseline:
+            baseline = [json.loads(line) for f in args.risk_baseline for line in open(f)]
+            print(risk_comparison(rows, baseline))
         return
     _patch_wilcoxon_pruner()
     if args.overhead:
