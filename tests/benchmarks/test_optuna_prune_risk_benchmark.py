@@ -1,0 +1,59 @@
+"""benchmarks/optuna_pruning.py's stated-risk bookkeeping (issue 22): outcomes per study and the
+pairing with a baseline run, which must refuse rows whose decisions differ."""
+
+import copy
+import importlib.util
+import os
+import sys
+
+import pytest
+
+from _helpers import ROOT
+
+pytest.importorskip("optuna")
+_BENCH = str(ROOT / "benchmarks")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, _BENCH)
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "optuna_pruning", os.path.join(_BENCH, "optuna_pruning.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        yield mod
+    finally:
+        sys.path.remove(_BENCH)
+
+
+@pytest.fixture(scope="module")
+def rows(bench):
+    problem = bench.Synthetic(n_instances=20)
+    out = []
+    for seed in (0, 1):
+        r = bench.run_study(problem, "racing", "raise", seed, max_evals=6 * problem.n_instances)
+        r.update(problem="synthetic", condition="racing", on_prune="raise", seed=seed, view="B")
+        out.append(r)
+    return out
+
+
+def test_each_prune_is_counted_with_its_stated_risk(rows):
+    for r in rows:
+        assert r["risk_prunes"] == r["pruned"] > 0     # on_prune="raise": every prune is listed
+        assert 0 <= r["risk_nowin_prunes"] <= r["risk_prunes"]
+        assert 0.0 <= r["risk_nowin_sum"] <= r["risk_sum"] <= r["risk_prunes"]
+        assert r["risk_wrong_test"] <= r["risk_prunes"]
+
+
+def test_the_comparison_pairs_same_decisions_and_refuses_others(bench, rows):
+    baseline = copy.deepcopy(rows)
+    for b in baseline:
+        b["risk_sum"] = 0.0                            # a DP run stating 0 everywhere
+    table = bench.risk_comparison(rows, baseline)
+    line = [ln for ln in table.splitlines() if ln.startswith("| synthetic")]
+    assert len(line) == 1 and f"| 2 | {sum(r['risk_prunes'] for r in rows)} |" in line[0]
+    assert "| 0.0000 |" in line[0]                   # the baseline's stated mean
+    baseline[1]["trials"] += 1
+    with pytest.raises(ValueError, match="trials differs"):
+        bench.risk_comparison(rows, baseline)
