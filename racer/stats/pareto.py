@@ -143,9 +143,9 @@ def _check_rope(rope, k):
     return arr
 
 
-def as_objective_scores(scores, name="scores"):
+def as_objective_scores(scores, name="scores", *, min_candidates=2):
     """``scores`` as a finite float64 array (n_instances, n_candidates, k), k >= 1, n >= 1,
-    at least two candidates; a 2-D array is one objective."""
+    at least ``min_candidates``; a 2-D array is one objective."""
     arr = _numeric_array(scores, name, "a 3-D array of numbers (instances, candidates, objectives)")
     if arr.ndim == 2:
         arr = arr[:, :, None]
@@ -157,8 +157,8 @@ def as_objective_scores(scores, name="scores"):
     n, m, k = arr.shape
     if n < 1 or k < 1:
         raise ValueError(f"`{name}` needs at least one instance and one objective; got shape {arr.shape}")
-    if m < 2:
-        raise ValueError(f"`{name}` needs at least 2 candidates (axis 1); got {m}")
+    if m < min_candidates:
+        raise ValueError(f"`{name}` needs at least {min_candidates} candidates (axis 1); got {m}")
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j, o = np.argwhere(bad)[0]
