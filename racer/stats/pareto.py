@@ -41,12 +41,14 @@ from racer._validation import (
     check_positive,
     check_random_state,
 )
+from racer.stats import _kernels
 from racer.stats._result import StatsResult
 
 __all__ = ["ParetoDominanceResult", "pareto_dominance"]
 
-# Elements of the (draws, m, m, k) difference array per chunk of posterior draws (float64,
-# 16 MB): memory stays flat whatever n_samples is; the loop is over chunks, not draws.
+# Elements of the (draws, n + 1) weights and (draws, m, k) means per chunk of posterior
+# draws (float64, 16 MB): memory stays flat whatever n_samples is; the loop is over chunks,
+# not draws; pairs and objectives are counted in a Numba kernel.
 _CHUNK_ELEMENTS = 1 << 21
 _DIRECTIONS = ("minimize", "maximize")
 
@@ -182,7 +184,7 @@ def _dominance_counts(oriented, rope, prior_strength, n_samples, rng):
     flat = oriented.reshape(n, m * k)
     alpha = np.ones(n + 1)
     alpha[0] = prior_strength
-    chunk = max(1, min(n_samples, _CHUNK_ELEMENTS // max(m * m * k, n + 1)))
+    chunk = max(1, min(n_samples, _CHUNK_ELEMENTS // max(m * k, n + 1)))
     dominates = np.zeros((m, m), dtype=np.int64)
     equivalent = np.zeros((m, m), dtype=np.int64)
     nondominated = np.zeros(m, dtype=np.int64)
@@ -190,14 +192,8 @@ def _dominance_counts(oriented, rope, prior_strength, n_samples, rng):
         size = min(chunk, n_samples - start)
         gammas = rng.standard_gamma(alpha, size=(size, n + 1))
         weights = gammas[:, 1:] / gammas.sum(axis=1, keepdims=True)
-        means = (weights @ flat).reshape(size, m, k)
-        diff = means[:, :, None, :] - means[:, None, :, :]  # [draw, i, j, o] = mean_i - mean_j
-        better = diff > rope
-        worse = diff < -rope
-        dom = better.any(axis=3) & ~worse.any(axis=3)  # [draw, i, j]: i dominates j
-        dominates += dom.sum(axis=0)
-        equivalent += (~(better | worse)).all(axis=3).sum(axis=0)
-        nondominated += (~dom.any(axis=1)).sum(axis=0)
+        means = np.ascontiguousarray((weights @ flat).reshape(size, m, k))
+        _kernels.pareto_dominance_counts(means, rope, dominates, equivalent, nondominated)
     return dominates, equivalent, nondominated
 
 
@@ -295,6 +291,7 @@ def _pareto_dominance(oriented, rope, prior_strength, n_samples, rng, sign=None,
     if sign is None:
         sign = np.ones(k)
         directions = ("maximize",) * k
+    rope = np.ascontiguousarray(rope, dtype=np.float64)
     dominates, equivalent, nondominated = _dominance_counts(
         oriented, rope, prior_strength, n_samples, rng)
     return ParetoDominanceResult(
