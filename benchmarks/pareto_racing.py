@@ -1,15 +1,16 @@
 """Racing on two objectives with ParetoTest: accuracy, cost and risk on a known Pareto set (issue 23).
 
 Simulated candidates, both objectives minimised. Each race draws 10 candidates: 4 on a convex
-front (f2 = (1 - f1)^2, f1 spread over [0, 1]) and 6 dominated ones, each a front point
-shifted away on both objectives by ``gap * U(0.3, 1.5)`` (some close to the front, some far).
-An instance adds a shared difficulty to every candidate (so blocking matters) and noise per
-candidate, correlated between the objectives. Families:
+front (f2 = (1 - f1)^2, one f1 drawn in each quarter of [0, 1], so no two are near-copies)
+and 6 dominated ones, each a front point shifted away on both objectives by
+``0.25 * U(0.3, 1.5)`` (some close to the front, some far). An instance adds a shared
+difficulty N(0, 0.5^2) to every candidate (so blocking matters) and noise per candidate,
+correlated between the objectives. Families:
 
-* ``correlated``      noise sd (0.3, 0.3), correlation +0.7 between the objectives;
+* ``correlated``      noise sd (0.2, 0.2), correlation +0.7 between the objectives;
 * ``anti``            the same with correlation -0.7;
-* ``unequal``         sd (0.1, 0.5), uncorrelated;
-* ``heavy``           Student t(3) noise scaled to sd (0.3, 0.3), correlation +0.3.
+* ``unequal``         sd (0.07, 0.35), uncorrelated;
+* ``heavy``           Student t(3) noise scaled to sd (0.2, 0.2), correlation +0.3.
 
 Measured per race, against running every candidate on every one of the 100 instances:
 
@@ -40,12 +41,12 @@ import racer
 from racer import ParetoTest
 
 N_FRONT, N_DOMINATED, N_INSTANCES = 4, 6, 100
-GAP = 0.15
+GAP = 0.25
 FAMILIES = {
-    "correlated": dict(sd=(0.3, 0.3), rho=0.7, t=None),
-    "anti": dict(sd=(0.3, 0.3), rho=-0.7, t=None),
-    "unequal": dict(sd=(0.1, 0.5), rho=0.0, t=None),
-    "heavy": dict(sd=(0.3, 0.3), rho=0.3, t=3),
+    "correlated": dict(sd=(0.2, 0.2), rho=0.7, t=None),
+    "anti": dict(sd=(0.2, 0.2), rho=-0.7, t=None),
+    "unequal": dict(sd=(0.07, 0.35), rho=0.0, t=None),
+    "heavy": dict(sd=(0.2, 0.2), rho=0.3, t=3),
 }
 
 
@@ -53,7 +54,7 @@ def make_problem(family: str, seed: int):
     """True means (m, 2), Pareto-optimal mask, and the score array (instances, m, 2)."""
     spec = FAMILIES[family]
     rng = np.random.default_rng([seed, list(FAMILIES).index(family)])
-    f1 = np.sort(rng.uniform(0, 1, N_FRONT))
+    f1 = (np.arange(N_FRONT) + rng.uniform(0.1, 0.9, N_FRONT)) / N_FRONT
     front = np.stack([f1, (1 - f1) ** 2], axis=1)
     base = front[rng.integers(0, N_FRONT, N_DOMINATED)]
     dominated = base + GAP * rng.uniform(0.3, 1.5, size=(N_DOMINATED, 2))
@@ -137,26 +138,31 @@ def run(settings, seeds, families):
             rows = [one_race(family, seed, options, first_test) for seed in seeds]
             every += rows
             table.append((name, family, summarise(rows), time.perf_counter() - t0))
+            print_row(*table[-1])
         table.append((name, "all", summarise(every), float("nan")))
+        print_row(*table[-1])
     return table
 
 
-def print_table(table):
-    cols = ["races", "keep_front", "dominated_out", "cost", "elim_stated", "elim_measured",
-            "race_stated", "race_measured", "front_exact"]
-    print("| setting | family | " + " | ".join(cols) + " | seconds |")
-    print("|" + " --- |" * (len(cols) + 3))
-    for name, family, s, secs in table:
-        print(f"| {name} | {family} | " + " | ".join(str(s[c]) for c in cols)
-              + f" | {secs:.0f} |")
+COLUMNS = ["races", "keep_front", "dominated_out", "cost", "elim_stated", "elim_measured",
+           "race_stated", "race_measured", "front_exact"]
+
+
+def print_header():
+    print("| setting | family | " + " | ".join(COLUMNS) + " | seconds |")
+    print("|" + " --- |" * (len(COLUMNS) + 3), flush=True)
+
+
+def print_row(name, family, s, secs):
+    print(f"| {name} | {family} | " + " | ".join(str(s[c]) for c in COLUMNS)
+          + f" | {secs:.0f} |", flush=True)
 
 
 PILOT = {
-    "c0.99_min5": (dict(credibility=0.99, min_instances=5), 5),
     "c0.99_min10": (dict(credibility=0.99, min_instances=10), 5),
-    "c0.99_min15": (dict(credibility=0.99, min_instances=15), 5),
+    "c0.995_min10": (dict(credibility=0.995, min_instances=10), 5),
     "c0.999_min10": (dict(credibility=0.999, min_instances=10), 5),
-    "c0.95_min15": (dict(credibility=0.95, min_instances=15), 5),
+    "c0.995_min20": (dict(credibility=0.995, min_instances=20), 5),
 }
 
 
@@ -176,7 +182,8 @@ def main(argv=None):
         default = ParetoTest()
         settings = {f"default (credibility {default.credibility})": ({}, 5)}
         seeds = range(args.start, args.start + (3 if args.quick else args.seeds))
-    print_table(run(settings, seeds, families))
+    print_header()
+    run(settings, seeds, families)
 
 
 if __name__ == "__main__":
