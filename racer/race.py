@@ -432,6 +432,11 @@ def _check_vector(value: Any, k: int) -> str | None:
     """Why ``value`` is not a usable score vector of a race on ``k`` objectives (a failure:
     a non-finite entry, a non-number), or None. A wrong number of values is a broken
     ``evaluate``, not a noisy run: a ValueError naming it, whatever ``on_error`` says."""
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(
+            f"`evaluate` must return {k} numbers, one per objective of `direction`; it "
+            f"returned an array of shape {value.shape}"
+        )
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
         n = "a scalar" if isinstance(value, numbers.Real) else describe_value(value)
         raise ValueError(

@@ -93,9 +93,18 @@ def test_wrong_number_of_values_is_refused_naming_evaluate():
     with pytest.raises(ValueError, match="`evaluate` must return 2 numbers.*returned 3"):
         racer.race(lambda c, i: (1.0, 2.0, 3.0), [0, 1], range(5), progress=False,
                    direction=["minimize", "minimize"])
+    with pytest.raises(ValueError, match="`evaluate` must return 2 numbers.*shape \\(2, 1\\)"):
+        racer.race(lambda c, i: np.zeros((2, 1)), [0, 1], range(5), progress=False,
+                   direction=["minimize", "minimize"])
     with pytest.raises(ValueError, match="`evaluate` must return 2 numbers.*a scalar"):
         racer.race(lambda c, i: 1.0, [0, 1], range(5), progress=False,
                    direction=["minimize", "minimize"])
+
+
+def test_an_array_of_k_values_is_accepted():
+    res = racer.race(lambda c, i: np.array([c, 1.0 - c]), [0.0, 1.0], range(12),
+                     direction=["minimize", "minimize"], progress=False, random_state=0)
+    assert sorted(res.pareto_front) == [0.0, 1.0] and res.n_evaluations == 24
 
 
 def test_options_that_cannot_go_together_are_refused(tmp_path):
