@@ -136,7 +136,8 @@ class RaceResult:
         Positions of :attr:`pareto_front`: in a race on several objectives, the survivors
         whose mean score vector (over the instances every survivor saw, failures at their
         imputed value) no other survivor's dominates, in survivor order; with one objective,
-        the winner alone.
+        the winner alone (None in a result read from a journal, where ``pareto_front`` is the
+        winner).
     directions : tuple of str or None
         One direction per objective in a race on several objectives (``best``,
         ``mean_scores``, ``scores`` and the ranking then follow the first one); else None.
@@ -302,7 +303,10 @@ class RaceResult:
         >>> res.pareto_front, res.directions     # a trade-off: both are Pareto-optimal
         ([0, 1], ('minimize', 'minimize'))
         """
-        return [self.candidates[i] for i in self.pareto_front_indices]
+        indices = self.pareto_front_indices
+        if indices is None:  # a result built without it: one objective, the winner
+            indices = [self.best_index]
+        return [self.candidates[i] for i in indices]
 
     @property
     def direction(self) -> str:
