@@ -715,13 +715,14 @@ def pareto_dominance_counts(means, rope, dominates, equivalent, nondominated):
     draws where no candidate dominates j (racer.stats.pareto defines these)."""
     n_draws, m, k = means.shape
     dominated = np.zeros(m, dtype=np.bool_)
+    for i in range(m):
+        equivalent[i, i] += n_draws
     for t in range(n_draws):
         dominated[:] = False
+        # One pass per unordered pair: j's difference to i is minus i's to j, so "i better
+        # beyond the rope" is "j worse beyond it" (the same comparisons, half the work).
         for i in range(m):
-            for j in range(m):
-                if i == j:
-                    equivalent[i, j] += 1
-                    continue
+            for j in range(i + 1, m):
                 better = False
                 worse = False
                 for o in range(k):
@@ -733,8 +734,12 @@ def pareto_dominance_counts(means, rope, dominates, equivalent, nondominated):
                 if better and not worse:
                     dominates[i, j] += 1
                     dominated[j] = True
+                elif worse and not better:
+                    dominates[j, i] += 1
+                    dominated[i] = True
                 elif not better and not worse:
                     equivalent[i, j] += 1
+                    equivalent[j, i] += 1
         for j in range(m):
             if not dominated[j]:
                 nondominated[j] += 1
