@@ -382,6 +382,10 @@ class RaceResult:
             f"({self._reason_counts()}); failed evaluations: {len(self.failures)}.",
             "",
         ]
+        if self.directions is not None:
+            front = " ".join(f"#{i}" for i in self.pareto_front_indices)
+            lines.insert(-1, f"Objectives: {', '.join(self.directions)} (best, mean and the "
+                             f"ranking follow the first); Pareto front: {front}.")
         records = {rec.candidate_index: rec for rec in self.history}
         n_seen = self.n_evaluated
         # The status names the eliminator by its number, the "#k" of the candidate column (and

@@ -41,6 +41,9 @@ def test_dominated_candidates_leave_and_the_trade_off_stays():
     np.testing.assert_array_equal(res.scores, res.objective_scores[:, :, 0])
     np.testing.assert_allclose(res.mean_scores, res.mean_objective_scores[:, 0])
     assert res.best == "accurate"  # best mean error among the survivors
+    front = " ".join(f"#{i}" for i in res.pareto_front_indices)
+    assert f"Objectives: minimize, minimize (best, mean and the ranking follow the first); " \
+        f"Pareto front: {front}." in res.summary()
 
 
 def test_same_seed_same_race():
