@@ -23,6 +23,7 @@ _EXPORTS = {
     "FRaceTest": "racing",
     "HierarchicalRacingTest": "racing",
     "KeepAll": "racing",
+    "ParetoTest": "racing",
     "PosteriorBestTest": "racing",
     "ProtectElites": "racing",
     "RaceView": "racing",

@@ -38,11 +38,27 @@ class ScoreTable:
     * ``oriented`` -- larger-is-better scores of the finalized rows, failures imputed
       (:meth:`worst_imputed`), NaN elsewhere;
     * ``n_seen``, ``n_failed`` -- evaluations (failures included) and failures per candidate.
+
+    With ``directions`` naming k >= 2 objectives (a race on several objectives), each cell
+    holds k scores: ``raw_objectives`` and ``oriented_objectives`` (capacity, n_candidates, k)
+    are kept beside the matrices above, which then hold the first objective, so everything
+    that reads one score per cell (the winner, the ranking, the progress line) works
+    unchanged; a failure is imputed on each objective separately. A single-objective table
+    has ``objectives_of`` None and pays nothing for the option.
     """
 
-    def __init__(self, n_candidates: int, *, maximize: bool, capacity: int = 64) -> None:
+    def __init__(self, n_candidates: int, *, maximize: bool, capacity: int = 64,
+                 directions: tuple | None = None) -> None:
         self.n_candidates = n_candidates
         self.maximize = maximize
+        self.directions = directions if directions is not None and len(directions) > 1 else None
+        self.raw_objectives = self.oriented_objectives = None
+        if self.directions is not None:
+            k = len(self.directions)
+            self.maximize = self.directions[0] == "maximize"
+            self._signs = np.array([1.0 if d == "maximize" else -1.0 for d in self.directions])
+            self.raw_objectives = np.full((capacity, n_candidates, k), np.nan)
+            self.oriented_objectives = np.full((capacity, n_candidates, k), np.nan)
         # Rows grow by doubling, so appending a row is amortised O(candidates).
         self.raw = np.full((capacity, n_candidates), np.nan)
         self.oriented = np.full((capacity, n_candidates), np.nan)
@@ -90,9 +106,12 @@ class ScoreTable:
         if rows <= cap:
             return
         new_cap = max(rows, 2 * cap)
-        for name, fill in (("raw", np.nan), ("oriented", np.nan), ("failed", False)):
+        names = [("raw", np.nan), ("oriented", np.nan), ("failed", False)]
+        if self.directions is not None:
+            names += [("raw_objectives", np.nan), ("oriented_objectives", np.nan)]
+        for name, fill in names:
             old = getattr(self, name)
-            grown = np.full((new_cap, self.n_candidates), fill, dtype=old.dtype)
+            grown = np.full((new_cap, *old.shape[1:]), fill, dtype=old.dtype)
             grown[:cap] = old
             setattr(self, name, grown)
 
@@ -102,22 +121,36 @@ class ScoreTable:
         """Whether candidate ``ci`` was recorded on ``row`` (successfully or not)."""
         return bool(not math.isnan(self.raw[row, ci]) or self.failed[row, ci])
 
-    def record(self, ci: int, row: int, score: float, *, failed: bool = False) -> None:
-        """Record candidate ``ci`` on an open ``row``: ``score`` (raw, as told) or a failure;
-        the row's last cell finalizes it."""
+    def record(self, ci: int, row: int, score, *, failed: bool = False) -> None:
+        """Record candidate ``ci`` on an open ``row``: ``score`` (raw, as told: a float, or a
+        (k,) array with several objectives) or a failure; the row's last cell finalizes it."""
         self.n_seen[ci] += 1
         if failed:
             self.failed[row, ci] = True
             self.n_failed[ci] += 1
-        else:
+        elif self.directions is None:
             self.raw[row, ci] = score
+        else:
+            self.raw_objectives[row, ci] = score
+            self.raw[row, ci] = score[0]
         left = self._remaining[row] - 1
         if left:
             self._remaining[row] = left
         else:
             del self._remaining[row]
-            self.oriented[row, self._cols] = self.worst_imputed(
-                self.raw[row, self._cols], self.failed[row, self._cols])
+            failed_row = self.failed[row, self._cols]
+            self.oriented[row, self._cols] = self.worst_imputed(self.raw[row, self._cols],
+                                                                failed_row)
+            if self.directions is not None:
+                oriented = self.raw_objectives[row, self._cols] * self._signs
+                self.oriented_objectives[row, self._cols] = _impute_worst(oriented, failed_row)
+
+    def objectives_of(self, n_rows: int, cols) -> np.ndarray | None:
+        """Larger-is-better scores (n_rows, len(cols), k) of a table with several
+        objectives; None for one objective."""
+        if self.directions is None:
+            return None
+        return self.oriented_objectives[:n_rows, cols]
 
     def worst_imputed(self, values: np.ndarray, failed: np.ndarray) -> np.ndarray:
         """One instance's scores of several candidates, larger-is-better, with each failure
@@ -128,21 +161,27 @@ class ScoreTable:
         ...                                            np.array([False, False, True])).tolist()
         [3.0, 1.0, -1.0]
         """
-        oriented = values if self.maximize else -values
-        if failed.any():
-            oriented = oriented.copy()
-            ok = oriented[~failed]
-            if ok.size:
-                lowest, highest = ok.min(), ok.max()
-                spread = highest - lowest
-                if spread <= 0:
-                    spread = abs(lowest) if lowest != 0 else 1.0
-                oriented[failed] = lowest - spread
-            else:
-                oriented[failed] = 0.0
-        return oriented
+        return _impute_worst(values if self.maximize else -values, failed)
 
     @property
     def usable(self) -> np.ndarray:
         """Per candidate: whether at least one of its evaluations succeeded."""
         return self.n_seen > self.n_failed
+
+
+def _impute_worst(oriented: np.ndarray, failed: np.ndarray) -> np.ndarray:
+    """Larger-is-better scores of one instance (m,) or (m, k) with the ``failed`` rows (m,)
+    replaced, column by column, by ``lowest - spread`` of the successes (all failed: 0)."""
+    if not failed.any():
+        return oriented
+    oriented = oriented.copy()
+    ok = oriented[~failed]
+    if not ok.size:
+        oriented[failed] = 0.0
+        return oriented
+    lowest, highest = ok.min(axis=0), ok.max(axis=0)
+    spread = highest - lowest
+    fallback = np.where(lowest != 0, np.abs(lowest), 1.0)
+    spread = np.where(spread <= 0, fallback, spread)
+    oriented[failed] = lowest - spread
+    return oriented

@@ -24,6 +24,7 @@ __all__ = [
     "check_random_state",
     "seed_from_random_state",
     "check_direction",
+    "check_directions",
     "check_eps",
     "check_option",
     "check_probability",
@@ -320,6 +321,22 @@ def check_direction(direction: Any) -> str:
     if direction is None:
         return "minimize"
     return check_option(direction, "direction", _DIRECTIONS)
+
+
+def check_directions(direction: Any) -> str | tuple[str, ...]:
+    """A race's ``direction``: one string (one objective, see :func:`check_direction`), or a
+    sequence of them, one per objective, as Optuna's ``directions``: a tuple of two or more
+    (a one-item sequence is that one string).
+
+    >>> check_directions(["minimize", "maximize"]), check_directions(["maximize"])
+    (('minimize', 'maximize'), 'maximize')
+    """
+    if not isinstance(direction, (list, tuple)):
+        return check_direction(direction)  # its message for a bool, a typo, a dict
+    if not direction:
+        raise ValueError("`direction` must name at least one objective; got an empty list")
+    items = tuple(check_option(d, f"direction[{k}]", _DIRECTIONS) for k, d in enumerate(direction))
+    return items[0] if len(items) == 1 else items
 
 
 def check_eps(value: Any, name: str = "eps") -> float:

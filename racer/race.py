@@ -33,7 +33,7 @@ from racer._text import describe_value, short_repr
 from racer._validation import (
     as_race_items,
     check_bool,
-    check_direction,
+    check_directions,
     check_int,
     check_option,
     seed_from_random_state,
@@ -187,7 +187,7 @@ def _block_evaluations(journal: Any, candidates: list, survivors: list, instance
     return to_ask, replayed
 
 
-def _failure_message(value: Any, error: Any, charge: Any) -> str | None:
+def _failure_message(value: Any, error: Any, charge: Any, n_objectives: int = 1) -> str | None:
     """What :meth:`Race.tell` records as the failure of an evaluation (None: ``value`` is a
     usable score), after checking that its ``value``/``error``/``charge`` go together."""
     if error is not None and not isinstance(error, (BaseException, str)):
@@ -202,7 +202,7 @@ def _failure_message(value: Any, error: Any, charge: Any) -> str | None:
         )
     if error is not None:
         return error if isinstance(error, str) else f"raised {type(error).__name__}: {error}"
-    return _check_value(value)
+    return _check_value(value) if n_objectives == 1 else _check_vector(value, n_objectives)
 
 
 class _Survivors:
@@ -268,7 +268,7 @@ class _Options(NamedTuple):
     """A race's options, checked (see :class:`Race`)."""
 
     test: RacingTest
-    direction: str
+    direction: str | tuple  # a tuple of two or more: one per objective
     budget: int | None
     max_instances: int | None
     first_test: int
@@ -277,6 +277,20 @@ class _Options(NamedTuple):
     shuffle: bool
     on_error: str
     winner: str
+
+    @property
+    def directions(self) -> tuple | None:
+        """One direction per objective in a race on several objectives, else None."""
+        return self.direction if isinstance(self.direction, tuple) else None
+
+    @property
+    def n_objectives(self) -> int:
+        return 1 if self.directions is None else len(self.directions)
+
+    @property
+    def maximize(self) -> bool:
+        """Larger is better on the (first) objective: what ``ScoreTable.oriented`` holds."""
+        return (self.directions or (self.direction,))[0] == "maximize"
 
     def journaled(self) -> dict:
         """The options in a journal's fingerprint: all but the test (fingerprinted by its
@@ -328,9 +342,17 @@ class _Options(NamedTuple):
 
 def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
                    max_instances: Any, first_test: Any, each_test: Any, min_survivors: Any,
-                   shuffle: Any, on_error: Any, winner: Any) -> _Options:
+                   shuffle: Any, on_error: Any, winner: Any, storage: Any = None) -> _Options:
     """:class:`Race`'s options checked (a ValueError or TypeError naming the argument) and
     their defaults filled in, for a race of ``n_candidates``."""
+    direction = check_directions(direction)
+    if isinstance(direction, tuple):
+        test = _check_multi_objective(test, direction, storage)
+    elif test is not None and getattr(test, "objectives", "single") == "multi":
+        raise ValueError(
+            f"`test`={type(test).__name__} races on several objectives: pass `direction` as a "
+            "list with one entry per objective (e.g. direction=['minimize', 'minimize'])"
+        )
     if test is None:
         # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
         # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
@@ -340,7 +362,6 @@ def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
         test = PosteriorBestTest()
     if not isinstance(test, RacingTest):
         raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
-    direction = check_direction(direction)
     budget = check_int(budget, "budget", minimum=1, allow_none=True)
     max_instances = check_int(max_instances, "max_instances", minimum=1, allow_none=True)
     first_test = check_int(first_test, "first_test", minimum=1)
@@ -374,6 +395,64 @@ def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
         )
     return _Options(test, direction, budget, max_instances, first_test, each_test,
                     min_survivors, shuffle, on_error, winner)
+
+
+def _check_multi_objective(test: Any, directions: tuple, storage: Any) -> RacingTest:
+    """The test of a race on ``len(directions)`` objectives: ``ParetoTest()`` by default; a
+    test that reads one score per cell is refused (it would race on the first objective
+    alone, silently), and so is ``storage`` (the journal holds one score per evaluation)."""
+    if storage is not None:
+        raise ValueError(
+            f"`storage` is not supported for a race on {len(directions)} objectives (`direction`"
+            f"={list(directions)}): the journal holds one score per evaluation; race without "
+            "storage"
+        )
+    if test is None:
+        from racer.racing.pareto import ParetoTest
+
+        return ParetoTest()
+    if getattr(test, "objectives", "single") == "single":
+        raise ValueError(
+            f"`test`={type(test).__name__} compares one score per evaluation, but `direction` "
+            f"names {len(directions)} objectives; use racer.ParetoTest() (the default for "
+            "several objectives) or KeepAll()"
+        )
+    return test
+
+
+def _as_score(value: Any, message: str | None, n_objectives: int) -> Any:
+    """What a told ``value`` is recorded as: a float, a (k,) float64 array with several
+    objectives, NaN for a failure (``message``)."""
+    if message is not None:
+        return math.nan
+    return float(value) if n_objectives == 1 else np.array(value, dtype=np.float64)
+
+
+def _check_vector(value: Any, k: int) -> str | None:
+    """Why ``value`` is not a usable score vector of a race on ``k`` objectives (a failure:
+    a non-finite entry, a non-number), or None. A wrong number of values is a broken
+    ``evaluate``, not a noisy run: a ValueError naming it, whatever ``on_error`` says."""
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(
+            f"`evaluate` must return {k} numbers, one per objective of `direction`; it "
+            f"returned an array of shape {value.shape}"
+        )
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
+        n = "a scalar" if isinstance(value, numbers.Real) else describe_value(value)
+        raise ValueError(
+            f"`evaluate` must return {k} numbers, one per objective of `direction` (a race on "
+            f"{k} objectives); it returned {n}"
+        )
+    if len(value) != k:
+        raise ValueError(
+            f"`evaluate` must return {k} numbers, one per objective of `direction`; it "
+            f"returned {len(value)}: {describe_value(value)}"
+        )
+    for o, item in enumerate(value):
+        why = _check_value(item)
+        if why is not None:
+            return f"{why} for objective {o}"
+    return None
 
 
 class _InstanceStream:
@@ -518,8 +597,9 @@ class Race:
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
         (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
         ``racer.BayesianTest()`` is Benavoli et al.'s (2015) procedure.
-    direction : {"minimize", "maximize"}, default "minimize"
-        Whether smaller or larger scores are better. The test sees larger-is-better scores.
+    direction : {"minimize", "maximize"} or list of them, default "minimize"
+        Whether smaller or larger scores are better; a list, one per objective, races on
+        several (docs/racing.md, "Several objectives"). Tests see larger-is-better scores.
     budget : int, optional
         Maximum number of evaluations. A block starts only when the budget pays for all of
         it, as in irace; the first block must fit.
@@ -602,12 +682,12 @@ class Race:
             len(self._candidates), test=test, direction=direction,
             budget=budget, max_instances=max_instances, first_test=first_test,
             each_test=each_test, min_survivors=min_survivors, shuffle=shuffle,
-            on_error=on_error, winner=winner,
+            on_error=on_error, winner=winner, storage=storage,
         )
         (self._test, self._direction, self._budget, self._max_instances, self._first_test,
          self._each_test, self._min_survivors, self._shuffle, self._on_error,
          self._winner) = self._options = options
-        self._maximize = self._direction == "maximize"
+        self._maximize = options.maximize
         n_cand = len(self._candidates)
         if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"`metadata` must be a dict or None; got {metadata!r}")
@@ -623,7 +703,7 @@ class Race:
         else:
             self._seed = seed_from_random_state(random_state)
 
-        self._scores = ScoreTable(n_cand, maximize=self._maximize)
+        self._scores = ScoreTable(n_cand, maximize=self._maximize, directions=options.directions)
         self._survivors = _Survivors(self._candidates)
 
         self._stream = _InstanceStream(self._seed, self._shuffle, self._max_instances)
@@ -820,7 +900,7 @@ class Race:
         """
         self._failures.raise_if_fatal()
         key = _evaluation_key(evaluation)
-        message = _failure_message(value, error, charge)
+        message = _failure_message(value, error, charge, self._options.n_objectives)
         if self._journal.closed:
             raise RuntimeError("this race's storage journal was closed; construct the race again to resume")
         if self._scores.rows_open is None and self._stop_reason is None:
@@ -842,7 +922,7 @@ class Race:
                 raise exc from error
             raise exc
         del self._pending[key]
-        score = math.nan if message is not None else float(value)
+        score = _as_score(value, message, self._options.n_objectives)
         self._journal.on_evaluation(key[0], key[1], score, message, charge)
         self._record(key[0], key[1], score, message, charge)
         if not self._pending:
@@ -984,6 +1064,7 @@ class Race:
             stats=self._survivors.stats,
             # The rows' instances, for tests that use their structure (data set, fold).
             instances=self._instances[:n],
+            objectives=self._scores.objectives_of(n, survivors),
         )
         decisions = self._test.decide(view, rng)
         chosen = _checked_decisions(self._test, decisions, len(survivors))

@@ -132,6 +132,19 @@ class RaceResult:
         length), capped at ``max_instances``; ``max_instances`` alone for an endless or
         unsized iterator; None when that is unknown too. The cost of running every candidate
         on all of them is what :meth:`summary` compares the race's cost with.
+    pareto_front_indices : ndarray of int
+        Positions of :attr:`pareto_front`: in a race on several objectives, the survivors
+        whose mean score vector (over the instances every survivor saw, failures at their
+        imputed value) no other survivor's dominates, in survivor order; with one objective,
+        the winner alone (None in a result read from a journal, where ``pareto_front`` is the
+        winner).
+    directions : tuple of str or None
+        One direction per objective in a race on several objectives (``best``,
+        ``mean_scores``, ``scores`` and the ranking then follow the first one); else None.
+    objective_scores : ndarray (n_instances, n_candidates, k) or None
+        Raw scores of every objective as returned by ``evaluate``, NaN where not run or failed.
+    mean_objective_scores : ndarray (n_candidates, k) or None
+        Each candidate's mean per objective, as :attr:`mean_scores` is for one.
 
     References
     ----------
@@ -177,6 +190,10 @@ class RaceResult:
     budget: int | None
     seed: int
     n_instances_available: int | None = None
+    pareto_front_indices: np.ndarray | None = None
+    directions: tuple | None = None
+    objective_scores: np.ndarray | None = None
+    mean_objective_scores: np.ndarray | None = None
 
     @classmethod
     def _from_race(
@@ -273,7 +290,23 @@ class RaceResult:
             maximize=maximize,
             budget=budget,
             seed=seed,
+            **_objective_fields(table, n_rows, on_error, surv_sorted, usable, best),
         )
+
+    @property
+    def pareto_front(self) -> list:
+        """The surviving non-dominated candidates (:attr:`pareto_front_indices`), as passed.
+
+        >>> import numpy as np, racer
+        >>> res = racer.race(lambda c, i: (c, -c), [0, 1], range(5), progress=False,
+        ...                  direction=["minimize", "minimize"], random_state=0)
+        >>> res.pareto_front, res.directions     # a trade-off: both are Pareto-optimal
+        ([0, 1], ('minimize', 'minimize'))
+        """
+        indices = self.pareto_front_indices
+        if indices is None:  # a result built without it: one objective, the winner
+            indices = [self.best_index]
+        return [self.candidates[i] for i in indices]
 
     @property
     def direction(self) -> str:
@@ -349,6 +382,10 @@ class RaceResult:
             f"({self._reason_counts()}); failed evaluations: {len(self.failures)}.",
             "",
         ]
+        if self.directions is not None:
+            front = " ".join(f"#{i}" for i in self.pareto_front_indices)
+            lines.insert(-1, f"Objectives: {', '.join(self.directions)} (best, mean and the "
+                             f"ranking follow the first); Pareto front: {front}.")
         records = {rec.candidate_index: rec for rec in self.history}
         n_seen = self.n_evaluated
         # The status names the eliminator by its number, the "#k" of the candidate column (and
@@ -510,6 +547,28 @@ class RaceResult:
                 }
             )
         return pd.DataFrame(rows)
+
+
+def _objective_fields(table: ScoreTable, n_rows: int, on_error: str, survivors: np.ndarray,
+                      usable: np.ndarray, best: int) -> dict:
+    """The multi-objective fields of a result (the winner alone as the front for one)."""
+    if table.directions is None:
+        return {"pareto_front_indices": np.array([best], dtype=np.int64)}
+    from racer.stats.pareto import nondominated_mask
+
+    raw = table.raw_objectives[:n_rows].copy()
+    oriented = table.oriented_objectives[:n_rows]
+    signs = table._signs
+    with np.errstate(invalid="ignore"):
+        source = oriented * signs if on_error == "worst" else raw
+        counts = np.sum(~np.isnan(source), axis=0)
+        means = np.where(counts > 0, np.nansum(source, axis=0) / np.maximum(counts, 1), np.nan)
+    front = survivors[usable[survivors]]
+    rows = table.complete_rows
+    if front.size > 1 and rows > 0:
+        front = front[nondominated_mask(oriented[:rows, front].mean(axis=0))]
+    return {"pareto_front_indices": front.astype(np.int64), "directions": table.directions,
+            "objective_scores": raw, "mean_objective_scores": means}
 
 
 def _order_survivors(table: ScoreTable, survivors: np.ndarray, oriented_mean: np.ndarray,

@@ -186,11 +186,12 @@ def test_star_import_binds_every_public_name(tmp_path):
 DIR_BEFORE_LAZY = [
     "BayesianTest", "CorrelatedTTestRacing", "Elimination", "EliminationRecord", "Evaluation",
     "EvaluationError", "FRaceTest", "HierarchicalRacingTest", "JournalInUseError", "KeepAll",
-    "PosteriorBestTest", "ProtectElites", "Race", "RaceFailedError", "RaceResult", "RaceView",
+    "ParetoTest", "PosteriorBestTest", "ProtectElites", "Race", "RaceFailedError", "RaceResult", "RaceView",
     "RacingTest", "TRaceTest", "TuneResult", "__all__", "__builtins__", "__cached__", "__doc__", "__file__",
     "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
     "_race_stats", "_validation", "instance_groups", "parameter_space", "race", "racing", "result",
     "stats", "storage", "tune",  # parameter_space, tune and TuneResult: issue 21, loaded lazily
+    # ParetoTest: issue 23
 ]
 
 

@@ -9,6 +9,7 @@ module                         racing tests
 =============================  ===================================================================
 :mod:`racer.racing.base`       the interface (``RacingTest``, ``RaceView``, ``Elimination``),
                                ``ProtectElites`` and ``KeepAll``
+:mod:`racer.racing.pareto`     ``ParetoTest``: races on several objectives (Pareto dominance)
 :mod:`racer.racing.posterior_best`  ``PosteriorBestTest``, the default
 :mod:`racer.racing.bayesian`   ``BayesianTest``: Bayesian Friedman gate + joint sign tests
 :mod:`racer.racing.hierarchical`  ``HierarchicalRacingTest`` for grouped instances
@@ -34,6 +35,7 @@ _EXPORTS = {
     "FRaceTest": "frace",
     "HierarchicalRacingTest": "hierarchical",
     "instance_groups": "hierarchical",
+    "ParetoTest": "pareto",
     "PosteriorBestTest": "posterior_best",
     "TRaceTest": "trace",
 }

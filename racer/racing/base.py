@@ -76,6 +76,10 @@ class RaceView:
         objects), or None when unknown (a view built from scores alone). Tests that need the
         structure of the instances -- e.g. :class:`racer.HierarchicalRacingTest`, for which
         an instance is a (data set, fold) pair -- read it here; most tests ignore it.
+    objectives : ndarray of shape (n_instances, n_survivors, k), float64, or None
+        In a race on k >= 2 objectives (``direction`` a list), every objective's scores,
+        larger is better on each (``scores`` is then the first objective); None otherwise.
+        :class:`racer.ParetoTest` reads it.
 
     References
     ----------
@@ -85,12 +89,13 @@ class RaceView:
     """
 
     __slots__ = ("scores", "ids", "budget_left", "instances_left", "each_test", "n_candidates",
-                 "step", "instances", "_stats", "_greater", "_ranks", "_rank_sums", "_rank_sq_sums",
+                 "step", "instances", "objectives", "_stats", "_greater", "_ranks", "_rank_sums", "_rank_sq_sums",
                  "_rank_outer")
 
     def __init__(self, scores, ids, *, budget_left=None, instances_left=None, each_test=1,
-                 n_candidates=None, step=1, stats=None, instances=None):
+                 n_candidates=None, step=1, stats=None, instances=None, objectives=None):
         self.scores = scores
+        self.objectives = objectives
         self.instances = instances
         self.ids = ids
         self.budget_left = budget_left
@@ -110,7 +115,9 @@ class RaceView:
                     each_test=1, n_candidates=None, step=1, instances=None):
         """A view of a plain score matrix (larger is better), outside any race.
 
-        ``instances``, when given, names the instance of each row (one per row).
+        ``instances``, when given, names the instance of each row (one per row). A 3-D
+        ``scores`` (n_instances, n_survivors, k >= 2) is a race on k objectives, larger is
+        better on each: it becomes :attr:`objectives`, and its first objective ``scores``.
 
         >>> import numpy as np
         >>> view = RaceView.from_scores([[1.0, 2.0, 2.0], [3.0, 1.0, 2.0]])
@@ -121,6 +128,12 @@ class RaceView:
         """
         from racer._validation import as_score_matrix, check_int
 
+        objectives = None
+        if np.ndim(scores) == 3 and np.shape(scores)[2] >= 2:
+            from racer.stats.pareto import as_objective_scores
+
+            objectives = as_objective_scores(scores, "scores", min_candidates=1)
+            scores = objectives[:, :, 0]
         scores, _ = as_score_matrix(scores, "scores", min_blocks=1, min_candidates=1)
         m = scores.shape[1]
         if ids is None:
@@ -156,7 +169,7 @@ class RaceView:
                 )
         return cls(scores, ids, budget_left=budget_left, instances_left=instances_left,
                    each_test=each_test, n_candidates=n_candidates, step=step,
-                   instances=instances)
+                   instances=instances, objectives=objectives)
 
     def with_scores(self, scores) -> "RaceView":
         """The same step with other scores of the same shape (e.g. rounded to a resolution);
@@ -169,7 +182,7 @@ class RaceView:
         return RaceView(scores, self.ids, budget_left=self.budget_left,
                         instances_left=self.instances_left, each_test=self.each_test,
                         n_candidates=self.n_candidates, step=self.step,
-                        instances=self.instances)
+                        instances=self.instances, objectives=self.objectives)
 
     @property
     def n_instances(self) -> int:
@@ -272,6 +285,10 @@ class RacingTest(abc.ABC):
 
     #: How this test prefers the winner to be picked (None: the engine's default, "mean").
     winner = None
+    #: What it reads: ``"single"`` one score per cell (``view.scores``), ``"multi"`` a race
+    #: on several objectives (``view.objectives``), ``"any"`` either. A race refuses a test
+    #: that cannot read its scores.
+    objectives = "single"
 
     @abc.abstractmethod
     def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
@@ -354,6 +371,7 @@ class ProtectElites(RacingTest):
         self.n_elites = check_int(n_elites, "n_elites", minimum=0)
         self.until = check_int(until, "until", minimum=0)
         self.winner = getattr(inner, "winner", None)
+        self.objectives = getattr(inner, "objectives", "single")
 
     def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
         decisions = self.inner.decide(view, rng)
@@ -393,6 +411,8 @@ class KeepAll(RacingTest):
     >>> KeepAll().decide(RaceView.from_scores(np.eye(3), np.arange(3)), None)
     []
     """
+
+    objectives = "any"
 
     def decide(self, view: Any, rng: np.random.Generator) -> list:
         return []

@@ -15,6 +15,7 @@ name                   aliases                          builds                  
 ``posterior-best``                                      ``PosteriorBestTest()``             mean
 ``correlated-t``                                        ``CorrelatedTTestRacing()``         mean
 ``hierarchical``                                        ``HierarchicalRacingTest(...)``     mean
+``pareto``                                              ``ParetoTest()``                    mean
 =====================  ===============================  ==================================  ========
 
 Names are case-insensitive (irace lower-cases its ``testType``). The winner rule is the test
@@ -34,6 +35,7 @@ irace's four           ``alpha = 1 - c`` (the level of every test of the race, a
 ``posterior-best``     ``error_rate = 1 - c`` (the bound on losing the best over the whole race)
 ``correlated-t``       ``credibility = c`` (must exceed 0.5)
 ``hierarchical``       ``credibility = c``, ``base = PosteriorBestTest(error_rate = 1 - c)``
+``pareto``             ``credibility = c`` (must exceed 0.5)
 =====================  =========================================================================
 
 A name may carry constructor options after a colon, ``name:key=value,key=value``; values are
@@ -178,6 +180,9 @@ RACING_TESTS: tuple[RacingTestEntry, ...] = (
     RacingTestEntry("hierarchical", "racer.racing.hierarchical:HierarchicalRacingTest",
                     summary="hierarchical model over groups of instances (needs test_fraction)",
                     confidence_options=_hierarchical_level),
+    RacingTestEntry("pareto", "racer.racing.pareto:ParetoTest",
+                    summary="several objectives: drop candidates another one Pareto-dominates",
+                    confidence_options=_credibility_level),
 )
 
 _BY_NAME = {spelling.lower(): entry for entry in RACING_TESTS for spelling in entry.spellings}

@@ -73,6 +73,8 @@ _EXPORTS = {
     "JointComparisonsResult": "joint",
     "joint_comparisons": "joint",
     "joint_prefix_probabilities": "joint",
+    "ParetoDominanceResult": "pareto",
+    "pareto_dominance": "pareto",
     "ConvergenceError": "_hierarchical",
     "HierarchicalResult": "_hierarchical",
     "hierarchical_test": "_hierarchical",

@@ -698,3 +698,48 @@ def hier_chain(xbar, ss, n_obs, rho, sigma_upper, sigma0_upper, alpha_lo, alpha_
             out_nu[k] = nu
             for i in range(q):
                 out_delta[k, i] = delta[i]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pareto dominance over posterior draws (owner: pareto.py)
+# ---------------------------------------------------------------------------------------------
+# means float64 (S, m, k) C-contiguous, rope float64 (k,), counts int64. Serial: NumPy's
+# reductions over an objective axis of 2 or 3 cost ~20x this loop.
+
+@nb.njit(cache=True, nogil=True)
+def pareto_dominance_counts(means, rope, dominates, equivalent, nondominated):
+    """Add, over the draws of ``means`` (one row per posterior draw: each candidate's mean per
+    objective, larger is better), ``dominates[i, j]`` += draws where i is better than j by
+    more than ``rope`` on some objective and worse by more than ``rope`` on none;
+    ``equivalent[i, j]`` += draws within ``rope`` on every objective; ``nondominated[j]`` +=
+    draws where no candidate dominates j (racer.stats.pareto defines these)."""
+    n_draws, m, k = means.shape
+    dominated = np.zeros(m, dtype=np.bool_)
+    for i in range(m):
+        equivalent[i, i] += n_draws
+    for t in range(n_draws):
+        dominated[:] = False
+        # One pass per unordered pair: j's difference to i is minus i's to j, so "i better
+        # beyond the rope" is "j worse beyond it" (the same comparisons, half the work).
+        for i in range(m):
+            for j in range(i + 1, m):
+                better = False
+                worse = False
+                for o in range(k):
+                    d = means[t, i, o] - means[t, j, o]
+                    if d > rope[o]:
+                        better = True
+                    elif d < -rope[o]:
+                        worse = True
+                if better and not worse:
+                    dominates[i, j] += 1
+                    dominated[j] = True
+                elif worse and not better:
+                    dominates[j, i] += 1
+                    dominated[i] = True
+                elif not better and not worse:
+                    equivalent[i, j] += 1
+                    equivalent[j, i] += 1
+        for j in range(m):
+            if not dominated[j]:
+                nondominated[j] += 1
