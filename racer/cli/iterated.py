@@ -162,8 +162,9 @@ class Tuner:
     initial : list of dict, optional
         Configurations from ``configurationsFile``.
     test_instances : list of Instance, optional
-    journal_dir : str
-        Where each race's SQLite journal goes; the same command resumes from it.
+    journal_dir : str or None
+        Where each race's SQLite journal goes; the same command resumes from it. None: no
+        journal (the caller keeps its own record; no look-ahead, no test phase).
     on_run : callable, optional
         Called with ``(iteration, configuration, task, RunResult)`` for every target-runner
         call (the CSV log), before the result is told to the race; a look-ahead run
@@ -184,7 +185,7 @@ class Tuner:
 
     def __init__(self, space: ParameterSpace, runner: Runner, train: list,
                  settings: Settings, test: RacingTest, *, initial: list | None = None,
-                 test_instances: list | None = None, journal_dir: str,
+                 test_instances: list | None = None, journal_dir: str | None,
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
                  prior_times: dict | None = None, sampler: Sampler | None = None,
@@ -274,7 +275,11 @@ class Tuner:
 
     # ------------------------------------------------------------------ one race
 
-    def _journal(self, name: str) -> str:
+    def _journal(self, name: str) -> str | None:
+        # No journal_dir: races are not journaled (Optuna's IteratedRace keeps its record in
+        # the user's study, and resumes from it).
+        if self.journal_dir is None:
+            return None
         os.makedirs(self.journal_dir, exist_ok=True)
         return os.path.join(self.journal_dir, name)
 
