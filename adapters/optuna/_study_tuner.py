@@ -33,6 +33,8 @@ __all__ = ["StudySampler", "StudyRunner", "schedule_space", "PARAMS_ATTR"]
 
 # Duplicates asked in a row before an iteration races fewer new configurations.
 MAX_DUPLICATES = 10
+# Duplicates in a row from the study's sampler before proposals are drawn uniformly.
+EXPLORE_AFTER = 3
 
 # User attribute of a trial whose define-by-run function returned parameters other than
 # ``trial.params``: what was raced, so that a resumed run replays it.
@@ -76,8 +78,9 @@ class StudySampler(OptunaSampler):
     """
 
     def __init__(self, space: ParameterSpace, mirror: Any, search_space: Any, replay: list,
-                 sign: float) -> None:
+                 sign: float, seed: int) -> None:
         Sampler.__init__(self, space)  # not OptunaSampler's: its study is the user's here
+        self.explorer = optuna.samplers.RandomSampler(seed=seed % 2**32)
         self.mirror = mirror
         self.search_space = search_space
         self.replay = collections.deque(replay)
@@ -91,17 +94,25 @@ class StudySampler(OptunaSampler):
     def key(self, values: dict) -> tuple:
         return _key(values)
 
-    def new_trial(self) -> tuple:
-        """A new trial asked from the study, marked with the iteration, and stored."""
-        if isinstance(self.search_space, dict):
-            trial = self.mirror.work.ask(fixed_distributions=self.search_space)
-            params = dict(trial.params)
-        else:
-            trial = self.mirror.work.ask()
-            got = self.search_space(trial)
-            params = dict(trial.params if got is None else got)
-            if params != trial.params:
-                trial.set_user_attr(PARAMS_ATTR, params)
+    def new_trial(self, explore: bool = False) -> tuple:
+        """A new trial asked from the study, marked with the iteration, and stored; with
+        ``explore``, its parameters drawn by Optuna's RandomSampler instead of the study's."""
+        work = self.mirror.work
+        sampler = work.sampler
+        if explore:
+            work.sampler = self.explorer
+        try:
+            if isinstance(self.search_space, dict):
+                trial = work.ask(fixed_distributions=self.search_space)
+                params = dict(trial.params)
+            else:
+                trial = work.ask()
+                got = self.search_space(trial)
+                params = dict(trial.params if got is None else got)
+                if params != trial.params:
+                    trial.set_user_attr(PARAMS_ATTR, params)
+        finally:
+            work.sampler = sampler
         trial.set_user_attr(ITERATION_ATTR, self.iteration)
         self.mirror.sampled(trial)
         return trial, trial.number, params
@@ -112,10 +123,15 @@ class StudySampler(OptunaSampler):
         # iteration (as irace's sampler in racer skips one when only duplicates come out).
         # Not MAX_RETRIES: each duplicate stays in the user's study as a FAIL trial, and a
         # small space (a conditional branch without parameters) is used up quickly.
+        # Decision: after EXPLORE_AFTER duplicates in a row, the next proposals are drawn
+        # uniformly (Optuna's RandomSampler, seeded) - the Optuna sampler's counterpart of
+        # irace's soft restart: TPE that has collapsed onto the elites on a small space keeps
+        # proposing them, while configurations never raced remain.
         out = []
         for _ in range(n):
-            for _attempt in range(MAX_DUPLICATES):
-                trial, number, params = self.replay.popleft() if self.replay else self.new_trial()
+            for attempt in range(MAX_DUPLICATES):
+                trial, number, params = (self.replay.popleft() if self.replay
+                                         else self.new_trial(attempt >= EXPLORE_AFTER))
                 key = self.key(params)
                 if key in seen:
                     if trial is not None:

@@ -612,7 +612,8 @@ class IteratedRace:
             space = None
         sampler = StudySampler(space or schedule_space({"-": optuna.distributions.
                                                         CategoricalDistribution([0])}),
-                               mirror, self._space, replay, sign)
+                               mirror, self._space, replay, sign,
+                               int(np.random.SeedSequence([self._seed, 0x5A]).generate_state(1)[0]))
         if space is None:
             # A define-by-run space: its schedule is sized by the first trial's parameters,
             # which is then the first configuration raced.
@@ -628,6 +629,7 @@ class IteratedRace:
             # evaluate(params, instance) has no seed: each instance is raced once per trial.
             deterministic=True,
             parallel=max(1, self._n_workers), error_policy="worst", lookahead=False,
+            race_used_up=True,
             earlier_budgets=tuple(budgets[:-1]), budget_rule="racer")
         runner = StudyRunner(
             self._evaluate, self._instances, position, maximize=maximize,

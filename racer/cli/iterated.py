@@ -113,6 +113,11 @@ class Settings:
     # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
     # racer's own thread pool (racer.cli.dispatch.speculates).
     lookahead: bool = True
+    # racer: when the sampler finds too few configurations never raced before (a small space
+    # used up), race the elites on the instances they have not seen, down to one, instead of
+    # stopping. Off for the command line (irace's output unchanged); on for Optuna's
+    # IteratedRace (racer.adapters.optuna).
+    race_used_up: bool = False
     # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
     # replays each session under its own budget, then goes on with this one's.
@@ -626,9 +631,19 @@ class Tuner:
         elites = run.elites
         n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
+        min_survivors = self.min_survival
         if len(elites) + len(new_values) <= self.min_survival:
-            return (f"the parameter space is used up: {len(new_values)} configuration(s) not "
-                    f"sampled before were found, too few to race")
+            all_seen = s.deterministic and run.n_seen >= len(self.train)
+            if (not s.race_used_up or first_race or all_seen
+                    or len(elites) + len(new_values) < 2):
+                return (f"the parameter space is used up: {len(new_values)} configuration(s) "
+                        f"not sampled before were found, too few to race")
+            # Decision (race_used_up): a small space is used up, but the budget left can still
+            # tell its elites apart. They race (with any new configurations found) on the
+            # instances they have not seen, down to one survivor, instead of the tuning
+            # stopping with elites compared on a few instances (issue 22: IteratedRace on
+            # 60-72 configurations stalled at 30 evaluations per instance).
+            min_survivors = 1
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
         candidates = elites + new
@@ -656,7 +671,7 @@ class Tuner:
             iteration, candidates, tasks,
             budget=self.schedule.race_budget(current, len(candidates),
                                              n_elites if elitist else 0, run.n_seen),
-            min_survivors=self.min_survival, test=test, first_test=s.first_test,
+            min_survivors=min_survivors, test=test, first_test=s.first_test,
             journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
