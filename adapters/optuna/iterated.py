@@ -285,14 +285,16 @@ class IteratedRaceResult:
         Parameters of the final elites, best first.
     elite_trial_numbers : list of int
     n_evaluations : int
-        Evaluations actually run (answers served from the elites' cache are not counted).
+        Evaluations of the tuning (answers served from the elites' cache are not counted;
+        those an earlier, interrupted run made and the study recorded are).
     n_iterations : int
         Races run.
     n_candidates : int
         Distinct trials sampled from the study.
     races : list of racer.RaceResult
-        One per race run by this call (candidates are trial numbers; instances are positions
-        in ``instances``).
+        One per race of the tuning, those a resumed run replayed from the study included
+        (candidates are trial numbers; instances are positions in ``instances``; scores in
+        the study's direction).
     study : optuna.Study
     """
 
@@ -320,30 +322,51 @@ class IteratedRaceResult:
 class IteratedRace:
     """irace's iterated racing with any Optuna sampler as the proposal model.
 
-    Each iteration asks the study for a batch of new candidates, races them together with the
-    current elites on the instances (those seen in earlier iterations first, in the same
-    order, then new ones), tells Optuna the outcome of every new candidate once, and keeps
-    the race's best survivors as the next elites. Elites keep their results: the race's
-    requests for (elite, old instance) are answered from a cache, not re-evaluated.
+    This is racer's one iterated racing, :class:`racer.cli.iterated.Tuner` (the command
+    line's and :func:`racer.tune`'s), with the study's sampler proposing the configurations:
+    irace's budget schedule, elitist races (elites keep their results and are protected on the
+    instances they have seen; ``elitistLimit`` 2 ends a race after two tests without an
+    elimination), the instances seen before met in a new order in every race
+    (``sampleInstances``), the small-budget plan below irace's minimum budget. Each instance
+    is raced at most once per trial (``evaluate`` has no seed: irace's ``deterministic``).
+    Each iteration asks the study for its new candidates, races them with the elites, tells
+    Optuna how each new candidate did, once, and keeps the race's best survivors as the next
+    elites.
 
     What Optuna is told (so that the sampler refocuses on the elites): every raced candidate
     ends PRUNED, once, in the iteration that sampled it, never left RUNNING (constant-liar
-    TPE would read that as a bad result): a survivor reports its race mean at the race's
-    deepest step, a candidate eliminated after ``k`` instances its running mean at
-    ``step=k``. TPE ranks PRUNED trials by the deepest step, then the value there, so
-    survivors rank above candidates eliminated late, which rank above candidates eliminated
-    early. (Instances are raced in one global order, so ``step=k`` means "survived the first
-    k instances" in every iteration.) At the end, the race's answer is added as the study's
-    only COMPLETE trial, with its mean over every instance it saw: ``study.best_trial`` is the
-    race's answer. (Raced trials are not COMPLETE because a told value cannot change, while a
-    survivor's mean only covers its own race's instances.)
+    TPE would read that as a bad result), with its mean over the instances it was raced on
+    reported at ``step`` = their number (a survivor: its race mean). TPE ranks PRUNED trials
+    by the deepest step, then the value there, so survivors rank above candidates eliminated
+    late, which rank above candidates eliminated early. A candidate the race never evaluated
+    (the budget ran out first) ends FAIL, and so does a proposal that repeats a configuration
+    already raced (asked again; after three repeats in a row the proposals are drawn by
+    Optuna's RandomSampler: a sampler that has collapsed onto the elites of a small space
+    would only repeat them). When no new configuration is found (a small space used up), the
+    elites race on the instances they have not seen, down to one, while budget lasts. At the
+    end, the race's answer is added as the study's only COMPLETE trial, with its mean over
+    every instance it saw: ``study.best_trial`` is the race's answer. (Raced trials are not
+    COMPLETE because a told value cannot change, while a survivor's mean only covers its own
+    race's instances.)
 
-    Budget, as in irace (``notes/irace-frace.md``): iteration ``j`` may spend
-    ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations and races
-    ``N_j = (B_j + n_elites * n_old) // max(first_test + each_test * min(5, j),
-    n_old + each_test)`` candidates, elites included; iterations go on while the remaining
-    budget pays for at least one new candidate. A block is only started when the budget can
-    pay for all of it, so ``n_evaluations <= budget`` always.
+    Budget, as in irace (``notes/irace-frace.md``; :class:`racer._irace_schedule.IraceSchedule`):
+    iteration ``j`` may spend ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations;
+    iterations go on while the remaining budget pays for a race of new candidates. A block is
+    only started when the budget can pay for all of it, so ``n_evaluations <= budget`` always.
+
+    A define-by-run ``search_space`` sizes irace's schedule by the parameters of the first
+    trial (``nbVariable``: how many of them vary); a dict by its distributions. Optuna
+    suggests every value from the user's distributions: the space is never translated into
+    irace's (:func:`racer.adapters.optuna._study_tuner.schedule_space`).
+
+    Resuming: the study is the record. Running the same driver on a study that holds an
+    interrupted (or shorter) run replays it: the trials it sampled are handed back to the
+    tuner in order before new ones are asked, and every (trial, instance) the study has a
+    score for is answered from it, not evaluated again, so the replay reaches the elites the
+    interrupted run had. What follows is sampled anew; with a sampler whose proposals depend
+    on the study only (QMC, grid) the resumed run ends as an uninterrupted one, while TPE's
+    random state starts afresh. A larger ``budget`` continues a finished run (each earlier
+    session is replayed under its own budget).
 
     Parameters
     ----------
@@ -377,18 +400,19 @@ class IteratedRace:
     direction : {"minimize", "maximize"}, default "minimize"
         As in Optuna and :class:`racer.Race` (racer's one direction convention).
     test : racer.racing.base.RacingTest, optional
-        The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
-        is undefined while a race has fewer instances than candidates, and the test's
-        default (hold) would then never eliminate in races of hundreds of candidates. The
-        same object serves every race (a test keeps no state; the race engine owns the
-        incremental statistics).
+        The racing test; default racer's t-test, the command line's and :func:`racer.tune`'s
+        (``TRaceTest``, winner by mean; before the shared tuner ``BayesianTest(small_n="reject")``, see
+        docs/optuna.md). The same object serves every race (a test keeps no state; the race
+        engine owns the incremental statistics).
     n_iterations : int, optional
-        irace's ``nbIterations``; default ``floor(2 + log2(n_params))``.
+        irace's ``nbIterations``: a limit, as in irace; default ``floor(2 + log2(n_params))``,
+        and then iterations go on while budget remains.
     n_elites : int, optional
         Survivors kept as elites (and the race's ``min_survivors``); default
         ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``.
     first_test, each_test : int
-        Passed to :class:`racer.Race`.
+        irace's ``firstTest`` and ``eachTest`` (``first_test`` is cut to the number of
+        instances).
     executor : concurrent.futures.Executor, optional
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
         ``client.get_executor()``...); results are told as they arrive and the race decides
@@ -473,15 +497,17 @@ class IteratedRace:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
         self._budget = check_int(budget, "budget", minimum=1)
         self._direction = check_option(direction, "direction", ("minimize", "maximize"))
+        self._winner = None  # the test's own winner rule
         if test is None:
-            from racer.racing.bayesian import BayesianTest
+            from racer.cli._main import DEFAULT_TEST
+            from racer.racing.registry import make_test
 
-            # Decision: an iterated race opens with hundreds of candidates and tests from the
-            # fifth instance, so the Friedman gate's default ("hold" while n <= m - 1, where
-            # eq. 19 is undefined) would keep it closed for the whole race and nothing would
-            # ever be eliminated. "reject" lets the joint sign-test statements decide from the
-            # first test; measured in docs/optuna.md.
-            test = BayesianTest(small_n="reject")
+            # Decision: the shared Tuner's default, racer's t-test (the command line's and
+            # racer.tune's), replaces BayesianTest(small_n="reject"). Pilot (cv and tsp of
+            # benchmarks/optuna_iterated.py, seeds 100-107, budgets 8x and 30x the
+            # instances): regret 0.0015 vs 0.0023 (cv, 8x), 0.026 vs 0.046 (tsp, 8x), equal
+            # at 30x; docs/optuna.md.
+            test, self._winner = make_test(DEFAULT_TEST)
         if not isinstance(test, RacingTest):
             raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
@@ -679,7 +705,7 @@ class IteratedRace:
 
         sampler.observe = observed
         tuner = Tuner(space or sampler.space, runner, train, settings, self._test,
-                      journal_dir=None, on_run=on_run, progress=progress, winner=None,
+                      journal_dir=None, on_run=on_run, progress=progress, winner=self._winner,
                       sampler=sampler, executor=self._executor)
         runner.start()
         try:
