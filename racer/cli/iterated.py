@@ -169,7 +169,8 @@ class Tuner:
     test_instances : list of Instance, optional
     journal_dir : str or None
         Where each race's SQLite journal goes; the same command resumes from it. None: no
-        journal (the caller keeps its own record; no look-ahead, no test phase).
+        journal (the caller keeps its own record: Optuna's IteratedRace, in the study), and
+        no look-ahead, whose runs are kept beside the journal.
     on_run : callable, optional
         Called with ``(iteration, configuration, task, RunResult)`` for every target-runner
         call (the CSV log), before the result is told to the race; a look-ahead run
@@ -309,7 +310,7 @@ class Tuner:
                         min_survivors, max_total, cached_before, preset or {}, used_before,
                         elitist_limit, protect_rows, n_elites)
         ahead = None
-        if speculates(settings, self.executor):
+        if self.journal_dir is not None and speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
                               self.runner, self.on_run, iteration,
                               bound=settings.capping.bound if settings.capping is not None else None)
