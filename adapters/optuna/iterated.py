@@ -343,7 +343,8 @@ class IteratedRace:
     already raced (asked again; after three repeats in a row the proposals are drawn by
     Optuna's RandomSampler: a sampler that has collapsed onto the elites of a small space
     would only repeat them). When no new configuration is found (a small space used up), the
-    elites race on the instances they have not seen, down to one, while budget lasts. At the
+    elites race on the instances they have not seen, down to one, while budget lasts,
+    with the survivors of earlier races that were not kept as elites. At the
     end, the race's answer is added as the study's only COMPLETE trial, with its mean over
     every instance it saw: ``study.best_trial`` is the race's answer. (Raced trials are not
     COMPLETE because a told value cannot change, while a survivor's mean only covers its own

@@ -633,21 +633,28 @@ class Tuner:
         n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
         min_survivors = self.min_survival
+        revived: list = []
         if len(elites) + len(new_values) <= self.min_survival:
-            all_seen = s.deterministic and run.n_seen >= len(self.train)
+            if s.race_used_up and not first_race:
+                revived = [c for c in run.dropped if c not in elites][
+                    :max(0, n_conf - len(elites) - len(new_values))]
+            all_seen = s.deterministic and run.n_seen >= len(self.train) and not revived
             if (not s.race_used_up or first_race or all_seen
-                    or len(elites) + len(new_values) < 2):
+                    or len(elites) + len(new_values) + len(revived) < 2):
                 return (f"the parameter space is used up: {len(new_values)} configuration(s) "
                         f"not sampled before were found, too few to race")
             # Decision (race_used_up): a small space is used up, but the budget left can still
-            # tell its elites apart. They race (with any new configurations found) on the
-            # instances they have not seen, down to one survivor, instead of the tuning
-            # stopping with elites compared on a few instances (issue 22: IteratedRace on
-            # 60-72 configurations stalled at 30 evaluations per instance).
+            # tell its best configurations apart. The elites race, with any new configurations
+            # found and the survivors of earlier races that were not kept as elites (alive,
+            # never eliminated: dropped only by the count of elites, best first, latest race
+            # first), on the instances they have not seen, down to one survivor, instead of
+            # the tuning stopping with elites compared on a few instances (issue 22:
+            # IteratedRace on 60-72 configurations stalled at 30 evaluations per instance).
+            run.dropped = [c for c in run.dropped if c not in revived]
             min_survivors = 1
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
-        candidates = elites + new
+        candidates = elites + new + revived
         order = self._task_order(run, money.remaining)
         tasks = [self.task(i) for i in order]
         if len(tasks) < s.first_test:
@@ -687,7 +694,12 @@ class Tuner:
                          max((order[r] + 1 for r in range(_rows_run(result))), default=0))
         for ci, _row, _ in result.failures:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
-        run.elites = list(result.survivors[:min(len(result.survivors), self.min_survival)])
+        kept = min(len(result.survivors), self.min_survival)
+        run.elites = list(result.survivors[:kept])
+        if s.race_used_up:
+            alive = list(result.survivors[kept:])
+            run.dropped = alive + [c for c in run.dropped
+                                   if all(c is not x for x in alive + run.elites)]
         if first_race:
             self.sampler.init_model(run.elites)
         return None
@@ -829,3 +841,5 @@ class _Iterations:
     races: list = dataclasses.field(default_factory=list)
     stop_reason: str = "budget exhausted"
     used_before: int = 0  # experiments before the current race
+    # race_used_up: survivors not kept as elites, best first, latest race first
+    dropped: list = dataclasses.field(default_factory=list)

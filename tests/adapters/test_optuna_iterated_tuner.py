@@ -142,3 +142,26 @@ def test_a_used_up_space_races_its_elites_on_every_instance():
     assert res.best_n_instances > res.races[0].n_instances + 5
     assert len(res.races[-1].survivors) == 1 or res.best_n_instances == 40
     assert res.best_params["k"] == min(truth, key=truth.get)
+
+
+def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
+    # Survivors of a race beyond the elites' count were never eliminated, only not kept. Once
+    # the space is used up, they race again with the elites (race_used_up): a configuration
+    # alive at the end of an earlier race but not among its elites is raced later.
+    rng = np.random.default_rng(6)
+    levels = [f"v{k}" for k in range(8)]
+    offsets = np.linspace(0.0, 0.35, 8)
+    noise = rng.normal(0.0, 0.3, size=(8, 40))
+
+    def evaluate(params, instance):
+        k = levels.index(params["k"])
+        return offsets[k] + noise[k, instance]
+
+    res = IteratedRace(evaluate, {"k": CategoricalDistribution(levels)}, list(range(40)),
+                       budget=300, n_elites=2, random_state=0, progress=False).run()
+    revived = set()
+    for before, after in zip(res.races, res.races[1:]):
+        not_kept = set(before.survivors[2:])
+        revived |= not_kept & set(after.candidates) - set(before.survivors[:2])
+    assert revived
+    assert res.n_evaluations <= 300
