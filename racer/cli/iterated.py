@@ -114,9 +114,13 @@ class Settings:
     # racer's own thread pool (racer.cli.dispatch.speculates).
     lookahead: bool = True
     # racer: when the sampler finds too few configurations never raced before (a small space
-    # used up), race the elites on the instances they have not seen, down to one, instead of
-    # stopping. Off for the command line (irace's output unchanged); on for Optuna's
-    # IteratedRace (racer.adapters.optuna).
+    # used up), race the elites, with any new configurations found and the survivors of
+    # earlier races that were not kept as elites (alive, never eliminated: dropped only by
+    # the count of elites; best first, latest race first), on the instances they have not
+    # seen, down to one survivor, instead of stopping with elites compared on a few
+    # instances. Decision (issue 22: IteratedRace on 60-72 configurations stalled at 30
+    # evaluations per instance). Off for the command line (irace's output unchanged); on for
+    # Optuna's IteratedRace (racer.adapters.optuna).
     race_used_up: bool = False
     # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
@@ -643,13 +647,7 @@ class Tuner:
                     or len(elites) + len(new_values) + len(revived) < 2):
                 return (f"the parameter space is used up: {len(new_values)} configuration(s) "
                         f"not sampled before were found, too few to race")
-            # Decision (race_used_up): a small space is used up, but the budget left can still
-            # tell its best configurations apart. The elites race, with any new configurations
-            # found and the survivors of earlier races that were not kept as elites (alive,
-            # never eliminated: dropped only by the count of elites, best first, latest race
-            # first), on the instances they have not seen, down to one survivor, instead of
-            # the tuning stopping with elites compared on a few instances (issue 22:
-            # IteratedRace on 60-72 configurations stalled at 30 evaluations per instance).
+            # race_used_up (see Settings): the elites, new and revived ones, down to one.
             run.dropped = [c for c in run.dropped if c not in revived]
             min_survivors = 1
         new = self._new_configurations(new_values, parents, run.next_id)
@@ -697,9 +695,7 @@ class Tuner:
         kept = min(len(result.survivors), self.min_survival)
         run.elites = list(result.survivors[:kept])
         if s.race_used_up:
-            alive = list(result.survivors[kept:])
-            run.dropped = alive + [c for c in run.dropped
-                                   if all(c is not x for x in alive + run.elites)]
+            run.dropped = _not_kept(list(result.survivors[kept:]), run.dropped, run.elites)
         if first_race:
             self.sampler.init_model(run.elites)
         return None
@@ -759,6 +755,12 @@ class Tuner:
                 preset[(elite.id, tasks[row])] = (
                     math.nan if value is None else float(value), error)
         return preset
+
+
+def _not_kept(alive: list, dropped: list, elites: list) -> list:
+    """Survivors not kept as elites (``race_used_up``): the latest race's, best first, then
+    the earlier ones neither among them nor among the elites (configurations by identity)."""
+    return alive + [c for c in dropped if all(c is not x for x in alive + elites)]
 
 
 def _rows_run(result) -> int:
