@@ -127,24 +127,6 @@ class IraceSchedule:
                    n_iterations=settings.n_iterations, min_survival=settings.min_survival,
                    new_instances=settings.elitist_new_instances)
 
-    @classmethod
-    def for_iterated_race(cls, n_params: int, *, first_test: int, each_test: int,
-                          n_iterations: int | None = None,
-                          n_elites: int | None = None) -> IraceSchedule:
-        """Optuna's IteratedRace's schedule: a configuration costs ``first_test`` instances
-        and more (no ``mu``), no cap on the configurations, and an elite is budgeted for
-        ``n_seen + each_test`` instances (not rounded).
-
-        >>> a = IraceSchedule.for_iterated_race(4, first_test=5, each_test=1)
-        >>> b = IraceSchedule(n_params=4, first_test=5, each_test=1, mu=5)
-        >>> a.n_configurations(250, 2, 4, 8) == b.n_configurations(250, 2, 4, 8)
-        True
-        """
-        return cls(n_params=n_params, first_test=first_test, each_test=each_test,
-                   mu=first_test, n_iterations=n_iterations or 0, min_survival=n_elites or 0,
-                   max_configurations=None, new_instances=each_test,
-                   round_to_each_test=False)
-
     @property
     def planned_iterations(self) -> int:
         """The iterations announced at the start (nbIterations, or irace's formula)."""

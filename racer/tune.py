@@ -143,7 +143,9 @@ def _read_value(value: Any, need_time: Any) -> tuple:
     pair = isinstance(value, (tuple, list)) and len(value) == 2
     cost, run_time = (value if pair else (value, None))
     for x in (cost, run_time):
-        if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
+        # (The cost may not be None: an evaluate that returns nothing has failed.)
+        if (x is not None or x is cost) and (isinstance(x, bool)
+                                             or not isinstance(x, numbers.Real)):
             return ("error", None, None, f"evaluate returned {short_repr(value)}; expected a "
                     "number (the cost) or a pair (cost, time) of numbers")
     cost = float(cost)

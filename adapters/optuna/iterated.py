@@ -35,11 +35,18 @@ from racer.adapters.optuna._common import (
     check_instances,
     single_direction,
 )
-from racer._irace_schedule import IraceSchedule
+from racer.adapters.optuna._study_tuner import (
+    PARAMS_ATTR,
+    StudyRunner,
+    StudySampler,
+    schedule_space,
+)
 from racer.execution import check_timeout, effective_n_jobs
-from racer.race_loop import backend_for, drive
 
 __all__ = ["IteratedRace", "IteratedRaceResult"]
+
+# The layout of the study user attribute STATE_ATTR (2: racer's shared Tuner).
+_STATE_VERSION = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,14 +285,16 @@ class IteratedRaceResult:
         Parameters of the final elites, best first.
     elite_trial_numbers : list of int
     n_evaluations : int
-        Evaluations actually run (answers served from the elites' cache are not counted).
+        Evaluations of the tuning (answers served from the elites' cache are not counted;
+        those an earlier, interrupted run made and the study recorded are).
     n_iterations : int
         Races run.
     n_candidates : int
         Distinct trials sampled from the study.
     races : list of racer.RaceResult
-        One per race run by this call (candidates are trial numbers; instances are positions
-        in ``instances``).
+        One per race of the tuning, those a resumed run replayed from the study included
+        (candidates are trial numbers; instances are positions in ``instances``; scores in
+        the study's direction).
     study : optuna.Study
     """
 
@@ -313,30 +322,52 @@ class IteratedRaceResult:
 class IteratedRace:
     """irace's iterated racing with any Optuna sampler as the proposal model.
 
-    Each iteration asks the study for a batch of new candidates, races them together with the
-    current elites on the instances (those seen in earlier iterations first, in the same
-    order, then new ones), tells Optuna the outcome of every new candidate once, and keeps
-    the race's best survivors as the next elites. Elites keep their results: the race's
-    requests for (elite, old instance) are answered from a cache, not re-evaluated.
+    This is racer's one iterated racing, :class:`racer.cli.iterated.Tuner` (the command
+    line's and :func:`racer.tune`'s), with the study's sampler proposing the configurations:
+    irace's budget schedule, elitist races (elites keep their results and are protected on the
+    instances they have seen; ``elitistLimit`` 2 ends a race after two tests without an
+    elimination), the instances seen before met in a new order in every race
+    (``sampleInstances``), the small-budget plan below irace's minimum budget. Each instance
+    is raced at most once per trial (``evaluate`` has no seed: irace's ``deterministic``).
+    Each iteration asks the study for its new candidates, races them with the elites, tells
+    Optuna how each new candidate did, once, and keeps the race's best survivors as the next
+    elites.
 
     What Optuna is told (so that the sampler refocuses on the elites): every raced candidate
     ends PRUNED, once, in the iteration that sampled it, never left RUNNING (constant-liar
-    TPE would read that as a bad result): a survivor reports its race mean at the race's
-    deepest step, a candidate eliminated after ``k`` instances its running mean at
-    ``step=k``. TPE ranks PRUNED trials by the deepest step, then the value there, so
-    survivors rank above candidates eliminated late, which rank above candidates eliminated
-    early. (Instances are raced in one global order, so ``step=k`` means "survived the first
-    k instances" in every iteration.) At the end, the race's answer is added as the study's
-    only COMPLETE trial, with its mean over every instance it saw: ``study.best_trial`` is the
-    race's answer. (Raced trials are not COMPLETE because a told value cannot change, while a
-    survivor's mean only covers its own race's instances.)
+    TPE would read that as a bad result), with its mean over the instances it was raced on
+    reported at ``step`` = their number (a survivor: its race mean). TPE ranks PRUNED trials
+    by the deepest step, then the value there, so survivors rank above candidates eliminated
+    late, which rank above candidates eliminated early. A candidate the race never evaluated
+    (the budget ran out first) ends FAIL, and so does a proposal that repeats a configuration
+    already raced (asked again; after three repeats in a row the proposals are drawn by
+    Optuna's RandomSampler: a sampler that has collapsed onto the elites of a small space
+    would only repeat them). When no new configuration is found (a small space used up), the
+    elites race on the instances they have not seen, down to one, while budget lasts,
+    with the survivors of earlier races that were not kept as elites. At the
+    end, the race's answer is added as the study's only COMPLETE trial, with its mean over
+    every instance it saw: ``study.best_trial`` is the race's answer. (Raced trials are not
+    COMPLETE because a told value cannot change, while a survivor's mean only covers its own
+    race's instances.)
 
-    Budget, as in irace (``notes/irace-frace.md``): iteration ``j`` may spend
-    ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations and races
-    ``N_j = (B_j + n_elites * n_old) // max(first_test + each_test * min(5, j),
-    n_old + each_test)`` candidates, elites included; iterations go on while the remaining
-    budget pays for at least one new candidate. A block is only started when the budget can
-    pay for all of it, so ``n_evaluations <= budget`` always.
+    Budget, as in irace (``notes/irace-frace.md``; :class:`racer._irace_schedule.IraceSchedule`):
+    iteration ``j`` may spend ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations;
+    iterations go on while the remaining budget pays for a race of new candidates. A block is
+    only started when the budget can pay for all of it, so ``n_evaluations <= budget`` always.
+
+    A define-by-run ``search_space`` sizes irace's schedule by the parameters of the first
+    trial (``nbVariable``: how many of them vary); a dict by its distributions. Optuna
+    suggests every value from the user's distributions: the space is never translated into
+    irace's (:func:`racer.adapters.optuna._study_tuner.schedule_space`).
+
+    Resuming: the study is the record. Running the same driver on a study that holds an
+    interrupted (or shorter) run replays it: the trials it sampled are handed back to the
+    tuner in order before new ones are asked, and every (trial, instance) the study has a
+    score for is answered from it, not evaluated again, so the replay reaches the elites the
+    interrupted run had. What follows is sampled anew; with a sampler whose proposals depend
+    on the study only (QMC, grid) the resumed run ends as an uninterrupted one, while TPE's
+    random state starts afresh. A larger ``budget`` continues a finished run (each earlier
+    session is replayed under its own budget).
 
     Parameters
     ----------
@@ -370,18 +401,19 @@ class IteratedRace:
     direction : {"minimize", "maximize"}, default "minimize"
         As in Optuna and :class:`racer.Race` (racer's one direction convention).
     test : racer.racing.base.RacingTest, optional
-        The racing test; default ``racer.BayesianTest(small_n="reject")``: the Friedman gate
-        is undefined while a race has fewer instances than candidates, and the test's
-        default (hold) would then never eliminate in races of hundreds of candidates. The
-        same object serves every race (a test keeps no state; the race engine owns the
-        incremental statistics).
+        The racing test; default racer's t-test, the command line's and :func:`racer.tune`'s
+        (``TRaceTest``, winner by mean; before the shared tuner ``BayesianTest(small_n="reject")``, see
+        docs/optuna.md). The same object serves every race (a test keeps no state; the race
+        engine owns the incremental statistics).
     n_iterations : int, optional
-        irace's ``nbIterations``; default ``floor(2 + log2(n_params))``.
+        irace's ``nbIterations``: a limit, as in irace; default ``floor(2 + log2(n_params))``,
+        and then iterations go on while budget remains.
     n_elites : int, optional
         Survivors kept as elites (and the race's ``min_survivors``); default
         ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``.
     first_test, each_test : int
-        Passed to :class:`racer.Race`.
+        irace's ``firstTest`` and ``eachTest`` (``first_test`` is cut to the number of
+        instances).
     executor : concurrent.futures.Executor, optional
         Runs the new evaluations of each block in parallel (a thread or process pool, Dask's
         ``client.get_executor()``...); results are told as they arrive and the race decides
@@ -466,15 +498,17 @@ class IteratedRace:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
         self._budget = check_int(budget, "budget", minimum=1)
         self._direction = check_option(direction, "direction", ("minimize", "maximize"))
+        self._winner = None  # the test's own winner rule
         if test is None:
-            from racer.racing.bayesian import BayesianTest
+            from racer.cli._main import DEFAULT_TEST
+            from racer.racing.registry import make_test
 
-            # Decision: an iterated race opens with hundreds of candidates and tests from the
-            # fifth instance, so the Friedman gate's default ("hold" while n <= m - 1, where
-            # eq. 19 is undefined) would keep it closed for the whole race and nothing would
-            # ever be eliminated. "reject" lets the joint sign-test statements decide from the
-            # first test; measured in docs/optuna.md.
-            test = BayesianTest(small_n="reject")
+            # Decision: the shared Tuner's default, racer's t-test (the command line's and
+            # racer.tune's), replaces BayesianTest(small_n="reject"). Pilot (cv and tsp of
+            # benchmarks/optuna_iterated.py, seeds 100-107, budgets 8x and 30x the
+            # instances): regret 0.0015 vs 0.0023 (cv, 8x), 0.026 vs 0.046 (tsp, 8x), equal
+            # at 30x; docs/optuna.md.
+            test, self._winner = make_test(DEFAULT_TEST)
         if not isinstance(test, RacingTest):
             raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
@@ -496,8 +530,6 @@ class IteratedRace:
                 f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
                 f"timeout={timeout!r}"
             )
-        self._backend = None  # where evaluations run, during run()
-        self._params_of: dict[int, dict] = {}
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
@@ -536,29 +568,7 @@ class IteratedRace:
     def study(self) -> optuna.Study:
         return self._study
 
-    # -- sampling -----------------------------------------------------------------------------
-
-    def _sample(self, mirror: _StudyMirror, iteration: int) -> tuple[optuna.Trial, dict]:
-        """A new trial from the sampler, marked with ``iteration``, and stored."""
-        if isinstance(self._space, dict):
-            trial = mirror.work.ask(fixed_distributions=self._space)
-            params = dict(trial.params)
-        else:
-            trial = mirror.work.ask()
-            params = self._space(trial)
-            params = dict(trial.params if params is None else params)
-        trial.set_user_attr(ITERATION_ATTR, iteration)
-        mirror.sampled(trial)
-        return trial, params
-
-    # -- the loop -----------------------------------------------------------------------------
-
-    def _schedule(self, n_params: int) -> IraceSchedule:
-        """irace's schedule for a search space of ``n_params`` parameters (racer's one copy)."""
-        return IraceSchedule.for_iterated_race(
-            n_params, first_test=self._first_test, each_test=self._each_test,
-            n_iterations=self._n_iterations, n_elites=self._n_elites,
-        )
+    # -- the tuning: racer's Tuner, the study as its sampler and its record -----------------
 
     def run(self) -> IteratedRaceResult:
         """Run (or resume) the iterated race until the budget is spent."""
@@ -567,92 +577,198 @@ class IteratedRace:
         with contextlib.ExitStack() as stack:
             if self._sqlite is not None:
                 stack.enter_context(_SqliteWal(self._sqlite))
-            # Where evaluations run: here, on racer's worker processes (n_jobs, timeout) or
-            # on the user's executor. A task names its trial; the parameters and the instance
-            # travel with it.
-            self._backend, close = backend_for(
-                self._evaluate, executor=self._executor, n_jobs=self._n_workers,
-                timeout=self._timeout,
-                args_of=lambda ev: (self._params_of[ev.candidate], self._instances[ev.instance]),
-                describe=lambda ev: (f"trial #{ev.candidate} on instance #{ev.instance} "
-                                     f"{self._instances[ev.instance]!r}"),
-            )
-            stack.callback(close)
-            try:
-                return self._run()
-            finally:
-                self._backend = None
-                self._params_of = {}
+            return self._run()
 
-    def _race_iteration(self, race, cache, trial_objects, mirror, used, progress=None):
-        """Drive one race to its end (or to the budget) with racer's race loop; returns
-        (evaluations used, whether the budget ran out). ``progress(race, used)`` is called
-        before every block.
+    def _budgets(self, state: dict) -> list:
+        """The budgets of the study's sessions, this one last: a run with the recorded budget
+        resumes it; a larger one continues it (the Tuner replays each earlier session under
+        its own budget, ``Settings.earlier_budgets``)."""
+        if state and state.get("version") != _STATE_VERSION:
+            raise ValueError(
+                "the study holds a run of an IteratedRace from before racer's shared tuner, "
+                "which this version cannot resume; use a new study to start afresh")
+        if state and (state.get("seed") != self._seed
+                      or state.get("n_instances") != len(self._instances)):
+            raise ValueError(
+                "the study holds an IteratedRace run with other `instances` or `random_state`; "
+                "use a new study to start afresh")
+        budgets = [int(b) for b in state.get("budgets", [])]
+        if budgets and self._budget < budgets[-1]:
+            raise ValueError(
+                f"`budget`={self._budget} is smaller than the budget of the run the study "
+                f"holds ({budgets[-1]}); give at least that to resume or continue it")
+        if not budgets or self._budget > budgets[-1]:
+            budgets.append(self._budget)
+        return budgets
 
-        A cell the candidate already has a result for (an elite on an instance of an earlier
-        race) is told from ``cache``, never run again; a block is only started if the budget
-        pays for all of its new evaluations.
-        """
-        out_of_budget = False
+    def _run(self) -> IteratedRaceResult:
+        from racer.cli.iterated import BudgetError, Settings, Tuner
+        from racer.cli.lookahead import UNUSED
+        from racer.cli.scenario import Instance
+        from racer.progress import ProgressBar, iteration_text, iterations_done_text
+        from racer.race import RaceFailedError
 
-        def before_block(race):
-            mirror.flush(due_only=True)
-            if progress is not None:
-                progress(race, used)
+        study = self._study
+        budgets = self._budgets(dict(study.user_attrs.get(STATE_ATTR) or {}))
+        maximize = self._direction == "maximize"
+        sign = -1.0 if maximize else 1.0
+        # What an earlier (interrupted or shorter) run recorded: its trials, replayed in
+        # order, and their scores, which answer the replay's runs (nothing is run twice).
+        raced = sorted((t for t in study.get_trials(deepcopy=False)
+                        if ITERATION_ATTR in t.user_attrs and ANSWER_ATTR not in t.user_attrs),
+                       key=lambda t: t.number)
+        cache: dict[int, dict[int, float]] = {}
+        for t in raced:
+            if t.user_attrs.get(SCORES_ATTR):
+                cache[t.number] = {int(k): float(v) for k, v in t.user_attrs[SCORES_ATTR].items()}
+        for key, record in study.user_attrs.items():
+            if key.startswith(SCORES_ATTR + "_"):
+                cache.setdefault(int(key[len(SCORES_ATTR) + 1:]), {}).update(
+                    {int(k): float(v) for k, v in record.items()})
+        mirror = _StudyMirror(study)
+        replay = [(mirror.trial(t.number) if t.state == TrialState.RUNNING else None, t.number,
+                   dict(t.user_attrs.get(PARAMS_ATTR) or t.params)) for t in raced]
+        mirror.set_study_attr(STATE_ATTR, {"version": _STATE_VERSION, "seed": self._seed,
+                                           "n_instances": len(self._instances),
+                                           "budgets": budgets})
+        if isinstance(self._space, dict):
+            space = schedule_space(self._space)
+        elif raced:
+            space = schedule_space(raced[0].distributions)
+        else:
+            space = None
+        sampler = StudySampler(space or schedule_space({"-": optuna.distributions.
+                                                        CategoricalDistribution([0])}),
+                               mirror, self._space, replay, sign,
+                               int(np.random.SeedSequence([self._seed, 0x5A]).generate_state(1)[0]))
+        if space is None:
+            # A define-by-run space: its schedule is sized by the first trial's parameters,
+            # which is then the first configuration raced.
+            first = sampler.new_trial()
+            sampler.space = schedule_space(first[0].distributions)
+            sampler.replay.appendleft(first)
+        train = [Instance(f"#{k}") for k in range(len(self._instances))]
+        position = {inst: k for k, inst in enumerate(train)}
+        settings = Settings(
+            max_experiments=self._budget, first_test=min(self._first_test, len(train)),
+            each_test=self._each_test, min_survival=self._n_elites or 0,
+            n_iterations=self._n_iterations or 0, seed=self._seed,
+            # evaluate(params, instance) has no seed: each instance is raced once per trial.
+            deterministic=True,
+            parallel=max(1, self._n_workers), error_policy="worst", lookahead=False,
+            race_used_up=True,
+            earlier_budgets=tuple(budgets[:-1]), budget_rule="racer")
+        runner = StudyRunner(
+            self._evaluate, self._instances, position, maximize=maximize,
+            n_workers=(0 if self._executor is not None
+                       or (self._n_workers <= 1 and self._timeout is None)
+                       else max(1, self._n_workers)),
+            timeout=self._timeout, number_of=sampler.number_of, recorded=cache)
 
-        def known(ev):
-            done = cache[ev.candidate]
-            return (True, done[ev.instance]) if ev.instance in done else None
+        n_runs = [0]  # runs told so far (those answered from the record too), for progress
 
-        def before_runs(race, runs):
-            nonlocal out_of_budget
-            out_of_budget = used + len(runs) > self._budget
-            return not out_of_budget
-
-        def settle(race, ev, ok, value):
-            nonlocal used
-            score, error = _score_of(ok, value)
-            cache[ev.candidate][ev.instance] = score
-            used += 1
-            record = {str(k): v for k, v in cache[ev.candidate].items()}
-            if ev.candidate in trial_objects:
-                trial_objects[ev.candidate].set_user_attr(SCORES_ATTR, record)
-                mirror.changed(ev.candidate)
+        def on_run(iteration, configuration, task, res) -> None:
+            if res.status == UNUSED:
+                return
+            n_runs[0] += 1
+            number = sampler.number_of[sampler.key(configuration.values)]
+            scores = cache.setdefault(number, {})
+            k = position[task.instance]
+            if k in scores:
+                return  # answered from the study's record
+            scores[k] = sign * res.cost if res.status == "ok" else math.nan
+            record = {str(i): v for i, v in scores.items()}
+            if sampler.is_open(number):
+                sampler._trials[number].set_user_attr(SCORES_ATTR, record)
+                mirror.changed(number)
             else:
                 # A finished trial cannot change: an elite's later evaluations go to the
                 # study, under its trial number.
-                mirror.set_study_attr(f"{SCORES_ATTR}_{ev.candidate}", record)
-            if error is not None:
-                race.tell(ev, error=error)
-            else:
-                race.tell(ev, score)
+                mirror.set_study_attr(f"{SCORES_ATTR}_{number}", record)
+            mirror.flush(due_only=True)
 
-        drive(race, self._backend, settle=settle, known=known, before_block=before_block,
-              before_runs=before_runs)
-        return used, out_of_budget
+        bar = ProgressBar(enabled=self._progress)
+
+        def progress(state, race) -> None:
+            used = n_runs[0]
+
+            def text():
+                return (f"{iteration_text(state['iteration'], state['planned'])} | race: "
+                        f"instance {race.n_instances}, {len(race.survivor_indices)}/"
+                        f"{len(race.candidates)} alive | {used}/{self._budget} evaluations")
+            bar.update(min(used / self._budget, 1.0), text)
+
+        observe = sampler.observe
+
+        def observed(candidates, result) -> None:
+            observe(candidates, result)
+            mirror.flush()  # once per race: every trial told, and the trial numbers checked
+
+        sampler.observe = observed
+        tuner = Tuner(space or sampler.space, runner, train, settings, self._test,
+                      journal_dir=None, on_run=on_run, progress=progress, winner=self._winner,
+                      sampler=sampler, executor=self._executor)
+        runner.start()
+        try:
+            result = tuner.run()
+        except BudgetError as exc:
+            self._fail_unraced(sampler, mirror)
+            raise ValueError(f"`budget`={self._budget}: {exc}") from None
+        except RaceFailedError:
+            # Nothing usable came back: not a crash to resume from, so the trials end FAIL
+            # instead of staying RUNNING forever.
+            sampler.fail_open()
+            self._fail_unraced(sampler, mirror)
+            raise
+        except BaseException:
+            # Whatever was evaluated is stored, so that a rerun resumes from it (an
+            # interrupted run, or one that failed); a storage that fails again is not news.
+            try:
+                mirror.flush()
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        finally:
+            runner.close()
+        self._fail_unraced(sampler, mirror)
+        elites = [sampler.number_of[sampler.key(c.values)] for c in result.elites]
+        bar.close(f"done: {iterations_done_text(result.iterations, result.planned_iterations)} | "
+                  f"{result.experiments}/{self._budget} evaluations"
+                  + (f" | best #{elites[0]}" if elites else ""),
+                  min(result.experiments / self._budget, 1.0))
+        if not elites:
+            raise RuntimeError(f"the tuning ended without elites ({result.stop_reason})")
+        best = elites[0]
+        seen = [v for v in cache.get(best, {}).values() if math.isfinite(v)]
+        best_mean = float(np.mean(seen)) if seen else math.nan
+        mirror.flush()
+        self._record_answer(study, best, best_mean, cache.get(best, {}))
+        params_of = sampler.params_of
+        return IteratedRaceResult(
+            best_params=dict(params_of[best]),
+            best_trial_number=best,
+            best_mean=best_mean,
+            best_n_instances=len(cache.get(best, {})),
+            elites=[dict(params_of[n]) for n in elites],
+            elite_trial_numbers=elites,
+            n_evaluations=result.experiments,
+            n_iterations=result.iterations,
+            n_candidates=len(params_of),
+            races=[_trial_race(res, cands, sampler, position, maximize)
+                   for _it, res, cands in result.races],
+            study=study,
+        )
 
     @staticmethod
-    def _tell_raced(result, candidates, trial_objects, cache, mirror) -> None:
-        """Tell Optuna how each trial this race sampled did, once: every raced trial ends
-        PRUNED with its running mean at step k = instances seen, survivors included (their
-        race mean, at the deepest step). TPE ranks PRUNED trials by deepest step, then value,
-        i.e. survivors > eliminated late > eliminated early. No raced trial is COMPLETE, so
-        ``study.best_trial`` can only be the race's answer, added as one COMPLETE trial at the
-        end of ``run()``."""
-        alive = set(result.survivor_indices.tolist())
-        for ci, number in enumerate(candidates):
-            if number not in trial_objects:
-                continue
-            trial = trial_objects[number]
-            seen = [v for v in cache[number].values() if math.isfinite(v)]
-            mean = float(np.mean(seen)) if seen else math.nan
-            trial.set_user_attr(N_INSTANCES_ATTR, len(cache[number]))
-            if ci in alive:
-                trial.report(float(result.mean_scores[ci]), step=len(cache[number]))
-            else:
-                trial.report(mean, step=len(cache[number]))
-            mirror.work.tell(trial, state=TrialState.PRUNED)
-            mirror.sync(number)
+    def _fail_unraced(sampler: StudySampler, mirror: _StudyMirror) -> None:
+        """Trials asked but never raced (a tuning that stopped before the replay was used
+        up, or a budget refused after the first define-by-run trial) end FAIL, never
+        RUNNING."""
+        while sampler.replay:
+            trial, number, _params = sampler.replay.popleft()
+            if trial is not None:
+                mirror.work.tell(trial, state=TrialState.FAIL)
+                mirror.sync(number)
 
     @staticmethod
     def _record_answer(study, best, best_mean, scores) -> None:
@@ -679,193 +795,22 @@ class IteratedRace:
             user_attrs={ANSWER_ATTR: best, N_INSTANCES_ATTR: len(scores)},
         ))
 
-    def _run(self) -> IteratedRaceResult:
-        study = self._study
-        n_total = len(self._instances)
-        order = np.random.default_rng([self._seed, 0x0DE5]).permutation(n_total).tolist()
 
-        # Everything below is rebuilt from storage, which is what makes a crashed run resume.
-        state = dict(study.user_attrs.get(STATE_ATTR) or {})
-        if state and state.get("order") != order:
-            raise ValueError(
-                "the study holds an IteratedRace run with another instance order (different "
-                "`instances` or `random_state`); use a new study to start afresh"
-            )
-        # The answers earlier runs added (ANSWER_ATTR) are copies, not candidates.
-        trials = {t.number: t for t in study.get_trials(deepcopy=False)
-                  if ANSWER_ATTR not in t.user_attrs}
-        cache: dict[int, dict[int, float]] = {}
-        for number, t in trials.items():
-            recorded = t.user_attrs.get(SCORES_ATTR)
-            if recorded:
-                cache[number] = {int(k): float(v) for k, v in recorded.items()}
-        for key, recorded in study.user_attrs.items():
-            if key.startswith(SCORES_ATTR + "_"):
-                number = int(key[len(SCORES_ATTR) + 1:])
-                cache.setdefault(number, {}).update({int(k): float(v) for k, v in recorded.items()})
-        used = sum(len(v) for v in cache.values())
-        elites: list[int] = list(state.get("elites", []))
-        iteration = int(state.get("iteration", 0))
-        n_seen = int(state.get("n_seen", 0))
-        n_params = state.get("n_params")
-        # Shared with the back end, which sends a trial's parameters with each task.
-        params_of = self._params_of = {n: dict(t.params) for n, t in trials.items()}
-        # Trials sampled by an iteration that crashed: re-raced first, with their evaluations.
-        leftover = sorted(
-            n for n, t in trials.items()
-            if t.state == TrialState.RUNNING and t.user_attrs.get(ITERATION_ATTR) == iteration + 1
-        )
-        races = []
-        n_sampled = 0
-        mirror = _StudyMirror(study)
-        try:
-            return self._iterate(study, mirror, order, n_total, cache, used, elites, iteration,
-                                 n_seen, n_params, params_of, leftover, races, n_sampled)
-        except BaseException:
-            # Whatever was evaluated is stored, so that a rerun resumes from it (an
-            # interrupted run, or one that failed); a storage that fails again is not news.
-            try:
-                mirror.flush()
-            except Exception:  # noqa: BLE001
-                pass
-            raise
-
-    def _iterate(self, study, mirror, order, n_total, cache, used, elites, iteration, n_seen,
-                 n_params, params_of, leftover, races, n_sampled) -> IteratedRaceResult:
-        from racer.racing.base import ProtectElites
-        from racer.progress import ProgressBar, iteration_text, iterations_done_text
-        from racer.race import Race, RaceFailedError
-        from racer.racing.base import KeepAll
-
-        bar = ProgressBar(enabled=self._progress)
-        while True:
-            j = iteration + 1
-            remaining = self._budget - used
-            pending: list[tuple[optuna.Trial, dict]] = [
-                (mirror.trial(n), params_of[n]) for n in leftover
-            ]
-            leftover = []
-            if n_params is None:
-                if not pending:
-                    pending.append(self._sample(mirror, j))
-                    n_sampled += 1
-                n_params = max(1, len(pending[0][1]))
-            schedule = self._schedule(n_params)
-            n_iter = schedule.planned_iterations
-            n_elites = schedule.survivors
-            iteration_budget = schedule.iteration_budget(remaining, j, n_iter)
-            n_race = schedule.n_configurations(iteration_budget, j, len(elites), n_seen)
-            n_new = max(n_race - len(elites), len(pending))
-            min_new = 1 if elites else 2
-            first_cost = n_new * min(self._first_test, n_total)
-            if n_new < min_new or first_cost > remaining:
-                for trial, _ in pending:  # never leave a sampled trial RUNNING
-                    mirror.work.tell(trial, state=TrialState.FAIL)
-                    mirror.sync(trial.number)
-                break
-            while len(pending) < n_new:
-                pending.append(self._sample(mirror, j))
-                n_sampled += 1
-            for trial, params in pending:
-                params_of[trial.number] = params
-                cache.setdefault(trial.number, {})
-            candidates = elites + [t.number for t, _ in pending]
-            # The race counts cached answers as evaluations, hence the elites' credit; the
-            # real budget is enforced block by block (_race_iteration).
-            race_budget = schedule.race_budget(iteration_budget, len(candidates), len(elites),
-                                               n_seen)
-            # Fewer instances than first_test: every candidate sees them all and none is
-            # eliminated (Race refuses a first block shorter than first_test, so say it).
-            short = n_total < self._first_test
-            race = Race(
-                candidates,
-                test=KeepAll() if short else ProtectElites(
-                    self._test, len(elites), n_seen),
-                direction=self._direction,
-                budget=race_budget,
-                first_test=n_total if short else self._first_test,
-                each_test=self._each_test,
-                min_survivors=min(n_elites, len(candidates)),
-                instances=order,
-                random_state=int(np.random.SeedSequence([self._seed, j]).generate_state(1)[0]),
-            )
-            trial_objects = {t.number: t for t, _ in pending}
-
-            def show(race, used, j=j, n_iter=n_iter, elites=tuple(elites)):
-                def text():
-                    best = ""
-                    if elites and cache.get(elites[0]):
-                        seen = [v for v in cache[elites[0]].values() if math.isfinite(v)]
-                        if seen:
-                            best = f" | best so far #{elites[0]} mean {np.mean(seen):.6g}"
-                    return (f"{iteration_text(j, n_iter)} | race: instance {race.n_instances}, "
-                            f"{len(race.survivor_indices)}/{len(race.candidates)} alive | "
-                            f"{used}/{self._budget} evaluations{best}")
-                bar.update(min(used / self._budget, 1.0), text)
-
-            try:
-                used, out_of_budget = self._race_iteration(
-                    race, cache, trial_objects, mirror, used, show)
-            except RaceFailedError:
-                # Nothing usable came back: not a crash to resume from, so the trials of this
-                # iteration end FAIL instead of staying RUNNING forever.
-                for trial in trial_objects.values():
-                    mirror.work.tell(trial, state=TrialState.FAIL)
-                    mirror.sync(trial.number)
-                raise
-            result = race.result()
-            races.append(result)
-            self._tell_raced(result, candidates, trial_objects, cache, mirror)
-            elites = [int(n) for n in result.survivors[:n_elites]]
-            # Rows of an abandoned block are registered but not evaluated: count only the
-            # instances every elite has a result on.
-            n_seen = max(n_seen, len(result.instances) if not out_of_budget
-                         else min(len(cache[e]) for e in elites))
-            iteration = j
-            # The elites' new scores first, then the state that counts them.
-            mirror.set_study_attr(STATE_ATTR, {
-                "order": order, "elites": elites, "iteration": iteration, "n_seen": n_seen,
-                "n_params": n_params,
-            })
-            mirror.flush()
-            if out_of_budget:
-                break
-
-        planned = self._schedule(n_params or 1).planned_iterations
-        bar.close(f"done: {iterations_done_text(iteration, planned)} | {used}/{self._budget} "
-                  "evaluations"
-                  + (f" | best #{elites[0]}" if elites else ""), min(used / self._budget, 1.0))
-        if not elites:
-            raise RuntimeError(
-                f"`budget`={self._budget} cannot pay for a first race of two candidates on "
-                f"{min(self._first_test, n_total)} instances"
-            )
-        best = elites[0]
-        best_scores = [v for v in cache[best].values() if math.isfinite(v)]
-        best_mean = float(np.mean(best_scores)) if best_scores else math.nan
-        self._record_answer(study, best, best_mean, cache[best])
-        return IteratedRaceResult(
-            best_params=params_of[best],
-            best_trial_number=best,
-            best_mean=best_mean,
-            best_n_instances=len(cache[best]),
-            elites=[params_of[n] for n in elites],
-            elite_trial_numbers=elites,
-            n_evaluations=used,
-            n_iterations=iteration,
-            n_candidates=len(params_of),
-            races=races,
-            study=study,
-        )
-
-
-def _score_of(ok: bool, value: Any) -> tuple[float, Any]:
-    """``(score, error)`` of one evaluation: a failure (an exception of ``evaluate``, a timeout
-    or a dead worker's message) or a value that is no number is NaN with its error, raced as
-    worst; the error is None otherwise."""
-    if not ok:
-        return math.nan, value
-    try:
-        return float(value), None
-    except Exception as exc:  # noqa: BLE001 - recorded as a failure, raced as worst
-        return math.nan, exc
+def _trial_race(result: Any, candidates: list, sampler: StudySampler, position: dict,
+                maximize: bool) -> Any:
+    """A race of the Tuner as IteratedRace reports it: candidates are trial numbers,
+    instances positions in ``instances``, scores in the user's direction."""
+    number = {c.id: sampler.number_of[sampler.key(c.values)] for c in candidates}
+    sign = -1.0 if maximize else 1.0
+    return dataclasses.replace(
+        result,
+        best=None if result.best is None else number[result.best.id],
+        survivors=[number[c.id] for c in result.survivors],
+        ranking=[number[c.id] for c in result.ranking],
+        candidates=[number[c.id] for c in candidates],
+        instances=[position[t.instance] for t in result.instances],
+        scores=sign * result.scores, mean_scores=sign * result.mean_scores,
+        history=tuple(dataclasses.replace(
+            h, candidate=number[h.candidate.id],
+            by=h.by if h.by is None else number[h.by.id]) for h in result.history),
+        maximize=maximize)

@@ -113,6 +113,15 @@ class Settings:
     # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
     # racer's own thread pool (racer.cli.dispatch.speculates).
     lookahead: bool = True
+    # racer: when the sampler finds too few configurations never raced before (a small space
+    # used up), race the elites, with any new configurations found and the survivors of
+    # earlier races that were not kept as elites (alive, never eliminated: dropped only by
+    # the count of elites; best first, latest race first), on the instances they have not
+    # seen, down to one survivor, instead of stopping with elites compared on a few
+    # instances. Decision (issue 22: IteratedRace on 60-72 configurations stalled at 30
+    # evaluations per instance). Off for the command line (irace's output unchanged); on for
+    # Optuna's IteratedRace (racer.adapters.optuna).
+    race_used_up: bool = False
     # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
     # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
     # replays each session under its own budget, then goes on with this one's.
@@ -162,8 +171,10 @@ class Tuner:
     initial : list of dict, optional
         Configurations from ``configurationsFile``.
     test_instances : list of Instance, optional
-    journal_dir : str
-        Where each race's SQLite journal goes; the same command resumes from it.
+    journal_dir : str or None
+        Where each race's SQLite journal goes; the same command resumes from it. None: no
+        journal (the caller keeps its own record: Optuna's IteratedRace, in the study), and
+        no look-ahead, whose runs are kept beside the journal.
     on_run : callable, optional
         Called with ``(iteration, configuration, task, RunResult)`` for every target-runner
         call (the CSV log), before the result is told to the race; a look-ahead run
@@ -184,7 +195,7 @@ class Tuner:
 
     def __init__(self, space: ParameterSpace, runner: Runner, train: list,
                  settings: Settings, test: RacingTest, *, initial: list | None = None,
-                 test_instances: list | None = None, journal_dir: str,
+                 test_instances: list | None = None, journal_dir: str | None,
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
                  prior_times: dict | None = None, sampler: Sampler | None = None,
@@ -274,7 +285,11 @@ class Tuner:
 
     # ------------------------------------------------------------------ one race
 
-    def _journal(self, name: str) -> str:
+    def _journal(self, name: str) -> str | None:
+        # No journal_dir: races are not journaled (Optuna's IteratedRace keeps its record in
+        # the user's study, and resumes from it).
+        if self.journal_dir is None:
+            return None
         os.makedirs(self.journal_dir, exist_ok=True)
         return os.path.join(self.journal_dir, name)
 
@@ -299,7 +314,7 @@ class Tuner:
                         min_survivors, max_total, cached_before, preset or {}, used_before,
                         elitist_limit, protect_rows, n_elites)
         ahead = None
-        if speculates(settings, self.executor):
+        if self.journal_dir is not None and speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
                               self.runner, self.on_run, iteration,
                               bound=settings.capping.bound if settings.capping is not None else None)
@@ -621,12 +636,23 @@ class Tuner:
         elites = run.elites
         n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
+        min_survivors = self.min_survival
+        revived: list = []
         if len(elites) + len(new_values) <= self.min_survival:
-            return (f"the parameter space is used up: {len(new_values)} configuration(s) not "
-                    f"sampled before were found, too few to race")
+            if s.race_used_up and not first_race:
+                revived = [c for c in run.dropped if c not in elites][
+                    :max(0, n_conf - len(elites) - len(new_values))]
+            all_seen = s.deterministic and run.n_seen >= len(self.train) and not revived
+            if (not s.race_used_up or first_race or all_seen
+                    or len(elites) + len(new_values) + len(revived) < 2):
+                return (f"the parameter space is used up: {len(new_values)} configuration(s) "
+                        f"not sampled before were found, too few to race")
+            # race_used_up (see Settings): the elites, new and revived ones, down to one.
+            run.dropped = [c for c in run.dropped if c not in revived]
+            min_survivors = 1
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
-        candidates = elites + new
+        candidates = elites + new + revived
         order = self._task_order(run, money.remaining)
         tasks = [self.task(i) for i in order]
         if len(tasks) < s.first_test:
@@ -651,7 +677,7 @@ class Tuner:
             iteration, candidates, tasks,
             budget=self.schedule.race_budget(current, len(candidates),
                                              n_elites if elitist else 0, run.n_seen),
-            min_survivors=self.min_survival, test=test, first_test=s.first_test,
+            min_survivors=min_survivors, test=test, first_test=s.first_test,
             journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
@@ -666,7 +692,10 @@ class Tuner:
                          max((order[r] + 1 for r in range(_rows_run(result))), default=0))
         for ci, _row, _ in result.failures:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
-        run.elites = list(result.survivors[:min(len(result.survivors), self.min_survival)])
+        kept = min(len(result.survivors), self.min_survival)
+        run.elites = list(result.survivors[:kept])
+        if s.race_used_up:
+            run.dropped = _not_kept(list(result.survivors[kept:]), run.dropped, run.elites)
         if first_race:
             self.sampler.init_model(run.elites)
         return None
@@ -726,6 +755,12 @@ class Tuner:
                 preset[(elite.id, tasks[row])] = (
                     math.nan if value is None else float(value), error)
         return preset
+
+
+def _not_kept(alive: list, dropped: list, elites: list) -> list:
+    """Survivors not kept as elites (``race_used_up``): the latest race's, best first, then
+    the earlier ones neither among them nor among the elites (configurations by identity)."""
+    return alive + [c for c in dropped if all(c is not x for x in alive + elites)]
 
 
 def _rows_run(result) -> int:
@@ -808,3 +843,5 @@ class _Iterations:
     races: list = dataclasses.field(default_factory=list)
     stop_reason: str = "budget exhausted"
     used_before: int = 0  # experiments before the current race
+    # race_used_up: survivors not kept as elites, best first, latest race first
+    dropped: list = dataclasses.field(default_factory=list)

@@ -207,7 +207,7 @@ CASES = [
                  r".*; got -0.01", id="pruner-eps-negative"),
     pytest.param(lambda: IteratedRace(_evaluate, SPACE, list(range(6)), budget=1,
                                       random_state=0).run(),
-                 RuntimeError, r"`budget`=1 cannot pay", id="iterated-budget-below-one-race"),
+                 ValueError, r"`budget`=1: .* too small", id="iterated-budget-below-one-race"),
 ]
 
 

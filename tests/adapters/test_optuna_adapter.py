@@ -462,9 +462,11 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
         assert t.last_step == n_inst
         seen = first.scores[:n_inst, first.candidates.index(number)]
         assert t.intermediate_values[n_inst] == pytest.approx(np.mean(seen))
-    for number in first.survivors:  # deepest step, with the race mean
+    for number in first.survivors:  # the instances it was raced on, with the race mean
         ci = first.candidates.index(number)
-        assert trials[number].last_step == len(first.instances)
+        # (The shared Tuner may register a row it then does not run: an elitist race that
+        # ends on elitistLimit. A survivor's step counts the instances it saw.)
+        assert trials[number].last_step == first.n_evaluated[ci] >= first.n_instances - 1
         assert trials[number].value == pytest.approx(first.mean_scores[ci])
 
 

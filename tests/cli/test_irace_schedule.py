@@ -1,7 +1,6 @@
-"""irace's iteration schedule is written once (racer/_irace_schedule.py): the ``racer``
-command's Tuner and Optuna's IteratedRace get the same numbers for the same inputs."""
+"""irace's iteration schedule is written once (racer/_irace_schedule.py), used by the one
+Tuner behind the ``racer`` command, racer.tune and Optuna's IteratedRace."""
 
-import itertools
 import math
 
 import pytest
@@ -29,28 +28,6 @@ def test_irace_numbers_of_computeNbConfigurations():
     assert s.configuration_cost(2, n_seen=9) == 10
     assert s.n_configurations(250, 2, n_elites=4, n_seen=9) == 28
     assert s.n_configurations(10**7, 1) == 1024  # irace's cap
-    assert IraceSchedule.for_iterated_race(4, first_test=5, each_test=2).n_configurations(
-        10**7, 1) > 1024  # IteratedRace has none
-
-
-def test_cli_and_iterated_race_schedules_agree_on_the_same_inputs():
-    # Same inputs: firstTest = mu, eachTest = 1, budgets below the 1024 cap. The options that
-    # remain each front end's own (mu, the cap, rounding to eachTest) only differ elsewhere.
-    for n_params, first_test in [(1, 5), (2, 3), (5, 5), (11, 8)]:
-        cli = IraceSchedule.from_scenario(
-            Settings(first_test=first_test, each_test=1, mu=first_test), n_params)
-        optuna = IraceSchedule.for_iterated_race(n_params, first_test=first_test, each_test=1)
-        assert cli.planned_iterations == optuna.planned_iterations
-        assert cli.survivors == optuna.survivors
-        for remaining, iteration, n_elites, n_seen in itertools.product(
-                (0, 37, 400, 2500), (1, 2, 3, 7), (0, 1, 4), (0, 5, 12)):
-            budget = cli.iteration_budget(remaining, iteration, cli.planned_iterations)
-            assert budget == optuna.iteration_budget(remaining, iteration,
-                                                     optuna.planned_iterations)
-            assert (cli.n_configurations(budget, iteration, n_elites, n_seen)
-                    == optuna.n_configurations(budget, iteration, n_elites, n_seen))
-            assert (cli.race_budget(budget, 9, n_elites, n_seen)
-                    == optuna.race_budget(budget, 9, n_elites, n_seen))
 
 
 def test_each_front_end_races_what_its_schedule_says(tmp_path):
@@ -73,7 +50,8 @@ def test_each_front_end_races_what_its_schedule_says(tmp_path):
                             list(range(10)), budget=budget, first_test=first_test,
                             random_state=0, progress=False).run()
 
-    schedule = IraceSchedule.for_iterated_race(2, first_test=first_test, each_test=1)
+    # IteratedRace is the same Tuner (its settings: irace's defaults, this firstTest).
+    schedule = IraceSchedule.from_scenario(Settings(first_test=first_test), 2)
     expected = schedule.n_configurations(
         schedule.iteration_budget(budget, 1, schedule.planned_iterations), 1)
     assert expected > schedule.survivors  # a real race, not a degenerate one
