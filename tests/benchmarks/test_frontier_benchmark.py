@@ -1,27 +1,15 @@
 """Smoke test of benchmarks/frontier.py: structure of its rows and table, pairing, truncation."""
 
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pytest
 
-from _helpers import ROOT
-
-_BENCH = str(ROOT / "benchmarks")
+from _helpers.benchmarks import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def frontier():
-    sys.path.insert(0, _BENCH)
-    try:
-        spec = importlib.util.spec_from_file_location("frontier", os.path.join(_BENCH, "frontier.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+    with benchmark_module("frontier") as mod:
         yield mod
-    finally:
-        sys.path.remove(_BENCH)
 
 
 @pytest.fixture(scope="module")

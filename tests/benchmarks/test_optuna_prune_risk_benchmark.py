@@ -2,29 +2,18 @@
 pairing with a baseline run, which must refuse rows whose decisions differ."""
 
 import copy
-import importlib.util
-import os
-import sys
 
 import pytest
 
-from _helpers import ROOT
+from _helpers.benchmarks import benchmark_module
 
 pytest.importorskip("optuna")
-_BENCH = str(ROOT / "benchmarks")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, _BENCH)
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "optuna_pruning", os.path.join(_BENCH, "optuna_pruning.py"))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+    with benchmark_module("optuna_pruning") as mod:
         yield mod
-    finally:
-        sys.path.remove(_BENCH)
 
 
 @pytest.fixture(scope="module")

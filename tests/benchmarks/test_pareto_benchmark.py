@@ -1,23 +1,15 @@
 """Smoke test of benchmarks/pareto_racing.py: the simulated Pareto set is what it says."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-from _helpers import ROOT
-
-_BENCH = str(ROOT / "benchmarks")
+from _helpers.benchmarks import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "pareto_racing", os.path.join(_BENCH, "pareto_racing.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    with benchmark_module("pareto_racing") as mod:
+        yield mod
 
 
 @pytest.mark.parametrize("family", ["correlated", "anti", "unequal", "heavy"])
