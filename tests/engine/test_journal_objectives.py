@@ -252,3 +252,89 @@ def test_an_evaluation_without_its_objective_values_is_a_damaged_journal(tmp_pat
         result_from_journal(path)
     with pytest.raises(ValueError, match=r"evaluation \(1, 0\) without its 3 objective values"):
         Race(CANDIDATES, storage=path, **OPTIONS)
+
+
+KILL_SCRIPT = '''
+import json, sys, time
+import numpy as np
+from racer import ParetoTest, Race
+
+MEANS = [(0.20, 1.0), (0.15, 2.0), (0.30, 1.5), (0.40, 3.0), (0.21, 1.05), (0.16, 2.1)]
+
+def evaluate(c, i):
+    time.sleep(0.003)  # slow enough for a kill to land mid-race
+    return tuple(np.add(MEANS[c], np.random.default_rng([c, i]).normal(0, [0.03, 0.2])))
+
+def make_race(storage=None):
+    return Race(list(range(6)), direction=["minimize", "minimize"], first_test=4,
+                max_instances=40, random_state=7, storage=storage,
+                test=ParetoTest(min_instances=4, credibility=0.95, rope=[0.02, 0.1]))
+
+def summarise(res):
+    return {"history": [[h.candidate_index, h.n_instances, h.reason, h.by_index, h.probability]
+                        for h in res.history],
+            "objectives": np.nan_to_num(res.objective_scores, nan=-999.0).tolist(),
+            "front": res.pareto_front_indices.tolist(), "n_evaluations": res.n_evaluations}
+
+if __name__ == "__main__":
+    res = make_race(sys.argv[1]).run(evaluate, range(100), progress=False)
+    with open(sys.argv[2], "w") as fh:
+        json.dump(summarise(res), fh)
+'''
+
+
+@pytest.mark.slow  # subprocesses
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_sigkill_at_random_points_then_resume_matches_uninterrupted(tmp_path):
+    import importlib.util
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "mo_job.py"
+    script.write_text(KILL_SCRIPT)
+    spec = importlib.util.spec_from_file_location("mo_job", script)
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    expected = job.summarise(job.make_race().run(job.evaluate, range(100), progress=False))
+    assert expected["history"]  # something to decide again wrongly
+
+    def count(path):
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+            try:
+                return conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return 0
+
+    storage, out = tmp_path / "race.sqlite", tmp_path / "out.json"
+    rng = np.random.default_rng(0)
+    kills, last = 0, 0
+    for _ in range(12):
+        proc = subprocess.Popen([sys.executable, str(script), str(storage), str(out)],
+                                stderr=subprocess.PIPE)
+        if kills < 3:
+            deadline = time.monotonic() + 30
+            while count(storage) <= last and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(float(rng.uniform(0.0, 0.1)))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+            proc.wait()
+            proc.stderr.close()
+            last = count(storage)
+        else:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err.decode()
+        if out.exists():
+            break
+    assert kills >= 2
+    with open(out) as fh:
+        assert json.load(fh) == expected  # same decisions, probabilities, objectives, front
+    data = read_journal(storage)
+    assert len(data["objective_values"]) == 2 * expected["n_evaluations"]  # none half-written
