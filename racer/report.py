@@ -30,7 +30,13 @@ What a journal does not hold, and what the report does about it (see docs/report
   blocks look alike, "stopped between blocks"), and their survivors are ordered by mean
   score; the report says that it inferred them;
 * under ``on_error="worst"`` the substitute scores of failed evaluations are not journaled:
-  means are over the successful evaluations.
+  means are over the successful evaluations (a race on several objectives recomputes them as
+  the race did, :func:`racer.storage.result_from_journal`).
+
+A race on several objectives (``direction`` a list) gets its objectives (named by
+``metadata={"objective_names": [...]}``, else "objective 1".."objective k"), its Pareto front
+(:func:`racer.plot.plot_pareto_front`), each objective's means and each elimination's
+dominance evidence; its CSV and JSON carry every objective (docs/report.md).
 """
 
 from __future__ import annotations
