@@ -277,7 +277,9 @@ class Progress:
         spent = f"{used}/{budget} runs" if budget else f"{used} runs"
         best = ""
         res = race.result()
-        if len(res.survivors):
+        if res.directions is not None:  # several objectives: no best, a front
+            best = f" | front of {len(res.pareto_front_indices)}"
+        elif len(res.survivors):
             b = res.survivors[0]
             mean = res.mean_scores[res.best_index]
             best = f" | best #{b.id} mean {mean:.6g}" if np.isfinite(mean) else f" | best #{b.id}"

@@ -224,6 +224,9 @@ def test_a_tuning_on_two_objectives_keeps_and_tests_a_pareto_front(tmp_path, cap
     # runs.csv: cost is the first objective, one column per objective follows.
     runs = [r for r in read_runs(tmp_path) if r["status"] == "ok"]
     assert runs and all(r["cost"] == r["cost.quality"] and r["cost.time"] for r in runs)
+    # The journal knows its objectives: other ones are refused, naming the change.
+    assert main(["--scenario", scen, "--objectives", "quality,time:max"]) == EXIT_SCENARIO
+    assert "objectives: quality,time -> quality,time:max" in capsys.readouterr().err
 
 
 @slow
