@@ -797,6 +797,8 @@ def elites_of(result, cap: int, directions: tuple | None) -> list:
     if directions is None:
         return list(result.survivors[:min(len(result.survivors), cap)])
     front = np.asarray(result.pareto_front_indices, dtype=np.int64)
+    if front.size == 0:  # no survivor with a success: irace's rule, as for one objective
+        return list(result.survivors[:min(len(result.survivors), cap)])
     signs = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
     chosen = pareto_elites(front, result.mean_objective_scores[front] * signs, max(cap, 1))
     return [result.candidates[int(i)] for i in chosen]

@@ -298,3 +298,22 @@ def test_kill_9_of_a_tuning_on_two_objectives_resumes_to_the_same_front(tmp_path
     used = [r for r in read_runs(run_dir) if r["status"] != "speculative-unused"]
     ref_used = [r for r in read_runs(ref_dir) if r["status"] != "speculative-unused"]
     assert 25 <= killed and len(ref_used) <= len(used) <= len(ref_used) + 2
+
+
+@slow
+def test_a_tuning_on_two_objectives_continued_with_a_larger_budget_reuses_test_runs(tmp_path, capsys):
+    scen = make_scenario(tmp_path, extra=OBJECTIVES, runner=RUNNER_2, params=PARAMS_1, budget=60)
+    assert main(["--scenario", scen, "-q", "1", "--no-report"]) == EXIT_OK
+    first = json.loads((tmp_path / "arena" / "results.json").read_text())
+    first_tests = {cid: entry["costs"] for cid, entry in first["test"].items()}
+    assert main(["--scenario", scen, "-q", "1", "--no-report", "--max-experiments", "120"]) == EXIT_OK
+    second = json.loads((tmp_path / "arena" / "results.json").read_text())
+    assert second["experiments"] > first["experiments"]
+    # Every elite of the new front is tested; one tested before keeps its runs (every
+    # objective), taken from the earlier test journal instead of run again.
+    assert set(second["test"]) == set(second["pareto_front"])
+    kept = set(first_tests) & set(second["test"])
+    for cid in kept:
+        assert second["test"][cid]["costs"] == first_tests[cid]
+    test_runs = [r for r in read_runs(tmp_path) if r["iteration"] == "0"]
+    assert len(test_runs) == 4 * len(set(first_tests) | set(second["test"]))
