@@ -338,3 +338,25 @@ def test_sigkill_at_random_points_then_resume_matches_uninterrupted(tmp_path):
         assert json.load(fh) == expected  # same decisions, probabilities, objectives, front
     data = read_journal(storage)
     assert len(data["objective_values"]) == 2 * expected["n_evaluations"]  # none half-written
+
+
+def test_a_journal_interrupted_mid_block_counts_the_full_rows_of_that_block(tmp_path):
+    # The decision where the journal cannot say where the open block began (racer.storage,
+    # _replayed_table): the front of an interrupted race is computed on every row all its
+    # candidates completed, where the live race counts none of its open block's rows.
+    from racer.stats.pareto import nondominated_mask
+
+    path = tmp_path / "race.sqlite"
+    r = Race(CANDIDATES, storage=path, **OPTIONS)  # first block: 4 instances x 5 candidates
+    r.add_instances(range(100))
+    for ev in r.ask()[:12]:  # rows 0 and 1 complete, row 2 begun
+        r.tell(ev, evaluate(ev.candidate, ev.instance))
+    live = r.result()
+    r.close()
+    back = result_from_journal(path)
+    assert sorted(live.pareto_front_indices.tolist()) == list(range(5))  # no complete row: all
+    oriented = back.objective_scores[:2] * np.array([-1.0, 1.0, -1.0])
+    expected = np.flatnonzero(nondominated_mask(oriented.mean(axis=0)))
+    assert sorted(back.pareto_front_indices.tolist()) == expected.tolist()
+    assert len(expected) < 5  # the two rows do tell candidates apart
+    np.testing.assert_array_equal(back.objective_scores, live.objective_scores)

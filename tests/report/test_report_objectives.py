@@ -145,6 +145,15 @@ def test_the_exports_carry_every_objective(tmp_path):
     assert e["values"] == live.objective_scores[e["instance"], e["candidate"]].tolist()
 
 
+def test_racer_report_writes_the_page_and_the_exports_of_such_a_journal(tmp_path, capsys):
+    path, live = journaled(tmp_path, 2)
+    html, csv_path, json_path = (str(tmp_path / n) for n in ("r.html", "r.csv", "r.json"))
+    assert report.main([path, "-o", html, "--csv", csv_path, "--json", json_path]) == 0
+    assert 'id="pareto-front-o1o2"' in open(html, encoding="utf-8").read()
+    assert json.load(open(json_path))["pareto_front_indices"] == live.pareto_front_indices.tolist()
+    assert "wrote" in capsys.readouterr().out
+
+
 def test_a_single_objective_export_has_no_objective_columns(tmp_path):
     path = str(tmp_path / "one.sqlite")
     race(lambda c, i: c * i, [1, 2], range(6), progress=False, random_state=0, storage=path)
