@@ -621,10 +621,9 @@ class Race:
         Seeds the race; the test at step ``k`` receives ``numpy.random.default_rng([seed,
         k])``. With ``storage`` and None, a resumed race reuses the journal's seed.
     storage : str or path, optional
-        SQLite journal (:mod:`racer.storage`): the same race on the same file resumes it,
-        with a larger ``budget`` or ``max_instances`` it continues a finished race; a race on
-        several objectives journals every one. The race holds the journal's writer lock until
-        :meth:`close`.
+        SQLite journal (:mod:`racer.storage`; every objective): the same race on the same
+        file resumes it, with a larger ``budget`` or ``max_instances`` it continues a finished
+        race. The race holds the journal's writer lock until :meth:`close`.
     metadata : dict, optional
         Anything else that changes the scores (a version of ``evaluate``, a data set), in the
         journal's fingerprint, so a resume under other settings is refused.

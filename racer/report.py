@@ -227,29 +227,27 @@ def race_record(journal: Any) -> dict:
             "eliminated_at": None if rec is None else rec.n_instances,
             "step": None if rec is None else rec.step,
         })
-    extra: dict = {}
-    if result.directions is not None:
-        # A race on several objectives: every objective, the front, each evaluation's vector.
-        names = objective_names(data["fingerprint"], len(result.directions))
-        for idx, entry in enumerate(candidates):
-            entry["mean_objectives"] = [_jsonable(float(v)) for v in result.mean_objective_scores[idx]]
-            entry["on_pareto_front"] = bool(idx in set(result.pareto_front_indices.tolist()))
-        vectors: dict = {}
-        for cand, inst, objective, value in data.get("objective_values") or ():
-            vectors.setdefault((cand, inst), [None] * len(names))[objective] = _jsonable(value)
-        extra = {
-            "objectives": [{"name": n, "direction": d} for n, d in zip(names, result.directions)],
-            "pareto_front_indices": [int(i) for i in result.pareto_front_indices],
-            "values": vectors,
-        }
     evaluations = [
         {"candidate": c, "instance": i, "value": _jsonable(v), "error": e}
         for c, i, v, e in data["evaluations"]
     ]
-    if extra:
-        vectors = extra.pop("values")
+    extra: dict = {}
+    if result.directions is not None:
+        # A race on several objectives: every objective, the front, each evaluation's vector.
+        names = objective_names(data["fingerprint"], len(result.directions))
+        front = set(result.pareto_front_indices.tolist())
+        for idx, entry in enumerate(candidates):
+            entry["mean_objectives"] = [_jsonable(float(v)) for v in result.mean_objective_scores[idx]]
+            entry["on_pareto_front"] = idx in front
+        vectors: dict = {}
+        for cand, inst, objective, value in data.get("objective_values") or ():
+            vectors.setdefault((cand, inst), [None] * len(names))[objective] = _jsonable(value)
         for entry in evaluations:
-            entry["values"] = vectors.get((entry["candidate"], entry["instance"]))
+            entry["values"] = vectors.get((entry["candidate"], entry["instance"]))  # None: failed
+        extra = {
+            "objectives": [{"name": n, "direction": d} for n, d in zip(names, result.directions)],
+            "pareto_front_indices": [int(i) for i in result.pareto_front_indices],
+        }
     return {
         "format": "racer-race/1",
         "status": result.stop_reason,
