@@ -23,9 +23,10 @@ Conditions, per problem and seed, one TPE study each (``TPESampler(seed=seed)``,
 multi-objective TPE), run with :func:`racer.adapters.optuna.pareto_instance_objective`:
 
 * ``none``: ``NopPruner``, ``--n-trials`` trials;
-* ``pareto(c, m)``: :class:`racer.adapters.optuna.ParetoPruner` with credibility ``c`` and
-  ``min_instances`` ``m``, run until it has used the unpruned study's evaluations
-  (``n-trials x n_train``).
+* ``pareto(c, m, on_prune)``: :class:`racer.adapters.optuna.ParetoPruner` with credibility
+  ``c`` and ``min_instances`` ``m``, the objective's ``on_prune`` (``prune``: no values;
+  ``estimate``: the paired estimate, COMPLETE), run until it has used the unpruned study's
+  evaluations (``max(budgets) x n_train``).
 
 TPE proposes trial t from trials 0..t-1 only, so the first N trials of a study are the study
 of N trials: each budget is a prefix. Budgets: equal trials (the pruned study's first N
@@ -36,8 +37,8 @@ hypervolume (``moocore.hypervolume``, fixed reference point per problem) of the 
 mean vectors on the TEST instances. Reported: HV and evaluations paired by seed against
 ``none`` at the same number of trials, mean +- SE.
 
-``--pilot`` runs credibility 0.9 / 0.95 / 0.99 at min_instances 5 and 0.95 at 10 on seeds
-0-4; the reported run uses the chosen setting on seeds 100+. ``--quick`` is a smoke run.
+``--pilot`` runs (credibility, min_instances) = (0.95, 5) and (0.99, 10), each with both
+``on_prune``, on seeds 0-4; the reported run uses the chosen setting on seeds 100+. ``--quick`` is a smoke run.
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
+# Before NumPy loads OpenBLAS: its threads spinning beside the others' processes on a shared
+# machine made each posterior (a small matrix product) ten times slower.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import optuna  # noqa: E402
 import warnings  # noqa: E402
 
@@ -178,7 +180,7 @@ PROBLEMS = {"synthetic": SyntheticFront, "tree": TreeCV}
 # ------------------------------------------------------------------------------ studies
 
 
-def run_study(problem, seed, pruner, max_trials, max_evals):
+def run_study(problem, seed, pruner, max_trials, max_evals, on_prune="prune"):
     """One TPE study; per trial: key, state, evaluations, returned values, prune reason."""
     n_train = len(problem.train)
     evals = [0]
@@ -194,8 +196,8 @@ def run_study(problem, seed, pruner, max_trials, max_evals):
     study = optuna.create_study(directions=["minimize", "minimize"], pruner=pruner,
                                 sampler=optuna.samplers.TPESampler(seed=seed))
     t0 = time.time()
-    study.optimize(pareto_instance_objective(evaluate, list(range(n_train)), random_state=seed),
-                   callbacks=[stop])
+    study.optimize(pareto_instance_objective(evaluate, list(range(n_train)), on_prune=on_prune,
+                                             random_state=seed), callbacks=[stop])
     wall = time.time() - t0
     trials = []
     for t in study.trials:
@@ -204,6 +206,7 @@ def run_study(problem, seed, pruner, max_trials, max_evals):
             "complete": t.state == optuna.trial.TrialState.COMPLETE,
             "evals": len(t.user_attrs.get("racer_objectives", {})),
             "values": list(t.values) if t.values is not None else None,
+            "pruned": bool(t.user_attrs.get("racer_pruned", False)),
             "reason": t.user_attrs.get("racer_prune_reason", ""),
             "risk": t.user_attrs.get("racer_prune_risk"),
         })
@@ -237,7 +240,8 @@ def prefix_rows(problem, run, budgets, n_train):
             out.append({"budget": n, "view": view, "hv": front_hv(problem, prefix),
                         "evals": int(sum(t["evals"] for t in prefix)),
                         "trials": len(prefix),
-                        "pruned": sum(not t["complete"] for t in prefix),
+                        "pruned": sum(t["pruned"] for t in prefix),
+                        "equivalent": sum(t["reason"] == "indistinguishable" for t in prefix),
                         "risk_sum": float(sum(t["risk"] or 0.0 for t in prefix))})
     return out
 
@@ -260,8 +264,9 @@ def table(rows, problems, budgets):
         head = f"### {p} (HV of the best front on the test instances: {true_hv:.4f})"
         lines += ["", head, "",
                   "| condition | budget (trials of none) | view | seeds | HV | gap to best "
-                  "| ΔHV vs none (paired) | evaluations | evaluations / none | trials | pruned |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| ΔHV vs none (paired) | evaluations | evaluations / none | trials | pruned "
+                  "| of which equivalent |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         conditions = sorted({r["condition"] for r in rows if r["problem"] == p},
                             key=lambda c: (c != "none", c))
         for cond in conditions:
@@ -279,7 +284,8 @@ def table(rows, problems, budgets):
                         f"| {_mse([true_hv - r['hv'] for r in sel])} | {_mse(dhv)} "
                         f"| {_mse([r['evals'] for r in sel])} | {_mse(ratio)} "
                         f"| {_mse([r['trials'] for r in sel])} "
-                        f"| {_mse([r['pruned'] for r in sel])} |")
+                        f"| {_mse([r['pruned'] for r in sel])} "
+                        f"| {_mse([r.get('equivalent', 0) for r in sel])} |")
     return "\n".join(lines)
 
 
@@ -289,11 +295,10 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--seed-offset", type=int, default=100)
     parser.add_argument("--budgets", default="30,80", help="trials of the unpruned study")
-    parser.add_argument("--settings", default="0.95:5",
-                        help="credibility:min_instances, comma-separated")
+    parser.add_argument("--settings", default="0.95:5:prune",
+                        help="credibility:min_instances:on_prune, comma-separated")
     parser.add_argument("--pilot", action="store_true",
-                        help="credibility 0.9/0.95/0.99 at min_instances 5, and 0.95 at 10, "
-                             "on seeds 0-4")
+                        help="(0.95, 5) and (0.99, 10) x on_prune prune / estimate, seeds 0-4")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="jsonl of rows (appended)")
     args = parser.parse_args(argv)
@@ -301,7 +306,8 @@ def main(argv=None):
     settings = [tuple(s.split(":")) for s in args.settings.split(",")]
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     if args.pilot:
-        settings = [("0.9", "5"), ("0.95", "5"), ("0.99", "5"), ("0.95", "10")]
+        settings = [(c, m, mode) for mode in ("prune", "estimate")
+                    for c, m in (("0.95", "5"), ("0.99", "10"))]
         seeds = range(0, 5)
     if args.quick:
         budgets, seeds = [15, 30], range(args.seed_offset, args.seed_offset + 2)
@@ -312,12 +318,13 @@ def main(argv=None):
         problem = PROBLEMS[name]()
         n_train = len(problem.train)
         for seed in seeds:
-            conds = [("none", optuna.pruners.NopPruner())] + [
-                (f"pareto({c},{m})", ParetoPruner(credibility=float(c), min_instances=int(m),
-                                                  random_state=seed)) for c, m in settings]
-            for cond, pruner in conds:
+            conds = [("none", optuna.pruners.NopPruner(), "prune")] + [
+                (f"pareto({c},{m},{mode})",
+                 ParetoPruner(credibility=float(c), min_instances=int(m), random_state=seed),
+                 mode) for c, m, mode in settings]
+            for cond, pruner, mode in conds:
                 max_trials = max(budgets) if cond == "none" else 20 * max(budgets)
-                run = run_study(problem, seed, pruner, max_trials, max(budgets) * n_train)
+                run = run_study(problem, seed, pruner, max_trials, max(budgets) * n_train, mode)
                 for r in prefix_rows(problem, run, budgets, n_train):
                     r.update(problem=name, seed=seed, condition=cond, wall=run["wall"],
                              true_hv=problem.true_hv)

@@ -37,6 +37,7 @@ from racer._validation import (
     _describe,
     check_bool,
     check_int,
+    check_option,
     check_positive,
     check_probability,
     seed_from_random_state,
@@ -359,10 +360,25 @@ def should_prune_objectives(trial: optuna.Trial) -> bool:
     return pruner.prune(study, study._storage.get_trial(trial._trial_id))
 
 
+def _paired_estimate(trial: optuna.Trial) -> tuple[float, ...]:
+    """``mean(R) + mean over the trial's instances of (T - R)`` per objective, ``R`` the
+    reference the prune named (a COMPLETE trial recorded on every instance)."""
+    study = trial.study
+    k = len(study.directions)
+    # The prune wrote its reference through the storage, past the Trial's cached copy.
+    frozen = study._storage.get_trial(trial._trial_id)
+    reference = study.get_trials(deepcopy=False)[frozen.user_attrs[PRUNE_REFERENCE_ATTR]]
+    ref_steps, ref_values = _record(reference, k)
+    steps, values = _record(frozen, k)
+    common = ref_values[np.searchsorted(ref_steps, steps)]
+    return tuple((ref_values.mean(axis=0) + (values - common).mean(axis=0)).tolist())
+
+
 def pareto_instance_objective(
     evaluate: Callable[[optuna.Trial, Any], Sequence[float]],
     instances: Sequence[Any],
     *,
+    on_prune: str = "prune",
     shuffle: bool = True,
     random_state: Any = None,
 ) -> Callable[[optuna.Trial], tuple[float, ...]]:
@@ -372,8 +388,7 @@ def pareto_instance_objective(
     The objective visits ``instances`` (in a random order per trial when ``shuffle``),
     records each score vector with :func:`report_objectives` under the instance's position,
     asks :func:`should_prune_objectives` after each, and returns the mean vector over all
-    instances. A pruned trial raises :class:`optuna.TrialPruned` and has no values (module
-    docstring); it gets the user attributes ``racer_pruned`` (True) and
+    instances. A pruned trial gets the user attributes ``racer_pruned`` (True) and
     ``racer_n_instances``, as with :func:`~racer.adapters.optuna.instance_objective`.
 
     Parameters
@@ -382,6 +397,15 @@ def pareto_instance_objective(
         One number per study direction; may call ``trial.suggest_*``.
     instances : sequence
         In a fixed order: their positions are the steps trials are paired on.
+    on_prune : {"prune", "estimate"}
+        What a pruned trial tells Optuna. ``"prune"`` (default): it raises
+        :class:`optuna.TrialPruned` and has no values (module docstring), so it is in no
+        front and the samplers count it as bad. ``"estimate"``: it returns, per objective,
+        the paired estimate of its mean over all instances, ``mean(R) + mean_seen(T - R)``
+        with ``R`` the reference the prune named, and ends COMPLETE, so a sampler sees a
+        point near the reference (dominated by it for a dominated prune, on it for an
+        equivalent one); it can then be in ``study.best_trials`` beside ``R``. Measured in
+        ``benchmarks/optuna_pareto_pruning.py`` (docs/optuna.md).
     shuffle : bool
         Visit instances in a random order per trial.
     random_state : None, int, numpy Generator, RandomState or SeedSequence
@@ -406,6 +430,7 @@ def pareto_instance_objective(
     instances = list(check_instances(instances))
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
+    on_prune = check_option(on_prune, "on_prune", ("prune", "estimate"))
     shuffle = check_bool(shuffle, "shuffle")
     seed = seed_from_random_state(random_state)
     n_instances = len(instances)
@@ -422,6 +447,8 @@ def pareto_instance_objective(
             if count < n_instances and should_prune_objectives(trial):
                 trial.set_user_attr(PRUNED_ATTR, True)
                 trial.set_user_attr(N_INSTANCES_ATTR, count)
+                if on_prune == "estimate":
+                    return _paired_estimate(trial)
                 raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
         trial.set_user_attr(N_INSTANCES_ATTR, n_instances)
         return tuple((total / n_instances).tolist())

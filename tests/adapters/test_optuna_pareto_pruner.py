@@ -280,3 +280,24 @@ def test_another_pruner_on_the_study_is_an_error_not_silence():
         should_prune_objectives(trial)
     with pytest.raises(TypeError, match="`trial`"):
         should_prune_objectives(study._storage.get_trial(trial._trial_id))
+
+
+def test_on_prune_estimate_completes_with_the_paired_estimate():
+    study = optuna.create_study(directions=["minimize", "minimize"],
+                                pruner=ParetoPruner(random_state=0),
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(pareto_instance_objective(_evaluate, INSTANCES, on_prune="estimate",
+                                             random_state=0), n_trials=15)
+    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    assert pruned and all(t.state == TrialState.COMPLETE for t in pruned)
+    for t in pruned:
+        ref = study.trials[t.user_attrs["racer_prune_reference"]]
+        record, ref_record = t.user_attrs["racer_objectives"], ref.user_attrs["racer_objectives"]
+        gap = np.mean([np.subtract(record[s], ref_record[s]) for s in record], axis=0)
+        # ref.values sums its 12 values in its visiting order, the estimate in step order:
+        # the two differ by rounding only (values of order 1).
+        np.testing.assert_allclose(t.values, np.add(ref.values, gap), rtol=0, atol=1e-12)
+        # A pruned trial is never a reference: its record is partial.
+        assert len(record) < len(INSTANCES)
+    with pytest.raises(ValueError, match="`on_prune`"):
+        pareto_instance_objective(_evaluate, INSTANCES, on_prune="return")

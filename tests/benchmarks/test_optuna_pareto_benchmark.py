@@ -33,9 +33,11 @@ def test_budgets_cut_a_study_at_equal_trials_and_at_equal_evaluations(bench):
     problem = bench.SyntheticFront()
     n = len(problem.train)
     good, bad = [0.5] + [0.5] * 3, [0.5] + [0.9] * 3
-    trials = [{"key": good, "complete": True, "evals": n, "values": [1.0, 1.0],
+    trials = [{"key": good, "complete": True, "pruned": False, "evals": n,
+               "values": [1.0, 1.0],
                "reason": "", "risk": None}]
-    trials += [{"key": bad, "complete": False, "evals": 5, "values": None,
+    trials += [{"key": bad, "complete": False, "pruned": True, "evals": 5,
+                "values": None,
                 "reason": "dominated", "risk": 0.01}] * 4
     rows = bench.prefix_rows(problem, {"trials": trials}, [1, 2], n)
     by = {(r["budget"], r["view"]): r for r in rows}
