@@ -38,7 +38,8 @@ mean vectors on the TEST instances. Reported: HV and evaluations paired by seed 
 ``none`` at the same number of trials, mean +- SE.
 
 ``--pilot`` runs (credibility, min_instances) = (0.95, 5) and (0.99, 10), each with both
-``on_prune``, on seeds 0-4; the reported run uses the chosen setting on seeds 100+. ``--quick`` is a smoke run.
+``on_prune``, on seeds 0-4; the reported run uses the chosen setting on seeds 100+.
+``--quick`` is a smoke run.
 """
 
 from __future__ import annotations
