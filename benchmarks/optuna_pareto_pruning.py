@@ -302,8 +302,14 @@ def main(argv=None):
                         help="(0.95, 5) and (0.99, 10) x on_prune prune / estimate, seeds 0-4")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="jsonl of rows (appended)")
+    parser.add_argument("--table", default=None, help="print the tables of a jsonl of rows")
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
+    if args.table:
+        rows = [json.loads(line) for line in open(args.table)]
+        problems = list(dict.fromkeys(r["problem"] for r in rows))
+        print(table(rows, problems, sorted({r["budget"] for r in rows})))
+        return rows
     settings = [tuple(s.split(":")) for s in args.settings.split(",")]
     seeds = range(args.seed_offset, args.seed_offset + args.seeds)
     if args.pilot:

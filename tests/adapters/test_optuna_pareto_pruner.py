@@ -301,3 +301,13 @@ def test_on_prune_estimate_completes_with_the_paired_estimate():
         assert len(record) < len(INSTANCES)
     with pytest.raises(ValueError, match="`on_prune`"):
         pareto_instance_objective(_evaluate, INSTANCES, on_prune="return")
+
+
+def test_a_non_finite_score_is_never_a_reason_to_prune():
+    study = _study()
+    _add_complete(study, _scores([0.2, 1.0]))
+    bad = _scores([0.5, 5.0])
+    bad[2, 1] = np.nan                   # a failed run: no decision is drawn from it
+    _, frozen = _running(study, bad, steps=range(8))
+    decision = ParetoPruner(random_state=0).decide(study, frozen)
+    assert not decision["prune"] and decision["prob_dominated"] is None
