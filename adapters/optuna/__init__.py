@@ -8,11 +8,19 @@ Two ways to bring racing to an Optuna study, matching the two ways Optuna users 
 * :class:`IteratedRace` (``iterated.py``) runs irace's loop (sample candidates, race them with
   the elites, refocus the sampler on the survivors) with any Optuna sampler as the proposal
   model; it returns an :class:`IteratedRaceResult`.
+* :class:`ParetoPruner` (``pareto.py``) prunes in studies with several objectives, where
+  Optuna refuses ``trial.report``; :func:`pareto_instance_objective` writes its loop.
 
 The race core never imports this package or Optuna.
 """
 
 from racer.adapters.optuna.iterated import IteratedRace, IteratedRaceResult
+from racer.adapters.optuna.pareto import (
+    ParetoPruner,
+    pareto_instance_objective,
+    report_objectives,
+    should_prune_objectives,
+)
 from racer.adapters.optuna.pruner import (
     PruneRisk,
     RacingPruner,
@@ -20,5 +28,6 @@ from racer.adapters.optuna.pruner import (
     pruning_risks,
 )
 
-__all__ = ["IteratedRace", "IteratedRaceResult", "PruneRisk", "RacingPruner",
-           "instance_objective", "pruning_risks"]
+__all__ = ["IteratedRace", "IteratedRaceResult", "ParetoPruner", "PruneRisk", "RacingPruner",
+           "instance_objective", "pareto_instance_objective", "pruning_risks",
+           "report_objectives", "should_prune_objectives"]

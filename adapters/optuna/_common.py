@@ -16,7 +16,7 @@ from optuna.trial import FrozenTrial
 
 from racer._validation import _describe, as_race_items
 
-__all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "PRUNED_ATTR",
+__all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "OBJECTIVES_ATTR", "PRUNED_ATTR",
            "PRUNE_REASON_ATTR", "PRUNE_REFERENCE_ATTR", "PRUNE_RISK_ATTR", "SCORES_ATTR",
            "STATE_ATTR", "check_instances", "single_direction", "steps_and_values"]
 
@@ -33,6 +33,10 @@ ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its ans
 PRUNE_RISK_ATTR = "racer_prune_risk"
 PRUNE_REASON_ATTR = "racer_prune_reason"
 PRUNE_REFERENCE_ATTR = "racer_prune_reference"
+# A trial's score vectors in a study with several objectives (issue 23), where Optuna refuses
+# trial.report: {str(instance position): [value per objective]}, written by
+# report_objectives and read by ParetoPruner.
+OBJECTIVES_ATTR = "racer_objectives"
 
 
 def single_direction(study: optuna.Study, who: str) -> StudyDirection:

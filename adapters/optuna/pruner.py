@@ -553,7 +553,8 @@ class PruneRisk(NamedTuple):
 
 
 def pruning_risks(study: optuna.Study) -> list[PruneRisk]:
-    """The stated risk of every prune :class:`RacingPruner` took in ``study``, by trial number.
+    """The stated risk of every prune :class:`RacingPruner` (or
+    :class:`~racer.adapters.optuna.ParetoPruner`) took in ``study``, by trial number.
 
     Read from the user attributes the pruner writes when it prunes (``racer_prune_risk``,
     ``racer_prune_reason``, ``racer_prune_reference``), so it works on a study loaded from any
