@@ -101,15 +101,16 @@ def hypervolume(points, reference=REFERENCE) -> float:
 
 
 def front(points) -> np.ndarray:
-    """The non-dominated rows of ``points`` (both objectives minimised), duplicates once.
+    """The non-dominated rows of ``points`` (both objectives minimised), duplicates once
+    (``racer.stats.pareto.nondominated_mask``, the engine's own dominance).
 
     >>> front([[1, 2], [2, 1], [2, 2], [1, 2]]).tolist()
     [[1.0, 2.0], [2.0, 1.0]]
     """
-    import moocore
+    from racer.stats.pareto import nondominated_mask
 
     pts = np.unique(np.asarray(points, dtype=float).reshape(-1, 2), axis=0)
-    return pts[moocore.is_nondominated(pts)]
+    return pts[nondominated_mask(-pts)]  # the mask is for larger-is-better rows
 
 
 def space():
@@ -129,7 +130,7 @@ def train_instances() -> list[str]:
     return (SCENARIO / "train.txt").read_text().split()
 
 
-def test_instances() -> list[str]:
+def held_out_instances() -> list[str]:
     return (SCENARIO / "test.txt").read_text().split()
 
 
@@ -138,12 +139,12 @@ def run_point(words: list[str], instance: str, seed: int) -> tuple[float, float]
     return WEIGHTED.normalise(*map(float, RUNNER.answer(["", "0", "0", str(seed), instance, *words]).split()))
 
 
-class TestBench:
+class HeldOut:
     """Each returned configuration's mean normalised (quality, work) on the test instances x
     ``test_seeds`` fixed seeds, computed once per distinct configuration."""
 
     def __init__(self, test_seeds: int = TEST_SEEDS, instances: list[str] | None = None):
-        self.runs = [(inst, 1000 + 17 * k + s) for k, inst in enumerate(instances or test_instances())
+        self.runs = [(inst, 1000 + 17 * k + s) for k, inst in enumerate(instances or held_out_instances())
                      for s in range(test_seeds)]
         self.cache: dict = {}
 
@@ -257,7 +258,7 @@ def method_run(method: str, seed: int, budget: int, base: Path, sock: str | None
     return {"returned": [w for p in parts for w in p["returned"]], "runs": sum(p["runs"] for p in parts)}
 
 
-def measure(row: dict, bench: TestBench) -> dict:
+def measure(row: dict, bench: HeldOut) -> dict:
     pts = [bench.point(w) for w in row["returned"]]
     f = front(pts)
     return {**row, "points": [list(p) for p in pts], "front": f.tolist(), "hv": hypervolume(f)}
@@ -348,8 +349,8 @@ def main(argv=None) -> None:
     if unknown or args.seeds < 1 or any(b < 1 for b in budgets):
         ap.error(f"--methods from {METHODS} (unknown: {unknown}); --seeds and --budgets positive")
     seeds = list(range(args.first_seed, args.first_seed + (1 if args.quick else args.seeds)))
-    names = test_instances()[:args.test_instances or None]
-    bench = TestBench(args.test_seeds, names)
+    names = held_out_instances()[:args.test_instances or None]
+    bench = HeldOut(args.test_seeds, names)
     out, jsonl = Path(args.out), Path(args.out).with_suffix(".jsonl")
     out.parent.mkdir(parents=True, exist_ok=True)
     reused = {}
