@@ -71,7 +71,7 @@ TEST_SEEDS = 3
 # quality and work seen in the pilot (``--pilot``, seeds 0-4), rounded up.
 REFERENCE = (1.1, 1.04)
 WEIGHTS = (0.25, 0.5, 0.75)
-METHODS = ("irace-ws", "irace-ws3", "racer-race")
+METHODS = ("irace-ws", "irace-ws3", "racer-race", "racer-tune")
 
 
 def _load(name: str, path: Path):
@@ -190,6 +190,19 @@ def racer_race(seed: int, budget: int) -> dict:
             "raced": len(words)}
 
 
+def racer_tune(seed: int, budget: int) -> dict:
+    """racer's iterated Pareto tuning (``racer.tune`` with ``direction=[...]``, the command
+    line's ``objectives``): irace's schedule, Pareto elites; its front is
+    ``TuneResult.pareto_front``."""
+    import racer
+
+    sp, default = space()
+    res = racer.tune(lambda c, inst, s: run_point(sp.command_line(c), inst, s), str(SCENARIO / "parameters.txt"),
+                     train_instances(), budget=budget, direction=["minimize", "minimize"], initial=[default],
+                     digits=4, random_state=seed, progress=False)
+    return {"returned": [sp.command_line(c) for c in res.pareto_front], "runs": int(res.experiments)}
+
+
 @contextlib.contextmanager
 def runner_server(base: Path):
     """``target-runner --serve`` on a socket under ``base``, for irace's runs."""
@@ -250,6 +263,8 @@ def elites(stdout: str) -> list[list[str]]:
 def method_run(method: str, seed: int, budget: int, base: Path, sock: str | None) -> dict | None:
     if method == "racer-race":
         return racer_race(seed, budget)
+    if method == "racer-tune":
+        return racer_tune(seed, budget)
     if method == "irace-ws":
         return irace_run(seed, budget, 0.5, base, sock)
     if budget // 3 < 96:  # irace 3.5's minimum for three parameters: it would refuse to start
@@ -265,13 +280,23 @@ def measure(row: dict, bench: HeldOut) -> dict:
 
 
 def paired(rows: list[dict], a: str, b: str, budget: int) -> dict | None:
-    hv = {(r["seed"], r["method"]): r["hv"] for r in rows if r["budget"] == budget and r.get("hv") is not None}
-    seeds = sorted(s for s, m in hv if m == a and (s, b) in hv)
+    """Paired hypervolume difference ``a - b`` over the seeds both finished at ``budget``
+    (mean, SE, seeds where ``a`` is at least as good) and the paired difference of runs used.
+
+    >>> rows = [{"seed": s, "method": m, "budget": 9, "hv": h, "runs": r} for s, m, h, r in
+    ...         [(1, "a", 0.5, 9), (1, "b", 0.4, 8), (2, "a", 0.5, 9), (2, "b", 0.6, 9)]]
+    >>> p = paired(rows, "a", "b", 9)
+    >>> p["n"], round(p["mean"], 12), round(p["se"], 12), p["wins"], p["runs"]
+    (2, 0.0, 0.1, 1, 0.5)
+    """
+    got = {(r["seed"], r["method"]): r for r in rows if r["budget"] == budget and r.get("hv") is not None}
+    seeds = sorted(s for s, m in got if m == a and (s, b) in got)
     if not seeds:
         return None
-    d = [hv[s, a] - hv[s, b] for s in seeds]
+    d = [got[s, a]["hv"] - got[s, b]["hv"] for s in seeds]
     se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else math.nan
-    return {"n": len(d), "mean": statistics.fmean(d), "se": se, "wins": sum(x >= 0 for x in d)}
+    return {"n": len(d), "mean": statistics.fmean(d), "se": se, "wins": sum(x >= 0 for x in d),
+            "runs": statistics.fmean(got[s, a]["runs"] - got[s, b]["runs"] for s in seeds)}
 
 
 def report(rows: list[dict], budgets: list[int], head: list[str]) -> str:
@@ -290,13 +315,14 @@ def report(rows: list[dict], budgets: list[int], head: list[str]) -> str:
                          f"{statistics.fmean(len(r['returned']) for r in got):.1f} | "
                          f"{statistics.fmean(len(r['front']) for r in got):.1f} | "
                          f"{statistics.fmean(r['runs'] for r in got):.0f} |")
-        lines += ["", "| racer - irace | seeds | mean HV difference | SE | racer >= irace |", "| --- | --- | --- | --- | --- |"]
+        lines += ["", "| racer - irace | seeds | mean HV difference | SE | racer >= irace | runs used, racer - irace |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for racer_m in [m for m in methods if m.startswith("racer")]:
             for irace_m in [m for m in methods if m.startswith("irace")]:
                 p = paired(rows, racer_m, irace_m, budget)
                 if p:
                     lines.append(f"| {racer_m} - {irace_m} | {p['n']} | {p['mean']:+.4f} | {p['se']:.4f} | "
-                                 f"{p['wins']}/{p['n']} |")
+                                 f"{p['wins']}/{p['n']} | {p['runs']:+.1f} |")
         lines += ["", "| seed | " + " | ".join(f"{m} HV (runs)" for m in methods) + " |",
                   "| --- |" + " --- |" * len(methods)]
         by = {(r["seed"], r["method"]): r for r in mine}
@@ -331,7 +357,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=100)
     ap.add_argument("--budgets", default="300,150")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--methods", default="irace-ws,irace-ws3,racer-race", help=f"from {METHODS}")
     ap.add_argument("--test-seeds", type=int, default=TEST_SEEDS)
     ap.add_argument("--test-instances", type=int, default=0, help="only the first k test instances (0: all)")
     ap.add_argument("--pilot", action="store_true", help="seeds 0-4: the bounds and reference point")
