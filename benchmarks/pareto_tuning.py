@@ -279,11 +279,25 @@ def measure(row: dict, bench: HeldOut) -> dict:
     return {**row, "points": [list(p) for p in pts], "front": f.tolist(), "hv": hypervolume(f)}
 
 
+def coverage(a, b) -> float:
+    """Zitzler & Thiele's (1999) set coverage C(a, b): the share of the points of front ``b``
+    that some point of front ``a`` weakly dominates (minimised; 1: ``a`` dominates or equals
+    all of ``b``).
+
+    >>> coverage([[0, 1], [1, 0]], [[0, 1], [2, 2], [0.5, 0.5]])
+    0.6666666666666666
+    """
+    pa, pb = np.asarray(a, float).reshape(-1, 2), np.asarray(b, float).reshape(-1, 2)
+    if not len(pb):
+        return 1.0
+    return float(np.mean((pa[:, None, :] <= pb[None, :, :]).all(axis=2).any(axis=0)))
+
+
 def paired(rows: list[dict], a: str, b: str, budget: int) -> dict | None:
     """Paired hypervolume difference ``a - b`` over the seeds both finished at ``budget``
     (mean, SE, seeds where ``a`` is at least as good) and the paired difference of runs used.
 
-    >>> rows = [{"seed": s, "method": m, "budget": 9, "hv": h, "runs": r} for s, m, h, r in
+    >>> rows = [{"seed": s, "method": m, "budget": 9, "hv": h, "runs": r, "front": [[h, h]]} for s, m, h, r in
     ...         [(1, "a", 0.5, 9), (1, "b", 0.4, 8), (2, "a", 0.5, 9), (2, "b", 0.6, 9)]]
     >>> p = paired(rows, "a", "b", 9)
     >>> p["n"], round(p["mean"], 12), round(p["se"], 12), p["wins"], p["runs"]
@@ -296,7 +310,9 @@ def paired(rows: list[dict], a: str, b: str, budget: int) -> dict | None:
     d = [got[s, a]["hv"] - got[s, b]["hv"] for s in seeds]
     se = statistics.stdev(d) / math.sqrt(len(d)) if len(d) > 1 else math.nan
     return {"n": len(d), "mean": statistics.fmean(d), "se": se, "wins": sum(x >= 0 for x in d),
-            "runs": statistics.fmean(got[s, a]["runs"] - got[s, b]["runs"] for s in seeds)}
+            "runs": statistics.fmean(got[s, a]["runs"] - got[s, b]["runs"] for s in seeds),
+            "covers": statistics.fmean(coverage(got[s, a]["front"], got[s, b]["front"]) for s in seeds),
+            "covered": statistics.fmean(coverage(got[s, b]["front"], got[s, a]["front"]) for s in seeds)}
 
 
 def report(rows: list[dict], budgets: list[int], head: list[str]) -> str:
@@ -315,14 +331,14 @@ def report(rows: list[dict], budgets: list[int], head: list[str]) -> str:
                          f"{statistics.fmean(len(r['returned']) for r in got):.1f} | "
                          f"{statistics.fmean(len(r['front']) for r in got):.1f} | "
                          f"{statistics.fmean(r['runs'] for r in got):.0f} |")
-        lines += ["", "| racer - irace | seeds | mean HV difference | SE | racer >= irace | runs used, racer - irace |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += ["", "| racer - irace | seeds | mean HV difference | SE | racer >= irace | runs used, racer - irace "
+                  "| C(racer, irace) | C(irace, racer) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for racer_m in [m for m in methods if m.startswith("racer")]:
             for irace_m in [m for m in methods if m.startswith("irace")]:
                 p = paired(rows, racer_m, irace_m, budget)
                 if p:
                     lines.append(f"| {racer_m} - {irace_m} | {p['n']} | {p['mean']:+.4f} | {p['se']:.4f} | "
-                                 f"{p['wins']}/{p['n']} | {p['runs']:+.1f} |")
+                                 f"{p['wins']}/{p['n']} | {p['runs']:+.1f} | {p['covers']:.2f} | {p['covered']:.2f} |")
         lines += ["", "| seed | " + " | ".join(f"{m} HV (runs)" for m in methods) + " |",
                   "| --- |" + " --- |" * len(methods)]
         by = {(r["seed"], r["method"]): r for r in mine}
