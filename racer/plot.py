@@ -13,7 +13,9 @@ Figures of a race take a :class:`racer.RaceResult` (or the one rebuilt from a jo
 * :func:`plot_race_timeline` -- survivors over instances, and one lifeline per candidate that
   ends where it was eliminated, marked by reason and annotated with the probability;
 * :func:`plot_score_matrix` -- the instances x candidates score matrix;
-* :func:`plot_evaluations` -- evaluations spent on each candidate.
+* :func:`plot_evaluations` -- evaluations spent on each candidate;
+* :func:`plot_pareto_front` -- a race on several objectives: every candidate's mean
+  objective vector, the Pareto front highlighted (pairwise panels for k > 2).
 
 The statistics figures take a score matrix ``(n_blocks, n_candidates)`` (array or DataFrame;
 larger is better unless ``maximize=False``) or a RaceResult, from which they take the
@@ -68,6 +70,7 @@ __all__ = [
     "plot_critical_difference",
     "plot_evaluations",
     "plot_pairwise_probabilities",
+    "plot_pareto_front",
     "plot_posterior_simplex",
     "plot_race_timeline",
     "plot_score_matrix",
@@ -298,6 +301,117 @@ def plot_evaluations(result: RaceResult, *, figsize: Any = None):
         fontsize=10,
     )
     ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def objective_labels(result: RaceResult, names: Any = None) -> list[str]:
+    """``"name (minimize)"`` for each objective of a race on several objectives; ``names``
+    (one string per objective) or ``"objective 1"``, ``"objective 2"``, ...
+
+    >>> from racer import race
+    >>> res = race(lambda c, i: (c, -c), [0, 1], range(5), progress=False,
+    ...            direction=["minimize", "maximize"], random_state=0)
+    >>> objective_labels(res), objective_labels(res, ["error", "speed"])
+    (['objective 1 (minimize)', 'objective 2 (maximize)'], ['error (minimize)', 'speed (maximize)'])
+    """
+    directions = result.directions
+    if directions is None:
+        raise ValueError(
+            "`result` is a race on one objective: it has no objectives to draw (race with "
+            "`direction` a list, one entry per objective)"
+        )
+    k = len(directions)
+    if names is None:
+        names = [f"objective {o + 1}" for o in range(k)]
+    elif isinstance(names, str) or not isinstance(names, Sequence) or len(names) != k \
+            or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"`names` must hold one name (str) per objective ({k}); got {names!r}")
+    return [f"{name} ({d})" for name, d in zip(names, directions)]
+
+
+def plot_pareto_front(result: RaceResult, *, names: Any = None, figsize: Any = None):
+    """A race on several objectives: every candidate's mean objective vector, the Pareto front
+    highlighted, the eliminated candidates marked by reason.
+
+    Two objectives: one scatter; k > 2: one panel per pair of objectives. Each candidate is a
+    point at :attr:`~racer.RaceResult.mean_objective_scores` (an eliminated one's over the
+    instances it saw, so its point is less certain): the front
+    (:attr:`~racer.RaceResult.pareto_front_indices`) as large circles, joined by a staircase
+    with two objectives; other survivors as small circles; eliminated candidates with the
+    timeline's marker and colour for their reason. Points are labelled ``#index`` up to 40
+    candidates. Axes say each objective's direction; ``names`` (one per objective) names them,
+    else "objective 1", "objective 2", .... A candidate without a usable score has no point.
+    In SVG output the points are groups with ids ``pareto-front-o1o2``, ``survivor-o1o2``
+    and ``elimination-<reason>-o1o2`` (objectives 1 and 2; one set per panel).
+
+    >>> import numpy as np
+    >>> from racer import race
+    >>> means = {0: (0.2, 1.0), 1: (0.15, 2.0), 2: (0.3, 1.5)}
+    >>> res = race(lambda c, i: np.add(means[c], np.random.default_rng([c, i]).normal(0, 0.05, 2)),
+    ...            [0, 1, 2], range(20), direction=["minimize", "minimize"], random_state=0,
+    ...            progress=False)
+    >>> fig = plot_pareto_front(res, names=["error", "seconds"])
+    >>> fig.axes[0].get_xlabel(), len(fig.axes)
+    ('error (minimize)', 1)
+    """
+    result = _check_result(result)
+    labels = objective_labels(result, names)
+    means = result.mean_objective_scores
+    k = means.shape[1]
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    ncols = min(len(pairs), 3)
+    nrows = -(-len(pairs) // ncols)
+    fig = _figure(figsize, (5.2 * ncols + 0.8, 4.4 * nrows + 0.4))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    front = [int(i) for i in result.pareto_front_indices]
+    records = _status(result)
+    other = [int(i) for i in result.survivor_indices if int(i) not in set(front)]
+    by_reason: dict[str, list[int]] = {}
+    for rec in result.history:
+        by_reason.setdefault(rec.reason, []).append(rec.candidate_index)
+    usable = np.all(np.isfinite(means), axis=1)
+    labelled = len(result.candidates) <= _MAX_LABELLED
+    for ax, (a, b) in zip(axes, pairs):
+        panel = f"o{a + 1}o{b + 1}"  # ids of the points' groups, one set per panel
+        for reason, idx in by_reason.items():
+            idx = [i for i in idx if usable[i]]
+            color, marker = _REASON_STYLE.get(reason, _OTHER_REASON)
+            ax.scatter(means[idx, a], means[idx, b], marker=marker, color=color, s=34, alpha=0.75,
+                       zorder=2, label=f"eliminated: {reason} ({len(idx)})",
+                       gid=f"elimination-{reason}-{panel}")
+        keep = [i for i in other if usable[i]]
+        if keep:
+            ax.scatter(means[keep, a], means[keep, b], marker="o", color=_SURVIVOR, s=34, zorder=3,
+                       label=f"survivor, dominated on the means ({len(keep)})",
+                       gid=f"survivor-{panel}")
+        on_front = [i for i in front if usable[i]]
+        ax.scatter(means[on_front, a], means[on_front, b], marker="o", s=110, color=_SURVIVOR,
+                   edgecolors="black", linewidths=1.4, zorder=4,
+                   label=f"Pareto front ({len(on_front)})", gid=f"pareto-front-{panel}")
+        if k == 2 and len(on_front) > 1:
+            # The front of two objectives as a staircase: what it dominates lies behind it.
+            sign = np.array([1.0 if d == "maximize" else -1.0 for d in result.directions])
+            pts = means[on_front][np.argsort(-sign[0] * means[on_front, 0])]
+            xs, ys = [pts[0, 0]], [pts[0, 1]]
+            for x, y in pts[1:]:
+                xs += [x, x]
+                ys += [ys[-1], y]
+            ax.plot(xs, ys, color="black", lw=0.9, alpha=0.6, zorder=1, gid=f"pareto-staircase-{panel}")
+        if labelled:
+            for i in np.flatnonzero(usable):
+                rec = records.get(int(i))
+                color = _SURVIVOR if rec is None else _REASON_STYLE.get(rec.reason, _OTHER_REASON)[0]
+                ax.annotate(f"#{int(i)}", (means[i, a], means[i, b]), xytext=(5, 4),
+                            textcoords="offset points", fontsize=7, color=color)
+        ax.set_xlabel(labels[a])
+        ax.set_ylabel(labels[b])
+        ax.margins(0.1)  # room for the labels of the outermost points
+        ax.grid(alpha=0.3)
+    for ax in axes[len(pairs):]:
+        ax.set_axis_off()
+    axes[0].legend(fontsize=7, loc="best", framealpha=0.9)
+    fig.suptitle(f"Mean objectives of {int(usable.sum())} candidates (eliminated ones: over the "
+                 "instances they saw)", fontsize=10)
     return fig
 
 

@@ -342,12 +342,12 @@ class _Options(NamedTuple):
 
 def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
                    max_instances: Any, first_test: Any, each_test: Any, min_survivors: Any,
-                   shuffle: Any, on_error: Any, winner: Any, storage: Any = None) -> _Options:
+                   shuffle: Any, on_error: Any, winner: Any) -> _Options:
     """:class:`Race`'s options checked (a ValueError or TypeError naming the argument) and
     their defaults filled in, for a race of ``n_candidates``."""
     direction = check_directions(direction)
     if isinstance(direction, tuple):
-        test = _check_multi_objective(test, direction, storage)
+        test = _check_multi_objective(test, direction)
     elif test is not None and getattr(test, "objectives", "single") == "multi":
         raise ValueError(
             f"`test`={type(test).__name__} races on several objectives: pass `direction` as a "
@@ -397,16 +397,10 @@ def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
                     min_survivors, shuffle, on_error, winner)
 
 
-def _check_multi_objective(test: Any, directions: tuple, storage: Any) -> RacingTest:
+def _check_multi_objective(test: Any, directions: tuple) -> RacingTest:
     """The test of a race on ``len(directions)`` objectives: ``ParetoTest()`` by default; a
     test that reads one score per cell is refused (it would race on the first objective
-    alone, silently), and so is ``storage`` (the journal holds one score per evaluation)."""
-    if storage is not None:
-        raise ValueError(
-            f"`storage` is not supported for a race on {len(directions)} objectives (`direction`"
-            f"={list(directions)}): the journal holds one score per evaluation; race without "
-            "storage"
-        )
+    alone, silently). ``storage`` journals every objective (:mod:`racer.storage`)."""
     if test is None:
         from racer.racing.pareto import ParetoTest
 
@@ -627,9 +621,9 @@ class Race:
         Seeds the race; the test at step ``k`` receives ``numpy.random.default_rng([seed,
         k])``. With ``storage`` and None, a resumed race reuses the journal's seed.
     storage : str or path, optional
-        SQLite journal (:mod:`racer.storage`): the same race on the same file resumes it,
-        with a larger ``budget`` or ``max_instances`` it continues a finished race. The race
-        holds the journal's writer lock until :meth:`close`.
+        SQLite journal (:mod:`racer.storage`; every objective): the same race on the same
+        file resumes it, with a larger ``budget`` or ``max_instances`` it continues a finished
+        race. The race holds the journal's writer lock until :meth:`close`.
     metadata : dict, optional
         Anything else that changes the scores (a version of ``evaluate``, a data set), in the
         journal's fingerprint, so a resume under other settings is refused.
@@ -682,7 +676,7 @@ class Race:
             len(self._candidates), test=test, direction=direction,
             budget=budget, max_instances=max_instances, first_test=first_test,
             each_test=each_test, min_survivors=min_survivors, shuffle=shuffle,
-            on_error=on_error, winner=winner, storage=storage,
+            on_error=on_error, winner=winner,
         )
         (self._test, self._direction, self._budget, self._max_instances, self._first_test,
          self._each_test, self._min_survivors, self._shuffle, self._on_error,

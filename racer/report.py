@@ -30,7 +30,13 @@ What a journal does not hold, and what the report does about it (see docs/report
   blocks look alike, "stopped between blocks"), and their survivors are ordered by mean
   score; the report says that it inferred them;
 * under ``on_error="worst"`` the substitute scores of failed evaluations are not journaled:
-  means are over the successful evaluations.
+  means are over the successful evaluations (a race on several objectives recomputes them as
+  the race did, :func:`racer.storage.result_from_journal`).
+
+A race on several objectives (``direction`` a list) gets its objectives (named by
+``metadata={"objective_names": [...]}``, else "objective 1".."objective k"), its Pareto front
+(:func:`racer.plot.plot_pareto_front`), each objective's means and each elimination's
+dominance evidence; its CSV and JSON carry every objective (docs/report.md).
 """
 
 from __future__ import annotations
@@ -105,6 +111,51 @@ def _evidence(result: RaceResult, rec: EliminationRecord) -> dict:
     }
 
 
+def objective_names(fingerprint: dict, k: int) -> list[str]:
+    """The names of a race's ``k`` objectives: ``metadata["objective_names"]`` of its
+    fingerprint when it holds ``k`` strings (``Race(..., metadata={"objective_names":
+    ["error", "seconds"]})``), else ``"objective 1"``, ``"objective 2"``, ...
+
+    >>> objective_names({"metadata": {"objective_names": "['error', 'seconds']"}}, 2)
+    ['error', 'seconds']
+    >>> objective_names({"metadata": {}}, 2)
+    ['objective 1', 'objective 2']
+    """
+    import ast
+
+    text = (fingerprint.get("metadata") or {}).get("objective_names")
+    try:
+        names = ast.literal_eval(text) if isinstance(text, str) else None
+    except (ValueError, SyntaxError):
+        names = None
+    if isinstance(names, (list, tuple)) and len(names) == k and all(isinstance(n, str) for n in names):
+        return list(names)
+    return [f"objective {o + 1}" for o in range(k)]
+
+
+def _objective_evidence(result: RaceResult, rec: EliminationRecord) -> dict:
+    """For a race on several objectives: each objective's mean of ``rec``'s candidate and of
+    the one that dominated or matched it, and on how many instances the latter dominated it
+    (at least as good on every objective, better on one), on the instances both had been
+    evaluated on when the decision was taken."""
+    if rec.by_index is None:
+        return {}
+    rows = slice(0, rec.n_instances)
+    a = result.objective_scores[rows, rec.candidate_index]
+    b = result.objective_scores[rows, rec.by_index]
+    both = np.all(np.isfinite(a) & np.isfinite(b), axis=1)
+    a, b = a[both], b[both]
+    sign = np.array([1.0 if d == "maximize" else -1.0 for d in result.directions])
+    better, worse = b * sign > a * sign, b * sign < a * sign
+    return {
+        "n": int(both.sum()),
+        "by_dominates": int(np.sum(better.any(axis=1) & ~worse.any(axis=1))),
+        "dominates_by": int(np.sum(worse.any(axis=1) & ~better.any(axis=1))),
+        "means": a.mean(axis=0) if both.any() else np.full(len(sign), math.nan),
+        "by_means": b.mean(axis=0) if both.any() else np.full(len(sign), math.nan),
+    }
+
+
 # --------------------------------------------------------------------------- exports
 
 
@@ -135,15 +186,24 @@ def export_csv(journal: Any, path: Any) -> str:
     out = _output_path(path, "path")
     cands = data["fingerprint"]["candidates"]
     insts = data["instances"]
+    directions = data["fingerprint"].get("direction")
+    k = len(directions) if isinstance(directions, list) else 0
+    vectors: dict = {}
+    for cand, inst, objective, value in data.get("objective_values") or ():
+        vectors.setdefault((cand, inst), [None] * k)[objective] = value
     with open(out, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["candidate", "candidate_repr", "instance", "instance_repr", "value", "error"])
+        # A race on several objectives: `value` is the first (as in the journal), then every
+        # objective in its own column (names and directions are in the JSON export).
+        writer.writerow(["candidate", "candidate_repr", "instance", "instance_repr", "value", "error"]
+                        + [f"objective_{o + 1}" for o in range(k)])
         for cand, inst, value, error in data["evaluations"]:
+            vector = vectors.get((cand, inst), [None] * k)
             writer.writerow([
                 cand, cands[cand] if cand < len(cands) else "", inst,
                 insts[inst] if inst < len(insts) else "",
                 "" if value is None else repr(float(value)), "" if error is None else error,
-            ])
+            ] + ["" if v is None else repr(float(v)) for v in vector])
     return out
 
 
@@ -167,6 +227,27 @@ def race_record(journal: Any) -> dict:
             "eliminated_at": None if rec is None else rec.n_instances,
             "step": None if rec is None else rec.step,
         })
+    evaluations = [
+        {"candidate": c, "instance": i, "value": _jsonable(v), "error": e}
+        for c, i, v, e in data["evaluations"]
+    ]
+    extra: dict = {}
+    if result.directions is not None:
+        # A race on several objectives: every objective, the front, each evaluation's vector.
+        names = objective_names(data["fingerprint"], len(result.directions))
+        front = set(result.pareto_front_indices.tolist())
+        for idx, entry in enumerate(candidates):
+            entry["mean_objectives"] = [_jsonable(float(v)) for v in result.mean_objective_scores[idx]]
+            entry["on_pareto_front"] = idx in front
+        vectors: dict = {}
+        for cand, inst, objective, value in data.get("objective_values") or ():
+            vectors.setdefault((cand, inst), [None] * len(names))[objective] = _jsonable(value)
+        for entry in evaluations:
+            entry["values"] = vectors.get((entry["candidate"], entry["instance"]))  # None: failed
+        extra = {
+            "objectives": [{"name": n, "direction": d} for n, d in zip(names, result.directions)],
+            "pareto_front_indices": [int(i) for i in result.pareto_front_indices],
+        }
     return {
         "format": "racer-race/1",
         "status": result.stop_reason,
@@ -188,10 +269,8 @@ def race_record(journal: Any) -> dict:
                      (step, n, c, r, b, _jsonable(p))))
             for step, n, c, r, b, p in data["decisions"]
         ],
-        "evaluations": [
-            {"candidate": c, "instance": i, "value": _jsonable(v), "error": e}
-            for c, i, v, e in data["evaluations"]
-        ],
+        "evaluations": evaluations,
+        **extra,
     }
 
 
@@ -348,6 +427,8 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
     frequentist = "frace" in test.lower() or "frequentist" in test.lower()
     prob_word = "p-value" if frequentist else "probability"
     records = {rec.candidate_index: rec for rec in result.history}
+    multi = result.directions is not None
+    names = objective_names(fp, len(result.directions)) if multi else []
     h = []
     if standalone:
         h.append(_page_head(title or "racer report: " + os.path.basename(path_text)))
@@ -380,20 +461,35 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
     ]
     if fp.get("metadata"):
         rows.append(("Metadata", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp["metadata"].items())))
+    if multi:
+        front = result.pareto_front_indices
+        rows[0] = ("Best", f"<code>#{result.best_index} {_esc(result.best)}</code> (the best "
+                           f"survivor on {_esc(names[0])}, the first objective; the race's answer is "
+                           "the Pareto front)")
+        rows[1:1] = [
+            ("Objectives", ", ".join(f"{_esc(n)} ({d})" for n, d in zip(names, result.directions))),
+            ("Pareto front", f"{len(front)} of {len(result.survivors)} survivors: "
+                             + ", ".join(f"<code>#{int(i)}</code>" for i in front)),
+        ]
     h.extend(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     h.append("</table>")
 
     h.append(f"<h2>Survivors ({len(result.survivors)})</h2>")
-    h.append("<table><tr><th>rank</th><th>candidate</th><th>mean score</th><th>instances</th></tr>")
-    for rank, idx in enumerate(result.survivor_indices, start=1):
-        cls = ' class="best"' if idx == result.best_index else ""
-        h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
-                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
-                 f"<td class=num>{int(result.n_evaluated[idx])}</td></tr>")
-    h.append("</table>")
+    if multi:
+        h.append(_objective_table(result, names, result.survivor_indices, records))
+    else:
+        h.append("<table><tr><th>rank</th><th>candidate</th><th>mean score</th><th>instances</th></tr>")
+        for rank, idx in enumerate(result.survivor_indices, start=1):
+            cls = ' class="best"' if idx == result.best_index else ""
+            h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                     f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                     f"<td class=num>{int(result.n_evaluated[idx])}</td></tr>")
+        h.append("</table>")
 
     h.append(f"<h2>Eliminations ({len(result.history)})</h2>")
-    if result.history:
+    if result.history and multi:
+        h.append(_objective_eliminations(result, names))
+    elif result.history:
         h.append(f"<p>Each elimination with the {prob_word} the test reported and the paired "
                  "record against the candidate that beat (dominated) or matched "
                  "(indistinguishable) it, on the instances both had seen when it was decided "
@@ -428,21 +524,30 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
             h.append(f"<p>... {len(result.failures) - 200} more (see --csv).</p>")
 
     h.append("<h2>Figures</h2>")
-    for fig_title, caption, body in _figures(result, rope, random_state, figures, salt):
+    drawn = (_objective_figures(result, names, figures, salt) if multi
+             else _figures(result, rope, random_state, figures, salt))
+    for fig_title, caption, body in drawn:
         h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
 
     h.append(f"<h2>Ranking ({n_cand} candidates)</h2>")
-    h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
-             "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
-             "<th>mean score</th><th>instances</th><th>status</th></tr>")
-    for rank, idx in enumerate(result.ranking_indices, start=1):
-        rec = records.get(int(idx))
-        status_txt = "survivor" if rec is None else (
-            rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
-        h.append(f"<tr><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
-                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
-                 f"<td class=num>{int(result.n_evaluated[idx])}</td><td>{_esc(status_txt)}</td></tr>")
-    h.append("</table></details>")
+    if multi:
+        h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates: survivors "
+                 f"(best first on {_esc(names[0])}), then eliminated ones by instances seen and "
+                 f"mean {_esc(names[0])}</summary>"
+                 + _objective_table(result, names, result.ranking_indices, records, status=True)
+                 + "</details>")
+    else:
+        h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
+                 "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
+                 "<th>mean score</th><th>instances</th><th>status</th></tr>")
+        for rank, idx in enumerate(result.ranking_indices, start=1):
+            rec = records.get(int(idx))
+            status_txt = "survivor" if rec is None else (
+                rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
+            h.append(f"<tr><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                     f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                     f"<td class=num>{int(result.n_evaluated[idx])}</td><td>{_esc(status_txt)}</td></tr>")
+        h.append("</table></details>")
 
     h.append("<h2>What the journal does not say</h2><ul>")
     h.append("<li>Candidates and instances are shown as the <code>repr</code> text the journal stores.</li>")
@@ -452,7 +557,13 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
     if not winner:
         h.append("<li>The <code>winner</code> rule is not journaled (a journal of an older racer): "
                  "survivors are ordered by mean score.</li>")
-    if fp.get("on_error") == "worst" and result.failures:
+    if multi and fp.get("on_error") == "worst" and result.failures:
+        h.append("<li>Failed evaluations counted, on each objective, at a substitute score worse "
+                 "than every success on their instance during the race "
+                 "(<code>on_error=\"worst\"</code>); the substitutes are not journaled but "
+                 "recomputed from the journal as the race computed them, so the means and the "
+                 "front here are the race's own.</li>")
+    elif fp.get("on_error") == "worst" and result.failures:
         h.append("<li>Failed evaluations counted at a substitute score during the race "
                  "(<code>on_error=\"worst\"</code>); the substitutes are not journaled, so the "
                  "means here are over successful evaluations only.</li>")
@@ -465,6 +576,92 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
     for a, b in (("h3", "h4"), ("h2", "h3")):
         text = text.replace(f"<{a}>", f"<{b}>").replace(f"</{a}>", f"</{b}>")
     return text
+
+
+def _objective_table(result: RaceResult, names: list, indices: Any, records: dict, *,
+                     status: bool = False) -> str:
+    """A table of candidates of a race on several objectives: each objective's mean, the
+    instances seen, whether on the Pareto front (and, with ``status``, survivor or why out)."""
+    front = set(int(i) for i in result.pareto_front_indices)
+    h = ["<table><tr><th>rank</th><th>candidate</th>"
+         + "".join(f"<th>mean {_esc(n)} ({d[:3]})</th>" for n, d in zip(names, result.directions))
+         + "<th>instances</th><th>Pareto front</th>" + ("<th>status</th>" if status else "") + "</tr>"]
+    for rank, idx in enumerate(indices, start=1):
+        idx = int(idx)
+        rec = records.get(idx)
+        cls = ' class="best"' if idx in front else ""
+        cells = "".join(f"<td class=num>{_num(v, 6)}</td>" for v in result.mean_objective_scores[idx])
+        status_txt = "survivor" if rec is None else (
+            rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
+        h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                 f"{cells}<td class=num>{int(result.n_evaluated[idx])}</td>"
+                 f"<td>{'yes' if idx in front else ''}</td>"
+                 + (f"<td>{_esc(status_txt)}</td>" if status else "") + "</tr>")
+    h.append("</table>")
+    return "\n".join(h)
+
+
+def _objective_eliminations(result: RaceResult, names: list) -> str:
+    """The eliminations of a race on several objectives, each with its evidence."""
+    k = len(names)
+    h = ["<p>Each elimination with the posterior probability the test reported: for "
+         "<em>dominated</em>, that the candidate in <em>by</em> dominates it (at least as good "
+         "on every objective, better on one, on the means over the instance distribution); for "
+         "<em>indistinguishable</em>, that the two are practically equivalent on every "
+         "objective. Beside it, on the instances both had seen when it was decided: on how many "
+         "<em>by</em> dominated it instance by instance (and it dominated <em>by</em>), and each "
+         "objective's mean of both.</p>"]
+    long = len(result.history) > 25
+    if long:
+        h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
+    h.append("<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
+             "<th>by</th><th>probability</th><th>instances by dominates it / it dominates by</th>"
+             + "".join(f"<th>mean {_esc(n)}</th><th>of by</th>" for n in names) + "</tr>")
+    for rec in result.history:
+        ev = _objective_evidence(result, rec)
+        by = "&ndash;" if rec.by_index is None else f"<code>#{rec.by_index}</code>"
+        record = f"{ev['by_dominates']} / {ev['dominates_by']} of {ev['n']}" if ev else "&ndash;"
+        means = ev.get("means", [math.nan] * k)
+        by_means = ev.get("by_means", [math.nan] * k)
+        h.append(
+            f"<tr><td class=num>{rec.step}</td><td class=num>{rec.n_instances}</td>"
+            f"<td><code>#{rec.candidate_index} {_esc(short_repr(rec.candidate, 60))}</code></td>"
+            f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
+            f"<td class=num>{record}</td>"
+            + "".join(f"<td class=num>{_num(float(a))}</td><td class=num>{_num(float(b))}</td>"
+                      for a, b in zip(means, by_means)) + "</tr>")
+    h.append("</table>" + ("</details>" if long else ""))
+    return "\n".join(h)
+
+
+def _objective_figures(result: RaceResult, names: list, which: str = "all",
+                       salt: str = "") -> list[tuple[str, str, str]]:
+    """The figures of a race on several objectives: the front first, then the timeline, and
+    (``which="all"``) the evaluations and the score matrix of the first objective. The
+    single-objective statistics figures (sign tests, critical differences) are left out: they
+    compare one score per instance, which is not what such a race decides on."""
+    from racer import plot
+
+    out: list = []
+    add = _figure_adder(out, salt)
+    k = len(names)
+    add("Pareto front", "Every candidate's mean on each objective (an eliminated candidate's "
+        "over the instances it saw); large circles: the Pareto front, the survivors no other "
+        "survivor dominates on the means" + (", joined by the staircase that bounds what they "
+        "dominate" if k == 2 else f"; one panel per pair of the {k} objectives") + "; crosses "
+        "and dots: eliminated candidates by reason, as in the timeline.",
+        lambda: plot.plot_pareto_front(result, names=names))
+    add("Race timeline", "Survivors after each instance; one line per candidate, ending where "
+        "it was eliminated (marker: reason; label: probability and who dominated or matched "
+        "it). Rows in order of the first objective.",
+        lambda: plot.plot_race_timeline(result))
+    if which == "all":
+        add("Evaluations per candidate", "Where the budget went.",
+            lambda: plot.plot_evaluations(result))
+    add(f"Score matrix of {names[0]}", f"Every evaluation's {names[0]} (the first objective), "
+        "instances by candidates; grey: not evaluated (eliminated) or failed.",
+        lambda: plot.plot_score_matrix(result, candidates="all"))
+    return out
 
 
 def _value_text(value: Any) -> str:
@@ -507,6 +704,17 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     ]
     if "seed" in info:
         rows.append(("Seed", _esc(info["seed"])))
+    first_only = ""  # what the one-cost tables and figures below show of several objectives
+    several = next(((label, res) for _it, label, res in run.races if res.directions is not None), None)
+    if several is not None:
+        label, res = several
+        journal = os.path.join(run.source, "racer-journal", label)
+        names = (objective_names(journal_data(journal)["fingerprint"], len(res.directions))
+                 if os.path.exists(journal) else [f"objective {o + 1}" for o in range(len(res.directions))])
+        rows.append(("Objectives", ", ".join(f"{_esc(n)} ({d})" for n, d in zip(names, res.directions))
+                     + " (each race's section below draws its Pareto front)"))
+        first_only = (f" The races are on several objectives: costs here are the first, "
+                      f"{names[0]}.")
     h.append("<h2>Summary</h2><table class=\"kv\">")
     h.extend(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     h.append("</table>")
@@ -534,7 +742,9 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
 
     if run.test:
         n_test = len(run.test["instances"])
-        h.append(f"<h2>Test phase ({n_test} instances)</h2><table><tr><th>configuration</th>"
+        h.append(f"<h2>Test phase ({n_test} instances)</h2>"
+                 + (f"<p>{_esc(first_only.strip())}</p>" if first_only else "")
+                 + "<table><tr><th>configuration</th>"
                  "<th>runs</th><th>mean cost</th><th>median</th><th>min</th><th>max</th></tr>")
         for cid, costs in run.test["costs"].items():
             ok = np.array([c for c in costs if c is not None], dtype=float)
@@ -552,7 +762,7 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
             "One box per final elite, best first: its costs on the training instances it was "
             f"raced on{' (left)' if run.test else ''}{test_words}; every cost is a point, the triangle is the mean. "
             "Elites sampled in different iterations were raced on different training "
-            "instances (the count is under each box).",
+            "instances (the count is under each box)." + first_only,
             lambda: plot.plot_elite_costs(run))
         for fig_title, caption, body in boxes:
             h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')

@@ -136,8 +136,8 @@ class RaceResult:
         Positions of :attr:`pareto_front`: in a race on several objectives, the survivors
         whose mean score vector (over the instances every survivor saw, failures at their
         imputed value) no other survivor's dominates, in survivor order; with one objective,
-        the winner alone (None in a result read from a journal, where ``pareto_front`` is the
-        winner).
+        the winner alone (a result read from a journal holds the same:
+        :func:`racer.storage.result_from_journal`; None only in a result built without it).
     directions : tuple of str or None
         One direction per objective in a race on several objectives (``best``,
         ``mean_scores``, ``scores`` and the ranking then follow the first one); else None.

@@ -68,6 +68,17 @@ value, error)`` (value NULL when the evaluation failed, ``error`` says why) and
 failing). They are plain SQL, so a race can be inspected with any SQLite client, or with
 :func:`read_journal`, which opens the file read-only and never takes the lock.
 
+**A race on several objectives** (``direction`` a list of k >= 2) also has the table
+``objective_values(candidate, instance, objective, value)``: every objective of every
+successful evaluation (objective 0 to k - 1), written in the transaction of its
+``evaluations`` row, whose ``value`` is the first objective (what ``RaceResult.scores``
+holds), so whatever reads one score per evaluation reads such a journal unchanged. Its
+``meta`` ``schema`` is ``2``, written with the table when the race claims the journal: a
+racer that predates this table refuses the journal ("upgrade racer") instead of reading one
+objective of k without a word. A single-objective journal stays schema 1, byte for byte as
+before. The directions are in the fingerprint (``direction``, a list), so a resume with
+other directions is refused naming ``direction``.
+
 ``meta`` also holds ``winner``, the rule that orders the survivors (written when the race
 claims the journal), and ``stop_reason``, written when the race stops (``Race.stop_reason``)
 and removed when it runs again (a resume, or new instances after ``instances_exhausted``), so
@@ -121,7 +132,11 @@ __all__ = [
 # The header's application_id marks a racer journal ("RCRJ"); unregistered with SQLite's
 # magic.txt and not used by any format we know of.
 APPLICATION_ID = 0x5243524A
-_SCHEMA_VERSION = 1
+# The newest schema this racer reads. A single-objective journal is written as schema 1 (the
+# layout of every racer before races on several objectives); a multi-objective one as 2.
+_SCHEMA_VERSION = 2
+_SCHEMA_SINGLE = 1
+_SCHEMA_OBJECTIVES = 2
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -143,6 +158,14 @@ _SCHEMA = [
         PRIMARY KEY (step, candidate)
     )""",
 ]
+# Created, and the schema raised to 2, when a race on several objectives claims the journal.
+_OBJECTIVES_TABLE = """CREATE TABLE IF NOT EXISTS objective_values (
+    candidate INTEGER NOT NULL,
+    instance INTEGER NOT NULL,
+    objective INTEGER NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (candidate, instance, objective)
+)"""
 
 
 class JournalInUseError(RuntimeError):
@@ -461,7 +484,7 @@ class Journal:
                     for statement in _SCHEMA:
                         conn.execute(statement)
                     conn.execute(
-                        "INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(_SCHEMA_VERSION),)
+                        "INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(_SCHEMA_SINGLE),)
                     )
                 conn.execute("COMMIT")
             except BaseException:
@@ -515,6 +538,10 @@ class Journal:
                     "INSERT INTO meta VALUES ('fingerprint', ?), ('seed', ?)",
                     (json.dumps(fingerprint, sort_keys=True), str(seed)),
                 )
+                if isinstance(fingerprint.get("direction"), list):
+                    self._conn.execute(_OBJECTIVES_TABLE)
+                    self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)",
+                                       (str(_SCHEMA_OBJECTIVES),))
             return None
         old = json.loads(stored)
         same = {k: v for k, v in old.items() if k not in limits}
@@ -540,12 +567,33 @@ class Journal:
         else:
             self._conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, str(value)))
 
-    def load_evaluations(self) -> dict[tuple[int, int], tuple[float, str | None]]:
+    def load_evaluations(self, n_objectives: int = 1) -> dict[tuple[int, int], tuple[Any, str | None]]:
+        """``{(candidate, instance): (score, error)}``: the score a float (NaN for a failure),
+        or with ``n_objectives`` >= 2 a (k,) float64 array of every objective."""
         rows = self._conn.execute("SELECT candidate, instance, value, error FROM evaluations")
-        return {
+        out = {
             (cand, inst): (math.nan if value is None else float(value), error)
             for cand, inst, value, error in rows
         }
+        if n_objectives > 1:
+            import numpy as np
+
+            vectors: dict[tuple[int, int], Any] = {}
+            for cand, inst, objective, value in self._conn.execute(
+                    "SELECT candidate, instance, objective, value FROM objective_values"):
+                vector = vectors.get((cand, inst))
+                if vector is None:
+                    vector = vectors[(cand, inst)] = np.full(n_objectives, np.nan)
+                vector[objective] = value
+            for key, (value, error) in out.items():
+                if error is None:
+                    vector = vectors.get(key)
+                    if vector is None or np.isnan(vector).any():
+                        raise ValueError(
+                            f"`storage`={self.path!r}: the journal holds evaluation {key} "
+                            f"without its {n_objectives} objective values; it is damaged")
+                    out[key] = (vector, None)
+        return out
 
     def load_instances(self) -> list[str]:
         rows = self._conn.execute("SELECT idx, repr FROM instances ORDER BY idx").fetchall()
@@ -556,11 +604,23 @@ class Journal:
             self._conn.execute("BEGIN")
             self._conn.executemany("INSERT OR IGNORE INTO instances VALUES (?, ?)", rows)
 
-    def record_evaluation(self, candidate: int, instance: int, value: float, error: str | None) -> None:
-        self._conn.execute(
-            "INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?, ?)",
-            (candidate, instance, None if math.isnan(value) else value, error),
-        )
+    def record_evaluation(self, candidate: int, instance: int, value: Any, error: str | None) -> None:
+        """Write one evaluation: ``value`` a float (NaN: failed), or a race on several
+        objectives' (k,) array, whose objectives go to ``objective_values`` in the same
+        transaction (a kill never leaves an evaluation without them)."""
+        if isinstance(value, float):
+            self._conn.execute(
+                "INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?, ?)",
+                (candidate, instance, None if math.isnan(value) else value, error),
+            )
+            return
+        with self._conn:
+            self._conn.execute("BEGIN")
+            self._conn.execute("INSERT OR REPLACE INTO evaluations VALUES (?, ?, ?, ?)",
+                               (candidate, instance, float(value[0]), error))
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO objective_values VALUES (?, ?, ?, ?)",
+                [(candidate, instance, k, float(v)) for k, v in enumerate(value)])
 
     def record_decisions(self, step: int, n_instances: int, applied: list, *,
                          tested: bool = False) -> None:
@@ -670,9 +730,10 @@ class NullJournal:
         """Whether journaled evaluations are left to replay."""
         return False
 
-    def take(self, key: tuple[int, int]) -> tuple[float, str | None, bool] | None:
+    def take(self, key: tuple[int, int]) -> tuple[Any, str | None, bool] | None:
         """The journaled ``(score, error message, charged)`` of evaluation ``key``
-        (candidate, instance), taken out of the replay; None when there is none."""
+        (candidate, instance), taken out of the replay; None when there is none. The score
+        is a float, or a (k,) array in a race on several objectives (NaN for a failure)."""
         return None
 
     def decisions_of(self, step: int) -> list:
@@ -754,7 +815,9 @@ class RaceJournal(NullJournal):
             fingerprint = race_fingerprint(candidates, test, options, seed_spec, metadata)
             fingerprint["seed"] = str(seed)
             journaled = journal.claim(fingerprint, seed, limits=_LIMITS)
-            self._replay = journal.load_evaluations()
+            direction = fingerprint.get("direction")
+            self._replay = journal.load_evaluations(
+                len(direction) if isinstance(direction, list) else 1)
             uncharged = journal.get_meta("uncharged")
             self._replay_uncharged = (
                 {(int(c), int(r)) for c, r in ast.literal_eval(uncharged)} if uncharged else set())
@@ -874,6 +937,9 @@ def race_fingerprint(candidates: list, test: Any, options: dict, seed_spec: Any,
         params = test.get_params()
     except NotImplementedError:
         params = {"repr": stable_repr(test)}
+    if isinstance(options.get("direction"), tuple):
+        # Several objectives: stored as a JSON list, so compared as one on resume.
+        options = {**options, "direction": list(options["direction"])}
     return {
         "candidates": [stable_repr(c) for c in candidates],
         "test": f"{type(test).__module__}.{type(test).__qualname__}",
@@ -945,8 +1011,9 @@ def describe_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
                 where = f"#{at} is gone: {_short(a[at])}"
             count = f"journal {len(a)}, now {len(b)}" if len(a) != len(b) else f"{len(a)} each"
             lines.append(f"candidates: {count} ({where})")
-        elif key == "direction" and a in ("minimize", "maximize"):
-            # Say which argument continues the journal's race (the default is "minimize").
+        elif key == "direction" and (a in ("minimize", "maximize") or isinstance(a, list)):
+            # Say which argument continues the journal's race (the default is "minimize"),
+            # one direction per objective for a race on several.
             lines.append(f"direction: journal {a!r}, now {b!r} (pass direction={a!r} to "
                          "continue it)")
         elif key == "test":
@@ -975,9 +1042,12 @@ def read_journal(path: Any) -> dict:
     Returns ``{"fingerprint": dict, "seed": int, "instances": [repr, ...],
     "evaluations": [(candidate, instance, value, error), ...], "decisions": [(step,
     n_instances, candidate, reason, by, probability), ...], "winner": str, "stop_reason":
-    str}`` (``fingerprint`` and ``seed`` are None before the race claimed the journal; ``stop_reason``
+    str, "objective_values": [(candidate, instance, objective, value), ...]}`` (``fingerprint``
+    and ``seed`` are None before the race claimed the journal; ``stop_reason``
     is None while the race runs or after it was interrupted; ``winner`` and ``stop_reason``
-    are None in journals written before racer recorded them).
+    are None in journals written before racer recorded them; ``objective_values`` holds every
+    objective of a race on several, whose ``evaluations`` hold the first, and is empty for
+    one objective).
 
     >>> import os, tempfile
     >>> from racer import Race
@@ -1026,6 +1096,11 @@ def read_journal(path: Any) -> dict:
             "decisions": rows("SELECT * FROM decisions ORDER BY step, candidate"),
             "winner": meta.get("winner"),
             "stop_reason": meta.get("stop_reason"),
+            "objective_values": rows(
+                "SELECT candidate, instance, objective, value FROM objective_values "
+                "ORDER BY instance, candidate, objective"
+            ) if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                              "'objective_values'").fetchone() else [],
         }
         conn.execute("COMMIT")
         return result
@@ -1195,6 +1270,19 @@ def result_from_journal(journal: Any) -> RaceResult:
     else:
         stop = "stopped_between_blocks"
 
+    directions = fp.get("direction")
+    if isinstance(directions, list):
+        # Several objectives: the score table is rebuilt as the race filled it (the same
+        # imputation of failures, the same rows counted complete), so the result, its means
+        # and its Pareto front are the live race's own (RaceResult._from_race).
+        table = _replayed_table(data, tuple(directions), n_cand, evaluated, history)
+        return RaceResult._from_race(
+            table, candidates=candidates, instances=instances, survivors=survivors,
+            winner=winner or "mean", on_error=fp.get("on_error", "worst"), history=history,
+            failures=failures, n_evaluations=n_evals, n_instances_available=None,
+            stop_reason=stop, budget=None if budget is None else int(budget),
+            seed=int(data["seed"]) if data["seed"] is not None else -1,
+        )
     return RaceResult(
         best=candidates[best], best_index=best,
         survivors=[candidates[i] for i in surv_sorted],
@@ -1206,4 +1294,58 @@ def result_from_journal(journal: Any) -> RaceResult:
         stop_reason=stop, maximize=maximize,
         budget=None if budget is None else int(budget),
         seed=int(data["seed"]) if data["seed"] is not None else -1,
+        pareto_front_indices=np.array([best], dtype=np.int64),
     )
+
+
+def _replayed_table(data: dict, directions: tuple, n_cand: int, evaluated: Any,
+                    history: list) -> Any:
+    """The :class:`racer._scores.ScoreTable` of a journaled race on several objectives, filled
+    as the race filled it: each instance's row by the candidates racing then (those not yet
+    eliminated, known from the eliminations' instance counts), a row finalized (failures
+    imputed among that row's candidates) once every one of them is recorded. Rows from the
+    first incomplete one on are left open, as the open block of an interrupted race: the
+    race's complete rows are those before it. (The live race counts complete rows up to its
+    open block's start; the journal does not record where a block began, so a race
+    interrupted after some full rows of its last block counts those rows too.)"""
+    import numpy as np
+
+    from racer._scores import ScoreTable
+
+    k = len(directions)
+    n_rows = evaluated.shape[0]
+    vectors = np.full((n_rows, n_cand, k), np.nan)
+    for cand, inst, objective, value in data.get("objective_values") or ():
+        if not (0 <= cand < n_cand and 0 <= inst < n_rows and 0 <= objective < k):
+            raise ValueError(
+                f"the journal has objective {objective} of candidate {cand} on instance {inst}, "
+                f"outside its {n_cand} candidates, {n_rows} instances and {k} objectives")
+        vectors[inst, cand, objective] = value
+    failed = np.zeros((n_rows, n_cand), dtype=bool)
+    for cand, inst, value, error in data["evaluations"]:
+        failed[inst, cand] = value is None or error is not None
+    missing = evaluated & ~failed & np.isnan(vectors).any(axis=2)
+    if missing.any():
+        inst, cand = (int(v) for v in np.argwhere(missing)[0])
+        raise ValueError(f"the journal holds the evaluation of candidate {cand} on instance "
+                         f"{inst} without its {k} objective values; it is damaged")
+    racing_until = np.full(n_cand, n_rows + 1)  # rows < this: the candidate was racing
+    for rec in history:
+        racing_until[rec.candidate_index] = rec.n_instances
+    table = ScoreTable(n_cand, maximize=directions[0] == "maximize", capacity=max(n_rows, 1),
+                       directions=directions)
+
+    def fill(start: int, stop: int, cols: Any) -> None:
+        table.open_rows(start, stop, cols)
+        for row in range(start, stop):
+            for ci in np.flatnonzero(evaluated[row]):
+                table.record(int(ci), row, vectors[row, ci], failed=bool(failed[row, ci]))
+
+    for row in range(n_rows):
+        cols = np.flatnonzero((racing_until > row) | evaluated[row])
+        if not evaluated[row, cols].all():
+            fill(row, n_rows, cols)  # the open block: left open
+            return table
+        fill(row, row + 1, cols)
+        table.close_rows()
+    return table

@@ -71,6 +71,7 @@ _ARGUMENT_NAMES = {
     "budget": "maxExperiments", "max_time": "maxTime", "n_jobs": "parallel",
     "random_state": "seed", "digits": "digits", "capping": "capping", "bound_max": "boundMax",
     "retries": "targetRunnerRetries", "timeout": "targetRunnerTimeout",
+    "direction": "objectives",
 }
 
 # The message of a run stopped by kill_run (a look-ahead run no longer needed), as the
@@ -94,6 +95,15 @@ class TuneResult:
     the budget; ``iterations``, ``stop_reason``, ``seed``; ``storage``: the execution
     directory (a temporary one, removed with this object, when ``storage`` was None).
     :meth:`report` writes the HTML report ``racer report`` writes for it.
+
+    A tuning on several objectives (``direction`` a list): ``elites`` is the final Pareto
+    set of elites (non-dominated on the mean objectives, ranked by crowding distance, the
+    front's ends first: docs/cli.md), ``best`` its first; ``pareto_front`` the same
+    configurations and ``pareto_objectives`` their mean objective vectors (one list of k
+    means each, in ``direction``'s order, on the training instances of the last race);
+    ``test`` holds a list of k values per test instance; ``runs`` has a column
+    ``cost.objective<j>`` per objective (``cost`` is the first). With one objective,
+    ``pareto_front`` is ``[best]`` and ``pareto_objectives`` None.
     """
 
     best: dict
@@ -107,6 +117,8 @@ class TuneResult:
     stop_reason: str
     seed: int
     storage: str
+    pareto_front: list = dataclasses.field(default_factory=list)
+    pareto_objectives: list | None = None
     _cleanup: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def report(self, path: Any = None) -> str | None:
@@ -135,11 +147,15 @@ class _Evaluate:
         return self.evaluate(config, self.objects[index], seed, bound=bound)
 
 
-def _read_value(value: Any, need_time: Any) -> tuple:
+def _read_value(value: Any, need_time: Any, directions: tuple | None = None) -> tuple:
     """``(status, cost, time, message)`` of what ``evaluate`` returned: a number (the cost)
-    or a pair ``(cost, time)``; statuses and messages as the target-runner's."""
+    or a pair ``(cost, time)``; statuses and messages as the target-runner's. With
+    ``directions`` (k >= 2 objectives): k numbers, then optionally the time; ``cost`` is
+    then the tuple of the k."""
     from racer._text import short_repr
 
+    if directions is not None:
+        return _read_objectives(value, need_time, directions)
     pair = isinstance(value, (tuple, list)) and len(value) == 2
     cost, run_time = (value if pair else (value, None))
     for x in (cost, run_time):
@@ -160,6 +176,33 @@ def _read_value(value: Any, need_time: Any) -> tuple:
     return "ok", cost, run_time, ""
 
 
+def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
+    """:func:`_read_value` on k >= 2 objectives (see there)."""
+    from racer._text import short_repr
+
+    k = len(directions)
+    expected = (f"{k} numbers, one per objective of `direction`"
+                + (", then the time" if need_time else " (then, optionally, the time)"))
+    if (isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__")
+            or len(value) not in (k, k + 1)
+            or any(isinstance(x, bool) or not isinstance(x, numbers.Real) for x in value)):
+        return "error", None, None, f"evaluate returned {short_repr(value)}; expected {expected}"
+    values = tuple(float(x) for x in value[:k])
+    run_time = float(value[k]) if len(value) > k else None
+    if any(math.isnan(x) for x in values):
+        return "error", None, run_time, f"evaluate returned {short_repr(value)}: NaN"
+    if need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
+        return "error", None, None, f"{need_time} needs the time of each run: {expected}"
+    # As the target-runner's: the worst value there is (inf minimised, -inf maximised)
+    # rejects the configuration; the best one is no measurement.
+    worst = [x == (math.inf if d == "minimize" else -math.inf) for x, d in zip(values, directions)]
+    if any(math.isinf(x) and not bad for x, bad in zip(values, worst)):
+        return "error", None, run_time, f"evaluate returned {short_repr(value)}: an infinite best value"
+    if any(worst):
+        return "inf", values, run_time, f"objective {worst.index(True) + 1} is {values[worst.index(True)]!r}: configuration rejected"
+    return "ok", values, run_time, ""
+
+
 class _CallableRunner:
     """The tuner's runner of a Python ``evaluate`` (:class:`racer.cli.target_runner.Runner`).
 
@@ -173,7 +216,7 @@ class _CallableRunner:
 
     def __init__(self, evaluate: Callable, objects: list, instances: dict, *, n_workers: int,
                  timeout: float | None, retries: int, need_time: Any, exec_dir: str,
-                 name: str) -> None:
+                 name: str, directions: tuple | None = None) -> None:
         self.command = [name]  # what the journal and settings.json record as targetRunner
         self.exec_dir = exec_dir
         self.call = _Evaluate(evaluate, objects)
@@ -181,6 +224,7 @@ class _CallableRunner:
         self.timeout = timeout
         self.retries = retries
         self.need_time = need_time
+        self.directions = directions  # several objectives: evaluate returns k numbers
         self.n_workers = n_workers
         self._free: queue.SimpleQueue | None = None
         self._pools: list = []
@@ -243,8 +287,10 @@ class _CallableRunner:
                        + ("" if bound is None else f", bound={bound!r}") + f"): {message}")
         with self._lock:
             self._stopped.discard(tag)
-        return RunResult(status, cost, run_time, message, list(self.command), None, "", detail,
-                         time.perf_counter() - start, attempts, bound)
+        objectives = cost if isinstance(cost, tuple) else None
+        return RunResult(status, cost[0] if objectives else cost, run_time, message,
+                         list(self.command), None, "", detail, time.perf_counter() - start,
+                         attempts, bound, objectives)
 
     def _once(self, config: dict, index: int, seed: int, bound: Any, tag: object) -> tuple:
         """One call: ``(status, cost, time, message, traceback text)``."""
@@ -254,7 +300,7 @@ class _CallableRunner:
             except Exception as exc:  # noqa: BLE001 - a failing run, reported as the CLI's
                 return ("error", None, None, f"raised {type(exc).__name__}: {exc}",
                         traceback.format_exc())
-            return (*_read_value(value, self.need_time), "")
+            return (*_read_value(value, self.need_time, self.directions), "")
         pool = self._free.get()
         try:
             with self._lock:
@@ -276,7 +322,7 @@ class _CallableRunner:
         if tag is not None and tag in self._stopped:
             return "error", None, None, _STOPPED, ""
         if ok:
-            return (*_read_value(value, self.need_time), "")
+            return (*_read_value(value, self.need_time, self.directions), "")
         if isinstance(value, BaseException):
             cause = value.__cause__
             return ("error", None, None, f"raised {type(value).__name__}: {value}",
@@ -394,12 +440,14 @@ def _check_sequence(value: Any, name: str, *, allow_none: bool = False) -> list 
 def _read_runs(path: str) -> list:
     """runs.csv as dicts, numbers typed (a torn last line of a killed session skipped)."""
     ints = ("iteration", "configuration", "instance_id", "seed", "attempts")
-    floats = ("cost", "time", "wall", "bound")
+    floats = ["cost", "time", "wall", "bound"]
     rows = []
     if not os.path.exists(path):
         return rows
     with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        floats += [c for c in reader.fieldnames or () if c.startswith("cost.")]
+        for row in reader:
             try:
                 for k in ints:
                     row[k] = int(row[k])
@@ -411,14 +459,14 @@ def _read_runs(path: str) -> list:
     return rows
 
 
-def _as_table(rows: list) -> Any:
+def _as_table(rows: list, objective_names: tuple = ()) -> Any:
     try:
         import pandas as pd
     except ImportError:
         return rows
-    from racer.cli.output import RUN_FIELDS
+    from racer.cli.output import RUN_FIELDS, objective_columns
 
-    return pd.DataFrame(rows, columns=RUN_FIELDS)
+    return pd.DataFrame(rows, columns=RUN_FIELDS + objective_columns(objective_names))
 
 
 def _settable(sc: Any, name: str, value: Any, python_name: str) -> None:
@@ -439,7 +487,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
          initial: list | None = None, forbidden: Any = None, digits: int | None = None,
          capping: bool = False, bound_max: int | None = None, retries: int = 0,
          on_error: str = "stop", lookahead: bool = True, progress: bool = True,
-         **options: Any) -> TuneResult:
+         direction: Any = "minimize", **options: Any) -> TuneResult:
     """Tune the parameters of ``evaluate`` over ``instances`` with irace's iterated racing,
     exactly as ``racer --scenario`` does it (docs/tune.md).
 
@@ -475,6 +523,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``on_error``                      --on-error
     ``lookahead=False``               --no-lookahead
     ``progress=False``                quiet
+    ``direction`` (a list)            objectives (racer's; see below)
     ``capping``, ``bound_max``        capping, boundMax (``evaluate`` then takes
                                       ``bound=``; see below)
     ================================  ==========================================
@@ -547,6 +596,13 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         alone passes ``bound=bound_max`` to every run, as irace's boundMax.
     progress : bool
         The progress bar (stderr, or a notebook's output).
+    direction : "minimize" or list of str
+        One objective, minimised, as irace (default); or a list of k >= 2 directions
+        ("minimize" or "maximize"), one per objective: ``evaluate`` then returns k numbers
+        (then the time, under ``max_time``), each race is a Pareto race
+        (:class:`racer.ParetoTest`), the elites are a Pareto set and
+        :attr:`TuneResult.pareto_front` holds it (docs/tune.md). The objectives are named
+        ``objective1`` .. ``objectivek`` in the journals and ``runs``.
 
     Returns
     -------
@@ -591,6 +647,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     if racing_test is not None and not isinstance(racing_test, str):
         raise TypeError(f"`racing_test` must be a test's name (str), as --racing-test; got "
                         f"{racing_test!r}")
+    objectives = _objectives_spec(direction)
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
         raise TypeError(f"tune() got an unexpected keyword argument {unknown[0]!r} (irace's "
@@ -614,9 +671,25 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     return _run(evaluate, pspace, train, test, start, storage, executor, seed, {
         "budget": budget, "max_time": max_time, "n_jobs": workers, "random_state": seed,
         "digits": digits, "capping": capping, "bound_max": bound_max, "retries": retries,
-        "timeout": timeout, **options},
+        "timeout": timeout, "direction": objectives, **options},
         dict(racing_test=racing_test, on_error=on_error, sampler=sampler,
              lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress")))
+
+
+def _objectives_spec(direction: Any) -> str | None:
+    """The scenario's ``objectives`` for ``direction``: None for one minimised objective,
+    else ``objective1:min,objective2:max,...``; a single "maximize" is refused (irace
+    minimises the cost: return its negative)."""
+    from racer._validation import check_directions
+
+    directions = check_directions(direction)
+    if isinstance(directions, str):
+        if directions == "maximize":
+            raise ValueError("`direction`: one objective is minimised, as irace minimises the "
+                             "cost; return its negative, or give a list of two or more "
+                             "directions for several objectives")
+        return None
+    return ",".join(f"objective{j + 1}:{d[:3]}" for j, d in enumerate(directions))
 
 
 def _run(evaluate, space, train, test, start, storage, executor, seed, values: dict,
@@ -670,13 +743,15 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
     for message in check_space(space):
         warnings.warn(message, stacklevel=3)
     need_time = "max_time" if values["max_time"] else "capping" if values["capping"] else False
+    objectives = cli.objectives_of(sc)
     runner = _CallableRunner(
         evaluate, objects, {inst: k for k, inst in enumerate(insts)},
         n_workers=(values["n_jobs"] if executor is None and (values["n_jobs"] > 1
                                                              or values["timeout"] is not None)
                    else 0),
         timeout=values["timeout"], retries=values["retries"], need_time=need_time,
-        exec_dir=exec_dir, name=name)
+        exec_dir=exec_dir, name=name,
+        directions=None if objectives is None else objectives.directions)
     loaded = {"scenario": sc, "space": space, "initial": start, "train": insts[:len(train)],
               "test": insts[len(train):], "exec_dir": exec_dir, "runner_path": name,
               "warnings": []}
@@ -711,13 +786,22 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
         for c in candidates:
             configurations.setdefault(c.id, as_dict(c.values))
     elites = [as_dict(e.values) for e in result.elites]
+    names = () if objectives is None else objectives.names
+    front_objectives = None
+    if objectives is not None and result.elites:
+        from racer.cli.output import front_means
+
+        means = front_means(result, names)
+        front_objectives = [means[e.id][1] for e in result.elites]
     out = TuneResult(
         best=dict(elites[0]) if elites else {}, elites=elites,
         elite_ids=[e.id for e in result.elites], configurations=configurations,
-        runs=_as_table(_read_runs(os.path.join(exec_dir, "runs.csv"))),
+        runs=_as_table(_read_runs(os.path.join(exec_dir, "runs.csv")), names),
         test=None if result.test is None else dict(result.test["costs"]),
         experiments=result.experiments, iterations=result.iterations,
-        stop_reason=result.stop_reason, seed=tuner.settings.seed, storage=exec_dir)
+        stop_reason=result.stop_reason, seed=tuner.settings.seed, storage=exec_dir,
+        pareto_front=[dict(e) for e in elites] if objectives is not None else elites[:1],
+        pareto_objectives=front_objectives)
     if cleanup is not None:
         object.__setattr__(out, "_cleanup", weakref.finalize(out, shutil.rmtree, cleanup, True))
     return out

@@ -18,9 +18,10 @@ def read_points(path):
         return [tuple(map(float, line.split())) for line in f if line.strip()]
 
 
-def anneal(path, seed, move, t0, cooling, effort, restarts, restart_frac=None):
-    """The length of the best tour simulated annealing finds on the instance at ``path``."""
-    steps = STEPS[effort]
+def anneal(path, seed, move, t0, cooling, effort, restarts, restart_frac=None, steps=None):
+    """The length of the best tour simulated annealing finds on the instance at ``path``, in
+    ``steps`` annealing steps (default: those of ``effort``)."""
+    steps = STEPS[effort] if steps is None else int(steps)
     pts = read_points(path)
     n = len(pts)
     dist = [[math.dist(a, b) for b in pts] for a in pts]

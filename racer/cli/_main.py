@@ -186,7 +186,32 @@ def _check_values(sc) -> None:
                             "'t-test-bonferroni' or 't-test-holm'; racer's --racing-test for others)",
                             option="testType", **sc.where("testType"))
     _check_capping(sc)
+    _check_objectives(sc)
     _check_counts_and_paths(sc)
+
+
+def objectives_of(sc):
+    """The scenario's objectives (:class:`racer.cli.objectives.Objectives`), or None for
+    one objective (irace's tuning). The value was checked by :func:`_check_values`."""
+    from racer.cli.objectives import parse_objectives
+
+    return parse_objectives(sc.values["objectives"])
+
+
+def _check_objectives(sc) -> None:
+    """``objectives`` names valid objectives; a tuning on several has no capping (irace's
+    capping races on run time, one objective)."""
+    from racer.cli.objectives import parse_objectives
+    from racer.cli.scenario import ScenarioError
+
+    try:
+        objectives = parse_objectives(sc.values["objectives"])
+    except ValueError as exc:
+        raise ScenarioError(str(exc), option="objectives", **sc.where("objectives")) from None
+    if objectives is not None and sc.values["capping"]:
+        raise ScenarioError(f"capping races on the run time alone; it cannot be combined with "
+                            f"objectives = {sc.values['objectives']!r} (make the time one of "
+                            "the objectives instead)", option="capping", **sc.where("capping"))
 
 
 def _check_capping(sc) -> None:
@@ -323,7 +348,7 @@ def make_runner(loaded: dict, reaper=None):
     command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
-                        timeout=timeout, reaper=reaper,
+                        timeout=timeout, reaper=reaper, objectives=objectives_of(sc),
                         need_time=("maxTime" if sc.values["maxTime"] > 0 else
                                    "capping" if sc.values["capping"] else False))
 
@@ -395,6 +420,48 @@ def make_test(name: str | None, confidence: float, *, confidence_given: bool = F
     except (ValueError, TypeError) as exc:
         source = f" (with confidence = {confidence:g})" if confidence_given else ""
         raise UsageError(f"--racing-test {name!r}{source}: {exc}") from None
+
+
+#: The racing test of a tuning on several objectives when ``--racing-test`` names none.
+DEFAULT_MULTI_TEST = "pareto"
+
+
+def racing_test(args, sc):
+    """``(racing test, winner rule)`` of a run: ``--racing-test``, else the scenario's
+    ``testType`` (:func:`make_test`). A tuning on several objectives (``objectives``) gets
+    :data:`DEFAULT_MULTI_TEST` unless ``--racing-test`` names another test on several
+    objectives; irace's ``testType`` (one cost) is refused there, and a test on several
+    objectives without ``objectives`` too (UsageError or ScenarioError saying what to set)."""
+    from racer.cli.scenario import ScenarioError
+
+    v = sc.values
+    objectives = objectives_of(sc)
+    name = args.racing_test if args.racing_test is not None else v["testType"]
+    if objectives is not None and args.racing_test is None:
+        if v["testType"]:
+            raise ScenarioError(
+                f"testType = {v['testType']!r} is one of irace's tests, which compare one cost, "
+                f"but objectives names {objectives.k} ({', '.join(objectives.names)}); leave "
+                f"testType unset (racer's test for several objectives is "
+                f"{DEFAULT_MULTI_TEST!r}) or give --racing-test", option="testType",
+                **sc.where("testType"))
+        name = DEFAULT_MULTI_TEST
+    test, winner = make_test(name, v["confidence"], confidence_given="confidence" in sc.origin)
+    kind = getattr(test, "objectives", "single")
+    if objectives is not None and kind == "single":
+        raise UsageError(f"--racing-test {name!r} compares one cost per run, but objectives "
+                         f"names {objectives.k} ({', '.join(objectives.names)}); use "
+                         f"--racing-test {DEFAULT_MULTI_TEST} (the default for several "
+                         "objectives)")
+    if objectives is None and kind == "multi":
+        raise UsageError(f"--racing-test {name!r} races on several objectives: name them with "
+                         "the scenario option objectives or --objectives, e.g. "
+                         "--objectives quality,time (the target-runner then prints one number "
+                         "per objective)")
+    if objectives is not None and args.sampler == "optuna":
+        raise UsageError("--sampler optuna proposes configurations for one cost; a tuning on "
+                         "several objectives uses irace's sampler (leave --sampler unset)")
+    return test, winner
 
 
 def make_executor(spec: str, parallel: int):
@@ -482,13 +549,16 @@ def do_check(loaded: dict, args) -> int:
 
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
-    make_test(args.racing_test if args.racing_test is not None else sc.values["testType"],
-              sc.values["confidence"], confidence_given="confidence" in sc.origin)
+    racing_test(args, sc)
+    objectives = objectives_of(sc)
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
     print(f"training instances: {len(loaded['train'])}; test instances: {len(loaded['test'])}; "
           f"initial configurations: {len(loaded['initial'])}")
+    if objectives is not None:
+        print(f"objectives: {', '.join(f'{n} ({d})' for n, d in zip(objectives.names, objectives.directions))}"
+              " (the target-runner prints one number each, in this order)")
     runner = make_runner(loaded)
     if loaded["initial"]:
         values = loaded["initial"][0]
@@ -502,7 +572,9 @@ def do_check(loaded: dict, args) -> int:
     print("  " + shlex.join(runner.argv(1, 1, seed, inst, switches)))
     res = runner.run(1, 1, seed, inst, switches)
     if res.status == "ok":
-        print(f"OK: cost {res.cost!r}" + (f", time {res.time!r}" if res.time is not None else "")
+        cost = (f"cost {res.cost!r}" if res.objectives is None else
+                ", ".join(f"{n} {x!r}" for n, x in zip(objectives.names, res.objectives)))
+        print(f"OK: {cost}" + (f", time {res.time!r}" if res.time is not None else "")
               + f" ({res.wall:.3f} s)")
         return EXIT_OK
     if res.status == "inf":
@@ -544,8 +616,7 @@ def run_tuning(loaded: dict, args, *, runner=None, executor=None, announce: bool
     resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
     seed = _seed(sc, journal_dir)
     # racer's own --racing-test, when given, overrides the scenario's testType.
-    test, winner = make_test(args.racing_test if args.racing_test is not None else v["testType"],
-                             v["confidence"], confidence_given="confidence" in sc.origin)
+    test, winner = racing_test(args, sc)
     if args.fixed_list and not loaded["initial"]:
         raise UsageError("--fixed-list needs configurationsFile")
     settings = _settings(v, args, seed)
@@ -555,9 +626,12 @@ def run_tuning(loaded: dict, args, *, runner=None, executor=None, announce: bool
     tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet,
                                  runner=runner, executor=executor, announce=announce)
     result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
-    _write_outputs(exec_dir, space, result, {"seed": seed, "budget": v["maxExperiments"],
-                                             "max_time": v["maxTime"],
-                                             "soft_restarts": result.soft_restarts})
+    header = {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
+              "soft_restarts": result.soft_restarts}
+    if settings.directions is not None:
+        header["objectives"] = {"names": list(settings.objective_names),
+                                "directions": list(settings.directions)}
+    _write_outputs(exec_dir, space, result, header)
     return tuner, result, test, winner
 
 
@@ -586,7 +660,17 @@ def _settings(v: dict, args, seed: int):
         error_policy=args.on_error, fixed_list=args.fixed_list,
         lookahead=not getattr(args, "no_lookahead", False),
         soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"],
-        capping=_capping(v))
+        capping=_capping(v), **_objective_settings(v))
+
+
+def _objective_settings(v: dict) -> dict:
+    """Settings' ``directions`` and ``objective_names`` (none for one objective)."""
+    from racer.cli.objectives import parse_objectives
+
+    objectives = parse_objectives(v["objectives"])
+    if objectives is None:
+        return {}
+    return {"directions": objectives.directions, "objective_names": objectives.names}
 
 
 def _capping(v: dict):
@@ -623,7 +707,7 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
     # Capping: the times (cut at their bounds) that earlier runs left for the bounds to come.
     prior_capped = (read_prior_capped_times(os.path.join(exec_dir, "runs.csv"), settings.capping)
                     if settings.capping is not None and settings.capping.enabled else {})
-    log = RunLog(os.path.join(exec_dir, "runs.csv"))
+    log = RunLog(os.path.join(exec_dir, "runs.csv"), settings.objective_names)
     closing = {"log": log, "reaper": reaper, "executor": None, "progress": Progress(quiet=quiet)}
     metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
                 "forbidden": repr([t for t, _ in space.forbidden])}
@@ -689,6 +773,8 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
     # Where the test came from: racer's default differs from irace's (DEFAULT_TEST).
     chosen = ("--racing-test" if getattr(args, "racing_test", None) is not None
               else "testType" if v["testType"] else
+              f"racer's default for {len(settings.directions)} objectives, {DEFAULT_MULTI_TEST}"
+              if settings.directions is not None else
               f"racer's default, {DEFAULT_TEST}; testType = \"F-test\" for irace's")
     print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
           f"parallel = {settings.parallel}; test {type(test).__name__} ({chosen})"
@@ -741,7 +827,8 @@ def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
     if result.test is not None:
-        write_test(os.path.join(exec_dir, "test.csv"), result.test)
+        names = (header.get("objectives") or {}).get("names") or ()
+        write_test(os.path.join(exec_dir, "test.csv"), result.test, tuple(names))
     write_results(os.path.join(exec_dir, "results.json"), space, result, header)
 
 
@@ -760,6 +847,11 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
     print(f"# Stopped: {result.stop_reason}; {used}; {done}"
           + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
              if result.soft_restarts else ""))
+    if tuner.settings.directions is not None:
+        from racer.cli.output import front_report
+
+        print(front_report(tuner.space, result, tuner.settings))
+        return
     print(elites_report(tuner.space, result.elites, label))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "

@@ -281,7 +281,8 @@ class Dispatcher:
             bound = capping.bound_max if res_run.bound is None else res_run.bound
             race.tell(ev, float(score(res_run.cost, bound, capping)))
         elif res_run.status == "ok":
-            race.tell(ev, res_run.cost)
+            # Several objectives (racer.cli.objectives): the race is told every one.
+            race.tell(ev, res_run.cost if res_run.objectives is None else res_run.objectives)
         elif res_run.status == "error" and tuner.settings.error_policy == "stop":
             raise TargetRunnerError(res_run, tuner.runner.exec_dir)
         else:

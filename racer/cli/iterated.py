@@ -39,6 +39,7 @@ from racer.cli.parameters import ParameterSpace, format_value
 from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.cli.capping import CappedTest, capped_time, score
 from racer.cli.lookahead import Lookahead
+from racer.cli.objectives import pareto_elites
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import Runner, TargetRunnerError
@@ -135,6 +136,12 @@ class Settings:
     # capping, cappingType, boundType, boundMax, boundDigits, boundPar, boundAsTimeout
     # (racer.cli.capping.Capping; None: no capping and no boundMax).
     capping: Any = None
+    # racer: the objectives (racer.cli.objectives) of a tuning on k >= 2 of them: one
+    # direction and one name each; None for one objective (irace's tuning, unchanged). The
+    # runner then answers k numbers, every race is a race on k objectives, and the elites
+    # are a Pareto set (racer.cli.objectives.pareto_elites).
+    directions: tuple | None = None
+    objective_names: tuple = ()
 
 
 @dataclasses.dataclass
@@ -301,12 +308,16 @@ class Tuner:
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
         ``protect_rows`` instances (those the elites have results for) are done."""
         settings = self.settings
+        multi = settings.directions is not None
         race = Race(
-            candidates, test=test, direction="minimize", budget=budget, first_test=first_test,
+            candidates, test=test, direction=list(settings.directions) if multi else "minimize",
+            budget=budget, first_test=first_test,
             each_test=settings.each_test, min_survivors=min_survivors, instances=tasks,
             on_error="worst" if settings.error_policy == "worst" else "eliminate",
             winner=self.winner, random_state=_derived_seed(settings.seed, 4, iteration),
-            storage=self._journal(journal), metadata={**self.metadata, "iteration": iteration},
+            storage=self._journal(journal), metadata={
+                **self.metadata, "iteration": iteration,
+                **({"objective_names": list(settings.objective_names)} if multi else {})},
         )
         cached_before = dict(self.cache)
         used_before = self.experiments
@@ -333,7 +344,10 @@ class Tuner:
             for row, task in enumerate(result.instances):
                 value = result.scores[row, ci]
                 if not np.isnan(value):
-                    self.cache[(cand.id, task)] = (float(value), None)
+                    # Several objectives: an elite carries every one of them forward.
+                    self.cache[(cand.id, task)] = (
+                        float(value) if not multi
+                        else tuple(float(x) for x in result.objective_scores[row, ci]), None)
         for ci, row, message in result.failures:
             self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
         if iteration > 0:
@@ -372,7 +386,11 @@ class Tuner:
                 else:
                     result = self._iterated(pool)
                 if self.test_instances and result.elites:
-                    result.test = self._test_phase(pool, result.elites[: max(1, s.test_n_elites)])
+                    # Several objectives: the whole final front is tested (a Pareto set has
+                    # no "best testNbElites").
+                    tested = (result.elites if s.directions is not None
+                              else result.elites[: max(1, s.test_n_elites)])
+                    result.test = self._test_phase(pool, tested)
             except BaseException:
                 self.runner.kill_all()
                 raise
@@ -415,7 +433,8 @@ class Tuner:
                 raise TargetRunnerError(res, self.runner.exec_dir)
             if res.time is not None:
                 self.run_times[key] = res.time
-            cost = (res.cost, None) if res.status == "ok" else (math.nan, res.message)
+            value = res.cost if res.objectives is None else tuple(res.objectives)
+            cost = (value, None) if res.status == "ok" else (math.nan, res.message)
             if res.status == "ok" and capping is not None and capping.enabled:
                 # Capped as a race's run would be: its score, and its time for later bounds.
                 self.capped_times[(1, task.index)] = capped_time(res.time, res.bound, capping)
@@ -439,7 +458,8 @@ class Tuner:
         result = self.run_race(1, cands, tasks, budget=budget, min_survivors=s.min_survival or 1,
                                test=self.test, first_test=first, journal="fixed-list.sqlite",
                                pool=pool, max_total=budget)
-        return TuningResult(list(result.survivors), 1, self.experiments, result.stop_reason,
+        elites = elites_of(result, len(result.survivors), s.directions)
+        return TuningResult(elites, 1, self.experiments, result.stop_reason,
                             [(1, result, cands)], planned_iterations=1)
 
     def _iterated(self, pool) -> TuningResult:
@@ -692,10 +712,10 @@ class Tuner:
                          max((order[r] + 1 for r in range(_rows_run(result))), default=0))
         for ci, _row, _ in result.failures:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
-        kept = min(len(result.survivors), self.min_survival)
-        run.elites = list(result.survivors[:kept])
+        run.elites = elites_of(result, self.min_survival, s.directions)
         if s.race_used_up:
-            run.dropped = _not_kept(list(result.survivors[kept:]), run.dropped, run.elites)
+            alive = [c for c in result.survivors if all(c is not e for e in run.elites)]
+            run.dropped = _not_kept(alive, run.dropped, run.elites)
         if first_race:
             self.sampler.init_model(run.elites)
         return None
@@ -708,53 +728,80 @@ class Tuner:
         result = self.run_race(0, list(elites), tasks, budget=None, min_survivors=1,
                                test=KeepAll(), first_test=len(tasks), journal="test.sqlite",
                                pool=pool, max_total=None,
-                               preset=self._earlier_tests(elites, tasks))
-        costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
-                 for i, c in enumerate(result.candidates)}
+                               preset=_earlier_tests(self.journal_dir, elites, tasks))
+        if self.settings.directions is None:
+            costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
+                     for i, c in enumerate(result.candidates)}
+        else:  # a list of the k objectives per test instance
+            costs = {c.id: [None if np.isnan(v).any() else [float(x) for x in v]
+                            for v in result.objective_scores[:, i]]
+                     for i, c in enumerate(result.candidates)}
         return {"tasks": tasks, "costs": costs, "result": result}
 
 
-    def _earlier_tests(self, elites: list, tasks: list) -> dict:
-        """The test runs of earlier sessions of a continued tuning, for elites tested again.
+def _earlier_tests(journal_dir: str, elites: list, tasks: list) -> dict:
+    """The test runs of earlier sessions of a continued tuning, for elites tested again.
 
-        A continued tuning (a larger budget) may end with other elites than the session whose
-        test phase already ran: that test journal is then kept as ``test-earlier-<k>.sqlite``
-        and the test phase runs on the new elites, taking the runs already made (an elite
-        still among them, the same test instance and seed) from the earlier journals instead
-        of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
-        from racer.storage import Journal, read_journal
+    A continued tuning (a larger budget) may end with other elites than the session whose
+    test phase already ran: that test journal is then kept as ``test-earlier-<k>.sqlite``
+    and the test phase runs on the new elites, taking the runs already made (an elite
+    still among them, the same test instance and seed) from the earlier journals instead
+    of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
+    from racer.storage import Journal, read_journal
 
-        current = os.path.join(self.journal_dir, "test.sqlite")
-        reprs = [repr(e) for e in elites]
-        if os.path.exists(current):
-            fingerprint = read_journal(current)["fingerprint"]
-            if fingerprint is not None and fingerprint["candidates"] != reprs:
-                Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
-                k = 1
-                while os.path.exists(os.path.join(self.journal_dir, f"test-earlier-{k}.sqlite")):
-                    k += 1
-                kept = os.path.join(self.journal_dir, f"test-earlier-{k}.sqlite")
-                if os.path.exists(current + ".lookahead.jsonl"):  # its look-ahead runs too
-                    os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
-                os.replace(current, kept)
-        by_repr = dict(zip(reprs, elites))
-        task_reprs = [repr(t) for t in tasks]
-        preset: dict = {}
-        for name in sorted(os.listdir(self.journal_dir)):
-            if not (name.startswith("test-earlier-") and name.endswith(".sqlite")):
+    current = os.path.join(journal_dir, "test.sqlite")
+    reprs = [repr(e) for e in elites]
+    if os.path.exists(current):
+        fingerprint = read_journal(current)["fingerprint"]
+        if fingerprint is not None and fingerprint["candidates"] != reprs:
+            Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
+            k = 1
+            while os.path.exists(os.path.join(journal_dir, f"test-earlier-{k}.sqlite")):
+                k += 1
+            kept = os.path.join(journal_dir, f"test-earlier-{k}.sqlite")
+            if os.path.exists(current + ".lookahead.jsonl"):  # its look-ahead runs too
+                os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
+            os.replace(current, kept)
+    by_repr = dict(zip(reprs, elites))
+    task_reprs = [repr(t) for t in tasks]
+    preset: dict = {}
+    for name in sorted(os.listdir(journal_dir)):
+        if not (name.startswith("test-earlier-") and name.endswith(".sqlite")):
+            continue
+        data = read_journal(os.path.join(journal_dir, name))
+        if data["fingerprint"] is None:
+            continue
+        cands = data["fingerprint"]["candidates"]
+        vectors: dict = {}  # several objectives: every one of them, by cell
+        for ci, row, objective, value in data.get("objective_values") or ():
+            vectors.setdefault((ci, row), {})[objective] = value
+        for ci, row, value, error in data["evaluations"]:
+            elite = by_repr.get(cands[ci])
+            if (elite is None or row >= len(tasks) or row >= len(data["instances"])
+                    or data["instances"][row] != task_reprs[row]):
                 continue
-            data = read_journal(os.path.join(self.journal_dir, name))
-            if data["fingerprint"] is None:
-                continue
-            cands = data["fingerprint"]["candidates"]
-            for ci, row, value, error in data["evaluations"]:
-                elite = by_repr.get(cands[ci])
-                if (elite is None or row >= len(tasks) or row >= len(data["instances"])
-                        or data["instances"][row] != task_reprs[row]):
-                    continue
-                preset[(elite.id, tasks[row])] = (
-                    math.nan if value is None else float(value), error)
-        return preset
+            if (ci, row) in vectors and error is None:
+                cell = vectors[(ci, row)]
+                value = tuple(float(cell[o]) for o in sorted(cell))
+            preset[(elite.id, tasks[row])] = (
+                math.nan if value is None else value if isinstance(value, tuple)
+                else float(value), error)
+    return preset
+
+
+def elites_of(result, cap: int, directions: tuple | None) -> list:
+    """The elites a race leaves, best first: irace's, the ``cap`` best survivors in the
+    race's order; on several objectives (``directions``), the Pareto set of
+    :func:`racer.cli.objectives.pareto_elites` (non-dominated survivors, at most ``cap``,
+    thinned and ranked by crowding distance)."""
+    if directions is None:
+        return list(result.survivors[:min(len(result.survivors), cap)])
+    front = np.asarray(result.pareto_front_indices, dtype=np.int64)
+    if front.size == 0:  # no survivor with a success: irace's rule, as for one objective
+        return list(result.survivors[:min(len(result.survivors), cap)])
+    signs = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
+    chosen = pareto_elites(front, result.mean_objective_scores[front] * signs, max(cap, 1))
+    return [result.candidates[int(i)] for i in chosen]
 
 
 def _not_kept(alive: list, dropped: list, elites: list) -> list:

@@ -6,8 +6,11 @@
   configuration, instance ID, seed, instance, cost, time, status, attempts, wall seconds,
   message, the execution bound passed to the runner: empty without ``boundMax``); the cost
   is the runner's, before capping's PARk; a look-ahead run the race did not use has status ``speculative-unused``;
+  on several objectives (``objectives``), ``cost`` is the first one and a column
+  ``cost.<name>`` per objective follows ``bound``;
 * ``eliminations.csv``: every elimination of every race;
-* ``test.csv``: the test phase, one row per (elite, test instance);
+* ``test.csv``: the test phase, one row per (elite, test instance) (several objectives: a
+  column ``cost.<name>`` per objective instead of ``cost``);
 * ``results.json``: the elites, their command lines, the budget used and the stop reason.
 
 All but ``runs.csv`` are written at the end, each to a temporary file then renamed over the
@@ -29,10 +32,16 @@ import numpy as np
 from racer.cli.parameters import ParameterSpace, format_value
 
 __all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_test",
-           "write_results", "elites_report", "configuration_words"]
+           "write_results", "elites_report", "front_report", "configuration_words",
+           "objective_columns"]
 
 RUN_FIELDS = ["iteration", "configuration", "instance_id", "seed", "instance", "cost", "time",
               "status", "attempts", "wall", "message", "bound"]
+
+
+def objective_columns(names) -> list:
+    """The columns of runs.csv and test.csv holding each objective (several objectives)."""
+    return [f"cost.{n}" for n in names]
 
 
 def _quote(v: Any) -> str:
@@ -71,10 +80,12 @@ def write_elites(path: str, space: ParameterSpace, elites: list) -> None:
 
 class RunLog:
     """``runs.csv``, appended and flushed after every run (a killed racer keeps every line
-    written before it died)."""
+    written before it died). ``objective_names``: a tuning on several objectives, whose
+    rows end with one column per objective."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, objective_names: tuple = ()) -> None:
         self.path = path
+        self.objective_names = tuple(objective_names)
         new = not os.path.exists(path) or os.path.getsize(path) == 0
         torn = False
         if not new:
@@ -89,7 +100,7 @@ class RunLog:
             self._f.flush()
         self._w = csv.writer(self._f)
         if new:
-            self._w.writerow(RUN_FIELDS)
+            self._w.writerow(RUN_FIELDS + objective_columns(self.objective_names))
             self._f.flush()
         self._lock = threading.Lock()
 
@@ -100,6 +111,9 @@ class RunLog:
                "" if result.time is None else repr(result.time),
                result.status, result.attempts, f"{result.wall:.4f}", result.message,
                "" if result.bound is None else repr(float(result.bound))]
+        if self.objective_names:
+            values = result.objectives or ()
+            row += [repr(float(x)) for x in values] or [""] * len(self.objective_names)
         with self._lock:
             self._w.writerow(row)
             self._f.flush()
@@ -119,21 +133,27 @@ def write_eliminations(path: str, races: list) -> None:
                             "" if np.isnan(rec.probability) else repr(float(rec.probability)), rec.step])
 
 
-def write_test(path: str, test: dict) -> None:
+def write_test(path: str, test: dict, objective_names: tuple = ()) -> None:
+    """test.csv; with ``objective_names`` (several objectives) one column per objective."""
+    k = len(objective_names)
     with _replacing(path, newline="") as f:
         w = csv.writer(f)
-        w.writerow(["configuration", "instance_id", "seed", "instance", "cost"])
+        w.writerow(["configuration", "instance_id", "seed", "instance"]
+                   + (objective_columns(objective_names) if k else ["cost"]))
         for cid, costs in test["costs"].items():
             for task, cost in zip(test["tasks"], costs):
+                values = ([""] * max(k, 1) if cost is None
+                          else [repr(float(x)) for x in cost] if k else [repr(cost)])
                 w.writerow([cid, task.index, task.seed,
-                            " ".join([task.instance.name, *task.instance.extra]),
-                            "" if cost is None else repr(cost)])
+                            " ".join([task.instance.name, *task.instance.extra]), *values])
 
 
-def elites_report(space: ParameterSpace, elites: list, label: str = "sum of ranks") -> str:
-    """irace's two final blocks: the elites as a table, then as command lines."""
-    lines = [f"# Best configurations (first number is the configuration ID; listed from best to "
-             f"worst according to the {label}):"]
+def elites_report(space: ParameterSpace, elites: list, label: str = "sum of ranks",
+                  heading: str | None = None) -> str:
+    """irace's two final blocks: the elites as a table, then as command lines (``heading``
+    replaces the first block's heading)."""
+    lines = [heading or f"# Best configurations (first number is the configuration ID; listed "
+             f"from best to worst according to the {label}):"]
     rows = [[""] + list(space.names)] + [[str(e.id)] + configuration_words(space, e.values) for e in elites]
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     for r in rows:
@@ -143,6 +163,62 @@ def elites_report(space: ParameterSpace, elites: list, label: str = "sum of rank
     for e in elites:
         lines.append(f"{e.id}  " + " ".join(shlex.quote(w) for w in space.command_line(e.values)))
     return "\n".join(lines)
+
+
+def front_means(result, names: tuple) -> dict:
+    """``{configuration id: (instances, [mean of each objective])}`` of the final elites of
+    a tuning on several objectives, on the training instances of the last race (the race
+    they were chosen in: every elite ran on all its instances)."""
+    _iteration, race, candidates = result.races[-1]
+    index = {c.id: i for i, c in enumerate(candidates)}
+    out = {}
+    for e in result.elites:
+        ci = index[e.id]
+        out[e.id] = (int(race.n_evaluated[ci]),
+                     [float(x) for x in race.mean_objective_scores[ci]])
+    return out
+
+
+def test_means(costs: list, k: int) -> list:
+    """Each objective's mean over the test instances an elite ran on (None: no run)."""
+    ok = [c for c in costs if c is not None]
+    return [float(np.mean([c[o] for c in ok])) if ok else None for o in range(k)]
+
+
+def front_report(space: ParameterSpace, result, settings) -> str:
+    """The end of a tuning on several objectives: the Pareto set of elites with each
+    objective's mean on the training instances of the last race (and on the test
+    instances), then the configurations as irace lists them."""
+    names, directions = settings.objective_names, settings.directions
+    k = len(names)
+    means = front_means(result, names)
+    header = ["ID"] + [f"{n} ({d[:3]})" for n, d in zip(names, directions)]
+    rows = [header + ["instances"]]
+    for e in result.elites:
+        n, m = means[e.id]
+        rows.append([str(e.id)] + [f"{x:.6g}" for x in m] + [str(n)])
+    lines = [f"# Pareto front: {len(result.elites)} elite configuration"
+             f"{'s' if len(result.elites) != 1 else ''}, none dominated by another on the "
+             "mean objectives; ranked by crowding distance, the front's ends first "
+             "(docs/cli.md). Mean on the training instances of the last race:"]
+    lines += _table(rows)
+    if result.test is not None:
+        lines.append(f"# Testing of the Pareto front: mean on {len(result.test['tasks'])} test "
+                     "instances")
+        rows = [header]
+        for e in result.elites:
+            m = test_means(result.test["costs"].get(e.id, []), k)
+            rows.append([str(e.id)] + ["NA" if x is None else f"{x:.6g}" for x in m])
+        lines += _table(rows)
+    lines.append(elites_report(space, result.elites, heading=(
+        "# Pareto front configurations (first number is the configuration ID; same order "
+        "as above):")))
+    return "\n".join(lines)
+
+
+def _table(rows: list) -> list:
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    return ["  ".join(w.rjust(widths[j]) for j, w in enumerate(r)).rstrip() for r in rows]
 
 
 def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None:
@@ -157,8 +233,13 @@ def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None
         "time_used": result.time_used,
         **extra,
     }
+    names = extra.get("objectives", {}).get("names") if isinstance(extra.get("objectives"), dict) else None
+    if names:
+        data["pareto_front"] = {str(cid): {"instances": n, "mean": dict(zip(names, m))}
+                                for cid, (n, m) in front_means(result, names).items()}
     if result.test is not None:
-        data["test"] = {str(cid): {"mean": _mean(costs), "costs": costs}
+        data["test"] = {str(cid): {"mean": (dict(zip(names, test_means(costs, len(names))))
+                                            if names else _mean(costs)), "costs": costs}
                         for cid, costs in result.test["costs"].items()}
     with _replacing(path) as f:
         json.dump(data, f, indent=1, default=str)
@@ -196,7 +277,9 @@ class Progress:
         spent = f"{used}/{budget} runs" if budget else f"{used} runs"
         best = ""
         res = race.result()
-        if len(res.survivors):
+        if res.directions is not None:  # several objectives: no best, a front
+            best = f" | front of {len(res.pareto_front_indices)}"
+        elif len(res.survivors):
             b = res.survivors[0]
             mean = res.mean_scores[res.best_index]
             best = f" | best #{b.id} mean {mean:.6g}" if np.isfinite(mean) else f" | best #{b.id}"

@@ -45,6 +45,8 @@ _TUNING_OPTIONS = (
     # Added with capping: a journal written before has none of them, and a name missing
     # from the old settings is not compared (resume._changes), so it still resumes.
     "capping", "cappingAfterFirstTest", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
+    # Added with several objectives (racer.cli.objectives), alike.
+    "objectives",
 )
 
 

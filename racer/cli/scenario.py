@@ -161,6 +161,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("mu", "i", "--mu", 5),
     _o("confidence", "r", "--confidence", 0.95),
     _o("blockSize", "i", "--block-size", 1, False),
+    # racer's own: tuning on several objectives (racer.cli.objectives; irace has none).
+    _o("objectives", "s", "--objectives", "",
+       help="racer: several objectives, e.g. \"quality,time:max\" (the target-runner then "
+            "prints one number per objective; docs/cli.md)"),
 ]}
 
 _LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
@@ -172,6 +176,8 @@ def convert(option: Option, value: Any, where: dict) -> Any:
     if value is None or value == () or (option.type in "ps" and value == ""):
         return option.default if option.type not in "ps" else ""
     if option.type in "ps":
+        if isinstance(value, tuple) and name == "objectives":
+            return ",".join(str(v) for v in value)  # R's c("quality", "time:max")
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         return str(value)

@@ -7,10 +7,13 @@ The runner is executed directly (no shell) in ``execDir`` as
 (``<bound>``: the run's execution bound, given when the scenario sets ``boundMax``, as irace
 does; :mod:`racer.cli.capping`) with the switches built as irace does (switch and value concatenated, then split on blanks,
 which is what the shell irace goes through does). Its **last non-empty line of stdout** must be
-``cost`` or ``cost time``. Outcomes:
+``cost`` or ``cost time``; with k >= 2 objectives (the racer option ``objectives``), k
+numbers, one per objective, then optionally (under ``maxTime``: necessarily) the time.
+Outcomes:
 
 * ``ok``: exit status 0 and a finite cost (and a time when one is required);
-* ``inf``: the cost is ``Inf`` -- irace rejects the configuration at once; racer does the same;
+* ``inf``: the cost is ``Inf`` -- irace rejects the configuration at once; racer does the same
+  (several objectives: ``Inf`` on a minimised objective or ``-Inf`` on a maximised one);
 * ``error``: a non-zero exit status, no or unreadable output, ``NaN``/``-Inf``, a missing
   time, a runner that cannot be started, or a timeout. Errors are retried
   ``targetRunnerRetries`` times; what a final error does is the caller's policy.
@@ -72,6 +75,9 @@ class RunResult:
     wall: float
     attempts: int = 1
     bound: float | None = None  # the execution bound passed to the runner (boundMax, capping)
+    # A tuning on several objectives (racer.cli.objectives): every objective the runner
+    # printed, in order (``cost`` is then the first); None for one objective.
+    objectives: tuple | None = None
 
     def describe(self, exec_dir: str) -> str:
         """The failure as a user needs it: what, the exact command, exit status, output tails."""
@@ -274,11 +280,14 @@ class TargetRunner:
         the option that needs it in the error message (default "maxTime").
     reaper : Reaper, optional
         Told about every running process group, so none outlives this process.
+    objectives : racer.cli.objectives.Objectives, optional
+        A tuning on several objectives: the runner prints one number per objective (then
+        the time). None: one cost.
     """
 
     def __init__(self, command: list, exec_dir: str, *, retries: int = 0,
                  timeout: float | None = None, need_time: bool | str = False,
-                 reaper: Reaper | None = None) -> None:
+                 reaper: Reaper | None = None, objectives: Any = None) -> None:
         if not command or not all(isinstance(w, str) for w in command):
             raise TypeError(f"`command` must be a non-empty list of str; got {command!r}")
         if retries < 0:
@@ -291,6 +300,7 @@ class TargetRunner:
         self.timeout = timeout
         self.need_time = need_time
         self.reaper = reaper
+        self.objectives = objectives
         # Travels with the runner to Dask/Ray workers (the reaper does not): a run started
         # there carries it too, so racer's reaper finds it on this machine (see Reaper).
         self.reaper_token = reaper.token if reaper is not None else None
@@ -429,6 +439,8 @@ class TargetRunner:
         if not lines:
             return fail("the target-runner printed nothing on stdout (expected `cost [time]` as its last line)")
         words = lines[-1].split()
+        if self.objectives is not None:
+            return self._objective_result(argv, code, out, err, wall, lines[-1])
         numbers = [_parse_number(w) for w in words]
         if len(words) > 2 or any(x is None for x in numbers):
             return fail(f"the last line of stdout is {lines[-1]!r}; expected `cost` or `cost time` (numbers)")
@@ -442,6 +454,49 @@ class TargetRunner:
         if cost == math.inf:
             return RunResult("inf", cost, run_time, "cost Inf: configuration rejected", argv, code, out, err, wall)
         return RunResult("ok", cost, run_time, "", argv, code, out, err, wall)
+
+    def _objective_result(self, argv: list, code: int, out: str, err: str, wall: float,
+                          line: str) -> RunResult:
+        """The outcome of a run of a tuning on several objectives whose last line of stdout
+        is ``line``: k numbers (one per objective, in the order of ``objectives``), then the
+        time, which is optional unless ``need_time``."""
+        names, directions = self.objectives.names, self.objectives.directions
+        k = len(names)
+        words = line.split()
+        numbers = [_parse_number(w) for w in words]
+        n = len(argv) - len(self.command)
+        where = (f"configuration {argv[len(self.command)]} on instance "
+                 f"{argv[len(self.command) + 3]}" if n >= 4 else "the run")
+        expected = (f"{k} numbers ({' '.join(names)})"
+                    + (", then the run time" if self.need_time else ", optionally then the run time"))
+
+        def fail(message: str) -> RunResult:
+            return RunResult("error", None, None, message, argv, code, out, err, wall)
+
+        if len(words) not in (k, k + 1) or any(x is None for x in numbers):
+            return fail(f"{where}: the last line of the target-runner's stdout is {line!r} "
+                        f"({len(words)} word{'s' if len(words) != 1 else ''}); expected {expected}")
+        values, run_time = numbers[:k], (numbers[k] if len(numbers) > k else None)
+        for name, x, w in zip(names, values, words):
+            if math.isnan(x):
+                return fail(f"{where}: the target-runner returned {w!r} for the objective {name}")
+        if self.need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
+            why = self.need_time if isinstance(self.need_time, str) else "maxTime"
+            return fail(f"{where}: {why} needs the time of each run: print {expected} on the last line")
+        # irace's Inf: the worst value there is rejects the configuration; the best one
+        # (-Inf minimised, Inf maximised) is no measurement.
+        worst = [x == (math.inf if d == "minimize" else -math.inf) for x, d in zip(values, directions)]
+        best = [math.isinf(x) and not bad for x, bad in zip(values, worst)]
+        if any(best):
+            name = names[best.index(True)]
+            return fail(f"{where}: the target-runner returned {words[best.index(True)]!r} for the "
+                        f"objective {name}, better than any value ({directions[best.index(True)]}d)")
+        result = RunResult("inf" if any(worst) else "ok", values[0], run_time,
+                           "" if not any(worst) else
+                           f"{names[worst.index(True)]} {words[worst.index(True)]}: configuration rejected",
+                           argv, code, out, err, wall)
+        result.objectives = tuple(values)
+        return result
 
     def _communicate(self, proc: subprocess.Popen) -> tuple:
         """``proc.communicate(timeout=self.timeout)``, waiting in slices of at most

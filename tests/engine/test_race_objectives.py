@@ -110,7 +110,7 @@ def test_an_array_of_k_values_is_accepted():
     assert sorted(res.pareto_front) == [0.0, 1.0] and res.n_evaluations == 24
 
 
-def test_options_that_cannot_go_together_are_refused(tmp_path):
+def test_options_that_cannot_go_together_are_refused():
     class SingleTest(RacingTest):
         def decide(self, view, rng):
             return []
@@ -120,8 +120,6 @@ def test_options_that_cannot_go_together_are_refused(tmp_path):
 
     with pytest.raises(ValueError, match="`test`=SingleTest compares one score"):
         Race([0, 1], direction=["minimize", "minimize"], test=SingleTest())
-    with pytest.raises(ValueError, match="`storage` is not supported for a race on 2 objectives"):
-        Race([0, 1], direction=["minimize", "minimize"], storage=tmp_path / "r.sqlite")
     with pytest.raises(ValueError, match="`test`=ParetoTest races on several objectives"):
         Race([0, 1], direction="minimize", test=ParetoTest())
     with pytest.raises(ValueError, match=r"`direction\[1\]` must be one of"):

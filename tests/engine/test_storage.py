@@ -262,12 +262,12 @@ def test_a_journal_of_a_newer_schema_is_refused(tmp_path):
     path = tmp_path / "race.sqlite"
     Race([0, 1], test=CoinDrop(), storage=path).close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
     conn.commit()
     conn.close()
-    with pytest.raises(ValueError, match=r"racer journal of schema '2'.*upgrade racer"):
+    with pytest.raises(ValueError, match=r"racer journal of schema '3'.*upgrade racer"):
         Race([0, 1], test=CoinDrop(), storage=path)
-    with pytest.raises(ValueError, match=r"schema '2'"):
+    with pytest.raises(ValueError, match=r"schema '3'"):
         read_journal(path)
 
 
