@@ -22,7 +22,13 @@ Methods, for each seed ``S`` and budget ``B`` (runs of the target algorithm):
   first, the rest uniform from the space with seed ``S``, as irace's first iteration samples
   them), raced over irace's kind of instance stream (the training instances shuffled, each with
   a fresh seed, again and again) with ``budget=B``; its front is ``RaceResult.pareto_front``.
-  One race, no iterations: the command line's iterated Pareto tuning is added when it exists.
+  One race, no iterations.
+* ``racer-tune``: racer's iterated Pareto tuning, ``racer.tune(..., direction=["minimize",
+  "minimize"], budget=B, random_state=S)`` from the same parameters file and default (what
+  ``racer --scenario`` does with ``objectives``): irace's schedule and sampling, races with
+  ``ParetoTest``, a Pareto set of elites (at most ``minNbSurvival`` = 3 here, thinned by
+  crowding distance); its front is ``TuneResult.pareto_front``. Evaluated in this process
+  (no runner processes), like ``racer-race``: the runs are the same numbers either way.
 
 Measure: every configuration a method returns runs on the 8 held-out test instances (81 bits)
 with 3 fixed seeds each (the same runs for every method, cached); its point is its mean
@@ -42,6 +48,7 @@ Usage::
 
     nice -n 15 python benchmarks/pareto_tuning.py --pilot
     nice -n 15 python benchmarks/pareto_tuning.py --seeds 10 --budgets 300,150
+    nice -n 15 python benchmarks/pareto_tuning.py --seeds 10 --budgets 300,150 --reuse OLD.jsonl  # runs only rows OLD lacks
     nice -n 15 python benchmarks/pareto_tuning.py --quick      # 1 seed, budget 300, a smoke run
 """
 
@@ -373,7 +380,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--first-seed", type=int, default=100)
     ap.add_argument("--budgets", default="300,150")
-    ap.add_argument("--methods", default="irace-ws,irace-ws3,racer-race", help=f"from {METHODS}")
+    ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--test-seeds", type=int, default=TEST_SEEDS)
     ap.add_argument("--test-instances", type=int, default=0, help="only the first k test instances (0: all)")
     ap.add_argument("--pilot", action="store_true", help="seeds 0-4: the bounds and reference point")
