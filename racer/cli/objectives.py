@@ -8,7 +8,7 @@ objective in that order (then, under ``maxTime``, the run time), each race is a 
 objectives (:class:`racer.ParetoTest` by default) and the tuner keeps a Pareto set of
 elites (:func:`pareto_elites`).
 
->>> parse_objectives('c("quality", "time:max")')
+>>> parse_objectives(("quality", "time:max"))  # the scenario's c("quality", "time:max")
 Objectives(names=('quality', 'time'), directions=('minimize', 'maximize'))
 >>> parse_objectives("") is None, parse_objectives("cost") is None  # one objective: as today
 (True, True)
