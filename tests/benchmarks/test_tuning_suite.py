@@ -38,7 +38,11 @@ def harness():
         sys.path.remove(_BENCH)
 
 
-SCENARIOS = sorted(d for d in os.listdir(_TUNING) if os.path.isfile(os.path.join(_TUNING, d, "scenario.txt")))
+ALL_SCENARIOS = sorted(d for d in os.listdir(_TUNING) if os.path.isfile(os.path.join(_TUNING, d, "scenario.txt")))
+# Two objectives (issue 23): compared by benchmarks/pareto_tuning.py, not by tuning_vs_irace.py,
+# and its runner prints `quality work` (tests/benchmarks/test_pareto_tuning_benchmark.py).
+MULTI_OBJECTIVE = ["pbo-deap-mo"]
+SCENARIOS = [d for d in ALL_SCENARIOS if d not in MULTI_OBJECTIVE]
 
 
 def test_suite_lists_every_scenario_folder_with_both_roles(harness):
@@ -46,7 +50,7 @@ def test_suite_lists_every_scenario_folder_with_both_roles(harness):
     assert {e.role for e in harness.SUITE.values()} == {"pilot", "report"}
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.parametrize("name", ALL_SCENARIOS)
 def test_scenario_reads_and_its_test_instances_are_held_out(name):
     sc = read_scenario(os.path.join(_TUNING, name, "scenario.txt"))
     space = read_parameters(sc.path("parameterFile"), sc.values["digits"])
