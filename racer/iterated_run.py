@@ -354,7 +354,7 @@ def read_exec_dir(path: Any) -> IteratedRun:
     objectives = None
     last = races[-1][2] if races else None
     if last is not None and last.directions is not None:
-        from racer.report import objective_names
+        from racer.storage import objective_names
 
         names = (list(saved_objectives["names"]) if saved_objectives
                  else objective_names(last_fingerprint, len(last.directions)))

@@ -56,7 +56,7 @@ import numpy as np
 
 from racer._text import short_repr
 from racer.result import EliminationRecord, RaceResult
-from racer.storage import _as_path, journal_data, result_from_journal
+from racer.storage import _as_path, journal_data, objective_names, result_from_journal
 
 __all__ = ["export_csv", "export_json", "main", "write_report"]
 
@@ -109,28 +109,6 @@ def _evidence(result: RaceResult, rec: EliminationRecord) -> dict:
         "mean": float(np.mean(result.scores[rows, rec.candidate_index][both])) if both.any() else math.nan,
         "by_mean": float(np.mean(result.scores[rows, rec.by_index][both])) if both.any() else math.nan,
     }
-
-
-def objective_names(fingerprint: dict, k: int) -> list[str]:
-    """The names of a race's ``k`` objectives: ``metadata["objective_names"]`` of its
-    fingerprint when it holds ``k`` strings (``Race(..., metadata={"objective_names":
-    ["error", "seconds"]})``), else ``"objective 1"``, ``"objective 2"``, ...
-
-    >>> objective_names({"metadata": {"objective_names": "['error', 'seconds']"}}, 2)
-    ['error', 'seconds']
-    >>> objective_names({"metadata": {}}, 2)
-    ['objective 1', 'objective 2']
-    """
-    import ast
-
-    text = (fingerprint.get("metadata") or {}).get("objective_names")
-    try:
-        names = ast.literal_eval(text) if isinstance(text, str) else None
-    except (ValueError, SyntaxError):
-        names = None
-    if isinstance(names, (list, tuple)) and len(names) == k and all(isinstance(n, str) for n in names):
-        return list(names)
-    return [f"objective {o + 1}" for o in range(k)]
 
 
 def _objective_evidence(result: RaceResult, rec: EliminationRecord) -> dict:
