@@ -10,7 +10,9 @@ The figures of iterated racing (:func:`racer.plot.plot_parameter_frequencies`,
   each journal's fingerprint holds the configurations (their ``repr``, which lists every
   parameter's value) and, in its metadata, the parameter space and the iteration.
   ``results.json``, written at the end of a run, adds the final elites and why the tuning
-  stopped when it exists;
+  stopped when it exists (on several objectives, the Pareto set of elites in the Tuner's
+  rank order and their training means, ``pareto_front``; the test journal gives each test
+  run's objective vector);
 * :func:`from_iterated_race` -- the result of :class:`racer.adapters.optuna.IteratedRace`
   (each trial's iteration is its user attribute ``racer_iteration``, its parameters and their
   distributions are Optuna's). Read by attribute names, so this module imports no adapter.
