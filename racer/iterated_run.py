@@ -10,7 +10,9 @@ The figures of iterated racing (:func:`racer.plot.plot_parameter_frequencies`,
   each journal's fingerprint holds the configurations (their ``repr``, which lists every
   parameter's value) and, in its metadata, the parameter space and the iteration.
   ``results.json``, written at the end of a run, adds the final elites and why the tuning
-  stopped when it exists;
+  stopped when it exists (on several objectives, the Pareto set of elites in the Tuner's
+  rank order and their training means, ``pareto_front``; the test journal gives each test
+  run's objective vector);
 * :func:`from_iterated_race` -- the result of :class:`racer.adapters.optuna.IteratedRace`
   (each trial's iteration is its user attribute ``racer_iteration``, its parameters and their
   distributions are Optuna's). Read by attribute names, so this module imports no adapter.
@@ -27,6 +29,8 @@ import math
 import os
 import re
 from typing import Any
+
+import numpy as np
 
 from racer.result import RaceResult
 
@@ -73,8 +77,17 @@ class IteratedRun:
     final_elites : list of int
         The tuning's answer, best first.
     test : dict or None
-        The test phase: ``{"instances": [...], "costs": {id: [cost or None, ...]}}``.
+        The test phase: ``{"instances": [...], "costs": {id: [cost or None, ...]}}``; on
+        several objectives ``costs`` holds the first one and ``"objective_costs"``
+        ``{id: [[each objective's cost] or None, ...]}`` every one (None where a run failed).
     maximize : bool
+    objectives : dict or None
+        A tuning on several objectives (scenario option ``objectives``):
+        ``{"names": [...], "directions": [...]}``; None for one objective.
+    training_means : dict
+        Several objectives: final elite id -> its mean of each objective on the training
+        instances of the last race (results.json's ``pareto_front``, as the Tuner wrote it;
+        the last race's means when the run has not finished).
     info : dict
         What else is known (``stop_reason``, ``experiments``, ``budget``, ``seed``...).
     source : str
@@ -91,10 +104,32 @@ class IteratedRun:
     maximize: bool = False
     info: dict = dataclasses.field(default_factory=dict)
     source: str = ""
+    objectives: dict | None = None
+    training_means: dict = dataclasses.field(default_factory=dict)
 
     @property
     def n_iterations(self) -> int:
         return max(self.iteration_of.values(), default=0)
+
+    def test_means(self, config_id: int) -> list | None:
+        """Each objective's mean over the test instances ``config_id`` ran on without a failure
+        (those of test.csv), or None: not tested, or no successful test run. Several
+        objectives only (one objective: ``test["costs"]``).
+
+        >>> run = IteratedRun(parameters=[], configurations={1: {}}, iteration_of={1: 1},
+        ...                   elites={1: [1]}, races=[], candidate_ids=[], final_elites=[1],
+        ...                   test={"instances": ["a", "b", "c"], "costs": {1: [1.0, None, 3.0]},
+        ...                         "objective_costs": {1: [[1.0, 10.0], None, [3.0, 30.0]]}},
+        ...                   objectives={"names": ["len", "steps"],
+        ...                               "directions": ["minimize", "minimize"]})
+        >>> run.test_means(1)
+        [2.0, 20.0]
+        """
+        if self.objectives is None:
+            raise ValueError("`test_means` is for a tuning on several objectives; this run has one")
+        rows = [c for c in ((self.test or {}).get("objective_costs") or {}).get(config_id, [])
+                if c is not None]
+        return [float(x) for x in np.mean(np.asarray(rows, dtype=float), axis=0)] if rows else None
 
     def training_costs(self, config_id: int) -> dict:
         """The scores of configuration ``config_id`` on the training instances it was raced on.
@@ -192,6 +227,21 @@ def _parse_configuration(text: str, params: list, where: str) -> tuple[int, dict
     return cid, values
 
 
+def _elite_indices(result: RaceResult, cap: int) -> list:
+    """The candidates a race of the CLI keeps as elites, best first: irace's ``cap`` best
+    survivors; on several objectives the Tuner's Pareto set (``racer.cli.iterated.elites_of``:
+    the non-dominated survivors thinned to ``cap`` and ranked by crowding distance)."""
+    front = np.asarray(result.pareto_front_indices if result.directions is not None else [],
+                       dtype=np.int64)
+    if front.size == 0:  # one objective, or no survivor with a success (irace's rule then)
+        return [int(i) for i in result.survivor_indices[:cap]]
+    from racer.cli.objectives import pareto_elites
+
+    signs = np.array([1.0 if d == "maximize" else -1.0 for d in result.directions])
+    return [int(i) for i in pareto_elites(front, result.mean_objective_scores[front] * signs,
+                                          max(cap, 1))]
+
+
 def read_exec_dir(path: Any) -> IteratedRun:
     """Read a ``racer --scenario`` execution directory (finished, interrupted or running).
 
@@ -246,11 +296,13 @@ def read_exec_dir(path: Any) -> IteratedRun:
         maximize = result.maximize
         races.append((iteration, name, result))
         candidate_ids.append(ids)
+        last_fingerprint = fp
         keep = int(fp.get("min_survivors", 1) or 1)
-        elites[iteration] = [ids[int(i)] for i in result.survivor_indices[:keep]]
+        elites[iteration] = [ids[int(i)] for i in _elite_indices(result, keep)]
     if params is None:
         raise ValueError(f"`path`={text!r}: the race journals hold no race yet")
     info: dict = {}
+    saved_objectives, saved_front = None, {}
     final = elites[max(elites)] if elites else []
     results_path = os.path.join(text, "results.json")
     if os.path.exists(results_path):
@@ -258,11 +310,17 @@ def read_exec_dir(path: Any) -> IteratedRun:
             with open(results_path, encoding="utf-8") as fh:
                 saved = json.load(fh)
             final = [int(e["id"]) for e in saved.get("elites", [])] or final
+            saved_objectives = saved.get("objectives")
+            # The front's training means as the Tuner wrote them (output.front_means).
+            saved_front = {int(cid): [float(entry["mean"][n]) for n in saved_objectives["names"]]
+                           for cid, entry in (saved.get("pareto_front") or {}).items()
+                           } if isinstance(saved_objectives, dict) else {}
             info = {k: saved[k] for k in ("stop_reason", "iterations", "iterations_planned",
                                           "experiments", "budget", "max_time", "seed",
                                           "time_used") if k in saved}
         except (OSError, ValueError, KeyError, TypeError):
             info = {"note": "results.json could not be read"}
+            saved_objectives, saved_front = None, {}
     runs_csv = os.path.join(text, "runs.csv")
     if "experiments" not in info and os.path.exists(runs_csv):
         import csv
@@ -283,10 +341,35 @@ def read_exec_dir(path: Any) -> IteratedRun:
                 if inst < n_inst:
                     costs[tids[cand]][inst] = None if value is None else float(value)
             test = {"instances": list(tdata["instances"]), "costs": costs}
+            if tdata.get("objective_values"):
+                cells: dict = {}
+                for cand, inst, objective, value in tdata["objective_values"]:
+                    if inst < n_inst:
+                        cells.setdefault((tids[cand], inst), {})[objective] = value
+                k = 1 + max(o for _c, _i, o, _v in tdata["objective_values"])
+                # A run with a missing objective failed: None, as test.csv leaves it empty.
+                test["objective_costs"] = {
+                    cid: [[float(cells[(cid, i)][o]) for o in range(k)]
+                          if costs[cid][i] is not None and len(cells.get((cid, i), {})) == k
+                          and all(cells[(cid, i)][o] is not None for o in range(k)) else None
+                          for i in range(n_inst)] for cid in tids}
+    objectives = None
+    last = races[-1][2] if races else None
+    if last is not None and last.directions is not None:
+        from racer.storage import objective_names
+
+        names = (list(saved_objectives["names"]) if saved_objectives
+                 else objective_names(last_fingerprint, len(last.directions)))
+        objectives = {"names": names, "directions": list(last.directions)}
+        if not saved_front:  # not finished: the last race's means, as output.front_means
+            ids = candidate_ids[-1]
+            saved_front = {cid: [float(x) for x in last.mean_objective_scores[ids.index(cid)]]
+                           for cid in final if cid in ids}
     return IteratedRun(parameters=params, configurations=configurations,
                        iteration_of=iteration_of, elites=elites, races=races,
                        candidate_ids=candidate_ids, final_elites=final, test=test,
-                       maximize=maximize, info=info, source=text)
+                       maximize=maximize, info=info, source=text, objectives=objectives,
+                       training_means=saved_front if objectives else {})
 
 
 # --------------------------------------------------------------------------- Optuna

@@ -71,6 +71,7 @@ __all__ = [
     "plot_evaluations",
     "plot_pairwise_probabilities",
     "plot_pareto_front",
+    "plot_run_pareto_front",
     "plot_posterior_simplex",
     "plot_race_timeline",
     "plot_score_matrix",
@@ -329,6 +330,33 @@ def objective_labels(result: RaceResult, names: Any = None) -> list[str]:
     return [f"{name} ({d})" for name, d in zip(names, directions)]
 
 
+def _objective_panels(k: int, figsize: Any):
+    """A figure with one panel per pair of ``k`` objectives (one panel for two), three to a
+    row; panels left over are hidden. Returns (figure, axes, pairs)."""
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    ncols = min(len(pairs), 3)
+    nrows = -(-len(pairs) // ncols)
+    fig = _figure(figsize, (5.2 * ncols + 0.8, 4.4 * nrows + 0.4))
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    for ax in axes[len(pairs):]:
+        ax.set_axis_off()
+    return fig, axes, pairs
+
+
+def _pareto_staircase(ax, points: np.ndarray, directions: Sequence[str], gid: str) -> None:
+    """The front of two objectives (``points``, one row each) as a staircase: what it
+    dominates lies behind it. Nothing for fewer than two points."""
+    if len(points) < 2:
+        return
+    sign = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
+    pts = points[np.argsort(-sign[0] * points[:, 0])]
+    xs, ys = [pts[0, 0]], [pts[0, 1]]
+    for x, y in pts[1:]:
+        xs += [x, x]
+        ys += [ys[-1], y]
+    ax.plot(xs, ys, color="black", lw=0.9, alpha=0.6, zorder=1, gid=gid)
+
+
 def plot_pareto_front(result: RaceResult, *, names: Any = None, figsize: Any = None):
     """A race on several objectives: every candidate's mean objective vector, the Pareto front
     highlighted, the eliminated candidates marked by reason.
@@ -358,11 +386,7 @@ def plot_pareto_front(result: RaceResult, *, names: Any = None, figsize: Any = N
     labels = objective_labels(result, names)
     means = result.mean_objective_scores
     k = means.shape[1]
-    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
-    ncols = min(len(pairs), 3)
-    nrows = -(-len(pairs) // ncols)
-    fig = _figure(figsize, (5.2 * ncols + 0.8, 4.4 * nrows + 0.4))
-    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+    fig, axes, pairs = _objective_panels(k, figsize)
     front = [int(i) for i in result.pareto_front_indices]
     records = _status(result)
     other = [int(i) for i in result.survivor_indices if int(i) not in set(front)]
@@ -388,15 +412,8 @@ def plot_pareto_front(result: RaceResult, *, names: Any = None, figsize: Any = N
         ax.scatter(means[on_front, a], means[on_front, b], marker="o", s=110, color=_SURVIVOR,
                    edgecolors="black", linewidths=1.4, zorder=4,
                    label=f"Pareto front ({len(on_front)})", gid=f"pareto-front-{panel}")
-        if k == 2 and len(on_front) > 1:
-            # The front of two objectives as a staircase: what it dominates lies behind it.
-            sign = np.array([1.0 if d == "maximize" else -1.0 for d in result.directions])
-            pts = means[on_front][np.argsort(-sign[0] * means[on_front, 0])]
-            xs, ys = [pts[0, 0]], [pts[0, 1]]
-            for x, y in pts[1:]:
-                xs += [x, x]
-                ys += [ys[-1], y]
-            ax.plot(xs, ys, color="black", lw=0.9, alpha=0.6, zorder=1, gid=f"pareto-staircase-{panel}")
+        if k == 2:
+            _pareto_staircase(ax, means[on_front], result.directions, f"pareto-staircase-{panel}")
         if labelled:
             for i in np.flatnonzero(usable):
                 rec = records.get(int(i))
@@ -407,8 +424,6 @@ def plot_pareto_front(result: RaceResult, *, names: Any = None, figsize: Any = N
         ax.set_ylabel(labels[b])
         ax.margins(0.1)  # room for the labels of the outermost points
         ax.grid(alpha=0.3)
-    for ax in axes[len(pairs):]:
-        ax.set_axis_off()
     axes[0].legend(fontsize=7, loc="best", framealpha=0.9)
     fig.suptitle(f"Mean objectives of {int(usable.sum())} candidates (eliminated ones: over the "
                  "instances they saw)", fontsize=10)
@@ -1042,6 +1057,88 @@ def _check_elite_ids(run, elites: Any) -> list:
         raise ValueError(f"`elites` must be distinct ids of configurations of the run; got "
                          f"{list(elites)!r}" + (f" (unknown: {unknown})" if unknown else ""))
     return ids
+
+
+def plot_run_pareto_front(run: Any, *, figsize: Any = None):
+    """The answer of a tuning on several objectives: its final Pareto set of elites in
+    objective space, each elite's mean on the test instances (filled circles, joined by the
+    staircase of those not dominated on the test means, as :func:`plot_pareto_front` joins a
+    race's front) and on the training instances of the last race (hollow circles, a thin line
+    to the same elite's test point: how far the front moved on unseen instances). Without a
+    test phase, only the training means. Two objectives: one scatter; k > 2: one panel per
+    pair. ``run``: an :class:`racer.iterated_run.IteratedRun` (or an execDir path) of a
+    ``racer --scenario`` run with the scenario option ``objectives``.
+
+    In SVG output the points are groups with ids ``front-test-o1o2`` and
+    ``front-training-o1o2`` (objectives 1 and 2; one set per panel).
+
+    >>> from racer.iterated_run import IteratedRun
+    >>> run = IteratedRun(parameters=[], configurations={1: {}, 2: {}}, iteration_of={1: 1, 2: 1},
+    ...                   elites={1: [1, 2]}, races=[], candidate_ids=[], final_elites=[1, 2],
+    ...                   test={"instances": ["t"], "costs": {1: [1.0], 2: [2.0]},
+    ...                         "objective_costs": {1: [[1.0, 9.0]], 2: [[2.0, 5.0]]}},
+    ...                   objectives={"names": ["length", "steps"],
+    ...                               "directions": ["minimize", "minimize"]},
+    ...                   training_means={1: [0.9, 9.5], 2: [1.8, 5.5]})
+    >>> fig = plot_run_pareto_front(run)
+    >>> fig.axes[0].get_xlabel(), len(fig.axes)
+    ('length (minimize)', 1)
+    """
+    from racer.iterated_run import as_iterated_run
+
+    run = as_iterated_run(run)
+    if run.objectives is None:
+        raise ValueError("`run` is a tuning on one objective: it has no Pareto front (the "
+                         "scenario option `objectives` names several)")
+    names, directions = run.objectives["names"], run.objectives["directions"]
+    k = len(names)
+    labels = [f"{n} ({d})" for n, d in zip(names, directions)]
+    elites = [cid for cid in run.final_elites if cid in run.configurations]
+    nan = [math.nan] * k
+    train = np.array([run.training_means.get(cid, nan) for cid in elites], dtype=float).reshape(-1, k)
+    test = (np.array([run.test_means(cid) or nan for cid in elites], dtype=float).reshape(-1, k)
+            if run.test else np.full((len(elites), k), math.nan))
+    has_train, has_test = np.isfinite(train).all(axis=1), np.isfinite(test).all(axis=1)
+    if not (has_train.any() or has_test.any()):
+        raise ValueError("`run` has no final elite with a mean on every objective")
+    signs = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
+    from racer.stats.pareto import nondominated_mask
+
+    tested = np.flatnonzero(has_test)
+    best = tested[nondominated_mask(test[tested] * signs)] if tested.size else tested
+    fig, axes, pairs = _objective_panels(k, figsize)
+    for ax, (a, b) in zip(axes, pairs):
+        panel = f"o{a + 1}o{b + 1}"
+        both = np.flatnonzero(has_train & has_test)
+        for i in both:  # each elite from its training mean to its test mean
+            ax.plot([train[i, a], test[i, a]], [train[i, b], test[i, b]], color=_SURVIVOR,
+                    lw=0.6, alpha=0.5, zorder=1)
+        rows = np.flatnonzero(has_train)
+        ax.scatter(train[rows, a], train[rows, b], marker="o", s=70, facecolors="none",
+                   edgecolors=_SURVIVOR, linewidths=1.2, zorder=3,
+                   label=f"training mean, last race ({rows.size})", gid=f"front-training-{panel}")
+        if tested.size:
+            ax.scatter(test[tested, a], test[tested, b], marker="o", s=110, color=_SURVIVOR,
+                       edgecolors="black", linewidths=1.4, zorder=4,
+                       label=f"test mean ({tested.size})", gid=f"front-test-{panel}")
+        if k == 2:
+            stair = test[best] if tested.size else train[rows][nondominated_mask(train[rows] * signs)]
+            _pareto_staircase(ax, stair, directions, f"front-staircase-{panel}")
+        if len(elites) <= _MAX_LABELLED:
+            where = np.where(has_test[:, None], test, train)
+            for i, cid in enumerate(elites):
+                if np.isfinite(where[i, [a, b]]).all():
+                    ax.annotate(f"#{cid}", (where[i, a], where[i, b]), xytext=(5, 4),
+                                textcoords="offset points", fontsize=7, color=_SURVIVOR)
+        ax.set_xlabel(labels[a])
+        ax.set_ylabel(labels[b])
+        ax.margins(0.1)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="best", framealpha=0.9)
+    where = (f"on {len(run.test.get('instances', []))} test instances" if tested.size
+             else "on the training instances")
+    fig.suptitle(f"Final Pareto front: {len(elites)} elites, mean objectives {where}", fontsize=10)
+    return fig
 
 
 def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):

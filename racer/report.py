@@ -56,7 +56,7 @@ import numpy as np
 
 from racer._text import short_repr
 from racer.result import EliminationRecord, RaceResult
-from racer.storage import _as_path, journal_data, result_from_journal
+from racer.storage import _as_path, journal_data, objective_names, result_from_journal
 
 __all__ = ["export_csv", "export_json", "main", "write_report"]
 
@@ -109,28 +109,6 @@ def _evidence(result: RaceResult, rec: EliminationRecord) -> dict:
         "mean": float(np.mean(result.scores[rows, rec.candidate_index][both])) if both.any() else math.nan,
         "by_mean": float(np.mean(result.scores[rows, rec.by_index][both])) if both.any() else math.nan,
     }
-
-
-def objective_names(fingerprint: dict, k: int) -> list[str]:
-    """The names of a race's ``k`` objectives: ``metadata["objective_names"]`` of its
-    fingerprint when it holds ``k`` strings (``Race(..., metadata={"objective_names":
-    ["error", "seconds"]})``), else ``"objective 1"``, ``"objective 2"``, ...
-
-    >>> objective_names({"metadata": {"objective_names": "['error', 'seconds']"}}, 2)
-    ['error', 'seconds']
-    >>> objective_names({"metadata": {}}, 2)
-    ['objective 1', 'objective 2']
-    """
-    import ast
-
-    text = (fingerprint.get("metadata") or {}).get("objective_names")
-    try:
-        names = ast.literal_eval(text) if isinstance(text, str) else None
-    except (ValueError, SyntaxError):
-        names = None
-    if isinstance(names, (list, tuple)) and len(names) == k and all(isinstance(n, str) for n in names):
-        return list(names)
-    return [f"objective {o + 1}" for o in range(k)]
 
 
 def _objective_evidence(result: RaceResult, rec: EliminationRecord) -> dict:
@@ -705,13 +683,11 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     if "seed" in info:
         rows.append(("Seed", _esc(info["seed"])))
     first_only = ""  # what the one-cost tables and figures below show of several objectives
-    several = next(((label, res) for _it, label, res in run.races if res.directions is not None), None)
-    if several is not None:
-        label, res = several
-        journal = os.path.join(run.source, "racer-journal", label)
-        names = (objective_names(journal_data(journal)["fingerprint"], len(res.directions))
-                 if os.path.exists(journal) else [f"objective {o + 1}" for o in range(len(res.directions))])
-        rows.append(("Objectives", ", ".join(f"{_esc(n)} ({d})" for n, d in zip(names, res.directions))
+    objectives = getattr(run, "objectives", None)  # an Optuna run has none
+    if objectives is not None:
+        names = objectives["names"]
+        rows.append(("Objectives", ", ".join(f"{_esc(n)} ({d})" for n, d in
+                                             zip(names, objectives["directions"]))
                      + " (each race's section below draws its Pareto front)"))
         first_only = (f" The races are on several objectives: costs here are the first, "
                       f"{names[0]}.")
@@ -720,27 +696,16 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
     h.append("</table>")
 
     final = [c for c in run.final_elites if c in run.configurations]
-    test_costs = (run.test or {}).get("costs", {})
     h.append(f"<h2>Elites ({len(final)})</h2>")
-    h.append("<p>The tuning's answer, best first" + (" (from results.json)" if "stop_reason" in info
+    h.append("<p>The tuning's answer, " + ("best first" if objectives is None else "a Pareto set")
+             + (" (from results.json)" if "stop_reason" in info
              else " (the last race's elites so far)") + ".</p>")
-    h.append("<table><tr><th>rank</th><th>id</th><th>sampled in</th>"
-             + "".join(f"<th>{_esc(p.name)}</th>" for p in run.parameters)
-             + ("<th>mean test cost</th>" if test_costs else "") + "</tr>")
-    for rank, cid in enumerate(final, start=1):
-        values = run.configurations[cid]
-        cells = "".join(f"<td><code>{_esc(_value_text(values.get(p.name)))}</code></td>"
-                        for p in run.parameters)
-        test_cell = ""
-        if test_costs:
-            ok = [c for c in test_costs.get(cid, []) if c is not None]
-            test_cell = f"<td class=num>{_num(float(np.mean(ok)) if ok else math.nan, 6)}</td>"
-        cls = ' class="best"' if rank == 1 else ""
-        h.append(f"<tr{cls}><td class=num>{rank}</td><td class=num>{cid}</td>"
-                 f"<td class=num>{run.iteration_of.get(cid, '')}</td>{cells}{test_cell}</tr>")
-    h.append("</table>")
+    h.append(_front_elites_table(run, final) if objectives is not None
+             else _elites_table(run, final))
 
-    if run.test:
+    if run.test and objectives is not None:
+        h.append(_front_test_table(run))
+    elif run.test:
         n_test = len(run.test["instances"])
         h.append(f"<h2>Test phase ({n_test} instances)</h2>"
                  + (f"<p>{_esc(first_only.strip())}</p>" if first_only else "")
@@ -764,6 +729,16 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
             "Elites sampled in different iterations were raced on different training "
             "instances (the count is under each box)." + first_only,
             lambda: plot.plot_elite_costs(run))
+        if objectives is not None:
+            # The tuning's answer in objective space, before the first objective's box plots.
+            _figure_adder(boxes, "run-front-")(
+                "Final Pareto front", "Each final elite's mean of every objective on the test "
+                "instances (filled circles, joined by the staircase of those no other dominates "
+                "there) and on the training instances of the last race (hollow circles, a line "
+                "to the same elite's test mean)" + ("" if len(names) == 2 else
+                f"; one panel per pair of the {len(names)} objectives") + ".",
+                lambda: plot.plot_run_pareto_front(run))
+            boxes.insert(0, boxes.pop())
         for fig_title, caption, body in boxes:
             h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
 
@@ -797,6 +772,74 @@ def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> st
                            figures="race", salt=f"race{k}-"))
         h.append("</details>")
     h.append("<p class=\"sub\">Generated by racer.report.</p></body></html>")
+    return "\n".join(h)
+
+
+def _elites_table(run: Any, final: list) -> str:
+    """The final elites of a tuning on one objective, best first, with their mean test cost."""
+    test_costs = (run.test or {}).get("costs", {})
+    h = ["<table><tr><th>rank</th><th>id</th><th>sampled in</th>"
+         + "".join(f"<th>{_esc(p.name)}</th>" for p in run.parameters)
+         + ("<th>mean test cost</th>" if test_costs else "") + "</tr>"]
+    for rank, cid in enumerate(final, start=1):
+        values = run.configurations[cid]
+        cells = "".join(f"<td><code>{_esc(_value_text(values.get(p.name)))}</code></td>"
+                        for p in run.parameters)
+        test_cell = ""
+        if test_costs:
+            ok = [c for c in test_costs.get(cid, []) if c is not None]
+            test_cell = f"<td class=num>{_num(float(np.mean(ok)) if ok else math.nan, 6)}</td>"
+        cls = ' class="best"' if rank == 1 else ""
+        h.append(f"<tr{cls}><td class=num>{rank}</td><td class=num>{cid}</td>"
+                 f"<td class=num>{run.iteration_of.get(cid, '')}</td>{cells}{test_cell}</tr>")
+    h.append("</table>")
+    return "\n".join(h)
+
+
+def _front_elites_table(run: Any, final: list) -> str:
+    """The final elites of a tuning on several objectives (a Pareto set, ranked as the Tuner
+    ranked it: crowding distance, the front's ends first) with each objective's mean on the
+    training instances of the last race and on the test instances."""
+    names, directions = run.objectives["names"], run.objectives["directions"]
+    tested = bool(run.test)
+    heads = "".join(f"<th>{_esc(n)} ({_esc(d)})<br>training mean</th>"
+                    for n, d in zip(names, directions))
+    if tested:
+        heads += "".join(f"<th>{_esc(n)} ({_esc(d)})<br>test mean</th>"
+                         for n, d in zip(names, directions))
+    h = ["<p>No elite dominates another on the training means; ranked by crowding "
+         "distance, the front's ends first (docs/cli.md).</p>",
+         "<table><tr><th>rank</th><th>id</th><th>sampled in</th>"
+         + "".join(f"<th>{_esc(p.name)}</th>" for p in run.parameters) + heads + "</tr>"]
+    nan = [math.nan] * len(names)
+    for rank, cid in enumerate(final, start=1):
+        values = run.configurations[cid]
+        cells = "".join(f"<td><code>{_esc(_value_text(values.get(p.name)))}</code></td>"
+                        for p in run.parameters)
+        means = list(run.training_means.get(cid, nan)) + ((run.test_means(cid) or nan) if tested else [])
+        h.append(f"<tr><td class=num>{rank}</td><td class=num>{cid}</td>"
+                 f"<td class=num>{run.iteration_of.get(cid, '')}</td>{cells}"
+                 + "".join(f"<td class=num>{_num(v, 6)}</td>" for v in means) + "</tr>")
+    h.append("</table>")
+    return "\n".join(h)
+
+
+def _front_test_table(run: Any) -> str:
+    """The test phase of a tuning on several objectives: each tested elite's mean of every
+    objective over the test instances it ran on without a failure (test.csv's rows)."""
+    names, directions = run.objectives["names"], run.objectives["directions"]
+    n_test = len(run.test["instances"])
+    vectors = run.test.get("objective_costs") or {}
+    h = [f"<h2>Test phase ({n_test} instances)</h2>",
+         "<table><tr><th>configuration</th><th>runs</th>"
+         + "".join(f"<th>{_esc(n)} ({_esc(d)})<br>test mean</th>" for n, d in zip(names, directions))
+         + "</tr>"]
+    for cid in run.test["costs"]:
+        ran = sum(v is not None for v in vectors.get(cid, []))
+        h.append(f"<tr><td class=num>#{cid}</td><td class=num>{ran} of {n_test}</td>"
+                 + "".join(f"<td class=num>{_num(v, 6)}</td>"
+                           for v in (run.test_means(cid) or [math.nan] * len(names))) + "</tr>")
+    h.append("</table>")
     return "\n".join(h)
 
 

@@ -1349,3 +1349,23 @@ def _replayed_table(data: dict, directions: tuple, n_cand: int, evaluated: Any,
         fill(row, row + 1, cols)
         table.close_rows()
     return table
+
+
+def objective_names(fingerprint: dict, k: int) -> list[str]:
+    """The names of a race's ``k`` objectives: ``metadata["objective_names"]`` of its
+    fingerprint when it holds ``k`` strings (``Race(..., metadata={"objective_names":
+    ["error", "seconds"]})``), else ``"objective 1"``, ``"objective 2"``, ...
+
+    >>> objective_names({"metadata": {"objective_names": "['error', 'seconds']"}}, 2)
+    ['error', 'seconds']
+    >>> objective_names({"metadata": {}}, 2)
+    ['objective 1', 'objective 2']
+    """
+    text = (fingerprint.get("metadata") or {}).get("objective_names")
+    try:
+        names = ast.literal_eval(text) if isinstance(text, str) else None
+    except (ValueError, SyntaxError):
+        names = None
+    if isinstance(names, (list, tuple)) and len(names) == k and all(isinstance(n, str) for n in names):
+        return list(names)
+    return [f"objective {o + 1}" for o in range(k)]
