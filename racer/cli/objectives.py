@@ -130,7 +130,8 @@ def pareto_elites(front: np.ndarray, means: np.ndarray, cap: int) -> np.ndarray:
     set has no "best"):
 
     * **which**: the non-dominated survivors only (the race's ``pareto_front``), at most
-      ``cap`` (irace's count of elites, ``minNbSurvival``). A larger front is thinned by
+      ``cap`` (the Tuner's: twice irace's count of elites, ``2 x minNbSurvival``, see
+      :func:`racer.cli.iterated.elites_of`). A larger front is thinned by
       removing, one at a time, the point of smallest crowding distance, recomputed after
       each removal (NSGA-II's crowding, Deb et al. 2002, applied iteratively so the kept
       points spread along the front; its two ends per objective are never removed unless

@@ -86,3 +86,20 @@ def test_bad_directions_are_refused_naming_the_argument(direction, error, words)
 def test_a_single_objective_racing_test_is_refused():
     with pytest.raises(ValueError, match="compares one cost per run"):
         tune(racing_test="F-test")
+
+
+def test_the_front_keeps_up_to_twice_irace_elites():
+    # Noise-free and every x Pareto-optimal: every survivor is on the front, so the elites
+    # are exactly the cap. One parameter: minNbSurvival = 2 + log2(1) = 2 (irace), so the
+    # Tuner keeps 2 x 2 = 4 on two objectives (elites_of's decision) where one objective
+    # would keep 2.
+    def exact(config, instance, seed):
+        x = config["x"]
+        return (x ** 2 + instance, (1 - x) ** 2)
+
+    res = racer.tune(exact, SPACE, TRAIN, budget=200, random_state=1, progress=False,
+                     direction=["minimize", "minimize"])
+    assert len(res.pareto_front) == 4
+    one = racer.tune(lambda c, i, s: exact(c, i, s)[0], SPACE, TRAIN, budget=200,
+                     random_state=1, progress=False)
+    assert len(one.elites) == 2
