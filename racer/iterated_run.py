@@ -298,6 +298,10 @@ def read_exec_dir(path: Any) -> IteratedRun:
         candidate_ids.append(ids)
         last_fingerprint = fp
         keep = int(fp.get("min_survivors", 1) or 1)
+        if result.directions is not None:
+            from racer.cli.objectives import elite_cap
+
+            keep = elite_cap(keep, result.directions)
         elites[iteration] = [ids[int(i)] for i in _elite_indices(result, keep)]
     if params is None:
         raise ValueError(f"`path`={text!r}: the race journals hold no race yet")

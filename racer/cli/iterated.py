@@ -39,7 +39,7 @@ from racer.cli.parameters import ParameterSpace, format_value
 from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.cli.capping import CappedTest, capped_time, score
 from racer.cli.lookahead import Lookahead
-from racer.cli.objectives import pareto_elites
+from racer.cli.objectives import elite_cap, pareto_elites
 from racer.cli.sampler import Sampler
 from racer.cli.scenario import Instance
 from racer.cli.target_runner import Runner, TargetRunnerError
@@ -712,10 +712,8 @@ class Tuner:
                          max((order[r] + 1 for r in range(_rows_run(result))), default=0))
         for ci, _row, _ in result.failures:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
-        # Several objectives keep up to twice irace's count of elites (a front needs points;
-        # pilot, benchmarks/results/pareto_tuning.md): elites_of's docstring.
-        cap = self.min_survival if s.directions is None else 2 * self.min_survival
-        run.elites = elites_of(result, cap, s.directions)
+        run.elites = elites_of(result, elite_cap(self.min_survival, s.directions),
+                               s.directions)
         if s.race_used_up:
             alive = [c for c in result.survivors if all(c is not e for e in run.elites)]
             run.dropped = _not_kept(alive, run.dropped, run.elites)
@@ -796,15 +794,7 @@ def elites_of(result, cap: int, directions: tuple | None) -> list:
     """The elites a race leaves, best first: irace's, the ``cap`` best survivors in the
     race's order; on several objectives (``directions``), the Pareto set of
     :func:`racer.cli.objectives.pareto_elites` (non-dominated survivors, at most ``cap``,
-    thinned and ranked by crowding distance).
-
-    The Tuner passes ``cap = minNbSurvival`` for one objective (irace) and ``2 x
-    minNbSurvival`` for several. Decision: a front of ``minNbSurvival`` points (2-3 on small
-    spaces) loses hypervolume to its own gaps. Piloted on benchmarks/pareto_tuning.py's seeds
-    0-4 (budgets 300 / 150, mean test hypervolume): cap minNbSurvival = 3 gave 0.575 / 0.589,
-    cap 6 gave 0.600 / 0.613, the whole front (cap 1024) 0.608 / 0.607. Twice irace's count
-    was kept over the whole front because every elite is raced again in every later race, so
-    an unbounded front would take the budget from new configurations as it grows."""
+    thinned and ranked by crowding distance); ``cap`` is :func:`racer.cli.objectives.elite_cap`."""
     if directions is None:
         return list(result.survivors[:min(len(result.survivors), cap)])
     front = np.asarray(result.pareto_front_indices, dtype=np.int64)
