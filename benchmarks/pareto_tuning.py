@@ -26,7 +26,7 @@ Methods, for each seed ``S`` and budget ``B`` (runs of the target algorithm):
 * ``racer-tune``: racer's iterated Pareto tuning, ``racer.tune(..., direction=["minimize",
   "minimize"], budget=B, random_state=S)`` from the same parameters file and default (what
   ``racer --scenario`` does with ``objectives``): irace's schedule and sampling, races with
-  ``ParetoTest``, a Pareto set of elites (at most ``minNbSurvival`` = 3 here, thinned by
+  ``ParetoTest``, a Pareto set of elites (at most ``2 x minNbSurvival`` = 6 here, thinned by
   crowding distance); its front is ``TuneResult.pareto_front``. Evaluated in this process
   (no runner processes), like ``racer-race``: the runs are the same numbers either way.
 
