@@ -23,3 +23,17 @@ def assert_same_decisions(got, expected):
     np.testing.assert_allclose(
         [e.probability for e in got], [e.probability for e in expected], rtol=1e-12, atol=0
     )
+
+
+def tell_first(race, n_first, evaluate):
+    """Tell ``race`` its first ``n_first`` evaluations through ask/tell, then close it without
+    finishing, as a crash would leave its journal; returns how many were told."""
+    told = 0
+    while told < n_first and not race.finished:
+        for ev in race.ask():
+            if told == n_first:
+                break
+            race.tell(ev, evaluate(ev.candidate, ev.instance))
+            told += 1
+    race.close()
+    return told

@@ -14,6 +14,8 @@ from racer import KeepAll, ParetoTest, Race
 from racer import storage as storage_module
 from racer.storage import read_journal, result_from_journal
 
+from _helpers.races import tell_first
+
 DIRECTIONS = ["minimize", "maximize", "minimize"]
 # (error, accuracy-like score, seconds): "worse" and "far-worse" are dominated; "fast" and
 # "accurate" trade off; "tied" is within noise of "fast" on every objective.
@@ -50,15 +52,7 @@ def interrupted(path, n_first, **extra):
     """Tell ``n_first`` evaluations through ask/tell, then drop the race as a crash would."""
     r = Race(CANDIDATES, storage=path, **{**OPTIONS, **extra})
     r.add_instances(range(100))
-    told = 0
-    while told < n_first and not r.finished:
-        for ev in r.ask():
-            if told == n_first:
-                break
-            r.tell(ev, evaluate(ev.candidate, ev.instance))
-            told += 1
-    r.close()
-    return told
+    return tell_first(r, n_first, evaluate)
 
 
 def decisions(result):

@@ -13,6 +13,8 @@ import pytest
 from racer import Elimination, Race, RacingTest
 from racer.storage import APPLICATION_ID, JournalInUseError, read_journal
 
+from _helpers.races import tell_first
+
 
 class CoinDrop(RacingTest):
     """Drops the worst-mean survivor when the step's rng says so: decisions depend on the rng
@@ -63,14 +65,7 @@ def interrupted_then_resumed(path, n_first, **extra):
     """Tell ``n_first`` evaluations, abandon the race (as a crash would), resume with run()."""
     r = Race(list(range(6)), test=CoinDrop(), storage=path, **{**OPTIONS, **extra})
     r.add_instances(range(100))
-    told = 0
-    while told < n_first and not r.finished:
-        for ev in r.ask():
-            if told == n_first:
-                break
-            r.tell(ev, score(ev.candidate, ev.instance))
-            told += 1
-    r.close()
+    told = tell_first(r, n_first, score)
     counter = Counter()
     resumed = Race(list(range(6)), test=CoinDrop(), storage=path, **{**OPTIONS, **extra}).run(
         counter, range(100), progress=False
