@@ -225,7 +225,10 @@ def test_notebook_functions_and_classes_run_on_workers(tmp_path, expected, monke
         outputs = []
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
-            outputs += [o.get("text", "") for o in cell.outputs if o.output_type == "stream"]
+            # One cell's stdout as one text: the kernel flushes print's separate writes on a
+            # timer, so "RESULT 3 62" can arrive as two stream outputs ("RESULT", " 3 62").
+            outputs.append("".join(o.get("text", "") for o in cell.outputs
+                                   if o.output_type == "stream" and o.get("name") == "stdout"))
         # Checked while the kernel (the race's process) is still alive: the pool's own
         # closing ended the workers, not the parent-death guards.
         workers = _pids(log)
