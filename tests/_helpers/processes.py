@@ -1,4 +1,5 @@
-"""Processes from ``/proc``: alive or not, descendants, waiting until some are gone."""
+"""Processes from ``/proc``: alive or not, descendants, waiting until some are gone; a job
+script a test runs in a subprocess and kills."""
 
 import os
 import time
@@ -54,3 +55,16 @@ def descendants(root: int) -> set[int]:
                 out.add(child)
                 todo.append(child)
     return out
+
+
+def job_script(tmp_path, name, text):
+    """Write ``text`` to ``tmp_path/<name>.py`` (a job a subprocess runs and a test kills) and
+    import it here too, for the uninterrupted reference; returns (path, module)."""
+    import importlib.util
+
+    script = tmp_path / f"{name}.py"
+    script.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, script)
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+    return script, job

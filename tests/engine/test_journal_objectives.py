@@ -14,6 +14,7 @@ from racer import KeepAll, ParetoTest, Race
 from racer import storage as storage_module
 from racer.storage import read_journal, result_from_journal
 
+from _helpers.processes import job_script
 from _helpers.races import tell_first
 
 DIRECTIONS = ["minimize", "maximize", "minimize"]
@@ -280,18 +281,13 @@ if __name__ == "__main__":
 @pytest.mark.slow  # subprocesses
 @pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs POSIX SIGKILL")
 def test_sigkill_at_random_points_then_resume_matches_uninterrupted(tmp_path):
-    import importlib.util
     import json
     import signal
     import subprocess
     import sys
     import time
 
-    script = tmp_path / "mo_job.py"
-    script.write_text(KILL_SCRIPT)
-    spec = importlib.util.spec_from_file_location("mo_job", script)
-    job = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(job)
+    script, job = job_script(tmp_path, "mo_job", KILL_SCRIPT)
     expected = job.summarise(job.make_race().run(job.evaluate, range(100), progress=False))
     assert expected["history"]  # something to decide again wrongly
 

@@ -10,6 +10,8 @@ from racer.racing.frace import FRaceTest
 from racer.racing.bayesian import BayesianTest
 from racer.race import Race
 
+from _helpers.races import tell_first
+
 DATA = np.round(np.random.default_rng(11).normal(np.linspace(0, 1.2, 10), 1.0, size=(120, 10)), 1)
 TESTS = {
     "bayes": lambda: BayesianTest(credibility=0.9, small_n="reject"),
@@ -37,14 +39,7 @@ def test_resumed_race_decides_as_an_uninterrupted_one(tmp_path, name, n_first):
     path = tmp_path / "race.sqlite"
     r = new_race(name, storage=path)
     r.add_instances(range(120))
-    told = 0
-    while told < n_first and not r.finished:
-        for ev in r.ask():
-            if told == n_first:
-                break
-            r.tell(ev, score(ev.candidate, ev.instance))
-            told += 1
-    r.close()
+    tell_first(r, n_first, score)
     resumed = new_race(name, storage=path).run(score, range(120), progress=False)
     assert resumed.history == ref.history  # same eliminations, steps and probabilities
     assert resumed.best_index == ref.best_index

@@ -3,7 +3,6 @@ resume, and end exactly where an uninterrupted race with the same seed ends."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,6 +16,8 @@ import numpy as np
 import pytest
 
 from racer.storage import JournalInUseError, read_journal
+
+from _helpers.processes import job_script
 
 pytestmark = [pytest.mark.slow,  # worker processes, subprocesses: `pytest -m "not slow"` skips them
               pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")]
@@ -139,12 +140,7 @@ def test_sigkill_at_random_points_then_resume_matches_uninterrupted(tmp_path):
 
 
 def _load_job(tmp_path):
-    script = tmp_path / "race_job.py"
-    script.write_text(SCRIPT)
-    spec = importlib.util.spec_from_file_location("race_job", script)
-    job = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(job)
-    return script, job
+    return job_script(tmp_path, "race_job", SCRIPT)
 
 
 def test_a_second_process_is_refused_and_resumes_after_the_holder_is_killed(tmp_path):
