@@ -179,6 +179,7 @@ def _read_value(value: Any, need_time: Any, directions: tuple | None = None) -> 
 def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
     """:func:`_read_value` on k >= 2 objectives (see there)."""
     from racer._text import short_repr
+    from racer.cli.objectives import infinite_objectives
 
     k = len(directions)
     expected = (f"{k} numbers, one per objective of `direction`"
@@ -193,13 +194,12 @@ def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
         return "error", None, run_time, f"evaluate returned {short_repr(value)}: NaN"
     if need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
         return "error", None, None, f"{need_time} needs the time of each run: {expected}"
-    # As the target-runner's: the worst value there is (inf minimised, -inf maximised)
-    # rejects the configuration; the best one is no measurement.
-    worst = [x == (math.inf if d == "minimize" else -math.inf) for x, d in zip(values, directions)]
-    if any(math.isinf(x) and not bad for x, bad in zip(values, worst)):
+    rejecting, impossible = infinite_objectives(values, directions)
+    if impossible is not None:
         return "error", None, run_time, f"evaluate returned {short_repr(value)}: an infinite best value"
-    if any(worst):
-        return "inf", values, run_time, f"objective {worst.index(True) + 1} is {values[worst.index(True)]!r}: configuration rejected"
+    if rejecting is not None:
+        return ("inf", values, run_time,
+                f"objective {rejecting + 1} is {values[rejecting]!r}: configuration rejected")
     return "ok", values, run_time, ""
 
 

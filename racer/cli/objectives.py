@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-__all__ = ["Objectives", "parse_objectives", "elite_cap", "pareto_elites", "crowding_distance"]
+__all__ = ["Objectives", "parse_objectives", "infinite_objectives", "elite_cap", "pareto_elites", "crowding_distance"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _DIRECTIONS = {"min": "minimize", "max": "maximize"}
@@ -90,6 +90,30 @@ def parse_objectives(value) -> Objectives | None:
                              "the cost (print its negative), or name two or more objectives")
         return None
     return Objectives(tuple(names), tuple(directions))
+
+
+def infinite_objectives(values, directions) -> tuple:
+    """``(rejecting, impossible)``: the position of the first value that is the worst there
+    is on its objective (``inf`` minimised, ``-inf`` maximised), and of the first that is
+    the best there is; None where there is none.
+
+    Decision, as irace's ``Inf`` cost: the worst value rejects the configuration; the best
+    one is no measurement (a failed run). Shared by the target-runner and ``racer.tune``.
+
+    >>> infinite_objectives((1.0, float("inf")), ("minimize", "minimize"))
+    (1, None)
+    >>> infinite_objectives((float("inf"), 2.0), ("maximize", "minimize"))
+    (None, 0)
+    """
+    rejecting = impossible = None
+    for i, (x, d) in enumerate(zip(values, directions)):
+        if x == x and abs(x) == float("inf"):  # x == x: NaN is neither
+            worst = (x > 0) == (d == "minimize")
+            if worst and rejecting is None:
+                rejecting = i
+            elif not worst and impossible is None:
+                impossible = i
+    return rejecting, impossible
 
 
 def crowding_distance(points: np.ndarray) -> np.ndarray:

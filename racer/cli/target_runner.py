@@ -51,6 +51,7 @@ import uuid
 from typing import Any, Protocol, runtime_checkable
 
 from racer.cli.capping import format_bound
+from racer.cli.objectives import infinite_objectives
 from racer.cli.scenario import Instance
 
 __all__ = ["RunResult", "Runner", "TargetRunner", "TargetRunnerError", "Reaper"]
@@ -483,17 +484,14 @@ class TargetRunner:
         if self.need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
             why = self.need_time if isinstance(self.need_time, str) else "maxTime"
             return fail(f"{where}: {why} needs the time of each run: print {expected} on the last line")
-        # irace's Inf: the worst value there is rejects the configuration; the best one
-        # (-Inf minimised, Inf maximised) is no measurement.
-        worst = [x == (math.inf if d == "minimize" else -math.inf) for x, d in zip(values, directions)]
-        best = [math.isinf(x) and not bad for x, bad in zip(values, worst)]
-        if any(best):
-            name = names[best.index(True)]
-            return fail(f"{where}: the target-runner returned {words[best.index(True)]!r} for the "
-                        f"objective {name}, better than any value ({directions[best.index(True)]}d)")
-        result = RunResult("inf" if any(worst) else "ok", values[0], run_time,
-                           "" if not any(worst) else
-                           f"{names[worst.index(True)]} {words[worst.index(True)]}: configuration rejected",
+        rejecting, impossible = infinite_objectives(values, directions)
+        if impossible is not None:
+            return fail(f"{where}: the target-runner returned {words[impossible]!r} for the "
+                        f"objective {names[impossible]}, better than any value "
+                        f"({directions[impossible]}d)")
+        result = RunResult("inf" if rejecting is not None else "ok", values[0], run_time,
+                           "" if rejecting is None else
+                           f"{names[rejecting]} {words[rejecting]}: configuration rejected",
                            argv, code, out, err, wall)
         result.objectives = tuple(values)
         return result

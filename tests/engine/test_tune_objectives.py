@@ -103,3 +103,17 @@ def test_the_front_keeps_up_to_twice_irace_elites():
     one = racer.tune(lambda c, i, s: exact(c, i, s)[0], SPACE, TRAIN, budget=200,
                      random_state=1, progress=False)
     assert len(one.elites) == 2
+
+
+@pytest.mark.parametrize("value, status", [
+    ((1.0, float("inf")), "inf"),   # the worst value there is: the configuration is rejected
+    ((1.0, -float("inf")), "error"),  # better than any value: no measurement
+    ((float("-inf"), 1.0), "inf"),  # the first objective is maximised below
+    ((1.0, 2.0), "ok"),
+])
+def test_an_infinite_objective_rejects_or_fails_as_the_target_runner_does(value, status):
+    from racer.tune import _read_value
+
+    got = _read_value(value, False, ("maximize", "minimize") if value[0] == float("-inf")
+                      else ("minimize", "minimize"))
+    assert got[0] == status
