@@ -261,7 +261,7 @@ def held_out(sc: Scenario, best: list | None, seeds_per_instance: int = 5) -> fl
 
 def startup_time() -> float:
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.cli.iterated"], check=True)
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.tuning.tuner"], check=True)
     return time.perf_counter() - t0
 
 
@@ -299,7 +299,7 @@ def overhead(base: Path, parallel: int, budget: int = 400) -> dict:
                                                start_new_session=True), range(runs)))
     floor = time.perf_counter() - t0
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.cli.iterated"],
+    subprocess.run([PYTHON, "-c", "import racer.cli, racer.racing.frace, racer.tuning.tuner"],
                    check=True)
     startup = time.perf_counter() - t0
     return {"runs": runs, "racer": racer_wall, "floor": floor, "startup": startup}
@@ -311,10 +311,10 @@ def inprocess_overhead(budget: int = 2000) -> dict:
     import random
 
     from racer.racing.frace import FRaceTest
-    from racer.cli.iterated import Settings, Tuner
-    from racer.cli.parameters import Parameter, ParameterSpace
-    from racer.cli.scenario import Instance
-    from racer.cli.target_runner import RunResult
+    from racer.tuning.tuner import Settings, Tuner
+    from racer.tuning.parameters import Parameter, ParameterSpace
+    from racer.tuning.instances import Instance
+    from racer.tuning.runner import RunResult
 
     class Instant:
         exec_dir = "."

@@ -121,7 +121,7 @@ def front(points) -> np.ndarray:
 
 
 def space():
-    from racer.cli.parameters import read_configurations, read_parameters
+    from racer.tuning.parameters import read_configurations, read_parameters
 
     sp = read_parameters(str(SCENARIO / "parameters.txt"), 4)
     return sp, read_configurations(str(SCENARIO / "default.txt"), sp)[0]
@@ -165,7 +165,7 @@ class HeldOut:
 
 def irace_first_iteration(budget: int, n_params: int) -> int:
     """How many configurations irace 3.5 races in its first iteration at ``budget``."""
-    from racer._irace_schedule import IraceSchedule, default_n_iterations
+    from racer.tuning.schedule import IraceSchedule, default_n_iterations
 
     s = IraceSchedule(n_params=n_params, first_test=5, each_test=1, mu=5)
     n_iter = default_n_iterations(n_params)
@@ -184,7 +184,7 @@ def instance_stream(seed: int, budget: int) -> list[tuple[str, int]]:
 def racer_race(seed: int, budget: int) -> dict:
     import racer
     from racer import ParetoTest
-    from racer.cli.sampler import Sampler
+    from racer.tuning.sampler import Sampler
 
     sp, default = space()
     n = irace_first_iteration(budget, len(sp.params))
@@ -361,7 +361,7 @@ def pilot(seeds, n_random: int = 20) -> dict:
     """Raw (quality, work) of the default and ``n_random`` uniform configurations per seed on
     the training instances (one run each): the worst values fix the normalisation bounds and
     the reference point."""
-    from racer.cli.sampler import Sampler
+    from racer.tuning.sampler import Sampler
 
     sp, default = space()
     worst = np.zeros(2)

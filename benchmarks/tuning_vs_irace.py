@@ -120,7 +120,7 @@ def paired_summary(rows: list[dict]) -> dict:
 
 def default_switches(entry: Entry) -> list:
     """The command-line switches of the scenario's first configuration (``default.txt``)."""
-    from racer.cli.parameters import format_value, read_configurations, read_parameters
+    from racer.tuning.parameters import format_value, read_configurations, read_parameters
     from racer.cli.scenario import read_scenario
 
     sc = read_scenario(str(entry.scenario.path / "scenario.txt"))

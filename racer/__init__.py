@@ -3,7 +3,7 @@
 The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
 test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
 adapters for scikit-learn and Optuna in :mod:`racer.adapters`; parameter spaces (irace's,
-Optuna's, ConfigSpace's) in :mod:`racer.space`; the command line in :mod:`racer.cli`, and
+Optuna's, ConfigSpace's) in :mod:`racer.tuning.spaces`; the command line in :mod:`racer.cli`, and
 its tuner for a Python function in :func:`racer.tune`.
 """
 
@@ -38,7 +38,7 @@ _EXPORTS = {
     "EliminationRecord": "result",
     "RaceResult": "result",
     "JournalInUseError": "storage",
-    "parameter_space": "space",
+    "parameter_space": "tuning.spaces",
     "tune": "tune",
     "TuneResult": "tune",
 }

@@ -179,7 +179,7 @@ class _RemoteTraceback(Exception):
         return "traceback in the worker process:\n" + str(self.args[0])
 
 
-def _death_cause(exitcode: int | None) -> str:
+def death_cause(exitcode: int | None) -> str:
     if exitcode is None:
         return "stopped without an exit code"
     if exitcode < 0:
@@ -636,7 +636,7 @@ class WorkerPool:
                     if message is None:
                         # The worker is gone (a sentinel or EOF without a message).
                         done.add(i)
-                        cause = _death_cause(w.exit_code())
+                        cause = death_cause(w.exit_code())
                         if not w.ready:
                             raise RuntimeError(
                                 f"a worker process died while starting, before it could load "

@@ -29,7 +29,7 @@ columns named by ``candidates`` and the instances on which all of them were eval
 * :func:`plot_posterior_simplex` -- the posterior of a Bayesian sign test with a rope on the
   (y better, equivalent, x better) simplex.
 
-Figures of an iterated race take a :class:`racer.iterated_run.IteratedRun`, the path of a
+Figures of an iterated race take a :class:`racer.tuning.record.IteratedRun`, the path of a
 ``racer --scenario`` execution directory, or the result of
 :class:`racer.adapters.optuna.IteratedRace`:
 
@@ -875,10 +875,10 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
     Configurations where the parameter is inactive (a condition is false) are counted in the
     panel's title, not in the bars.
 
-    ``run`` is a :class:`racer.iterated_run.IteratedRun`, a ``racer`` execDir path or an
+    ``run`` is a :class:`racer.tuning.record.IteratedRun`, a ``racer`` execDir path or an
     :class:`racer.adapters.optuna.IteratedRaceResult`.
 
-    >>> from racer.iterated_run import IteratedRun, ParameterInfo
+    >>> from racer.tuning.record import IteratedRun, ParameterInfo
     >>> run = IteratedRun(
     ...     parameters=[ParameterInfo("algo", "categorical", ("a", "b")),
     ...                 ParameterInfo("x", "real", (0.0, 1.0))],
@@ -890,7 +890,7 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
     >>> [ax.get_title() for ax in fig.axes[:2]]
     ['algo', 'x']
     """
-    from racer.iterated_run import as_iterated_run
+    from racer.tuning.record import as_iterated_run
 
     run = as_iterated_run(run)
     params = _check_parameters(run, parameters)
@@ -961,7 +961,7 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
 
     ``run``: see :func:`plot_parameter_frequencies`.
 
-    >>> from racer.iterated_run import IteratedRun, ParameterInfo
+    >>> from racer.tuning.record import IteratedRun, ParameterInfo
     >>> run = IteratedRun(
     ...     parameters=[ParameterInfo("algo", "categorical", ("a", "b")),
     ...                 ParameterInfo("x", "real", (0.0, 1.0))],
@@ -973,7 +973,7 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
     >>> len([ln for ln in fig.axes[0].lines if (ln.get_gid() or "").startswith("elite-")])
     4
     """
-    from racer.iterated_run import as_iterated_run, normalized
+    from racer.tuning.record import as_iterated_run, normalized
 
     run = as_iterated_run(run)
     params = _check_parameters(run, parameters)
@@ -1066,13 +1066,13 @@ def plot_run_pareto_front(run: Any, *, figsize: Any = None):
     race's front) and on the training instances of the last race (hollow circles, a thin line
     to the same elite's test point: how far the front moved on unseen instances). Without a
     test phase, only the training means. Two objectives: one scatter; k > 2: one panel per
-    pair. ``run``: an :class:`racer.iterated_run.IteratedRun` (or an execDir path) of a
+    pair. ``run``: an :class:`racer.tuning.record.IteratedRun` (or an execDir path) of a
     ``racer --scenario`` run with the scenario option ``objectives``.
 
     In SVG output the points are groups with ids ``front-test-o1o2`` and
     ``front-training-o1o2`` (objectives 1 and 2; one set per panel).
 
-    >>> from racer.iterated_run import IteratedRun
+    >>> from racer.tuning.record import IteratedRun
     >>> run = IteratedRun(parameters=[], configurations={1: {}, 2: {}}, iteration_of={1: 1, 2: 1},
     ...                   elites={1: [1, 2]}, races=[], candidate_ids=[], final_elites=[1, 2],
     ...                   test={"instances": ["t"], "costs": {1: [1.0], 2: [2.0]},
@@ -1084,7 +1084,7 @@ def plot_run_pareto_front(run: Any, *, figsize: Any = None):
     >>> fig.axes[0].get_xlabel(), len(fig.axes)
     ('length (minimize)', 1)
     """
-    from racer.iterated_run import as_iterated_run
+    from racer.tuning.record import as_iterated_run
 
     run = as_iterated_run(run)
     if run.objectives is None:
@@ -1146,7 +1146,7 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
 
     One box per elite (``elites``: configuration ids; default the run's final elites, best
     first), labelled ``#id``, over its scores on the training instances it was raced on
-    (:meth:`racer.iterated_run.IteratedRun.training_costs`: each instance once, as in
+    (:meth:`racer.tuning.record.IteratedRun.training_costs`: each instance once, as in
     ``runs.csv``) and, in a second panel on the same y axis when the run has a test phase,
     on the test instances. Every score is also drawn as a point over its box (a strip with
     deterministic spread), so a handful of test instances is seen as what it is; a triangle
@@ -1163,7 +1163,7 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
 
     ``run``: see :func:`plot_parameter_frequencies`.
 
-    >>> from racer.iterated_run import IteratedRun
+    >>> from racer.tuning.record import IteratedRun
     >>> from racer import race
     >>> res = race(lambda c, i: c + i % 3, [1.0, 2.0, 9.0], range(8), progress=False,
     ...            random_state=0)
@@ -1180,7 +1180,7 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
     >>> fig.axes[1].collections[0].get_offsets()[:, 1].tolist()
     [1.5, 2.5]
     """
-    from racer.iterated_run import as_iterated_run
+    from racer.tuning.record import as_iterated_run
 
     run = as_iterated_run(run)
     ids = _check_elite_ids(run, elites)

@@ -6,9 +6,9 @@ loop that drives it lives here, once, and every front end uses it:
 * :meth:`racer.Race.run` and :func:`racer.race` (:func:`run_race`: ``evaluate(candidate,
   instance)`` in this process, on racer's :class:`~racer.execution.WorkerPool` or on any
   ``concurrent.futures.Executor``: a thread pool, Dask's ``client.get_executor()``, a
-  :class:`~racer.cli.ray_executor.RayExecutor`);
+  :class:`~racer.ray_executor.RayExecutor`);
 * the scikit-learn and Optuna adapters, and the ``racer`` command's tuner
-  (:mod:`racer.cli.dispatch`), with a back end and hooks of their own (:func:`drive`).
+  (:mod:`racer.tuning.dispatch`), with a back end and hooks of their own (:func:`drive`).
 
 :func:`drive` owns what every loop needs: the ask -> pending re-ask cycle (evaluations handed
 out earlier but never told, after an interruption, are evaluated again), cells a front end

@@ -651,7 +651,7 @@ def _value_text(value: Any) -> str:
 
 
 def _run_html(run: Any, rope: float, random_state: int, title: str | None) -> str:
-    """The report of a ``racer --scenario`` run (an :class:`racer.iterated_run.IteratedRun`)."""
+    """The report of a ``racer --scenario`` run (an :class:`racer.tuning.record.IteratedRun`)."""
     from racer import plot
 
     info = run.info
@@ -859,7 +859,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     the ``racer --scenario`` run whose execution directory ``journal_path`` is.
 
     For an execDir (finished, interrupted or running; read by
-    :func:`racer.iterated_run.read_exec_dir`) the page holds the tuning's summary, the final
+    :func:`racer.tuning.record.read_exec_dir`) the page holds the tuning's summary, the final
     elites with their parameter values (and test costs), the test phase, the parameter
     sampling frequencies and the elites' parallel coordinates by iteration, and every race
     as a folded section (its summary, eliminations, timeline and score matrix).
@@ -890,7 +890,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     if title is not None and not isinstance(title, str):
         raise TypeError(f"`title` must be a str or None; got {title!r}")
     if os.path.isdir(journal_text):
-        from racer.iterated_run import read_exec_dir
+        from racer.tuning.record import read_exec_dir
 
         page = _run_html(read_exec_dir(journal_text), rope, random_state, title)
         with open(out, "w", encoding="utf-8") as fh:

@@ -1,10 +1,10 @@
 """``racer.tune``: irace's iterated racing of a Python function, by the command line's tuner.
 
 :func:`tune` runs the tuning ``racer --scenario`` runs (:func:`racer.cli._main.run_tuning`:
-the same :class:`racer.cli.iterated.Tuner`, sampler, elitist races, soft restarts,
+the same :class:`racer.tuning.tuner.Tuner`, sampler, elitist races, soft restarts,
 journals, resume, capping and output files) with one difference: a run calls ``evaluate``
 instead of starting a target-runner. Both are implementations of one protocol,
-:class:`racer.cli.target_runner.Runner`; :class:`_CallableRunner` is this one. Where the
+:class:`racer.tuning.runner.Runner`; :class:`_CallableRunner` is this one. Where the
 target-runner gets irace's switches, ``evaluate`` gets the configuration itself, a dict of
 its active parameters (:meth:`_CallableRunner.arguments`).
 
@@ -14,7 +14,7 @@ Where runs go: ``n_jobs=1`` without ``timeout``, in this process; ``n_jobs > 1``
 lambda works; a run past ``timeout`` has its worker killed and is an error; a worker that
 dies is charged to its run), one single-worker pool per slot of the tuner's ``n_jobs``
 threads; ``executor``, on any ``concurrent.futures.Executor`` (Dask's
-``client.get_executor()``, :class:`racer.cli.ray_executor.RayExecutor`), in the executor's
+``client.get_executor()``, :class:`racer.ray_executor.RayExecutor`), in the executor's
 worker, as the command line ships its runner there.
 """
 
@@ -179,7 +179,7 @@ def _read_value(value: Any, need_time: Any, directions: tuple | None = None) -> 
 def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
     """:func:`_read_value` on k >= 2 objectives (see there)."""
     from racer._text import short_repr
-    from racer.cli.objectives import infinite_objectives
+    from racer.tuning.objectives import infinite_objectives
 
     k = len(directions)
     expected = (f"{k} numbers, one per objective of `direction`"
@@ -204,9 +204,9 @@ def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
 
 
 class _CallableRunner:
-    """The tuner's runner of a Python ``evaluate`` (:class:`racer.cli.target_runner.Runner`).
+    """The tuner's runner of a Python ``evaluate`` (:class:`racer.tuning.runner.Runner`).
 
-    ``instances`` maps each training and test :class:`~racer.cli.scenario.Instance` to its
+    ``instances`` maps each training and test :class:`~racer.tuning.instances.Instance` to its
     position in ``objects`` (the user's instances). With ``n_workers`` > 0 runs go to that
     many single-worker :class:`~racer.execution.WorkerPool`, one per thread of the tuner's
     pool (a worker runs one task at a time, so a run can be stopped by killing its worker;
@@ -271,7 +271,7 @@ class _CallableRunner:
 
     def run(self, config_id: int, instance_id: int, seed: int, instance: Any, arguments: dict,
             tag: object = None, bound: float | None = None) -> Any:
-        from racer.cli.target_runner import RunResult
+        from racer.tuning.runner import RunResult
 
         index = self.instances[instance]
         start = time.perf_counter()
@@ -464,7 +464,7 @@ def _as_table(rows: list, objective_names: tuple = ()) -> Any:
         import pandas as pd
     except ImportError:
         return rows
-    from racer.cli.output import RUN_FIELDS, objective_columns
+    from racer.tuning.output import RUN_FIELDS, objective_columns
 
     return pd.DataFrame(rows, columns=RUN_FIELDS + objective_columns(objective_names))
 
@@ -550,7 +550,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         Translated once by :func:`racer.parameter_space` (docs/spaces.md): irace parameters
         (text or a parameters file's path), Optuna distributions by name, a
         ``ConfigSpace.ConfigurationSpace`` with its conditions and forbidden clauses, or a
-        :class:`racer.cli.parameters.ParameterSpace`.
+        :class:`racer.tuning.parameters.ParameterSpace`.
     instances : list
         The training instances, any objects (a file's path, a data set, a number); each
         reaches ``evaluate`` as given. In the journals and ``runs`` a str or path is named
@@ -655,7 +655,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     if (capping or bound_max) and not _accepts_bound(evaluate):
         raise TypeError("`evaluate` must accept a `bound` keyword argument with "
                         + ("`capping`" if capping else "`bound_max`"))
-    from racer.space import parameter_space
+    from racer.tuning.spaces import parameter_space
 
     pspace = parameter_space(space, forbidden=forbidden, digits=digits)
     # No initial configurations but a space that declares a default (ConfigSpace's): the
@@ -701,10 +701,10 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
     import warnings
 
     from racer.cli import _main as cli
-    from racer.cli.checks import check_space
-    from racer.cli.iterated import BudgetError
+    from racer.tuning.checks import check_space
+    from racer.tuning.tuner import BudgetError
     from racer.cli.scenario import Instance, ScenarioError, defaults
-    from racer.cli.target_runner import TargetRunnerError
+    from racer.tuning.runner import TargetRunnerError
     from racer.race import EvaluationError
 
     cleanup = None
@@ -789,7 +789,7 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
     names = () if objectives is None else objectives.names
     front_objectives = None
     if objectives is not None and result.elites:
-        from racer.cli.output import front_means
+        from racer.tuning.output import front_means
 
         means = front_means(result, names)
         front_objectives = [means[e.id][1] for e in result.elites]

@@ -9,8 +9,10 @@ racing/    racer.racing: each racing test (F-race, t-race, Bayesian, posterior-b
            hierarchical), RaceView and the winner rule
 engine/    the race and what drives it: Race, storage (journal, resume, continue), execution
            (worker pools, timeouts, by-value functions), progress, and their input corpora
-cli/       the ``racer`` command: scenario parsing, the iterated tuner, dispatch, target
-           runners, kill -9 and resume, Ray and Dask, ``python -m racer``
+tuning/    racer.tuning and racer.tune: the iterated tuner, its schedule, dispatch and
+           look-ahead, capping, several objectives, the sampler, the parameter language
+cli/       the ``racer`` command: scenario parsing, the target-runner subprocess, kill -9 and
+           resume, Ray and Dask, ``python -m racer``
 adapters/  racer.adapters: scikit-learn's RaceSearchCV, Optuna, their input corpus
 report/    racer.report and racer.plot: the HTML report, the exports, the figures
 benchmarks/ the scripts of benchmarks/ that the suite keeps honest

@@ -39,7 +39,7 @@ def _import(conftest, path: Path):
 
 def test_the_sources_are_all_there(conftest):
     names = {conftest._dotted_name(p) for p in SOURCES}
-    assert {"racer", "racer.race", "racer.stats.frequentist", "racer.cli.sampler",
+    assert {"racer", "racer.race", "racer.stats.frequentist", "racer.tuning.sampler",
             "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn",
             "racer.adapters.sklearn._search", "racer.adapters.optuna.pruner"} <= names
     assert conftest._dotted_name(conftest.ROOT / "tests" / "engine" / "test_race.py") is None
@@ -65,9 +65,9 @@ def test_doctest_sees_every_example_written_and_each_compares_output(conftest, p
              "racer.stats._hierarchical": 4, "racer.racing.hierarchical": 8, "racer.result": 6,
              "racer.adapters.sklearn.datasets": 4,
              "racer.race": 1, "racer.storage": 1, "racer.plot": 1, "racer.report": 1,
-             "racer.iterated_run": 1, "racer.progress": 1, "racer.racing.frace": 1,
-             "racer.cli.rexpr": 1, "racer.cli.parameters": 1, "racer.cli.scenario": 1,
-             "racer.cli.sampler": 1, "racer.cli.target_runner": 1}
+             "racer.tuning.record": 1, "racer.progress": 1, "racer.racing.frace": 1,
+             "racer.tuning.rexpr": 1, "racer.tuning.parameters": 1, "racer.cli.scenario": 1,
+             "racer.tuning.sampler": 1, "racer.cli.target_runner": 1}
     assert found >= least.get(module.__name__, 0)
     for test in tests:  # an example that prints nothing and raises nothing asserts nothing
         assert any(e.want.strip() or e.exc_msg for e in test.examples), test.name

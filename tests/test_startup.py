@@ -204,7 +204,7 @@ def test_dir_lists_what_it_did_before_anything_is_loaded(tmp_path):
 @pytest.mark.parametrize("first", [
     "import racer.race",
     "from racer.race import Race",
-    "import racer.cli.iterated",  # the command line's tuner imports the race module itself
+    "import racer.tuning.tuner",  # the command line's tuner imports the race module itself
     "from racer.cli import main; main(['--version'])",
 ])
 def test_racer_race_stays_the_function_whoever_imports_the_module_first(first, tmp_path):

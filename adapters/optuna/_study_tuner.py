@@ -1,4 +1,4 @@
-"""What makes :class:`racer.cli.iterated.Tuner` (irace's iterated racing, racer's one copy)
+"""What makes :class:`racer.tuning.tuner.Tuner` (irace's iterated racing, racer's one copy)
 run on the user's Optuna study for :class:`~racer.adapters.optuna.IteratedRace`:
 
 * :class:`StudySampler`, the Tuner's sampler: asks the user's study (through its in-memory
@@ -25,8 +25,8 @@ import optuna
 from optuna.trial import TrialState
 
 from racer.adapters.optuna._common import ITERATION_ATTR, N_INSTANCES_ATTR
-from racer.cli.parameters import Parameter, ParameterSpace
-from racer.cli.sampler import OptunaSampler, Sampler
+from racer.tuning.parameters import Parameter, ParameterSpace
+from racer.tuning.sampler import OptunaSampler, Sampler
 from racer.tune import _CallableRunner
 
 __all__ = ["StudySampler", "StudyRunner", "schedule_space", "PARAMS_ATTR"]
@@ -240,7 +240,7 @@ class StudyRunner(_CallableRunner):
 
     def run(self, config_id: int, instance_id: int, seed: int, instance: Any,
             arguments: TrialArguments, tag: object = None, bound: float | None = None) -> Any:
-        from racer.cli.target_runner import RunResult
+        from racer.tuning.runner import RunResult
 
         index = self.instances[instance]
         if index in arguments.recorded:

@@ -322,7 +322,7 @@ class IteratedRaceResult:
 class IteratedRace:
     """irace's iterated racing with any Optuna sampler as the proposal model.
 
-    This is racer's one iterated racing, :class:`racer.cli.iterated.Tuner` (the command
+    This is racer's one iterated racing, :class:`racer.tuning.tuner.Tuner` (the command
     line's and :func:`racer.tune`'s), with the study's sampler proposing the configurations:
     irace's budget schedule, elitist races (elites keep their results and are protected on the
     instances they have seen; ``elitistLimit`` 2 ends a race after two tests without an
@@ -350,7 +350,7 @@ class IteratedRace:
     COMPLETE because a told value cannot change, while a survivor's mean only covers its own
     race's instances.)
 
-    Budget, as in irace (``notes/irace-frace.md``; :class:`racer._irace_schedule.IraceSchedule`):
+    Budget, as in irace (``notes/irace-frace.md``; :class:`racer.tuning.schedule.IraceSchedule`):
     iteration ``j`` may spend ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations;
     iterations go on while the remaining budget pays for a race of new candidates. A block is
     only started when the budget can pay for all of it, so ``n_evaluations <= budget`` always.
@@ -602,9 +602,9 @@ class IteratedRace:
         return budgets
 
     def _run(self) -> IteratedRaceResult:
-        from racer.cli.iterated import BudgetError, Settings, Tuner
-        from racer.cli.lookahead import UNUSED
-        from racer.cli.scenario import Instance
+        from racer.tuning.tuner import BudgetError, Settings, Tuner
+        from racer.tuning.lookahead import UNUSED
+        from racer.tuning.instances import Instance
         from racer.progress import ProgressBar, iteration_text, iterations_done_text
         from racer.race import RaceFailedError
 

@@ -9,7 +9,7 @@ Flags are irace's (``racer --help``); see docs/cli.md. Exit codes: 0 success, 1 
 error, 2 bad scenario or command line (including a budget too small to race), 3 a failing
 target-runner, 130 interrupted (Ctrl-C or SIGTERM). An interrupted or killed run resumes
 when the same command is run again (journal in ``<execDir>/racer-journal``); run again with a
-larger ``maxExperiments``/``maxTime``, a finished tuning continues (:mod:`racer.cli.resume`).
+larger ``maxExperiments``/``maxTime``, a finished tuning continues (:mod:`racer.tuning.resume`).
 At the end of a
 run (and after an interruption) the HTML report is written to ``<execDir>/report.html``
 unless ``--no-report`` is given; without matplotlib (the ``plot`` extra) racer says how to get

@@ -1,7 +1,7 @@
 """The ``racer`` command's parts: the parser, loading a scenario, ``--check``, the run,
 ``--init`` and :func:`main`, which dispatches between them (the package face,
 :mod:`racer.cli`, re-exports :func:`main` and the exit codes). The tuning itself is
-:mod:`racer.cli.iterated`; its parallel dispatcher, :mod:`racer.cli.dispatch`.
+:mod:`racer.tuning.tuner`; its parallel dispatcher, :mod:`racer.tuning.dispatch`.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def _error(message: str) -> None:
 
 def load(args) -> dict:
     """Read everything the scenario names; raise ScenarioError/ParameterFileError/UsageError."""
-    from racer.cli.checks import check_space
-    from racer.cli.parameters import read_configurations, read_forbidden, read_parameters
+    from racer.tuning.checks import check_space
+    from racer.tuning.parameters import read_configurations, read_forbidden, read_parameters
     from racer.cli.scenario import OPTIONS, ScenarioError, defaults, read_instances, read_scenario
 
     sc = defaults()
@@ -191,9 +191,9 @@ def _check_values(sc) -> None:
 
 
 def objectives_of(sc):
-    """The scenario's objectives (:class:`racer.cli.objectives.Objectives`), or None for
+    """The scenario's objectives (:class:`racer.tuning.objectives.Objectives`), or None for
     one objective (irace's tuning). The value was checked by :func:`_check_values`."""
-    from racer.cli.objectives import parse_objectives
+    from racer.tuning.objectives import parse_objectives
 
     return parse_objectives(sc.values["objectives"])
 
@@ -201,7 +201,7 @@ def objectives_of(sc):
 def _check_objectives(sc) -> None:
     """``objectives`` names valid objectives; a tuning on several has no capping (irace's
     capping races on run time, one objective)."""
-    from racer.cli.objectives import parse_objectives
+    from racer.tuning.objectives import parse_objectives
     from racer.cli.scenario import ScenarioError
 
     try:
@@ -216,7 +216,7 @@ def _check_objectives(sc) -> None:
 
 def _check_capping(sc) -> None:
     """irace 3.5's checks of the capping options (``checkScenario``)."""
-    from racer.cli.capping import BOUND_TYPES, CAPPING_TYPES
+    from racer.tuning.capping import BOUND_TYPES, CAPPING_TYPES
     from racer.cli.scenario import ScenarioError
 
     v = sc.values
@@ -371,7 +371,7 @@ def irace_procedure_requested(racing_test: str | None, test_type: str) -> bool:
     the scenario sets ``testType``. Then racer keeps irace's rules where irace and racer
     differ (a budget below irace's minimum is refused, as irace refuses it). Otherwise the
     run is racer's own: racer's default test when both are empty (:func:`make_test`), and
-    :meth:`racer._irace_schedule.IraceSchedule.small_budget_plan` for a small budget.
+    :meth:`racer.tuning.schedule.IraceSchedule.small_budget_plan` for a small budget.
     ``--racing-test`` wins over ``testType``, as it does for the test itself.
 
     >>> irace_procedure_requested(None, "F-test"), irace_procedure_requested("t.holm:alpha=0.1", "")
@@ -490,7 +490,7 @@ def make_executor(spec: str, parallel: int):
             close = client.close
         return client.get_executor(), close
     if spec == "ray" or spec.startswith("ray:"):
-        from racer.cli.ray_executor import RayExecutor
+        from racer.ray_executor import RayExecutor
 
         try:
             if spec == "ray":
@@ -544,8 +544,8 @@ def write_run_report(exec_dir: str) -> str | None:
 def do_check(loaded: dict, args) -> int:
     import numpy as np
 
-    from racer.cli.iterated import _derived_seed
-    from racer.cli.sampler import Sampler
+    from racer.tuning.tuner import _derived_seed
+    from racer.tuning.sampler import Sampler
 
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
@@ -605,7 +605,7 @@ def run_tuning(loaded: dict, args, *, runner=None, executor=None, announce: bool
     resume check, the Tuner, its run and the output files in execDir. Returns ``(tuner,
     result, test, winner)``. racer.tune calls it with its own ``runner`` and ``executor``
     (see :func:`_make_tuner`): one tuning behind the command line and Python."""
-    from racer.cli.iterated import JOURNAL_DIR
+    from racer.tuning.tuner import JOURNAL_DIR
 
     sc, space = loaded["scenario"], loaded["space"]
     v = sc.values
@@ -646,7 +646,7 @@ def _start_afresh(exec_dir: str, journal_dir: str) -> None:
 
 def _settings(v: dict, args, seed: int):
     """The tuner's Settings from the scenario's values and the command line."""
-    from racer.cli.iterated import Settings
+    from racer.tuning.tuner import Settings
 
     return Settings(
         max_experiments=v["maxExperiments"], max_time=v["maxTime"],
@@ -665,7 +665,7 @@ def _settings(v: dict, args, seed: int):
 
 def _objective_settings(v: dict) -> dict:
     """Settings' ``directions`` and ``objective_names`` (none for one objective)."""
-    from racer.cli.objectives import parse_objectives
+    from racer.tuning.objectives import parse_objectives
 
     objectives = parse_objectives(v["objectives"])
     if objectives is None:
@@ -674,9 +674,9 @@ def _objective_settings(v: dict) -> dict:
 
 
 def _capping(v: dict):
-    """The capping options (racer.cli.capping.Capping), or None when the scenario sets
+    """The capping options (racer.tuning.capping.Capping), or None when the scenario sets
     neither capping nor boundMax."""
-    from racer.cli.capping import Capping
+    from racer.tuning.capping import Capping
 
     if not v["capping"] and v["boundMax"] <= 0:
         return None
@@ -688,14 +688,14 @@ def _capping(v: dict):
 
 def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
                 quiet: bool, *, runner=None, executor=None, announce: bool = True):
-    """The Tuner of this run, after the resume check (racer.cli.resume), and the run log,
+    """The Tuner of this run, after the resume check (racer.tuning.resume), and the run log,
     reaper and executor it needs; announces the run unless ``quiet`` (or not ``announce``).
     Returns ``(tuner, closing)``: ``closing`` holds what to close at the end, and
     ``progress``. racer.tune passes its own ``runner`` (then no reaper: nothing runs in a
     session of its own) and ``executor`` (an Executor object, not ``--executor``'s text)."""
-    from racer.cli.iterated import JOURNAL_DIR, Tuner
-    from racer.cli.output import Progress, RunLog
-    from racer.cli.resume import check_resume, settings_of
+    from racer.tuning.tuner import JOURNAL_DIR, Tuner
+    from racer.tuning.output import Progress, RunLog
+    from racer.tuning.resume import check_resume, settings_of
     from racer.cli.target_runner import Reaper
 
     space, v = loaded["space"], loaded["scenario"].values
@@ -713,7 +713,7 @@ def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming:
                 "forbidden": repr([t for t, _ in space.forbidden])}
     try:
         # Before anything runs: the same settings resume, a larger budget continues, anything
-        # else is refused in the scenario's words (racer.cli.resume).
+        # else is refused in the scenario's words (racer.tuning.resume).
         earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
                                resuming=resuming, exec_dir=exec_dir,
                                command=(args.argv if getattr(args, "argv", None) is not None
@@ -741,7 +741,7 @@ def _sampler(args, space, seed: int, metadata: dict):
     """``--sampler optuna``: Optuna's TPE instead of irace's model (None: irace's)."""
     if args.sampler != "optuna":
         return None
-    from racer.cli.sampler import OptunaSampler
+    from racer.tuning.sampler import OptunaSampler
 
     try:
         sampler = OptunaSampler(space, seed=seed)
@@ -822,7 +822,7 @@ def _tune(tuner, closing: dict, exec_dir: str, *, report: bool):
 
 def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
     """elites.txt, eliminations.csv, test.csv (with test instances) and results.json."""
-    from racer.cli.output import write_eliminations, write_elites, write_results, write_test
+    from racer.tuning.output import write_eliminations, write_elites, write_results, write_test
 
     write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
     write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
@@ -836,7 +836,7 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
     """Why the tuning stopped, the elites, and their mean cost on the test instances."""
     import numpy as np
 
-    from racer.cli.output import elites_report
+    from racer.tuning.output import elites_report
     from racer.progress import iterations_done_text
 
     done = iterations_done_text(result.iterations, result.planned_iterations)
@@ -848,7 +848,7 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
           + (f"; soft restart in iteration(s) {', '.join(map(str, result.soft_restarts))}"
              if result.soft_restarts else ""))
     if tuner.settings.directions is not None:
-        from racer.cli.output import front_report
+        from racer.tuning.output import front_report
 
         print(front_report(tuner.space, result, tuner.settings))
         return
@@ -885,7 +885,7 @@ def read_prior_times(path: str) -> dict:
     """Reported times of the training runs in an existing runs.csv (an interrupted session),
     by (iteration, configuration, instance id); the last line of a key wins (a run repeated
     after a kill). A torn last line is skipped."""
-    from racer.cli.lookahead import UNUSED
+    from racer.tuning.lookahead import UNUSED
 
     # an unused look-ahead run is no run
     return {(it, cid, iid): t for it, cid, iid, t, row in _prior_training_runs(path)
@@ -894,9 +894,9 @@ def read_prior_times(path: str) -> dict:
 
 def read_prior_capped_times(path: str, capping) -> dict:
     """Capping: the time of each training run in an existing runs.csv (an interrupted
-    session), cut at its bound (:func:`racer.cli.capping.capped_time`), by (configuration,
+    session), cut at its bound (:func:`racer.tuning.capping.capped_time`), by (configuration,
     instance id); the last line of a key wins (a run repeated after a kill)."""
-    from racer.cli.capping import capped_time
+    from racer.tuning.capping import capped_time
 
     times: dict = {}
     for _it, cid, iid, t, row in _prior_training_runs(path):
@@ -1044,7 +1044,7 @@ def _if_imported(module: str, name: str, default=None):
 
 
 def _clear_interrupted() -> None:
-    interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
+    interrupted = _if_imported("racer.tuning.dispatch", "INTERRUPTED")
     if interrupted is not None:
         interrupted.clear()
 
@@ -1072,7 +1072,7 @@ def main(argv: list | None = None) -> int:
     def on_signal(signum, frame):
         # See dispatch.INTERRUPTED: the raise alone can be lost in a finaliser. Before a run has
         # imported the engine there is no run to tell.
-        interrupted = _if_imported("racer.cli.dispatch", "INTERRUPTED")
+        interrupted = _if_imported("racer.tuning.dispatch", "INTERRUPTED")
         if interrupted is not None:
             interrupted.set()
         raise KeyboardInterrupt
@@ -1109,14 +1109,14 @@ def main(argv: list | None = None) -> int:
 def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | None) -> int:
     """Say what went wrong in the scenario's words and return the exit code (called from
     main's ``except``: an error of no known kind is printed with its traceback)."""
-    from racer.cli.parameters import ParameterFileError
-    from racer.cli.resume import ResumeError
-    from racer.cli.rexpr import RSyntaxError
+    from racer.tuning.parameters import ParameterFileError
+    from racer.tuning.resume import ResumeError
+    from racer.tuning.rexpr import RSyntaxError
     from racer.cli.scenario import ScenarioError
-    from racer.cli.target_runner import TargetRunnerError
+    from racer.tuning.runner import TargetRunnerError
     from racer.storage import JournalInUseError
 
-    if isinstance(exc, _if_imported("racer.cli.iterated", "BudgetError", _NotRaised)):
+    if isinstance(exc, _if_imported("racer.tuning.tuner", "BudgetError", _NotRaised)):
         # Raised once racing starts: name where the budget was set.
         sc = loaded["scenario"]
         option = "maxTime" if sc.values["maxTime"] > 0 else "maxExperiments"
@@ -1128,7 +1128,7 @@ def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | Non
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
     if isinstance(exc, (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
-                        _if_imported("racer.cli.sampler", "SamplingError", _NotRaised))):
+                        _if_imported("racer.tuning.sampler", "SamplingError", _NotRaised))):
         _error(str(exc))
         return EXIT_SCENARIO
     if isinstance(exc, JournalInUseError):

@@ -25,7 +25,8 @@ import re
 import shlex
 from typing import Any
 
-from racer.cli import rexpr
+from racer.tuning import rexpr
+from racer.tuning.instances import Instance, read_text
 
 __all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
            "read_instances", "read_text"]
@@ -45,39 +46,6 @@ class ScenarioError(ValueError):
             what = f"option {OPTIONS[option].flag} ({option}): "
         super().__init__(f"{where}{what}{message}")
         self.path, self.line, self.option = path, line, option
-
-
-def read_text(path: str, error) -> str:
-    """The text of the UTF-8 file ``path``; a leading byte-order mark is dropped (editors on
-    Windows write one). ``error(line, message)`` makes the exception raised when the file
-    cannot be read or is not UTF-8 (``line`` None when no line is to blame).
-
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "f.txt")
-    >>> _ = open(path, "wb").write(b"\\xef\\xbb\\xbfa = 1\\n")
-    >>> read_text(path, ValueError)
-    'a = 1\\n'
-    >>> _ = open(path, "wb").write(b"a = 1\\ncaf\\xe9\\n")
-    >>> read_text(path, lambda line, message: ValueError(f"line {line}: {message}"))
-    Traceback (most recent call last):
-    ValueError: line 2: not UTF-8 text: byte 0xe9 at column 4 (save the file as UTF-8)
-    """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except IsADirectoryError:
-        raise error(None, "is a folder, not a file") from None
-    except FileNotFoundError:
-        raise error(None, "file not found") from None
-    except OSError as exc:
-        raise error(None, f"cannot read the file: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise error(line, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
-                          f"{exc.start - start + 1} (save the file as UTF-8)") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +110,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("elitistNewInstances", "i", "--elitist-new-instances", 1),
     _o("elitistLimit", "i", "--elitist-limit", 2),
     _o("capping", "b", "--capping", False,
-       help="irace's adaptive capping (runtime tuning; racer.cli.capping)"),
+       help="irace's adaptive capping (runtime tuning; racer.tuning.capping)"),
     _o("cappingAfterFirstTest", "b", "--capping-after-first-test", False,
        help="irace 4: no dominance elimination before firstTest instances"),
     _o("cappingType", "s", "--capping-type", "median"),
@@ -161,7 +129,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("mu", "i", "--mu", 5),
     _o("confidence", "r", "--confidence", 0.95),
     _o("blockSize", "i", "--block-size", 1, False),
-    # racer's own: tuning on several objectives (racer.cli.objectives; irace has none).
+    # racer's own: tuning on several objectives (racer.tuning.objectives; irace has none).
     _o("objectives", "s", "--objectives", "",
        help="racer: several objectives, e.g. \"quality,time:max\" (the target-runner then "
             "prints one number per objective; docs/cli.md)"),
@@ -286,18 +254,6 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
             raise ScenarioError(f"cannot read the value: {exc}", path=path, line=lineno, option=name) from None
         sc.set(name, value, origin=(path, lineno), base=base)
     return sc
-
-
-@dataclasses.dataclass(frozen=True)
-class Instance:
-    """One instance: ``name`` (the path or string passed as ``<instance>``) and the extra
-    arguments that followed it on its line of the instances file."""
-
-    name: str
-    extra: tuple = ()
-
-    def __repr__(self) -> str:
-        return f"Instance({self.name!r}{', ' + repr(self.extra) if self.extra else ''})"
 
 
 def read_instances(sc: Scenario, kind: str, warnings: list | None = None) -> list[Instance]:

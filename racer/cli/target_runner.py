@@ -5,7 +5,7 @@ The runner is executed directly (no shell) in ``execDir`` as
     target-runner <configID> <instanceID> <seed> <instance> [extra instance args] [<bound>] <switches>
 
 (``<bound>``: the run's execution bound, given when the scenario sets ``boundMax``, as irace
-does; :mod:`racer.cli.capping`) with the switches built as irace does (switch and value concatenated, then split on blanks,
+does; :mod:`racer.tuning.capping`) with the switches built as irace does (switch and value concatenated, then split on blanks,
 which is what the shell irace goes through does). Its **last non-empty line of stdout** must be
 ``cost`` or ``cost time``; with k >= 2 objectives (the racer option ``objectives``), k
 numbers, one per objective, then optionally (under ``maxTime``: necessarily) the time.
@@ -48,91 +48,19 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from racer.cli.capping import format_bound
-from racer.cli.objectives import infinite_objectives
-from racer.cli.scenario import Instance
+from racer.tuning.capping import format_bound
+from racer.tuning.objectives import infinite_objectives
+from racer.tuning.instances import Instance
+from racer.tuning.runner import RunResult, Runner, TargetRunnerError, death_cause
 
 __all__ = ["RunResult", "Runner", "TargetRunner", "TargetRunnerError", "Reaper"]
 
-_TAIL_LINES = 10
 # The message of a run stopped by ``TargetRunner.kill_run`` (a look-ahead run no longer needed).
 _STOPPED = "stopped: the run was no longer needed (look-ahead)"
 # Longest single wait for a runner (see TargetRunner._communicate).
 _WAIT_SLICE = 1.0
-
-
-@dataclasses.dataclass
-class RunResult:
-    status: str  # "ok", "inf" or "error"
-    cost: float | None
-    time: float | None
-    message: str
-    command: list
-    returncode: int | None
-    stdout: str
-    stderr: str
-    wall: float
-    attempts: int = 1
-    bound: float | None = None  # the execution bound passed to the runner (boundMax, capping)
-    # A tuning on several objectives (racer.cli.objectives): every objective the runner
-    # printed, in order (``cost`` is then the first); None for one objective.
-    objectives: tuple | None = None
-
-    def describe(self, exec_dir: str) -> str:
-        """The failure as a user needs it: what, the exact command, exit status, output tails."""
-        if self.returncode is None:
-            status = "none (not started or killed)"
-        elif self.returncode < 0:
-            status = f"{self.returncode} ({_death_cause(self.returncode)})"
-        else:
-            status = str(self.returncode)
-        lines = [self.message,
-                 f"  command (run in {exec_dir}): {shlex.join(self.command)}",
-                 f"  exit status: {status}" + (f"; attempts: {self.attempts}" if self.attempts > 1 else "")]
-        for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
-            tail = [ln for ln in text.splitlines()][-_TAIL_LINES:]
-            if tail:
-                lines.append(f"  {name} (last {len(tail)} lines):")
-                lines.extend("    | " + ln for ln in tail)
-            else:
-                lines.append(f"  {name}: (empty)")
-        return "\n".join(lines)
-
-
-@runtime_checkable
-class Runner(Protocol):
-    """What the tuner (:class:`racer.cli.iterated.Tuner`, its dispatcher and look-ahead)
-    asks of whatever makes its runs. Two implementations: :class:`TargetRunner` (the
-    command line: a process per run) and racer.tune's runner of a Python callable.
-
-    ``run`` makes one run and never raises for a failing one: it returns a
-    :class:`RunResult` whose status is "ok", "inf" (the configuration is rejected) or
-    "error" (after the runner's retries; the tuner's error policy decides what follows).
-    ``arguments`` is what ``run`` gets for a configuration: the runner's own
-    ``arguments(space, values)`` when it has that method, else irace's switches
-    (``space.command_line(values)``; :meth:`racer.cli.iterated.Tuner.run_arguments`).
-    ``tag`` marks a look-ahead run that ``kill_run(tag)`` may stop (a runner without
-    ``kill_run`` gets no tag); ``bound`` is irace's execution bound (capping, boundMax).
-    ``kill_all`` stops every run in flight (an interruption); ``exec_dir`` names where runs
-    happen, for error messages.
-    """
-
-    exec_dir: str
-
-    def run(self, config_id: int, instance_id: int, seed: int, instance: Instance,
-            arguments: Any, tag: object = None, bound: float | None = None) -> RunResult: ...
-
-    def kill_all(self) -> None: ...
-
-
-class TargetRunnerError(RuntimeError):
-    """A run failed under the policy "stop"; ``result`` holds the command and output."""
-
-    def __init__(self, result: RunResult, exec_dir: str) -> None:
-        super().__init__(result.describe(exec_dir))
-        self.result = result
 
 
 _WATCHDOG = r"""
@@ -245,12 +173,6 @@ class Reaper:
             self._proc.kill()
 
 
-def _death_cause(returncode: int) -> str:
-    from racer.execution import _death_cause as cause  # stdlib-only module; lazily, as it is rare
-
-    return cause(returncode)
-
-
 def _parse_number(word: str) -> float | None:
     w = word.strip()
     if w in ("Inf", "inf", "+Inf", "+inf"):
@@ -281,7 +203,7 @@ class TargetRunner:
         the option that needs it in the error message (default "maxTime").
     reaper : Reaper, optional
         Told about every running process group, so none outlives this process.
-    objectives : racer.cli.objectives.Objectives, optional
+    objectives : racer.tuning.objectives.Objectives, optional
         A tuning on several objectives: the runner prints one number per objective (then
         the time). None: one cost.
     """
@@ -433,7 +355,7 @@ class TargetRunner:
             # Named as the Python API names a dead worker: "killed by SIGSEGV".
             hint = (" (the system's out-of-memory killer sends SIGKILL too: see dmesg)"
                     if code == -signal.SIGKILL else "")
-            return fail(f"the target-runner was {_death_cause(code)} (signal {-code}){hint}")
+            return fail(f"the target-runner was {death_cause(code)} (signal {-code}){hint}")
         if code != 0:
             return fail(f"the target-runner exited with status {code}")
         lines = [ln for ln in out.splitlines() if ln.strip()]

@@ -331,7 +331,7 @@ class ProtectElites(RacingTest):
     candidates are catching up on instances the elites already won their place on. The inner
     test still sees every survivor, so the others are judged against the elites exactly as
     irace does; only the elites' own eliminations are held back. The one implementation
-    shared by the irace-style CLI (:mod:`racer.cli.iterated`) and the Optuna adapter's
+    shared by the irace-style CLI (:mod:`racer.tuning.tuner`) and the Optuna adapter's
     :class:`~racer.adapters.optuna.IteratedRace`.
 
     Parameters

@@ -127,10 +127,10 @@ if where:
         open(os.environ["RACER_STALL_MARK"], "w").close()
         time.sleep(120)
     if where == "sampling":
-        from racer.cli import sampler
+        from racer.tuning import sampler
         sampler.Sampler.update_model = stall
     elif where == "outputs":
-        from racer.cli import output
+        from racer.tuning import output
         output.write_eliminations = stall
     elif where == "register":
         # A runner started, racer not yet back from starting it (it has not told its reaper).
@@ -202,7 +202,7 @@ def check_resumed(ref, folder, killed_rows, in_flight):
     ``in_flight`` runs in flight, then resumed: the same outputs as ``ref``, every run of the
     killed session reused or (if in flight) repeated, nothing else run twice."""
     assert outputs(folder) == outputs(ref)
-    # Look-ahead runs a race did not use (racer.cli.lookahead) depend on timing: compared
+    # Look-ahead runs a race did not use (racer.tuning.lookahead) depend on timing: compared
     # apart from the runs used, which do not.
     ref_unused = sum(r["status"] == "speculative-unused" for r in read_runs(ref))
     run_unused = sum(r["status"] == "speculative-unused" for r in read_runs(folder))

@@ -4,9 +4,9 @@ training set."""
 
 import random
 
-from racer.cli.parameters import Parameter, ParameterSpace
-from racer.cli.scenario import Instance
-from racer.cli.target_runner import RunResult
+from racer.tuning.parameters import Parameter, ParameterSpace
+from racer.tuning.instances import Instance
+from racer.tuning.runner import RunResult
 
 
 class FakeRunner:

@@ -39,11 +39,11 @@ def test_iterated_race_races_as_the_tuner_with_an_optuna_sampler(tmp_path):
     # with that sampler. (RandomSampler ignores what it is told, so the two samplers' own
     # conventions - a COMPLETE mean there, PRUNED here - cannot make them differ; an int and
     # a categorical parameter, so OptunaSampler's rounding of reals to `digits` cannot.)
-    from racer.cli.iterated import Settings, Tuner
-    from racer.cli.sampler import OptunaSampler
-    from racer.cli.scenario import Instance
+    from racer.tuning.tuner import Settings, Tuner
+    from racer.tuning.sampler import OptunaSampler
+    from racer.tuning.instances import Instance
     from racer.racing.registry import make_test
-    from racer.space import parameter_space
+    from racer.tuning.spaces import parameter_space
     from racer.tune import _CallableRunner
 
     evaluate, instances, _ = _problem()

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from racer.cli.parameters import read_configurations, read_parameters
+from racer.tuning.parameters import read_configurations, read_parameters
 from racer.cli.scenario import read_instances, read_scenario
 
 from _helpers import ROOT

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
-from racer.cli.lookahead import UNUSED
+from racer.tuning.lookahead import UNUSED
 
 from _helpers.cli import (BUDGET, PARAMS_1, check_resumed, kill, make_scenario, outputs, racer_args,
                           read_runs, rows_at_least, scenario)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, main
-from racer.cli.parameters import read_configurations, read_parameters
+from racer.tuning.parameters import read_configurations, read_parameters
 
 from _helpers import ROOT
 from _helpers.cli import (ENV, PARAMS_1, make_scenario, racer_command, read_csv, read_runs,
@@ -188,12 +188,12 @@ def test_interrupt_exits_130_and_leaves_no_runner_behind(tmp_path):
 
 def test_an_interrupt_lost_in_a_finaliser_still_stops_the_run(tmp_path, monkeypatch, capsys):
     # CPython prints and drops a KeyboardInterrupt raised while a finaliser runs, so the
-    # signal handlers also set racer.cli.dispatch.INTERRUPTED, which the dispatcher polls.
+    # signal handlers also set racer.tuning.dispatch.INTERRUPTED, which the dispatcher polls.
     # Here the flag is set with no exception at all (the worst case): the run must still end
     # as interrupted (130), not finish its budget and exit 0.
     import threading
 
-    from racer.cli import dispatch
+    from racer.tuning import dispatch
 
     scen = make_scenario(tmp_path)
     monkeypatch.setenv("RUNNER_DELAY", "0.2")

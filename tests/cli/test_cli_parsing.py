@@ -9,10 +9,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from racer.cli import rexpr
-from racer.cli.parameters import (ParameterFileError, read_configurations, read_forbidden,
+from racer.tuning import rexpr
+from racer.tuning.parameters import (ParameterFileError, read_configurations, read_forbidden,
                                   read_parameters)
-from racer.cli.sampler import Sampler, SamplingError
+from racer.tuning.sampler import Sampler, SamplingError
 from racer.cli.scenario import ScenarioError, read_instances, read_scenario
 
 IRACE = "/usr/lib/R/site-library/irace"
@@ -277,7 +277,7 @@ def test_irace_bundled_examples_parse():
 
 
 def test_comments_are_stripped_outside_strings_only():
-    from racer.cli.rexpr import strip_comment
+    from racer.tuning.rexpr import strip_comment
 
     assert strip_comment('a = "x#y" # note') == 'a = "x#y" '
     assert strip_comment(r'a = "x\"#y" # note') == r'a = "x\"#y" '  # escaped quote stays inside

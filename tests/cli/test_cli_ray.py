@@ -1,4 +1,4 @@
-"""``racer --executor ray`` and :class:`racer.cli.ray_executor.RayExecutor` on a real local Ray
+"""``racer --executor ray`` and :class:`racer.ray_executor.RayExecutor` on a real local Ray
 instance (one for the module: starting Ray costs seconds), checked against the thread pool."""
 
 import math
@@ -18,7 +18,7 @@ from _helpers.cli import PARAMS_1, make_scenario, read_runs
 
 ray = pytest.importorskip("ray")
 
-from racer.cli.ray_executor import RayExecutor  # noqa: E402
+from racer.ray_executor import RayExecutor  # noqa: E402
 from racer.cli.scenario import Instance  # noqa: E402
 from racer.cli.target_runner import TargetRunner  # noqa: E402
 

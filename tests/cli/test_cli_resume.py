@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from racer.cli import EXIT_OK, main
-from racer.cli.lookahead import UNUSED
+from racer.tuning.lookahead import UNUSED
 
 from _helpers.cli import (ENTRY, ENV, PARALLEL, check_resumed, kill, marked, racer_args, read_csv,
                           read_runs, rows_at_least, scenario, stalled, tagged, wait_until)
@@ -132,10 +132,10 @@ def test_kill_9_with_a_local_cluster_leaves_nothing_and_resumes(reference, tmp_p
 def test_a_torn_last_line_of_runs_csv_is_ended_before_new_rows(tmp_path):
     # A racer killed while appending a row can leave the row torn (no newline); the resumed
     # session's first row used to complete that line, giving one garbled row for two.
-    from racer.cli.iterated import Configuration, Task
-    from racer.cli.output import RUN_FIELDS, RunLog
-    from racer.cli.scenario import Instance
-    from racer.cli.target_runner import RunResult
+    from racer.tuning.tuner import Configuration, Task
+    from racer.tuning.output import RUN_FIELDS, RunLog
+    from racer.tuning.instances import Instance
+    from racer.tuning.runner import RunResult
 
     path = tmp_path / "runs.csv"
     path.write_text(",".join(RUN_FIELDS) + "\n1,1,1,7,inst-1,0.5,,ok,1,0.0100,\n1,2,1,7,in")
@@ -152,7 +152,7 @@ def test_a_torn_last_line_of_runs_csv_is_ended_before_new_rows(tmp_path):
 def test_outputs_are_replaced_whole_or_not_at_all(tmp_path):
     # elites.txt, eliminations.csv and test.csv were written in place: a racer killed while
     # writing them left a truncated file (here, an error halfway stands for the kill).
-    from racer.cli.output import write_eliminations
+    from racer.tuning.output import write_eliminations
 
     class Unreadable:
         @property

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from racer.cli.scenario import Instance
+from racer.tuning.instances import Instance
 from racer.cli.target_runner import TargetRunner, TargetRunnerError, build_command
 
 from _helpers import ROOT
@@ -131,7 +131,7 @@ def test_input_validation():
 
 PARENT = """
 import sys
-from racer.cli.scenario import Instance
+from racer.tuning.instances import Instance
 from racer.cli.target_runner import Reaper, TargetRunner
 
 runner = TargetRunner([sys.argv[1]], sys.argv[2], reaper=Reaper())

@@ -23,9 +23,10 @@ import time
 
 import pytest
 
-from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, checks, main, rexpr
-from racer.cli.checks import check_space
-from racer.cli.parameters import ForbiddenRule, ParameterFileError, read_parameters
+from racer.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNNER, EXIT_SCENARIO, main
+from racer.tuning import checks, rexpr
+from racer.tuning.checks import check_space
+from racer.tuning.parameters import ForbiddenRule, ParameterFileError, read_parameters
 
 from _helpers import ROOT
 from _helpers.cli import ENV

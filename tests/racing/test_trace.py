@@ -182,7 +182,7 @@ print(x + noise + (9.0 if x < 1.05 and inst == "inst-1" else 0.0))
 @pytest.mark.slow
 def test_cli_t_test_scenario_runs_and_orders_elites_by_mean(tmp_path, capsys):
     from racer.cli import EXIT_OK, main
-    from racer.cli.parameters import read_configurations, read_parameters
+    from racer.tuning.parameters import read_configurations, read_parameters
 
     (tmp_path / "arena").mkdir()
     (tmp_path / "parameters.txt").write_text('x "--x " r (0, 5)\n')

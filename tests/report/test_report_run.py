@@ -16,7 +16,7 @@ pytest.importorskip("matplotlib")
 
 from racer import plot  # noqa: E402
 from racer.cli import EXIT_INTERRUPTED, EXIT_OK, main  # noqa: E402
-from racer.iterated_run import (  # noqa: E402
+from racer.tuning.record import (  # noqa: E402
     ParameterInfo, from_iterated_race, normalized, read_exec_dir,
 )
 from racer.progress import ProgressBar, redraws_in_place, track  # noqa: E402
@@ -39,7 +39,7 @@ def run_dir(tmp_path_factory):
 
 def _runs(arena):
     with open(arena / "runs.csv") as fh:
-        # Look-ahead runs the race did not use are no experiments (racer.cli.lookahead).
+        # Look-ahead runs the race did not use are no experiments (racer.tuning.lookahead).
         return [r for r in csv.DictReader(fh)
                 if r["iteration"] != "0" and r["status"] != "speculative-unused"]
 
@@ -199,7 +199,7 @@ def test_elite_costs_of_chosen_configurations_and_without_a_test_phase(run_dir):
 
 def test_elite_costs_leave_failures_out_of_the_box_and_say_so():
     from racer import race
-    from racer.iterated_run import IteratedRun
+    from racer.tuning.record import IteratedRun
 
     def evaluate(c, i):
         if c == 2.0 and i == 1:
@@ -350,9 +350,9 @@ def test_exec_dir_report_renders_in_headless_chromium(run_dir, tmp_path):
 
 def test_cli_progress_line_is_the_shared_bar():
     from racer import Race
-    from racer.cli.iterated import Configuration
+    from racer.tuning.tuner import Configuration
     from racer.racing import KeepAll
-    from racer.cli.output import Progress
+    from racer.tuning.output import Progress
 
     configs = [Configuration(i + 1, {"x": i}) for i in range(3)]
     race = Race(configs, test=KeepAll(), first_test=2, instances=range(30), random_state=0)

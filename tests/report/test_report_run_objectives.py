@@ -13,7 +13,7 @@ pytest.importorskip("matplotlib")
 
 from racer import ParetoTest, Race, plot, report  # noqa: E402
 from racer.cli import EXIT_OK, main  # noqa: E402
-from racer.iterated_run import read_exec_dir  # noqa: E402
+from racer.tuning.record import read_exec_dir  # noqa: E402
 from racer.racing.base import KeepAll  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tsp-sa-two-objectives")
@@ -93,7 +93,7 @@ def test_the_front_of_a_hand_built_exec_dir(tmp_path):
 
 
 def test_the_run_front_figure_refuses_one_objective():
-    from racer.iterated_run import IteratedRun
+    from racer.tuning.record import IteratedRun
 
     run = IteratedRun(parameters=[], configurations={1: {}}, iteration_of={1: 1},
                       elites={1: [1]}, races=[], candidate_ids=[], final_elites=[1])

@@ -64,7 +64,7 @@ class RayExecutor(cf.Executor):
     Examples
     --------
     >>> import operator
-    >>> from racer.cli.ray_executor import RayExecutor
+    >>> from racer.ray_executor import RayExecutor
     >>> with RayExecutor(num_cpus=1, include_dashboard=False) as ex:  # doctest: +SKIP
     ...     ex.submit(operator.add, 2, 3).result()
     5

@@ -15,7 +15,7 @@ the elites and new configurations:
 * the race's own budget: the iteration's budget plus the elites' savings, and never less
   than the first test of every configuration.
 
-:class:`racer.cli.iterated.Tuner` (the command line, irace's rules: ``mu``, the 1024 cap,
+:class:`racer.tuning.tuner.Tuner` (the command line, irace's rules: ``mu``, the 1024 cap,
 ``elitistNewInstances`` rounded up to a multiple of ``eachTest``) and
 ``racer.adapters.optuna.IteratedRace`` (``mu = first_test``, no cap, ``n_seen + each_test``
 instances for an elite) use one :class:`IraceSchedule` each, with their own options, so the
@@ -121,7 +121,7 @@ class IraceSchedule:
     def from_scenario(cls, settings, n_params: int) -> IraceSchedule:
         """The ``racer`` command's schedule: the scenario's ``firstTest``, ``eachTest``,
         ``mu``, ``nbIterations``, ``minNbSurvival`` and ``elitistNewInstances`` (a
-        :class:`racer.cli.iterated.Settings`), irace's rules otherwise."""
+        :class:`racer.tuning.tuner.Settings`), irace's rules otherwise."""
         return cls(n_params=n_params, first_test=settings.first_test,
                    each_test=settings.each_test, mu=settings.mu,
                    n_iterations=settings.n_iterations, min_survival=settings.min_survival,

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from racer.racing.frace import FRaceTest
-from racer.cli.iterated import Settings, Tuner
-from racer.cli import rexpr
-from racer.cli.parameters import Parameter, ParameterSpace
-from racer.cli.sampler import Sampler
+from racer.tuning.tuner import Settings, Tuner
+from racer.tuning import rexpr
+from racer.tuning.parameters import Parameter, ParameterSpace
+from racer.tuning.sampler import Sampler
 
 from _helpers.tuner import TRAIN, FakeRunner
 

@@ -1,6 +1,6 @@
 """How the ``racer`` command runs a race: the race loop's back end of target-runner runs.
 
-Every race of the tuner (:meth:`racer.cli.iterated.Tuner.run_race`) is driven by the one race
+Every race of the tuner (:meth:`racer.tuning.tuner.Tuner.run_race`) is driven by the one race
 loop, :func:`racer.race_loop.drive`. This module supplies what is the command line's own:
 
 * **known cells** (:meth:`RacePlan.known`): an elite's result from an earlier race (or the
@@ -20,7 +20,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
     runs anyway; their results are told only once the earlier rows have answered, and
     after a failure told as SKIPPED exactly as one-at-a-time would (the run is logged as
     unused);
-  - *look-ahead runs* (:mod:`racer.cli.lookahead`): once every run of the block is
+  - *look-ahead runs* (:mod:`racer.tuning.lookahead`): once every run of the block is
     submitted, idle workers start the runs of :func:`next_block` for configurations with a
     success and no failure; runs of the block already started ahead are taken over, the
     others (of configurations eliminated meanwhile) stopped;
@@ -42,9 +42,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from racer.cli.capping import DOMINATED, capped_time, dominated, execution_bounds, score
-from racer.cli.lookahead import UNUSED, Lookahead
-from racer.cli.target_runner import RunResult, TargetRunnerError
+from racer.tuning.capping import DOMINATED, capped_time, dominated, execution_bounds, score
+from racer.tuning.lookahead import UNUSED, Lookahead
+from racer.tuning.runner import RunResult, TargetRunnerError
 from racer.race_loop import NotRun, drive
 
 __all__ = ["INTERRUPTED", "SKIPPED", "Dispatcher", "RacePlan", "drive_race", "next_block",
@@ -266,7 +266,7 @@ class Dispatcher:
     def settle(self, race, ev, ok: bool, res_run: RunResult) -> None:
         """The race loop's ``settle``: log the run, keep its time, tell the race (a failing
         runner under error_policy "stop" ends the tuning). Under capping the race is told
-        the run's cost after PARk and boundAsTimeout (racer.cli.capping.score)."""
+        the run's cost after PARk and boundAsTimeout (racer.tuning.capping.score)."""
         tuner = self.tuner
         iteration = self.plan.iteration
         if tuner.on_run is not None:
@@ -281,7 +281,7 @@ class Dispatcher:
             bound = capping.bound_max if res_run.bound is None else res_run.bound
             race.tell(ev, float(score(res_run.cost, bound, capping)))
         elif res_run.status == "ok":
-            # Several objectives (racer.cli.objectives): the race is told every one.
+            # Several objectives (racer.tuning.objectives): the race is told every one.
             race.tell(ev, res_run.cost if res_run.objectives is None else res_run.objectives)
         elif res_run.status == "error" and tuner.settings.error_policy == "stop":
             raise TargetRunnerError(res_run, tuner.runner.exec_dir)
@@ -507,10 +507,10 @@ class _Block:
 def _capped_results(d: Dispatcher, runs: list, capping) -> Iterator[tuple]:
     """A block of a race with capping, as irace 3.5 runs it: one instance (row) after the
     other; on each, the protected elites' runs first with bound boundMax, then the others
-    with the bounds the elites' times give (:func:`racer.cli.capping.execution_bounds`);
+    with the bounds the elites' times give (:func:`racer.tuning.capping.execution_bounds`);
     after each row but the block's last (where the race's test applies the same rule,
-    :class:`racer.cli.capping.CappedTest`), the configurations dominated on the rows so far
-    lose their later runs of the block (:data:`racer.cli.capping.DOMINATED`, not run, not
+    :class:`racer.tuning.capping.CappedTest`), the configurations dominated on the rows so far
+    lose their later runs of the block (:data:`racer.tuning.capping.DOMINATED`, not run, not
     charged). A configuration that failed loses them too, unless failures rank worst
     (as in :class:`_Block`). Everything is recomputed from the race's results and the
     tuner's capped times, so a resumed block (only some of its runs pending) decides alike."""

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from racer.racing.frace import FRaceTest
-from racer.cli.dispatch import quiet_tests
-from racer.cli.iterated import BudgetError, ProtectElites, Settings, Tuner
-from racer.cli.lookahead import UNUSED
-from racer.cli.parameters import Parameter, ParameterSpace
-from racer.cli.scenario import Instance
-from racer.cli.target_runner import RunResult
+from racer.tuning.dispatch import quiet_tests
+from racer.tuning.tuner import BudgetError, ProtectElites, Settings, Tuner
+from racer.tuning.lookahead import UNUSED
+from racer.tuning.parameters import Parameter, ParameterSpace
+from racer.tuning.instances import Instance
+from racer.tuning.runner import RunResult
 from racer.racing.base import Elimination, RaceView, RacingTest
 
 from _helpers.tuner import SPACE, TRAIN, FakeRunner
@@ -138,7 +138,7 @@ def test_max_time_resume_reads_the_times_back(tmp_path):
 
 def test_optuna_sampler_tunes_and_resumes(tmp_path):
     pytest.importorskip("optuna")
-    from racer.cli.sampler import OptunaSampler
+    from racer.tuning.sampler import OptunaSampler
 
     def make(folder, runner):
         s = Settings(max_experiments=200, seed=5, parallel=2)

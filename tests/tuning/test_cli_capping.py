@@ -1,4 +1,4 @@
-"""irace 3.5's adaptive capping in the ``racer`` command (racer.cli.capping): the bound of a
+"""irace 3.5's adaptive capping in the ``racer`` command (racer.tuning.capping): the bound of a
 run, PARk scores and dominance elimination against hand-worked cases and against irace's own
 R functions; the bound on the runner's command line; a small runtime scenario end to end,
 and its resume after ``kill -9``."""
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
-from racer.cli.capping import (Capping, CappedTest, capped_time, ceiling_digits, dominated,
+from racer.tuning.capping import (Capping, CappedTest, capped_time, ceiling_digits, dominated,
                                execution_bounds, score)
-from racer.cli.scenario import Instance
+from racer.tuning.instances import Instance
 from racer.cli.target_runner import TargetRunner
 from racer.racing.base import KeepAll, RaceView
 
@@ -319,7 +319,7 @@ def test_a_runtime_scenario_runs_with_capping(tmp_path, capsys):
     n_conf = len({r["configuration"] for r in first})
     assert len(first) < 5 * n_conf
     # Each bound is irace's, recomputed from the runs.csv times of the elites and of the
-    # configuration itself (racer.cli.capping.execution_bounds): checked on every run of the
+    # configuration itself (racer.tuning.capping.execution_bounds): checked on every run of the
     # second race.
     _check_second_race_bounds(tmp_path, runs)
 

@@ -16,8 +16,8 @@ import pytest
 import racer
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
 from racer.cli._main import UsageError, racing_test
-from racer.cli.iterated import elites_of
-from racer.cli.objectives import crowding_distance, parse_objectives, pareto_elites
+from racer.tuning.tuner import elites_of
+from racer.tuning.objectives import crowding_distance, parse_objectives, pareto_elites
 from racer.cli.scenario import Instance, ScenarioError, defaults, read_scenario
 from racer.cli.target_runner import TargetRunner
 from racer.stats.pareto import nondominated_mask

@@ -1,16 +1,16 @@
 """A budget below irace's minimum: irace's rule (refused) when the run asks for irace's
 procedure, racer's small-budget plan (fewer iterations and elites) when the scenario leaves
-``testType`` open (racer/_irace_schedule.py, ``IraceSchedule.small_budget_plan``)."""
+``testType`` open (racer/tuning/schedule.py, ``IraceSchedule.small_budget_plan``)."""
 
 import csv
 
 import pytest
 
-from racer._irace_schedule import IraceSchedule
+from racer.tuning.schedule import IraceSchedule
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
 from racer.cli._main import irace_procedure_requested
-from racer.cli.iterated import BudgetError, Settings, Tuner
-from racer.cli.parameters import Parameter, ParameterSpace
+from racer.tuning.tuner import BudgetError, Settings, Tuner
+from racer.tuning.parameters import Parameter, ParameterSpace
 from racer.racing.frace import FRaceTest
 
 from _helpers.cli import make_scenario

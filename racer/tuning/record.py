@@ -36,7 +36,7 @@ from racer.result import RaceResult
 
 __all__ = ["IteratedRun", "ParameterInfo", "from_iterated_race", "read_exec_dir"]
 
-JOURNAL_DIR = "racer-journal"  # racer.cli.iterated.JOURNAL_DIR (not imported: front ends are apart)
+JOURNAL_DIR = "racer-journal"  # racer.tuning.tuner.JOURNAL_DIR (not imported: front ends are apart)
 _ITERATION_FILE = re.compile(r"^iteration-(\d+)\.sqlite$")
 _CONFIG_REPR = re.compile(r"^Configuration\((\d+): (.*)\)$", re.S)
 
@@ -229,13 +229,13 @@ def _parse_configuration(text: str, params: list, where: str) -> tuple[int, dict
 
 def _elite_indices(result: RaceResult, cap: int) -> list:
     """The candidates a race of the CLI keeps as elites, best first: irace's ``cap`` best
-    survivors; on several objectives the Tuner's Pareto set (``racer.cli.iterated.elites_of``:
+    survivors; on several objectives the Tuner's Pareto set (``racer.tuning.tuner.elites_of``:
     the non-dominated survivors thinned to ``cap`` and ranked by crowding distance)."""
     front = np.asarray(result.pareto_front_indices if result.directions is not None else [],
                        dtype=np.int64)
     if front.size == 0:  # one objective, or no survivor with a success (irace's rule then)
         return [int(i) for i in result.survivor_indices[:cap]]
-    from racer.cli.objectives import pareto_elites
+    from racer.tuning.objectives import pareto_elites
 
     signs = np.array([1.0 if d == "maximize" else -1.0 for d in result.directions])
     return [int(i) for i in pareto_elites(front, result.mean_objective_scores[front] * signs,
@@ -299,7 +299,7 @@ def read_exec_dir(path: Any) -> IteratedRun:
         last_fingerprint = fp
         keep = int(fp.get("min_survivors", 1) or 1)
         if result.directions is not None:
-            from racer.cli.objectives import elite_cap
+            from racer.tuning.objectives import elite_cap
 
             keep = elite_cap(keep, result.directions)
         elites[iteration] = [ids[int(i)] for i in _elite_indices(result, keep)]

@@ -47,9 +47,9 @@ def test_a_cli_run_beyond_the_plan_says_so_everywhere(tmp_path, capsys):
 
 def test_the_cli_progress_line_beyond_the_plan():
     from racer import Race
-    from racer.cli.iterated import Configuration
+    from racer.tuning.tuner import Configuration
     from racer.racing import KeepAll
-    from racer.cli.output import Progress
+    from racer.tuning.output import Progress
 
     race = Race([Configuration(i + 1, {"x": i}) for i in range(3)], test=KeepAll(),
                 first_test=2, instances=range(10), random_state=0)

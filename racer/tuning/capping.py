@@ -236,7 +236,7 @@ class CappedTest(RacingTest):
     elites), else the best ``min_survivors`` by mean. If the two together would eliminate
     every survivor, only the dominance eliminations stand (irace: ``alive <- cap.alive``).
     Within a block, the command line applies the same rule after each instance
-    (:mod:`racer.cli.dispatch`); this is the rule at the block's last instance.
+    (:mod:`racer.tuning.dispatch`); this is the rule at the block's last instance.
 
     >>> from racer.racing.base import KeepAll
     >>> view = RaceView.from_scores(-np.array([[1.0, 2.0, 9.0], [1.0, 3.0, 9.0]]), np.arange(3))

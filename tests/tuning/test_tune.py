@@ -17,7 +17,7 @@ import pytest
 
 import racer
 from racer.cli import EXIT_OK, main
-from racer.cli.parameters import Parameter, ParameterSpace
+from racer.tuning.parameters import Parameter, ParameterSpace
 
 from _helpers import ROOT
 from _helpers.cli import ENV
@@ -48,7 +48,7 @@ def test_racer_tune_is_the_function_once_its_module_is_imported():
 
 
 def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
-    from racer.cli.scenario import Instance
+    from racer.tuning.instances import Instance
     from racer.cli.target_runner import Runner, TargetRunner
     from racer.tune import _CallableRunner
 
@@ -101,7 +101,7 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
 
 
 def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
-    from racer.cli.resume import _TUNING_OPTIONS
+    from racer.tuning.resume import _TUNING_OPTIONS
     from racer.cli.scenario import OPTIONS
     from racer.tune import _ARGUMENT_NAMES, OPTION_NAMES
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from racer.cli.parameters import ParameterSpace, format_value
+from racer.tuning.parameters import ParameterSpace, format_value
 
 __all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_test",
            "write_results", "elites_report", "front_report", "configuration_words",

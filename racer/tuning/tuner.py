@@ -1,24 +1,24 @@
 """irace's iterated racing on racer's engine, and the race of a fixed list of configurations.
 
 Each iteration is one :class:`racer.Race` of the elites and new configurations sampled around
-them (:mod:`racer.cli.sampler`), journaled to ``<execDir>/racer-journal/iteration-<k>.sqlite``;
+them (:mod:`racer.tuning.sampler`), journaled to ``<execDir>/racer-journal/iteration-<k>.sqlite``;
 the budget is spread over iterations as irace 3.5 does (``computeComputationalBudget``,
 ``computeNbConfigurations``; see docs/cli.md). Elites keep their results: a later race meets
 an instance an elite has already run on and the elite's cost is taken from the earlier race
 instead of running it again, elites cannot be eliminated before they have covered the
 instances they have results for, and with ``elitistLimit`` the race ends after that many
 consecutive tests without elimination (irace's elitist races). Soft restarts as irace
-(:mod:`racer.cli.sampler`). A tuning continued with a larger budget
-(``Settings.earlier_budgets``, :mod:`racer.cli.resume`) replays each earlier session under its
+(:mod:`racer.tuning.sampler`). A tuning continued with a larger budget
+(``Settings.earlier_budgets``, :mod:`racer.tuning.resume`) replays each earlier session under its
 own budget, then goes on where that budget's schedule stopped.
 
 Each race is driven by the one race loop (:func:`racer.race_loop.drive`) with the command
-line's back end, :mod:`racer.cli.dispatch`: runs go to a thread pool of ``parallel`` threads,
+line's back end, :mod:`racer.tuning.dispatch`: runs go to a thread pool of ``parallel`` threads,
 each running one target-runner process; results are told to the race as they arrive (no
 polling). A race is
 block-synchronous (every survivor on the same instances, then a test); so that workers do not
 idle at the end of every block, runs of the next block are started ahead
-(:mod:`racer.cli.lookahead`) and cancelled or killed when the test eliminates their
+(:mod:`racer.tuning.lookahead`) and cancelled or killed when the test eliminates their
 configuration.
 """
 
@@ -32,17 +32,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from racer._irace_schedule import IraceSchedule
+from racer.tuning.schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.race import Race
-from racer.cli.parameters import ParameterSpace, format_value
-from racer.cli.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
-from racer.cli.capping import CappedTest, capped_time, score
-from racer.cli.lookahead import Lookahead
-from racer.cli.objectives import elite_cap, pareto_elites
-from racer.cli.sampler import Sampler
-from racer.cli.scenario import Instance
-from racer.cli.target_runner import Runner, TargetRunnerError
+from racer.tuning.parameters import ParameterSpace, format_value
+from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
+from racer.tuning.capping import CappedTest, capped_time, score
+from racer.tuning.lookahead import Lookahead
+from racer.tuning.objectives import elite_cap, pareto_elites
+from racer.tuning.sampler import Sampler
+from racer.tuning.instances import Instance
+from racer.tuning.runner import Runner, TargetRunnerError
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
            "KeepAll", "ProtectElites"]
@@ -108,11 +108,11 @@ class Settings:
     fixed_list: bool = False  # racer: race the configurations file only
     soft_restart: bool = True  # softRestart
     soft_restart_threshold: float | None = None  # softRestartThreshold (None: 10^-digits)
-    # racer: start runs of the next block while workers would idle (racer.cli.lookahead). On
+    # racer: start runs of the next block while workers would idle (racer.tuning.lookahead). On
     # by default: same elites, same runs used, shorter wall time; the price is runs of
     # configurations the test then eliminates (killed, logged as unused, not counted in the
     # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
-    # racer's own thread pool (racer.cli.dispatch.speculates).
+    # racer's own thread pool (racer.tuning.dispatch.speculates).
     lookahead: bool = True
     # racer: when the sampler finds too few configurations never raced before (a small space
     # used up), race the elites, with any new configurations found and the survivors of
@@ -124,7 +124,7 @@ class Settings:
     # Optuna's IteratedRace (racer.adapters.optuna).
     race_used_up: bool = False
     # racer: the budgets (maxExperiments, or maxTime with max_time) of the earlier sessions
-    # of a tuning continued with a larger budget, oldest first (racer.cli.resume). The tuner
+    # of a tuning continued with a larger budget, oldest first (racer.tuning.resume). The tuner
     # replays each session under its own budget, then goes on with this one's.
     earlier_budgets: tuple = ()
     # racer: what a maxExperiments below irace's minimum (IraceSchedule.minimum_budget) does.
@@ -134,12 +134,12 @@ class Settings:
     # below its floor). irace's default here, so that Python users keep irace's rule.
     budget_rule: str = "irace"
     # capping, cappingType, boundType, boundMax, boundDigits, boundPar, boundAsTimeout
-    # (racer.cli.capping.Capping; None: no capping and no boundMax).
+    # (racer.tuning.capping.Capping; None: no capping and no boundMax).
     capping: Any = None
-    # racer: the objectives (racer.cli.objectives) of a tuning on k >= 2 of them: one
+    # racer: the objectives (racer.tuning.objectives) of a tuning on k >= 2 of them: one
     # direction and one name each; None for one objective (irace's tuning, unchanged). The
     # runner then answers k numbers, every race is a race on k objectives, and the elites
-    # are a Pareto set (racer.cli.objectives.pareto_elites).
+    # are a Pareto set (racer.tuning.objectives.pareto_elites).
     directions: tuple | None = None
     objective_names: tuple = ()
 
@@ -186,15 +186,15 @@ class Tuner:
         Called with ``(iteration, configuration, task, RunResult)`` for every target-runner
         call (the CSV log), before the result is told to the race; a look-ahead run
         (``settings.lookahead``) when the race uses it, or, if it never does, with the status
-        ``"speculative-unused"`` (:data:`racer.cli.lookahead.UNUSED`) when it is dropped.
+        ``"speculative-unused"`` (:data:`racer.tuning.lookahead.UNUSED`) when it is dropped.
     progress : callable, optional
         Called with a dict of the state after every result.
     executor : concurrent.futures.Executor, optional
         Where runs go (a Dask ``client.get_executor()``, a
-        :class:`~racer.cli.ray_executor.RayExecutor`...); default: a thread pool of
+        :class:`~racer.ray_executor.RayExecutor`...); default: a thread pool of
         ``settings.parallel`` threads, each running one target-runner process.
     sampler : Sampler, optional
-        irace's model (default) or an :class:`~racer.cli.sampler.OptunaSampler`.
+        irace's model (default) or an :class:`~racer.tuning.sampler.OptunaSampler`.
     winner : str or None
         ``Race(winner=...)``: "rank_sum" (irace's order, for the F-test), "mean", or None
         (the rule the test states).
@@ -221,7 +221,7 @@ class Tuner:
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
         self.executor = executor
-        # irace's schedule (racer/_irace_schedule.py, shared with Optuna's IteratedRace).
+        # irace's schedule (racer/tuning/schedule.py, shared with Optuna's IteratedRace).
         self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
         if settings.budget_rule not in ("irace", "racer"):
             raise ValueError(f"`settings.budget_rule` must be 'irace' or 'racer'; got "
@@ -249,7 +249,7 @@ class Tuner:
         self.run_times: dict[tuple[int, int, int], float] = dict(prior_times or {})
         self.time_used = 0.0
         # Capping: the time of every training run, cut at its bound, by (configuration id,
-        # instance id): what the bounds of later runs are computed from (racer.cli.capping).
+        # instance id): what the bounds of later runs are computed from (racer.tuning.capping).
         # An interrupted session's come back from runs.csv, so a resume computes the same bounds.
         self.capped_times: dict[tuple[int, int], float] = dict(prior_capped or {})
         # maxTime in force: an earlier session's while its iterations are replayed.
@@ -464,7 +464,7 @@ class Tuner:
 
     def _iterated(self, pool) -> TuningResult:
         """irace's iterated racing: races of the elites and new configurations, each sized by
-        :class:`~racer._irace_schedule.IraceSchedule`, while the budget lasts."""
+        :class:`~racer.tuning.schedule.IraceSchedule`, while the budget lasts."""
         s = self.settings
         money = _Budget(self)
         run = _Iterations(n_iterations=self.n_iterations,
@@ -793,8 +793,8 @@ def _earlier_tests(journal_dir: str, elites: list, tasks: list) -> dict:
 def elites_of(result, cap: int, directions: tuple | None) -> list:
     """The elites a race leaves, best first: irace's, the ``cap`` best survivors in the
     race's order; on several objectives (``directions``), the Pareto set of
-    :func:`racer.cli.objectives.pareto_elites` (non-dominated survivors, at most ``cap``,
-    thinned and ranked by crowding distance); ``cap`` is :func:`racer.cli.objectives.elite_cap`."""
+    :func:`racer.tuning.objectives.pareto_elites` (non-dominated survivors, at most ``cap``,
+    thinned and ranked by crowding distance); ``cap`` is :func:`racer.tuning.objectives.elite_cap`."""
     if directions is None:
         return list(result.survivors[:min(len(result.survivors), cap)])
     front = np.asarray(result.pareto_front_indices, dtype=np.int64)

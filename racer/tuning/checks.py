@@ -1,7 +1,7 @@
 """Mistakes in a parameter space that irace runs with without a word, found before racing.
 
 :func:`check_space` returns warnings (racer prints each once, naming the file and line, and
-goes on) and raises :class:`~racer.cli.parameters.ParameterFileError` for a space nothing can
+goes on) and raises :class:`~racer.tuning.parameters.ParameterFileError` for a space nothing can
 be sampled from:
 
 * ``digits`` outside irace's range 1..15 is an error, as in irace (``digits = 0`` would round
@@ -23,8 +23,8 @@ compare parameters with constants -- irace's conditions and forbidden rules are 
 is exact; arithmetic between two parameters is judged on the same points. Spaces whose
 combinations exceed :data:`MAX_COMBINATIONS` are not judged.
 
->>> from racer.cli.parameters import ParameterSpace, Parameter, ForbiddenRule
->>> from racer.cli import rexpr
+>>> from racer.tuning.parameters import ParameterSpace, Parameter, ForbiddenRule
+>>> from racer.tuning import rexpr
 >>> def rule(text):
 ...     return ForbiddenRule(text, rexpr.parse(text), "forbidden.txt", 1)
 >>> space = ParameterSpace([Parameter("mode", "--mode ", "c", ("a", "b"), line=1),
@@ -36,7 +36,7 @@ forbidden.txt:1: the forbidden rule `mode == "c" & x > 0.5` can never hold, so i
 >>> space.forbidden = [rule("x >= 0")]
 >>> check_space(space)
 Traceback (most recent call last):
-racer.cli.parameters.ParameterFileError: forbidden.txt:1: the forbidden rule `x >= 0` holds for every configuration (x is in [0, 1]), so every configuration is forbidden
+racer.tuning.parameters.ParameterFileError: forbidden.txt:1: the forbidden rule `x >= 0` holds for every configuration (x is in [0, 1]), so every configuration is forbidden
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from racer.cli import rexpr
-from racer.cli.parameters import Parameter, ParameterFileError, ParameterSpace, format_value
+from racer.tuning import rexpr
+from racer.tuning.parameters import Parameter, ParameterFileError, ParameterSpace, format_value
 
 __all__ = ["check_space", "MAX_COMBINATIONS", "MAX_DIGITS"]
 

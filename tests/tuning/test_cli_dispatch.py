@@ -1,4 +1,4 @@
-"""Look-ahead dispatch (racer.cli.lookahead): runs of a race's next block started while workers
+"""Look-ahead dispatch (racer.tuning.lookahead): runs of a race's next block started while workers
 would idle must change nothing the race sees (same elites, same runs used), must not count
 in the budget unless used, must be visible when unused, must fill idle workers, and must
 survive kill -9 without repeating more than the runs in flight."""
@@ -15,10 +15,10 @@ import pytest
 
 from racer.racing.frace import FRaceTest
 from racer.cli import EXIT_OK, main
-from racer.cli.dispatch import SKIPPED
-from racer.cli.iterated import Settings, Tuner
-from racer.cli.lookahead import UNUSED
-from racer.cli.scenario import Instance
+from racer.tuning.dispatch import SKIPPED
+from racer.tuning.tuner import Settings, Tuner
+from racer.tuning.lookahead import UNUSED
+from racer.tuning.instances import Instance
 from racer.cli.target_runner import RunResult, TargetRunner
 from racer.race import Race
 

@@ -11,7 +11,7 @@ same values in the same order as without look-ahead (the runner is deterministic
 configuration, instance and seed), so the same seed gives the same elites.
 
 The same setting also lets idle workers start, within the current block, the next runs of a
-configuration that has no success yet before its earlier run answered (:mod:`racer.cli.dispatch`,
+configuration that has no success yet before its earlier run answered (:mod:`racer.tuning.dispatch`,
 "provisional" runs: told only once the earlier rows answered, discarded after a failure).
 
 A look-ahead run counts as an experiment (maxExperiments, maxTime) only when the race uses it.
@@ -36,7 +36,7 @@ import os
 import time
 from typing import Any
 
-from racer.cli.target_runner import RunResult
+from racer.tuning.runner import RunResult
 
 __all__ = ["UNUSED", "Lookahead"]
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import racer
-from racer.cli import rexpr
-from racer.cli.checks import check_space
-from racer.cli.parameters import ParameterSpace, read_parameters
-from racer.cli.sampler import Sampler
-from racer.space import MAX_GRID, _r_value, parameter_space
+from racer.tuning import rexpr
+from racer.tuning.checks import check_space
+from racer.tuning.parameters import ParameterSpace, read_parameters
+from racer.tuning.sampler import Sampler
+from racer.tuning.spaces import MAX_GRID, _r_value, parameter_space
 
 N_SAMPLES = 2000
 
@@ -457,7 +457,7 @@ def test_native_types_and_names_are_checked():
 def _model_samples(space, first, n, seed=0):
     """Configurations irace's model draws around ``first`` (the elites, best first), after
     the update of a second iteration: the draws of every iteration but the first."""
-    from racer.cli.iterated import Configuration
+    from racer.tuning.tuner import Configuration
 
     elites = [Configuration(i + 1, values) for i, values in enumerate(first)]
     sampler = Sampler(space)

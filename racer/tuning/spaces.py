@@ -3,9 +3,9 @@
 :func:`parameter_space` takes what Python users of algorithm configuration already write --
 an irace parameters file or its text, a dict of Optuna distributions, a
 ``ConfigSpace.ConfigurationSpace`` (the space of SMAC3, DEHB, auto-sklearn) -- and gives the
-:class:`~racer.cli.parameters.ParameterSpace` that irace's sampler (:mod:`racer.cli.sampler`)
+:class:`~racer.tuning.parameters.ParameterSpace` that irace's sampler (:mod:`racer.tuning.sampler`)
 and the iterated tuner work on. Conditions and forbidden clauses become irace's R expressions
-(:mod:`racer.cli.rexpr`). What irace's sampler cannot draw as the user's space says (a normal
+(:mod:`racer.tuning.rexpr`). What irace's sampler cannot draw as the user's space says (a normal
 or beta prior, weighted categories, a stepped grid too fine to list, a value that R's
 comparisons would confuse with another) is a ``ValueError`` naming the parameter, the
 construct and what to write instead: a distribution is never changed silently.
@@ -35,9 +35,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from racer.cli import rexpr
-from racer.cli.checks import MAX_DIGITS
-from racer.cli.parameters import (
+from racer.tuning import rexpr
+from racer.tuning.checks import MAX_DIGITS
+from racer.tuning.parameters import (
     ForbiddenRule,
     Parameter,
     ParameterSpace,
@@ -62,7 +62,7 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
 
     ``space`` is one of:
 
-    * a :class:`~racer.cli.parameters.ParameterSpace`: returned as is, or a copy with the
+    * a :class:`~racer.tuning.parameters.ParameterSpace`: returned as is, or a copy with the
       ``forbidden`` rules added (``digits`` must be None: they are its own);
     * irace's parameters: an ``os.PathLike`` (``pathlib.Path``), or a ``str`` without a
       newline that names an existing file, is the path of a parameters file; any other
@@ -84,7 +84,7 @@ def parameter_space(space: Any, *, forbidden: str | os.PathLike | None = None,
 
     >>> space = parameter_space(__import__("pathlib").Path("no-such-file.txt"))
     Traceback (most recent call last):
-    racer.cli.parameters.ParameterFileError: no-such-file.txt: file not found
+    racer.tuning.parameters.ParameterFileError: no-such-file.txt: file not found
     """
     if digits is not None and (isinstance(digits, bool) or not isinstance(digits, numbers.Integral)
                                or not 1 <= digits <= MAX_DIGITS):
@@ -219,7 +219,7 @@ def _choices(name: str, ptype: str, values, where: str) -> Parameter:
                 f"{where}: the choice {v!r} is not a str, int, finite float or bool, the "
                 "values irace's conditions and forbidden rules compare; name it with a string "
                 "and map it back in your code")
-    # Two values R's `==` finds equal (racer.cli.rexpr._compare: numbers, and strings that
+    # Two values R's `==` finds equal (racer.tuning.rexpr._compare: numbers, and strings that
     # read as numbers, compare as numbers; anything else as its text) would be one value for
     # conditions and forbidden rules: each value is filed under every key it compares by.
     seen: dict = {}

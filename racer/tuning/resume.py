@@ -12,7 +12,7 @@ anything runs:
 * the same settings with a larger ``maxExperiments`` (or ``maxTime``) continue it: the new
   budget is appended to ``budgets`` before any new run, and the tuner replays the earlier
   sessions under their own budgets, then goes on with the extra budget
-  (:class:`racer.cli.iterated.Tuner`);
+  (:class:`racer.tuning.tuner.Tuner`);
 * anything else is refused with a :class:`ResumeError` that says first how to start over
   (``--fresh`` or another execDir), then each change as ``name: old -> new``.
 
@@ -45,7 +45,7 @@ _TUNING_OPTIONS = (
     # Added with capping: a journal written before has none of them, and a name missing
     # from the old settings is not compared (resume._changes), so it still resumes.
     "capping", "cappingAfterFirstTest", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
-    # Added with several objectives (racer.cli.objectives), alike.
+    # Added with several objectives (racer.tuning.objectives), alike.
     "objectives",
 )
 
@@ -61,7 +61,7 @@ def _budget_of(values: dict) -> dict:
 
 
 def _describe_parameter(p) -> str:
-    from racer.cli.parameters import format_value
+    from racer.tuning.parameters import format_value
 
     # format_value: exact (shortest repr), so that any change of a bound is seen.
     domain = "(" + ", ".join(format_value(x) if isinstance(x, (int, float)) else str(x)
@@ -78,7 +78,7 @@ def settings_of(loaded: dict, args, seed: int, runner_command: list) -> dict:
     """The settings of this command, as recorded in ``settings.json`` (without ``budgets``)."""
     sc, space = loaded["scenario"], loaded["space"]
     v = sc.values
-    from racer.cli.parameters import format_value
+    from racer.tuning.parameters import format_value
 
     return {
         "version": _VERSION,

@@ -32,7 +32,7 @@ initial one; and the new configurations are sampled again. See :meth:`Sampler.si
 :meth:`Sampler.soft_restart`.
 
 >>> import numpy as np
->>> from racer.cli.parameters import Parameter, ParameterSpace
+>>> from racer.tuning.parameters import Parameter, ParameterSpace
 >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 1.0)),
 ...                         Parameter("k", "--k ", "o", ("a", "b", "c"))], digits=2)
 >>> s = Sampler(space)
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from racer.cli.parameters import Parameter, ParameterSpace
+from racer.tuning.parameters import Parameter, ParameterSpace
 
 __all__ = ["Sampler", "SamplingError", "OptunaSampler"]
 
@@ -219,7 +219,7 @@ class Sampler:
         in the order given; empty if none is.
 
         >>> from types import SimpleNamespace as C
-        >>> from racer.cli.parameters import Parameter, ParameterSpace
+        >>> from racer.tuning.parameters import Parameter, ParameterSpace
         >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 10.0)),
         ...                         Parameter("k", "--k ", "c", ("a", "b"))], digits=2)
         >>> confs = [C(id=1, values={"x": 1.0, "k": "a"}), C(id=2, values={"x": 1.05, "k": "a"}),
@@ -268,7 +268,7 @@ class Sampler:
         sampled again. Returns the elite ids whose model was widened.
 
         >>> from types import SimpleNamespace as C
-        >>> from racer.cli.parameters import Parameter, ParameterSpace
+        >>> from racer.tuning.parameters import Parameter, ParameterSpace
         >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 10.0))], digits=2)
         >>> s = Sampler(space)
         >>> elite = C(id=1, values={"x": 1.0}, parent=None)
@@ -348,7 +348,7 @@ class OptunaSampler(Sampler):
     ``optuna`` (``pip install bayes-racer[optuna]``).
 
     >>> import numpy as np
-    >>> from racer.cli.parameters import Parameter, ParameterSpace
+    >>> from racer.tuning.parameters import Parameter, ParameterSpace
     >>> space = ParameterSpace([Parameter("x", "--x ", "r", (0.0, 1.0))], digits=2)
     >>> s = OptunaSampler(space, seed=0)
     >>> [0.0 <= c["x"] <= 1.0 for c in s.sample_uniform(2, np.random.default_rng(0))]

@@ -2,7 +2,7 @@
 
 A parameter line is ``name "switch" type (domain) | condition  # comment`` where ``type`` is
 ``c`` (categorical), ``o`` (ordinal), ``i``, ``r``, ``i,log`` or ``r,log``; the condition is an
-R expression (see :mod:`racer.cli.rexpr`). irace 4's sections are read too: ``[global]``
+R expression (see :mod:`racer.tuning.rexpr`). irace 4's sections are read too: ``[global]``
 (``digits = 4``) and ``[forbidden]`` (one R expression a line, as in a separate
 ``forbiddenFile``). Every error names the file, the line and what is wrong.
 
@@ -32,8 +32,8 @@ import re
 import shlex
 from typing import Any
 
-from racer.cli import rexpr
-from racer.cli.scenario import read_text
+from racer.tuning import rexpr
+from racer.tuning.instances import read_text
 
 __all__ = ["Parameter", "ParameterSpace", "ParameterFileError", "ForbiddenRule", "read_parameters",
            "read_forbidden", "read_configurations", "format_value"]
@@ -128,7 +128,7 @@ class ParameterSpace:
 
     #: A configuration to race first (every parameter, None where inactive): the user's
     #: defaults when the space was translated from one that declares them (a ConfigSpace
-    #: space, :func:`racer.space.parameter_space`); None otherwise.
+    #: space, :func:`racer.tuning.spaces.parameter_space`); None otherwise.
     default: dict | None = None
 
     def __init__(self, params: list[Parameter], forbidden: list[tuple[str, Any]] | None = None,
@@ -212,7 +212,7 @@ class ParameterSpace:
         """A configuration as the user's own space writes one: here its active parameters
         (inactive ones, None, left out), integers as ``int`` and reals as ``float`` (also
         when read back as another type); a space translated from ConfigSpace gives a
-        ``ConfigSpace.Configuration`` (:func:`racer.space.parameter_space`).
+        ``ConfigSpace.Configuration`` (:func:`racer.tuning.spaces.parameter_space`).
 
         >>> space = ParameterSpace([Parameter("x", "", "i", (1, 3)), Parameter("y", "", "r", (0, 1))])
         >>> space.native({"x": 2.0, "y": None})

@@ -1,12 +1,12 @@
-"""irace's iteration schedule is written once (racer/_irace_schedule.py), used by the one
+"""irace's iteration schedule is written once (racer/tuning/schedule.py), used by the one
 Tuner behind the ``racer`` command, racer.tune and Optuna's IteratedRace."""
 
 import math
 
 import pytest
 
-from racer._irace_schedule import IraceSchedule, default_n_iterations
-from racer.cli.iterated import Settings, Tuner
+from racer.tuning.schedule import IraceSchedule, default_n_iterations
+from racer.tuning.tuner import Settings, Tuner
 from racer.racing.frace import FRaceTest
 
 from _helpers.tuner import SPACE, TRAIN, FakeRunner
