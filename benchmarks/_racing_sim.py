@@ -16,7 +16,7 @@ from racer.racing.frace import FRaceTest
 from racer.racing.bayesian import BayesianTest
 from racer._race_stats import RaceStats
 from racer.racing.base import RaceView
-from racer.race import Race
+from racer.engine import Race
 
 SETTINGS = [(30, 1.0), (50, 1.0), (100, 1.0), (100, 0.5), (100, 0.1), (200, 0.1)]
 PAPER = {  # Benavoli et al. (2015) Tables 2-3: (ITER, MAE) per method, and Bayesian # indistinguishable

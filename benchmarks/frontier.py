@@ -249,7 +249,7 @@ def method_factories(extra=()):
 
 
 def _new_race(test, n_rows, q, seed, budget=None):
-    from racer.race import Race
+    from racer.engine import Race
 
     return Race(range(q), test=test, first_test=BLOCK, each_test=BLOCK, max_instances=n_rows,
                 instances=range(n_rows), random_state=seed, budget=budget, direction="maximize")

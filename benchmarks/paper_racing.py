@@ -296,7 +296,7 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
 
     from _racing_sim import make_data
     from racer.racing.frace import FRaceTest
-    from racer.race import Race
+    from racer.engine import Race
 
     lines = ["| setting | rep | ties | candidates | instances raced by irace = racer | "
              "elite irace = racer (winner=\"mean\") | irace ms | racer ms |",

@@ -122,7 +122,7 @@ def one(args):
 
 def check_against_engine():
     """The loop and racer.Race eliminate the same candidates at the same steps."""
-    from racer.race import Race
+    from racer.engine import Race
 
     for setting, rep, b in [((30, 1.0), 3, 30), ((50, 0.5), 1, None), ("realistic", 2, 10)]:
         mu, scores = setting_data(setting, rep)

@@ -360,7 +360,7 @@ def _ablation_tests(rho):
 
 def _replay(scores, order, test, first_test):
     """Race on a precomputed (split x candidate) matrix: the fits RaceSearchCV would run."""
-    from racer.race import Race
+    from racer.engine import Race
 
     race = Race(
         list(range(scores.shape[1])), test=test, first_test=first_test,

@@ -1,6 +1,6 @@
 """racer: Bayesian nonparametric racing of costly, noisy configurations.
 
-The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.race`; every racing
+The statistics live in :mod:`racer.stats`; the race engine in :mod:`racer.engine`; every racing
 test (the default, the Bayesian ones, irace's F-race and t-race) in :mod:`racer.racing`;
 adapters for scikit-learn and Optuna in :mod:`racer.adapters`; parameter spaces (irace's,
 Optuna's, ConfigSpace's) in :mod:`racer.tuning.spaces`; the command line in :mod:`racer.cli`, and
@@ -8,8 +8,6 @@ its tuner for a Python function in :func:`racer.tune`.
 """
 
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
@@ -30,17 +28,17 @@ _EXPORTS = {
     "RacingTest": "racing",
     "TRaceTest": "racing",
     "instance_groups": "racing",
-    "Evaluation": "race",
-    "EvaluationError": "race",
-    "Race": "race",
-    "RaceFailedError": "race",
-    "race": "race",
+    "Evaluation": "engine",
+    "EvaluationError": "engine",
+    "Race": "engine",
+    "RaceFailedError": "engine",
+    "race": "engine",
     "EliminationRecord": "result",
     "RaceResult": "result",
     "JournalInUseError": "storage",
     "parameter_space": "tuning.spaces",
-    "tune": "tune",
-    "TuneResult": "tune",
+    "tune": "_tune",
+    "TuneResult": "_tune",
 }
 
 # Submodules that ``import racer`` bound as attributes when it imported the above eagerly; they
@@ -74,22 +72,4 @@ def __dir__():
     return sorted((set(globals()) - _MACHINERY) | set(_EXPORTS) | set(_SUBMODULES))
 
 
-class _Package(types.ModuleType):
-    """``racer`` itself, keeping ``racer.race`` the function.
-
-    The import system binds a submodule on its package once the submodule has run, whoever
-    imports it (``from racer.race import Race``, the command line). ``race`` is both a
-    submodule and the public function, and the function must win, as it did when this file
-    imported it eagerly.
-    """
-
-    def __setattr__(self, name, value):
-        if (isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name
-                and value.__name__ == f"{__name__}.{name}"):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-_MACHINERY = {"importlib", "sys", "types", "_EXPORTS", "_SUBMODULES", "_MACHINERY", "_Package",
-              "__getattr__", "__dir__"}
+_MACHINERY = {"importlib", "_EXPORTS", "_SUBMODULES", "_MACHINERY", "__getattr__", "__dir__"}

@@ -1,6 +1,6 @@
 """Per-race incremental statistics, owned by the race engine and lent to each test step.
 
-The engine (:mod:`racer.race`) knows when rows arrive (a test step sees more rows than the
+The engine (:mod:`racer.engine`) knows when rows arrive (a test step sees more rows than the
 previous one) and when the survivors change (it eliminates them), so it keeps one
 :class:`RaceStats` per race and tells it :meth:`RaceStats.survivors_changed`. Racing tests
 read the statistics through :class:`racer.racing.base.RaceView` (``view.greater``,

@@ -1,6 +1,6 @@
 """The race loop: ask a block, evaluate it, tell the race; one driver for every front end.
 
-A :class:`~racer.race.Race` is an ask/tell state machine: it never runs anything itself. The
+A :class:`~racer.engine.Race` is an ask/tell state machine: it never runs anything itself. The
 loop that drives it lives here, once, and every front end uses it:
 
 * :meth:`racer.Race.run` and :func:`racer.race` (:func:`run_race`: ``evaluate(candidate,
@@ -92,7 +92,7 @@ def _candidate_and_instance(ev: Any) -> tuple:
 class InProcess:
     """Run ``fn(*args_of(evaluation))`` here, one after the other (``n_jobs=1``, no timeout).
 
-    >>> from racer.race import Evaluation
+    >>> from racer.engine import Evaluation
     >>> ev = Evaluation(0, 1, "c", 4)
     >>> [(ok, value) for _, ok, value in InProcess(lambda c, i: 1 / i).results([ev])]
     [(True, 0.25)]

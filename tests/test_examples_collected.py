@@ -39,10 +39,10 @@ def _import(conftest, path: Path):
 
 def test_the_sources_are_all_there(conftest):
     names = {conftest._dotted_name(p) for p in SOURCES}
-    assert {"racer", "racer.race", "racer.stats.frequentist", "racer.tuning.sampler",
+    assert {"racer", "racer.engine", "racer.stats.frequentist", "racer.tuning.sampler",
             "racer.adapters", "racer.racing.frace", "racer.adapters.sklearn",
             "racer.adapters.sklearn._search", "racer.adapters.optuna.pruner"} <= names
-    assert conftest._dotted_name(conftest.ROOT / "tests" / "engine" / "test_race.py") is None
+    assert conftest._dotted_name(conftest.ROOT / "tests" / "engine" / "test_engine.py") is None
     assert conftest._dotted_name(conftest.ROOT / "benchmarks" / "frontier.py") is None
 
 
@@ -64,7 +64,7 @@ def test_doctest_sees_every_example_written_and_each_compares_output(conftest, p
     least = {"racer.stats.bayesian_sign": 10, "racer._validation": 5,
              "racer.stats._hierarchical": 4, "racer.racing.hierarchical": 8, "racer.result": 6,
              "racer.adapters.sklearn.datasets": 4,
-             "racer.race": 1, "racer.storage": 1, "racer.plot": 1, "racer.report": 1,
+             "racer.engine": 1, "racer.storage": 1, "racer.plot": 1, "racer.report": 1,
              "racer.tuning.record": 1, "racer.progress": 1, "racer.racing.frace": 1,
              "racer.tuning.rexpr": 1, "racer.tuning.parameters": 1, "racer.cli.scenario": 1,
              "racer.tuning.sampler": 1, "racer.cli.target_runner": 1}
@@ -106,7 +106,7 @@ def test_the_readme_test_command_collects_the_examples_of_every_module(conftest)
             raise
         missing.append(relative)
     assert not missing, "modules whose examples `pytest -q` does not collect:\n" + "\n".join(missing)
-    assert {"racer/race.py", "adapters/sklearn/_search.py", "README.md"} <= collected
+    assert {"racer/engine.py", "adapters/sklearn/_search.py", "README.md"} <= collected
 
 
 def test_no_adapter_was_imported_under_its_folder_name():

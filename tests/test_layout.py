@@ -141,7 +141,7 @@ def test_the_import_graph_sees_every_kind_of_import():
 from typing import TYPE_CHECKING
 import racer.stats.frequentist
 from racer.racing import base
-from racer.race import Race
+from racer.engine import Race
 from . import frace
 if TYPE_CHECKING:
     from racer.report import write_html
@@ -149,7 +149,7 @@ def later():
     from racer.tuning import tuner as iterated
 """
     assert sorted(_imports("racer.racing.trace", source)) == [
-        ("racer.race", 5), ("racer.racing.base", 4), ("racer.racing.frace", 6),
+        ("racer.engine", 5), ("racer.racing.base", 4), ("racer.racing.frace", 6),
         ("racer.stats.frequentist", 3), ("racer.tuning.tuner", 10)]
     graph = _graph()
     assert "racer.racing.base" in graph["racer.racing.frace"]

@@ -202,16 +202,17 @@ def test_dir_lists_what_it_did_before_anything_is_loaded(tmp_path):
 
 
 @pytest.mark.parametrize("first", [
-    "import racer.race",
-    "from racer.race import Race",
-    "import racer.tuning.tuner",  # the command line's tuner imports the race module itself
+    "import racer.engine",
+    "from racer.engine import Race",
+    "import racer.tuning.tuner",  # the tuner imports the race engine itself
     "from racer.cli import main; main(['--version'])",
 ])
-def test_racer_race_stays_the_function_whoever_imports_the_module_first(first, tmp_path):
+def test_racer_race_is_the_function_whoever_imports_the_engine_first(first, tmp_path):
+    # The engine module is racer.engine, so no submodule named ``race`` can shadow the function.
     body = (first + "\nimport racer\n"
             "outcome = [racer.race.__module__, callable(racer.race), type(racer.race).__name__]")
     outcome, _, _ = probe(body, tmp_path)
-    assert outcome == ["racer.race", True, "function"]
+    assert outcome == ["racer.engine", True, "function"]
 
 
 def test_help_of_the_package_renders_every_public_name(tmp_path):

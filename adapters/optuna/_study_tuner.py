@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 from racer.adapters.optuna._common import ITERATION_ATTR, N_INSTANCES_ATTR
 from racer.tuning.parameters import Parameter, ParameterSpace
 from racer.tuning.sampler import OptunaSampler, Sampler
-from racer.tune import _CallableRunner
+from racer._tune import _CallableRunner
 
 __all__ = ["StudySampler", "StudyRunner", "schedule_space", "PARAMS_ATTR"]
 

@@ -606,7 +606,7 @@ class IteratedRace:
         from racer.tuning.lookahead import UNUSED
         from racer.tuning.instances import Instance
         from racer.progress import ProgressBar, iteration_text, iterations_done_text
-        from racer.race import RaceFailedError
+        from racer.engine import RaceFailedError
 
         study = self._study
         budgets = self._budgets(dict(study.user_attrs.get(STATE_ATTR) or {}))

@@ -6,7 +6,7 @@ candidate is fitted on the same split, and after each split the racing test drop
 candidates the scores already show to be worse than, or practically tied with, a better one.
 Fits are only spent on candidates that still matter.
 
-The race itself is :class:`racer.race.Race`; this module turns its ``ask()`` tasks into fits
+The race itself is :class:`racer.engine.Race`; this module turns its ``ask()`` tasks into fits
 (each one a public ``sklearn.model_selection.cross_validate`` call on a single split) and sends
 the scores back with ``tell()``. The engine never imports scikit-learn.
 """
@@ -30,7 +30,7 @@ from racer.adapters.sklearn._fits import Fits
 from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit_failures
 from racer.adapters.sklearn._splits import plan_splits
 from racer.execution import check_timeout, effective_n_jobs
-from racer.race import RaceFailedError
+from racer.engine import RaceFailedError
 from racer.race_loop import drive, progress_line
 from racer.racing import registry
 from racer.racing.base import KeepAll
@@ -649,9 +649,9 @@ RacingTest, optional
         return race.result()
 
     def _new_race(self, candidates, fit_splits, rng):
-        """The :class:`racer.race.Race` over the splits, with the test for correlated CV
+        """The :class:`racer.engine.Race` over the splits, with the test for correlated CV
         scores."""
-        from racer.race import Race
+        from racer.engine import Race
 
         n_candidates = len(candidates)
         n_test = np.mean([len(test) for _, test in fit_splits])

@@ -1139,7 +1139,7 @@ def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | Non
                + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
-    if isinstance(exc, _if_imported("racer.race", "RaceFailedError", _NotRaised)):
+    if isinstance(exc, _if_imported("racer.engine", "RaceFailedError", _NotRaised)):
         _error("no configuration could be evaluated (every run of a race failed): "
                f"{exc}\nCheck the runner with `racer --check`; once it works, start over with --fresh.")
         return EXIT_RUNNER

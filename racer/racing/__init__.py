@@ -1,7 +1,7 @@
 """Every racing test, and the interface between them and the race engine.
 
 A racing test reads a :class:`RaceView` of the survivors after each block of instances and
-returns the :class:`Elimination` decisions; :class:`racer.race.Race` runs the loop. Each test
+returns the :class:`Elimination` decisions; :class:`racer.engine.Race` runs the loop. Each test
 takes its formulas from :mod:`racer.stats`.
 
 =============================  ===================================================================

@@ -1,6 +1,6 @@
 """The interface between the race engine and the statistical test that eliminates candidates.
 
-The engine (:mod:`racer.race`) owns the loop, the budget, the bookkeeping and the per-race
+The engine (:mod:`racer.engine`) owns the loop, the budget, the bookkeeping and the per-race
 incremental statistics (it alone knows when rows arrive and survivors change); a racing test
 is a configuration plus a decision rule: it reads a :class:`RaceView` of the survivors and says
 who goes. Keeping that boundary narrow is what lets the Bayesian test
@@ -405,7 +405,7 @@ class KeepAll(RacingTest):
 
     The command line's test phase runs its elites with it, and the adapters race with it when
     they have fewer instances than ``first_test`` (a plain grid search), since
-    :class:`racer.race.Race` refuses a first block shorter than ``first_test``.
+    :class:`racer.engine.Race` refuses a first block shorter than ``first_test``.
 
     >>> import numpy as np
     >>> KeepAll().decide(RaceView.from_scores(np.eye(3), np.arange(3)), None)

@@ -20,7 +20,7 @@ name                   aliases                          builds                  
 
 Names are case-insensitive (irace lower-cases its ``testType``). The winner rule is the test
 class's own ``winner`` attribute (``"mean"`` when it states none), so the table cannot disagree
-with what :class:`racer.race.Race` does with the test. irace's four names take ``alpha = 1 -
+with what :class:`racer.engine.Race` does with the test. irace's four names take ``alpha = 1 -
 confidence`` from a scenario (:func:`make_test`'s ``alpha``).
 
 A scenario's ``confidence`` (:func:`make_test`'s ``confidence``) reaches every test of the
@@ -120,7 +120,7 @@ class RacingTestEntry:
     @property
     def winner(self) -> str:
         """The race's winner rule that goes with this test: its class's ``winner``, else
-        ``"mean"`` (what :class:`racer.race.Race` does with ``winner=None``)."""
+        ``"mean"`` (what :class:`racer.engine.Race` does with ``winner=None``)."""
         return getattr(self.test_class, "winner", None) or "mean"
 
     def build(self, **options):

@@ -34,7 +34,7 @@ import numpy as np
 
 from racer.tuning.schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
-from racer.race import Race
+from racer.engine import Race
 from racer.tuning.parameters import ParameterSpace, format_value
 from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.tuning.capping import CappedTest, capped_time, score

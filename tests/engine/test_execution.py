@@ -17,7 +17,7 @@ import pytest
 from racer import BayesianTest, Race, race
 from racer.racing.base import KeepAll
 from racer.execution import WorkerPool
-from racer.race import EvaluationError
+from racer.engine import EvaluationError
 
 from _helpers.processes import descendants, wait_gone
 

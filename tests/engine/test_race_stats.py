@@ -8,7 +8,7 @@ import pytest
 
 from racer.racing.frace import FRaceTest
 from racer.racing.bayesian import BayesianTest
-from racer.race import Race
+from racer.engine import Race
 
 from _helpers.races import tell_first
 

@@ -165,7 +165,7 @@ def test_engine_statistics_equal_fresh_ones_through_a_race(make_inner):
     # The race lends its incremental statistics to the view; a view computed afresh from the
     # same scores must give the same numbers, bit for bit (sums of multiples of 1/4).
     from racer.racing.base import RacingTest
-    from racer.race import Race
+    from racer.engine import Race
 
     seen = []
 

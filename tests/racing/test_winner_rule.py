@@ -7,7 +7,7 @@ import pytest
 
 from racer.racing.frace import FRaceTest
 from racer.racing.base import KeepAll
-from racer.race import Race
+from racer.engine import Race
 
 # Candidate 0 has the best mean (one big win), candidate 1 the best rank sum (it beats 0 and
 # 2 on four instances of five). Rank sums: 13, 6, 11; means: 2.0, 1.0, 0.5.

@@ -20,7 +20,7 @@ from racer.tuning.tuner import Settings, Tuner
 from racer.tuning.lookahead import UNUSED
 from racer.tuning.instances import Instance
 from racer.cli.target_runner import RunResult, TargetRunner
-from racer.race import Race
+from racer.engine import Race
 
 from _helpers.cli import ENV, PARAMS_1, make_scenario, racer_command, read_runs, wait_for_runs
 from _helpers.tuner import SPACE, TRAIN

@@ -42,15 +42,15 @@ def small(**kw):
 def test_racer_tune_is_the_function_once_its_module_is_imported():
     import importlib
 
-    # Importing the submodule binds it on the package, which keeps the function (as racer.race).
-    module = importlib.import_module("racer.tune")
+    # The module is racer._tune, so importing it cannot rebind the name racer.tune.
+    module = importlib.import_module("racer._tune")
     assert racer.tune is module.tune and callable(racer.tune)
 
 
 def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     from racer.tuning.instances import Instance
     from racer.cli.target_runner import Runner, TargetRunner
-    from racer.tune import _CallableRunner
+    from racer._tune import _CallableRunner
 
     inst = Instance("i")
     callable_runner = _CallableRunner(quadratic, [0.5], {inst: 0}, n_workers=0, timeout=None,
@@ -103,7 +103,7 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
 def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
     from racer.tuning.resume import _TUNING_OPTIONS
     from racer.cli.scenario import OPTIONS
-    from racer.tune import _ARGUMENT_NAMES, OPTION_NAMES
+    from racer._tune import _ARGUMENT_NAMES, OPTION_NAMES
 
     reachable = set(OPTION_NAMES.values()) | set(_ARGUMENT_NAMES.values())
     assert set(_TUNING_OPTIONS) - reachable == set()
@@ -229,7 +229,7 @@ def test_retries_call_evaluate_again_as_a_target_runner_is_started_again():
 
 
 def test_what_evaluate_returns_is_read_as_a_target_runners_output():
-    from racer.tune import _read_value
+    from racer._tune import _read_value
 
     assert _read_value(2, False) == ("ok", 2.0, None, "")
     assert _read_value((2, 0.5), "max_time") == ("ok", 2.0, 0.5, "")

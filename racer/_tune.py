@@ -705,7 +705,7 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
     from racer.tuning.tuner import BudgetError
     from racer.cli.scenario import Instance, ScenarioError, defaults
     from racer.tuning.runner import TargetRunnerError
-    from racer.race import EvaluationError
+    from racer.engine import EvaluationError
 
     cleanup = None
     if storage is None:
