@@ -42,13 +42,17 @@ dominance evidence; its CSV and JSON carry every objective (docs/report.md).
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
+import dataclasses
 import datetime
 import html
+import importlib
 import io
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -58,7 +62,7 @@ from racer._text import short_repr
 from racer.result import EliminationRecord, RaceResult
 from racer.storage import _as_path, journal_data, objective_names, result_from_journal
 
-__all__ = ["export_csv", "export_json", "main", "write_report"]
+__all__ = ["elimination_statistic", "export_csv", "export_json", "main", "write_report"]
 
 
 _STATUS_TEXT = {
@@ -134,6 +138,142 @@ def _objective_evidence(result: RaceResult, rec: EliminationRecord) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- what the numbers are
+
+
+def elimination_statistic(journal: Any) -> str:
+    """What the number behind each elimination of a journaled race is: ``"p-value"``,
+    ``"posterior probability"``, or ``"unknown"``.
+
+    A racing test declares it (:attr:`racer.racing.base.RacingTest.elimination_statistic`);
+    a journal stores the test's class path and settings, so the report imports that class
+    (which runs its module, as unpickling would) and reads the declaration. A wrapper that
+    declares None (:class:`~racer.racing.base.ProtectElites`), or that declares nothing and
+    journals the test it wraps as ``inner``, passes on that test's numbers: the report reads
+    the inner test's declaration, found by name among the racing tests racer has imported.
+    What cannot be imported or found is ``"unknown"``: the report then says it does not know
+    rather than guess. ``journal`` is a path or the dict of :func:`racer.storage.read_journal`.
+
+    >>> import os, tempfile
+    >>> from racer import race
+    >>> from racer.racing import TRaceTest
+    >>> path = os.path.join(tempfile.mkdtemp(), "r.sqlite")
+    >>> _ = race(lambda c, i: c * i, [1, 2, 3], range(8), test=TRaceTest(), progress=False,
+    ...          random_state=0, storage=path)
+    >>> elimination_statistic(path)
+    'p-value'
+    """
+    return _fingerprint_statistic(journal_data(journal)["fingerprint"])
+
+
+def _fingerprint_statistic(fp: dict) -> str:
+    test = fp.get("test")
+    params = fp.get("test_params") or {}
+    if not isinstance(test, str) or not isinstance(params, dict):
+        return "unknown"
+    return _statistic_of(_class_at(test), params)
+
+
+def _statistic_of(cls: type | None, params: dict) -> str:
+    """The declaration of the racing test ``cls`` journaled with ``params`` (values as the
+    journal stores them: reprs), following a wrapper to the test it wraps."""
+    from racer.racing.base import RacingTest
+
+    if not (isinstance(cls, type) and issubclass(cls, RacingTest)):
+        return "unknown"
+    declared = cls.elimination_statistic
+    undeclared = not any("elimination_statistic" in vars(c) for c in cls.__mro__
+                         if c is not RacingTest)
+    if declared is None or (undeclared and "inner" in params):
+        return _inner_statistic(params)
+    return declared if isinstance(declared, str) and declared else "unknown"
+
+
+def _inner_statistic(params: dict) -> str:
+    """The declaration of the test a wrapper journaled as ``inner``: ``"Name[(key, value),
+    ...]"`` (ProtectElites, CappedTest) or ``"Name"`` with ``inner__key`` entries beside it
+    (the cross-validation wrappers), found by name among the racing tests imported."""
+    text = _literal(params.get("inner"))
+    match = re.match(r"\s*([A-Za-z_][\w.]*)", text) if isinstance(text, str) else None
+    if match is None:
+        return "unknown"
+    name, rest = match.group(1), text[match.end():].strip()
+    inner_params = {key[len("inner__"):]: value for key, value in params.items()
+                    if key.startswith("inner__")}
+    if rest:
+        try:
+            inner_params = {str(k): repr(v) for k, v in _literal(rest)}
+        except (TypeError, ValueError):
+            pass  # settings that are no literal: the class alone may still say
+    kinds = {_statistic_of(cls, inner_params) for cls in _racing_test_classes()
+             if cls.__qualname__ == name}
+    # Not found, or two classes of that name that disagree: racer cannot tell.
+    return kinds.pop() if len(kinds) == 1 else "unknown"
+
+
+def _literal(text: Any) -> Any:
+    """A journaled repr read back where it is a literal; the text itself otherwise."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def _class_at(path: str) -> type | None:
+    """The class at ``package.module.Qual.Name``, or None when it cannot be imported."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:cut]))
+        except Exception:  # noqa: BLE001 - any failure to import means "cannot tell"
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj if isinstance(obj, type) else None
+    return None
+
+
+def _racing_test_classes() -> list[type]:
+    """Every RacingTest subclass imported so far, after importing racer's own racing tests."""
+    import pkgutil
+
+    import racer.racing
+    from racer.racing.base import RacingTest
+
+    for module in pkgutil.iter_modules(racer.racing.__path__):
+        importlib.import_module(f"racer.racing.{module.name}")
+    found, todo = [], [RacingTest]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.append(sub)
+                todo.append(sub)
+    return found
+
+
+def _statistic_phrase(statistic: str) -> str:
+    """The words of the eliminations' paragraph for the test's number."""
+    if statistic == "unknown":
+        return ("number the test reported (a p-value or a posterior probability: racer could "
+                "not import the journaled test class, or the test it wraps, to read which)")
+    return f"{statistic} the test reported"
+
+
+def _statistic_word(statistic: str) -> str:
+    """The test's number in a caption."""
+    return "the test's number (a p-value or a probability: unknown)" if statistic == "unknown" else statistic
+
+
+def _statistic_header(statistic: str) -> str:
+    return "p-value or probability (unknown)" if statistic == "unknown" else _esc(statistic)
+
+
+
 # --------------------------------------------------------------------------- exports
 
 
@@ -186,7 +326,8 @@ def export_csv(journal: Any, path: Any) -> str:
 
 
 def race_record(journal: Any) -> dict:
-    """The race as plain JSON-ready data (what ``--json`` writes)."""
+    """The race as plain JSON-ready data (what ``--json`` writes). Each elimination's
+    ``probability`` is what ``elimination_statistic`` says (:func:`elimination_statistic`)."""
     data = journal_data(journal)
     result = result_from_journal(data)
     records = {rec.candidate_index: rec for rec in result.history}
@@ -240,6 +381,7 @@ def race_record(journal: Any) -> dict:
         "maximize": result.maximize,
         "seed": data["seed"],
         "settings": data["fingerprint"],
+        "elimination_statistic": _fingerprint_statistic(data["fingerprint"]),
         "candidates": candidates,
         "instances": data["instances"],
         "decisions": [
@@ -340,16 +482,17 @@ def _figure_adder(out: list, salt: str):
 
 
 def _figures(result: RaceResult, rope: float, random_state: int, which: str = "all",
-             salt: str = "") -> list[tuple[str, str, str]]:
+             salt: str = "", statistic: str = "unknown") -> list[tuple[str, str, str]]:
     """(title, caption, svg or note) for each figure; a figure that cannot be drawn says why.
     ``which="race"`` draws only the timeline and the score matrix (for the many races of a
-    tuning report)."""
+    tuning report); ``statistic`` names the timeline's numbers (:func:`elimination_statistic`)."""
     from racer import plot
 
     out: list = []
     add = _figure_adder(out, salt)
     add("Race timeline", "Survivors after each instance; one line per candidate, ending where "
-        "it was eliminated (marker: reason; label: probability and who beat or matched it).",
+        f"it was eliminated (marker: reason; label: {_statistic_word(statistic)} and who beat "
+        "or matched it).",
         lambda: plot.plot_race_timeline(result))
     if which == "race":
         add("Score matrix", "Every evaluation, instances by candidates in ranking order; grey: "
@@ -389,33 +532,103 @@ def _figures(result: RaceResult, rope: float, random_state: int, which: str = "a
     return out
 
 
+# --------------------------------------------------------------------------- a race's page
+#
+# One function per section of the page. Each reads the _RacePage (the journal, its rebuilt
+# result and what the page derives once from them) and returns its lines; _html puts them in
+# order. The lines are joined with newlines, so a section that shows nothing returns [].
+
+
+@dataclasses.dataclass(frozen=True)
+class _RacePage:
+    """What every section of a race's page reads."""
+
+    path_text: str
+    data: dict
+    result: RaceResult
+    records: dict  # candidate index -> its EliminationRecord (survivors have none)
+    names: list  # the objectives' names; [] for a race on one objective
+    statistic: str  # what the eliminations' numbers are (elimination_statistic)
+
+    @property
+    def fp(self) -> dict:
+        return self.data["fingerprint"]
+
+    @property
+    def multi(self) -> bool:
+        return self.result.directions is not None
+
+    @property
+    def journaled_stop(self) -> bool:
+        return bool(self.data.get("stop_reason"))
+
+    @property
+    def winner(self) -> Any:
+        return self.data.get("winner")
+
+
+def _race_page(path_text: str, data: dict, result: RaceResult) -> _RacePage:
+    fp = data["fingerprint"]
+    multi = result.directions is not None
+    return _RacePage(
+        path_text=path_text, data=data, result=result,
+        records={rec.candidate_index: rec for rec in result.history},
+        names=objective_names(fp, len(result.directions)) if multi else [],
+        statistic=_fingerprint_statistic(fp),
+    )
+
+
 def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_state: int,
           title: str | None, *, standalone: bool = True, figures: str = "all", salt: str = "") -> str:
-    fp = data["fingerprint"]
-    finished = result.stop_reason in _FINISHED
-    status_cls = "finished" if finished else (
-        "interrupted" if result.stop_reason in ("interrupted", "failed") else "unknown")
-    status = status_text(result.stop_reason)
-    journaled_stop = bool(data.get("stop_reason"))
-    winner = data.get("winner")
+    """The page of one race, or (``standalone=False``) its section in a tuning's page, one
+    heading level down; ``figures`` and ``salt`` as for :func:`_figures`."""
+    page = _race_page(path_text, data, result)
+    h = _race_heading(page, title) if standalone else []
+    h += _status_line(page)
+    h += _summary_section(page)
+    h += _survivors_section(page)
+    h += _eliminations_section(page)
+    h += _failures_section(page)
+    h += _figures_section(page, rope, random_state, figures, salt)
+    h += _ranking_section(page)
+    h += _caveats_section(page)
+    if standalone:
+        h.append("<p class=\"sub\">Generated by racer.report.</p></body></html>")
+        return "\n".join(h)
+    # Nested in a tuning report: one heading level down.
+    text = "\n".join(h)
+    for a, b in (("h3", "h4"), ("h2", "h3")):
+        text = text.replace(f"<{a}>", f"<{b}>").replace(f"</{a}>", f"</{b}>")
+    return text
+
+
+def _race_heading(page: _RacePage, title: str | None) -> list[str]:
+    return [_page_head(title or "racer report: " + os.path.basename(page.path_text)),
+            f"<h1>{_esc(title or 'Race report')}</h1>",
+            f'<p class="sub">Journal <code>{_esc(page.path_text)}</code>, read {_now()}</p>']
+
+
+def _status_line(page: _RacePage) -> list[str]:
+    reason = page.result.stop_reason
+    status_cls = "finished" if reason in _FINISHED else (
+        "interrupted" if reason in ("interrupted", "failed") else "unknown")
+    source = "as journaled" if page.journaled_stop else "inferred: this journal records no stop"
+    return [f'<p><span class="status {status_cls}">{_esc(status_text(reason))}</span> '
+            f'<span class="sub">({source})</span></p>']
+
+
+def _summary_section(page: _RacePage) -> list[str]:
+    rows = _summary_rows(page)
+    return (["<h2>Summary</h2><table class=\"kv\">"]
+            + [f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows] + ["</table>"])
+
+
+def _summary_rows(page: _RacePage) -> list[tuple[str, str]]:
+    """(label, HTML) rows of the summary: the best, the counts, the settings as journaled."""
+    result, fp, winner = page.result, page.fp, page.winner
     n_cand = len(result.candidates)
     full = n_cand * result.n_instances
     share = f" ({100.0 * result.n_evaluations / full:.0f}% of every candidate on every instance)" if full else ""
-    test = fp.get("test", "?")
-    frequentist = "frace" in test.lower() or "frequentist" in test.lower()
-    prob_word = "p-value" if frequentist else "probability"
-    records = {rec.candidate_index: rec for rec in result.history}
-    multi = result.directions is not None
-    names = objective_names(fp, len(result.directions)) if multi else []
-    h = []
-    if standalone:
-        h.append(_page_head(title or "racer report: " + os.path.basename(path_text)))
-        h.append(f"<h1>{_esc(title or 'Race report')}</h1>")
-        h.append(f'<p class="sub">Journal <code>{_esc(path_text)}</code>, read {_now()}</p>')
-    h.append(f'<p><span class="status {status_cls}">{_esc(status)}</span> '
-             f'<span class="sub">({"as journaled" if journaled_stop else "inferred: this journal records no stop"})</span></p>')
-
-    h.append("<h2>Summary</h2><table class=\"kv\">")
     best_mean = result.mean_scores[result.best_index]
     rows = [
         ("Best", f"<code>#{result.best_index} {_esc(result.best)}</code> "
@@ -426,21 +639,21 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
         ("Evaluations", f"{result.n_evaluations}{share}; failed: {len(result.failures)}"),
         ("Budget", "none" if result.budget is None else str(result.budget)),
         ("Stop reason", f"<code>{_esc(result.stop_reason)}</code>"
-                        + ("" if journaled_stop else " (inferred)")),
+                        + ("" if page.journaled_stop else " (inferred)")),
         ("Winner rule", f"<code>{_esc(winner)}</code> ({_WINNER_TEXT.get(winner, '')})"
                         if winner else "not journaled (older racer): survivors ordered by mean score"),
-        ("Test", f"<code>{_esc(test)}</code>"),
+        ("Test", f"<code>{_esc(fp.get('test', '?'))}</code>"),
         ("Test settings", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp.get("test_params", {}).items()) or "&ndash;"),
         ("Race settings", ", ".join(
             f"{k}={_esc(fp.get(k))}" for k in ("first_test", "each_test", "min_survivors",
                                                "max_instances", "shuffle", "on_error")
             if k in fp)),
-        ("Seed", _esc(data["seed"])),
+        ("Seed", _esc(page.data["seed"])),
     ]
     if fp.get("metadata"):
         rows.append(("Metadata", ", ".join(f"{_esc(k)}={_esc(v)}" for k, v in fp["metadata"].items())))
-    if multi:
-        front = result.pareto_front_indices
+    if page.multi:
+        names, front = page.names, result.pareto_front_indices
         rows[0] = ("Best", f"<code>#{result.best_index} {_esc(result.best)}</code> (the best "
                            f"survivor on {_esc(names[0])}, the first objective; the race's answer is "
                            "the Pareto front)")
@@ -449,111 +662,136 @@ def _html(path_text: str, data: dict, result: RaceResult, rope: float, random_st
             ("Pareto front", f"{len(front)} of {len(result.survivors)} survivors: "
                              + ", ".join(f"<code>#{int(i)}</code>" for i in front)),
         ]
-    h.extend(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    return rows
+
+
+def _survivors_section(page: _RacePage) -> list[str]:
+    result = page.result
+    h = [f"<h2>Survivors ({len(result.survivors)})</h2>"]
+    if page.multi:
+        return h + [_objective_table(result, page.names, result.survivor_indices, page.records)]
+    h.append("<table><tr><th>rank</th><th>candidate</th><th>mean score</th><th>instances</th></tr>")
+    for rank, idx in enumerate(result.survivor_indices, start=1):
+        cls = ' class="best"' if idx == result.best_index else ""
+        h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                 f"<td class=num>{int(result.n_evaluated[idx])}</td></tr>")
     h.append("</table>")
+    return h
 
-    h.append(f"<h2>Survivors ({len(result.survivors)})</h2>")
-    if multi:
-        h.append(_objective_table(result, names, result.survivor_indices, records))
+
+def _eliminations_section(page: _RacePage) -> list[str]:
+    result = page.result
+    h = [f"<h2>Eliminations ({len(result.history)})</h2>"]
+    if not result.history:
+        return h + ["<p>No candidate has been eliminated.</p>"]
+    if page.multi:
+        return h + [_objective_eliminations(result, page.names, page.statistic)]
+    h.append(f"<p>Each elimination with the {_statistic_phrase(page.statistic)} and the paired "
+             "record against the candidate that beat (dominated) or matched "
+             "(indistinguishable) it, on the instances both had seen when it was decided "
+             "(wins / ties / losses of the eliminated candidate).</p>")
+    long = len(result.history) > 25
+    if long:  # a long list would push the figures far down: folded, one click away
+        h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
+    h.append(f"<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
+             f"<th>by</th><th>{_statistic_header(page.statistic)}</th><th>record (W/T/L)</th>"
+             "<th>mean</th><th>mean of by</th></tr>")
+    for rec in result.history:
+        ev = _evidence(result, rec)
+        by = "&ndash;" if rec.by_index is None else f"<code>#{rec.by_index}</code>"
+        record = f"{ev['wins']}/{ev['ties']}/{ev['losses']} of {ev['n']}" if ev else "&ndash;"
+        h.append(
+            f"<tr><td class=num>{rec.step}</td><td class=num>{rec.n_instances}</td>"
+            f"<td><code>#{rec.candidate_index} {_esc(short_repr(rec.candidate, 60))}</code></td>"
+            f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
+            f"<td class=num>{record}</td><td class=num>{_num(ev.get('mean', math.nan))}</td>"
+            f"<td class=num>{_num(ev.get('by_mean', math.nan))}</td></tr>")
+    h.append("</table>" + ("</details>" if long else ""))
+    return h
+
+
+def _failures_section(page: _RacePage) -> list[str]:
+    result = page.result
+    if not result.failures:
+        return []
+    h = [f"<h2>Failed evaluations ({len(result.failures)})</h2><table>"
+         "<tr><th>candidate</th><th>instance</th><th>error</th></tr>"]
+    for cand, inst, msg in result.failures[:200]:
+        h.append(f"<tr><td><code>#{cand}</code></td><td>{inst}: <code>{_esc(short_repr(result.instances[inst], 60))}</code></td>"
+                 f"<td><code>{_esc(msg)}</code></td></tr>")
+    h.append("</table>")
+    if len(result.failures) > 200:
+        h.append(f"<p>... {len(result.failures) - 200} more (see --csv).</p>")
+    return h
+
+
+def _figures_section(page: _RacePage, rope: float, random_state: int, figures: str,
+                     salt: str) -> list[str]:
+    if page.multi:
+        drawn = _objective_figures(page.result, page.names, figures, salt, page.statistic)
     else:
-        h.append("<table><tr><th>rank</th><th>candidate</th><th>mean score</th><th>instances</th></tr>")
-        for rank, idx in enumerate(result.survivor_indices, start=1):
-            cls = ' class="best"' if idx == result.best_index else ""
-            h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
-                     f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
-                     f"<td class=num>{int(result.n_evaluated[idx])}</td></tr>")
-        h.append("</table>")
+        drawn = _figures(page.result, rope, random_state, figures, salt, page.statistic)
+    return ["<h2>Figures</h2>"] + _figure_blocks(drawn)
 
-    h.append(f"<h2>Eliminations ({len(result.history)})</h2>")
-    if result.history and multi:
-        h.append(_objective_eliminations(result, names))
-    elif result.history:
-        h.append(f"<p>Each elimination with the {prob_word} the test reported and the paired "
-                 "record against the candidate that beat (dominated) or matched "
-                 "(indistinguishable) it, on the instances both had seen when it was decided "
-                 "(wins / ties / losses of the eliminated candidate).</p>")
-        long = len(result.history) > 25
-        if long:  # a long list would push the figures far down: folded, one click away
-            h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
-        h.append(f"<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
-                 f"<th>by</th><th>{prob_word}</th><th>record (W/T/L)</th><th>mean</th><th>mean of by</th></tr>")
-        for rec in result.history:
-            ev = _evidence(result, rec)
-            by = "&ndash;" if rec.by_index is None else f"<code>#{rec.by_index}</code>"
-            record = f"{ev['wins']}/{ev['ties']}/{ev['losses']} of {ev['n']}" if ev else "&ndash;"
-            h.append(
-                f"<tr><td class=num>{rec.step}</td><td class=num>{rec.n_instances}</td>"
-                f"<td><code>#{rec.candidate_index} {_esc(short_repr(rec.candidate, 60))}</code></td>"
-                f"<td>{_esc(rec.reason)}</td><td>{by}</td><td class=num>{_num(rec.probability)}</td>"
-                f"<td class=num>{record}</td><td class=num>{_num(ev.get('mean', math.nan))}</td>"
-                f"<td class=num>{_num(ev.get('by_mean', math.nan))}</td></tr>")
-        h.append("</table>" + ("</details>" if long else ""))
-    else:
-        h.append("<p>No candidate has been eliminated.</p>")
 
-    if result.failures:
-        h.append(f"<h2>Failed evaluations ({len(result.failures)})</h2><table>"
-                 "<tr><th>candidate</th><th>instance</th><th>error</th></tr>")
-        for cand, inst, msg in result.failures[:200]:
-            h.append(f"<tr><td><code>#{cand}</code></td><td>{inst}: <code>{_esc(short_repr(result.instances[inst], 60))}</code></td>"
-                     f"<td><code>{_esc(msg)}</code></td></tr>")
-        h.append("</table>")
-        if len(result.failures) > 200:
-            h.append(f"<p>... {len(result.failures) - 200} more (see --csv).</p>")
+def _figure_blocks(drawn: list[tuple[str, str, str]]) -> list[str]:
+    return [f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>'
+            for fig_title, caption, body in drawn]
 
-    h.append("<h2>Figures</h2>")
-    drawn = (_objective_figures(result, names, figures, salt) if multi
-             else _figures(result, rope, random_state, figures, salt))
-    for fig_title, caption, body in drawn:
-        h.append(f'<div class="fig"><h3>{_esc(fig_title)}</h3><p class="sub">{_esc(caption)}</p>{body}</div>')
 
-    h.append(f"<h2>Ranking ({n_cand} candidates)</h2>")
-    if multi:
-        h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates: survivors "
-                 f"(best first on {_esc(names[0])}), then eliminated ones by instances seen and "
-                 f"mean {_esc(names[0])}</summary>"
-                 + _objective_table(result, names, result.ranking_indices, records, status=True)
-                 + "</details>")
-    else:
-        h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
-                 "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
-                 "<th>mean score</th><th>instances</th><th>status</th></tr>")
-        for rank, idx in enumerate(result.ranking_indices, start=1):
-            rec = records.get(int(idx))
-            status_txt = "survivor" if rec is None else (
-                rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
-            h.append(f"<tr><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
-                     f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
-                     f"<td class=num>{int(result.n_evaluated[idx])}</td><td>{_esc(status_txt)}</td></tr>")
-        h.append("</table></details>")
+def _ranking_section(page: _RacePage) -> list[str]:
+    result, names = page.result, page.names
+    n_cand = len(result.candidates)
+    h = [f"<h2>Ranking ({n_cand} candidates)</h2>"]
+    if page.multi:
+        return h + [f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates: survivors "
+                    f"(best first on {_esc(names[0])}), then eliminated ones by instances seen and "
+                    f"mean {_esc(names[0])}</summary>"
+                    + _objective_table(result, names, result.ranking_indices, page.records, status=True)
+                    + "</details>"]
+    h.append(f"<details{' open' if n_cand <= 25 else ''}><summary>All candidates, best first: survivors, then eliminated ones by "
+             "instances seen and mean score</summary><table><tr><th>rank</th><th>candidate</th>"
+             "<th>mean score</th><th>instances</th><th>status</th></tr>")
+    for rank, idx in enumerate(result.ranking_indices, start=1):
+        status_txt = _candidate_status(page.records.get(int(idx)))
+        h.append(f"<tr><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
+                 f"<td class=num>{_num(result.mean_scores[idx], 6)}</td>"
+                 f"<td class=num>{int(result.n_evaluated[idx])}</td><td>{_esc(status_txt)}</td></tr>")
+    h.append("</table></details>")
+    return h
 
-    h.append("<h2>What the journal does not say</h2><ul>")
-    h.append("<li>Candidates and instances are shown as the <code>repr</code> text the journal stores.</li>")
-    if not journaled_stop:
+
+def _candidate_status(rec: EliminationRecord | None) -> str:
+    """"survivor", or why and when the candidate left the race."""
+    if rec is None:
+        return "survivor"
+    return rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}"
+
+
+def _caveats_section(page: _RacePage) -> list[str]:
+    """What the journal does not say, and what the page shows instead."""
+    h = ["<h2>What the journal does not say</h2><ul>",
+         "<li>Candidates and instances are shown as the <code>repr</code> text the journal stores.</li>"]
+    if not page.journaled_stop:
         h.append("<li>No stop reason is journaled: the status is inferred from the race's "
                  "settings and from whether the last instance was completed.</li>")
-    if not winner:
+    if not page.winner:
         h.append("<li>The <code>winner</code> rule is not journaled (a journal of an older racer): "
                  "survivors are ordered by mean score.</li>")
-    if multi and fp.get("on_error") == "worst" and result.failures:
+    substituted = page.fp.get("on_error") == "worst" and page.result.failures
+    if page.multi and substituted:
         h.append("<li>Failed evaluations counted, on each objective, at a substitute score worse "
                  "than every success on their instance during the race "
                  "(<code>on_error=\"worst\"</code>); the substitutes are not journaled but "
                  "recomputed from the journal as the race computed them, so the means and the "
                  "front here are the race's own.</li>")
-    elif fp.get("on_error") == "worst" and result.failures:
+    elif substituted:
         h.append("<li>Failed evaluations counted at a substitute score during the race "
                  "(<code>on_error=\"worst\"</code>); the substitutes are not journaled, so the "
                  "means here are over successful evaluations only.</li>")
     h.append("</ul>")
-    if standalone:
-        h.append("<p class=\"sub\">Generated by racer.report.</p></body></html>")
-        return "\n".join(h)
-    # Nested in a tuning report: one heading level down.
-    text = "\n".join(h)
-    for a, b in (("h3", "h4"), ("h2", "h3")):
-        text = text.replace(f"<{a}>", f"<{b}>").replace(f"</{a}>", f"</{b}>")
-    return text
+    return h
 
 
 def _objective_table(result: RaceResult, names: list, indices: Any, records: dict, *,
@@ -569,8 +807,7 @@ def _objective_table(result: RaceResult, names: list, indices: Any, records: dic
         rec = records.get(idx)
         cls = ' class="best"' if idx in front else ""
         cells = "".join(f"<td class=num>{_num(v, 6)}</td>" for v in result.mean_objective_scores[idx])
-        status_txt = "survivor" if rec is None else (
-            rec.reason if rec.by_index is None else f"{rec.reason} by #{rec.by_index} after {rec.n_instances}")
+        status_txt = _candidate_status(rec)
         h.append(f"<tr{cls}><td class=num>{rank}</td><td><code>#{idx} {_esc(result.candidates[idx])}</code></td>"
                  f"{cells}<td class=num>{int(result.n_evaluated[idx])}</td>"
                  f"<td>{'yes' if idx in front else ''}</td>"
@@ -579,21 +816,23 @@ def _objective_table(result: RaceResult, names: list, indices: Any, records: dic
     return "\n".join(h)
 
 
-def _objective_eliminations(result: RaceResult, names: list) -> str:
+def _objective_eliminations(result: RaceResult, names: list, statistic: str) -> str:
     """The eliminations of a race on several objectives, each with its evidence."""
     k = len(names)
-    h = ["<p>Each elimination with the posterior probability the test reported: for "
-         "<em>dominated</em>, that the candidate in <em>by</em> dominates it (at least as good "
-         "on every objective, better on one, on the means over the instance distribution); for "
-         "<em>indistinguishable</em>, that the two are practically equivalent on every "
-         "objective. Beside it, on the instances both had seen when it was decided: on how many "
+    meaning = (": for <em>dominated</em>, that the candidate in <em>by</em> dominates it (at "
+               "least as good on every objective, better on one, on the means over the instance "
+               "distribution); for <em>indistinguishable</em>, that the two are practically "
+               "equivalent on every objective" if statistic == "posterior probability" else "")
+    h = [f"<p>Each elimination with the {_statistic_phrase(statistic)}{meaning}. Beside it, on "
+         "the instances both had seen when it was decided: on how many "
          "<em>by</em> dominated it instance by instance (and it dominated <em>by</em>), and each "
          "objective's mean of both.</p>"]
     long = len(result.history) > 25
     if long:
         h.append(f"<details><summary>Show all {len(result.history)} eliminations</summary>")
     h.append("<table><tr><th>step</th><th>after instance</th><th>candidate</th><th>reason</th>"
-             "<th>by</th><th>probability</th><th>instances by dominates it / it dominates by</th>"
+             f"<th>by</th><th>{_statistic_header(statistic)}</th>"
+             "<th>instances by dominates it / it dominates by</th>"
              + "".join(f"<th>mean {_esc(n)}</th><th>of by</th>" for n in names) + "</tr>")
     for rec in result.history:
         ev = _objective_evidence(result, rec)
@@ -613,7 +852,7 @@ def _objective_eliminations(result: RaceResult, names: list) -> str:
 
 
 def _objective_figures(result: RaceResult, names: list, which: str = "all",
-                       salt: str = "") -> list[tuple[str, str, str]]:
+                       salt: str = "", statistic: str = "unknown") -> list[tuple[str, str, str]]:
     """The figures of a race on several objectives: the front first, then the timeline, and
     (``which="all"``) the evaluations and the score matrix of the first objective. The
     single-objective statistics figures (sign tests, critical differences) are left out: they
@@ -630,8 +869,8 @@ def _objective_figures(result: RaceResult, names: list, which: str = "all",
         "and dots: eliminated candidates by reason, as in the timeline.",
         lambda: plot.plot_pareto_front(result, names=names))
     add("Race timeline", "Survivors after each instance; one line per candidate, ending where "
-        "it was eliminated (marker: reason; label: probability and who dominated or matched "
-        "it). Rows in order of the first objective.",
+        f"it was eliminated (marker: reason; label: {_statistic_word(statistic)} and who "
+        "dominated or matched it). Rows in order of the first objective.",
         lambda: plot.plot_race_timeline(result))
     if which == "all":
         add("Evaluations per candidate", "Where the budget went.",

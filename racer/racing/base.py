@@ -289,6 +289,11 @@ class RacingTest(abc.ABC):
     #: on several objectives (``view.objectives``), ``"any"`` either. A race refuses a test
     #: that cannot read its scores.
     objectives = "single"
+    #: What the ``probability`` of its :class:`Elimination` records is, for a reader of its
+    #: races (:mod:`racer.report` labels the numbers by it): ``"posterior probability"`` or
+    #: ``"p-value"``. A wrapper that passes on the decisions of the test it holds as
+    #: ``inner`` (and journals it as ``get_params()["inner"]``) says None: the inner test's.
+    elimination_statistic = "posterior probability"
 
     @abc.abstractmethod
     def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
@@ -361,6 +366,8 @@ class ProtectElites(RacingTest):
     >>> sorted(int(ids[e.index]) for e in test.decide(late, np.random.default_rng(0)))
     [0, 1, 3]
     """
+
+    elimination_statistic = None  # the wrapped test's
 
     def __init__(self, inner: RacingTest, n_elites: int, until: int) -> None:
         from racer._validation import check_int

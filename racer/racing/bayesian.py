@@ -158,6 +158,8 @@ class BayesianTest(RacingTest):
     [(0, 'dominated', 2), (1, 'dominated', 2)]
     """
 
+    elimination_statistic = "posterior probability"
+
     credibility: float = 0.975
     eps: float = 0.05
     prior_strength: float = 1.0

@@ -35,6 +35,8 @@ class ScoreResolution(RacingTest):
     RacingTest only sees the score matrix, not pairwise differences.
     """
 
+    elimination_statistic = None  # the wrapped test's
+
     def __init__(self, inner: RacingTest, rope: float):
         self.inner = inner
         self.rope = rope
@@ -78,6 +80,8 @@ class EarlyMargin(RacingTest):
     >>> [e.index for e in guarded.decide(RaceView.from_scores(scores), None)]
     [2]
     """
+
+    elimination_statistic = None  # the wrapped test's
 
     def __init__(self, inner: RacingTest, margin: float, below: int = 3):
         self.inner = inner
@@ -123,6 +127,8 @@ class ImpreciseEquivalence(RacingTest):
        nonparametric procedure for comparing algorithms. Proceedings of the 32nd International
        Conference on Machine Learning (ICML 2015), PMLR 37.
     """
+
+    elimination_statistic = None  # the wrapped test's
 
     def __init__(self, inner, credibility: float, eps: float, prior_strength: float = 1.0):
         self.inner = inner
@@ -179,6 +185,8 @@ class HalvingFloor(RacingTest):
     also cuts the field down to that quota by the level's mean, as Halving does. Low-fidelity scores (a k-NN fitted on 16 samples) can order
     candidates differently from full ones, so the subsample levels may thin the field but not
     decide it alone (``resource="n_samples"``; docs/sklearn.md)."""
+
+    elimination_statistic = None  # the wrapped test's
 
     def __init__(self, inner, n_candidates: int, splits_per_level: int, n_levels: int,
                  factor: float, cut: bool = False):
@@ -267,6 +275,8 @@ class CorrelatedTTestRacing(RacingTest):
     >>> [(e.index, e.reason, e.by) for e in test.decide(view, None)]
     [(1, 'dominated', 0), (2, 'indistinguishable', 0)]
     """
+
+    elimination_statistic = "posterior probability"
 
     rho: float = 0.2
     rope: float = 0.01

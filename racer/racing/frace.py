@@ -86,6 +86,7 @@ class FRaceTest(RacingTest):
     #: irace orders its survivors by rank sum (``overall.ranks()``), so the race's winner is
     #: irace's elite unless the race's own ``winner`` option says otherwise.
     winner = "rank_sum"
+    elimination_statistic = "p-value"  # the post-hoc p (or the Friedman gate's)
 
     alpha: float = 0.05
     post_hoc: str = "conover"

@@ -176,6 +176,8 @@ class HierarchicalRacingTest(RacingTest):
     [(2, 'dominated')]
     """
 
+    elimination_statistic = "posterior probability"  # below the top: `base`'s
+
     test_fraction: float
     rope: float = 0.01
     group: Any = None

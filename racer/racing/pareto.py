@@ -100,6 +100,7 @@ class ParetoTest(RacingTest):
     min_instances: int = 10
 
     objectives = "multi"
+    elimination_statistic = "posterior probability"
 
     def __post_init__(self):
         self.credibility = check_probability(self.credibility, "credibility")

@@ -158,6 +158,8 @@ class PosteriorBestTest(RacingTest):
     ([0, 1], {'dominated'})
     """
 
+    elimination_statistic = "posterior probability"
+
     gamma_max: float = 0.2
     gamma_min: float = 0.001
     error_rate: float | None = None

@@ -83,6 +83,7 @@ class TRaceTest(RacingTest):
 
     #: irace orders a t-test race's survivors, and its elites, by mean cost.
     winner = "mean"
+    elimination_statistic = "p-value"  # the adjusted p of the paired t-test
 
     alpha: float = 0.05
     adjust: str = "none"
