@@ -43,6 +43,7 @@ Figures of an iterated race take a :class:`racer.tuning.record.IteratedRun`, the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -470,32 +471,7 @@ def contenders(result: RaceResult) -> np.ndarray:
 def _comparison_matrix(data: Any, maximize: Any, names: Any, candidates: Any):
     """(scores, names, maximize) for a statistics figure, from an array or a RaceResult."""
     if isinstance(data, RaceResult):
-        _check_result(data)
-        n_cand = len(data.candidates)
-        if isinstance(candidates, str) and candidates == "auto":
-            cols = contenders(data)
-        elif isinstance(candidates, str) and candidates == "survivors":
-            cols = np.asarray(data.survivor_indices)
-        elif isinstance(candidates, str) and candidates == "all":
-            cols = np.arange(n_cand)
-        else:
-            cols = _index_list(candidates, n_cand, ("auto", "survivors", "all"))
-        if len(cols) < 2:
-            raise ValueError(
-                f"`candidates`={candidates!r} selects {len(cols)} candidate(s) of this race; a "
-                "comparison needs at least two (try candidates='all' or a list of indices)"
-            )
-        sub = data.scores[:, cols]
-        rows = np.all(np.isfinite(sub), axis=1)
-        if rows.sum() < 2:
-            raise ValueError(
-                f"the candidates {[int(c) for c in cols]} were all evaluated (without failure) "
-                f"on {int(rows.sum())} instance(s); a comparison needs at least two"
-            )
-        if maximize is None:
-            maximize = data.maximize
-        labels = [f"#{int(c)}" for c in cols] if names is None else names
-        matrix = sub[rows]
+        matrix, labels, maximize = _race_comparison(data, maximize, names, candidates)
     else:
         if not (isinstance(candidates, str) and candidates == "auto"):
             raise ValueError("`candidates` only applies to a RaceResult; select the columns of an array yourself")
@@ -511,6 +487,35 @@ def _comparison_matrix(data: Any, maximize: Any, names: Any, candidates: Any):
             f"`names` must hold one name per candidate ({matrix.shape[1]}); got {labels!r}"
         )
     return matrix, [str(x) for x in labels], maximize
+
+
+def _race_comparison(result: RaceResult, maximize: Any, names: Any, candidates: Any):
+    """(scores, names, maximize) of the ``candidates`` of a race, on the instances they all
+    completed: at least two of each."""
+    _check_result(result)
+    n_cand = len(result.candidates)
+    if isinstance(candidates, str) and candidates == "auto":
+        cols = contenders(result)
+    elif isinstance(candidates, str) and candidates == "survivors":
+        cols = np.asarray(result.survivor_indices)
+    elif isinstance(candidates, str) and candidates == "all":
+        cols = np.arange(n_cand)
+    else:
+        cols = _index_list(candidates, n_cand, ("auto", "survivors", "all"))
+    if len(cols) < 2:
+        raise ValueError(
+            f"`candidates`={candidates!r} selects {len(cols)} candidate(s) of this race; a "
+            "comparison needs at least two (try candidates='all' or a list of indices)"
+        )
+    sub = result.scores[:, cols]
+    rows = np.all(np.isfinite(sub), axis=1)
+    if rows.sum() < 2:
+        raise ValueError(
+            f"the candidates {[int(c) for c in cols]} were all evaluated (without failure) "
+            f"on {int(rows.sum())} instance(s); a comparison needs at least two"
+        )
+    labels = [f"#{int(c)}" for c in cols] if names is None else names
+    return sub[rows], labels, result.maximize if maximize is None else maximize
 
 
 # --------------------------------------------------------------------------- statistics figures
@@ -903,37 +908,14 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
     n_rows = math.ceil(len(params) / n_cols)
     fig = _figure(figsize, (4.2 * n_cols, 3.0 * n_rows + 0.6))
     axes = np.atleast_1d(fig.subplots(n_rows, n_cols, squeeze=False)).ravel()
-    width = 0.8 / len(iterations)
     for ax, p in zip(axes, params):
         inactive = sum(run.configurations[c].get(p.name) is None for c in run.configurations)
+        # Each iteration's values of p among its new configurations (None: inactive).
+        samples = {it: [run.configurations[c].get(p.name) for c in by_iter[it]] for it in iterations}
         if not p.numeric:
-            levels = [str(v) for v in p.domain]
-            for k, it in enumerate(iterations):
-                values = [run.configurations[c].get(p.name) for c in by_iter[it]]
-                active = [str(v) for v in values if v is not None]
-                shares = [active.count(lv) / len(active) if active else 0.0 for lv in levels]
-                ax.bar(np.arange(len(levels)) - 0.4 + width * (k + 0.5), shares, width,
-                       color=colors[it], label=f"iteration {it} ({len(by_iter[it])})",
-                       gid=f"freq-{p.name}-{it}")
-            ax.set_xticks(range(len(levels)))
-            ax.set_xticklabels([clip(str(lv), 12, "\u2026") for lv in levels],
-                               rotation=45 if len(levels) > 4 else 0, fontsize=8)
+            _draw_level_shares(ax, p, samples, colors)
         else:
-            lo, hi = float(p.domain[0]), float(p.domain[1])
-            log = p.log and lo > 0
-            edges = (np.geomspace(lo, hi, 11) if log else np.linspace(lo, hi, 11)) if hi > lo else None
-            for it in iterations:
-                values = np.array([float(v) for c in by_iter[it]
-                                   if (v := run.configurations[c].get(p.name)) is not None])
-                if values.size == 0 or edges is None:
-                    continue
-                counts, _ = np.histogram(np.clip(values, lo, hi), bins=edges)
-                ax.stairs(counts / values.size, edges, color=colors[it], lw=1.8,
-                          label=f"iteration {it} ({len(by_iter[it])})", gid=f"freq-{p.name}-{it}")
-            if log:
-                ax.set_xscale("log")
-            if hi > lo:
-                ax.set_xlim(lo, hi)
+            _draw_histogram_shares(ax, p, samples, colors)
         ax.set_title(p.name, fontsize=10)
         if inactive:
             ax.set_title(f"{p.name}\n({inactive} of {len(run.configurations)} inactive)", fontsize=9)
@@ -946,6 +928,40 @@ def plot_parameter_frequencies(run: Any, *, parameters: Any = None, figsize: Any
     fig.legend(handles, labels, loc="outside upper center", ncols=min(len(iterations), 6),
                fontsize=8, title="sampled in (new configurations)", title_fontsize=8)
     return fig
+
+
+def _draw_level_shares(ax, p, samples: dict, colors: dict) -> None:
+    """A categorical or ordinal parameter's panel: per level, one bar per iteration."""
+    levels = [str(v) for v in p.domain]
+    width = 0.8 / len(samples)
+    for k, (it, values) in enumerate(samples.items()):
+        active = [str(v) for v in values if v is not None]
+        shares = [active.count(lv) / len(active) if active else 0.0 for lv in levels]
+        ax.bar(np.arange(len(levels)) - 0.4 + width * (k + 0.5), shares, width,
+               color=colors[it], label=f"iteration {it} ({len(values)})",
+               gid=f"freq-{p.name}-{it}")
+    ax.set_xticks(range(len(levels)))
+    ax.set_xticklabels([clip(str(lv), 12, "\u2026") for lv in levels],
+                       rotation=45 if len(levels) > 4 else 0, fontsize=8)
+
+
+def _draw_histogram_shares(ax, p, samples: dict, colors: dict) -> None:
+    """A numerical parameter's panel: one histogram line per iteration (log-spaced bins for
+    a log parameter)."""
+    lo, hi = float(p.domain[0]), float(p.domain[1])
+    log = p.log and lo > 0
+    edges = (np.geomspace(lo, hi, 11) if log else np.linspace(lo, hi, 11)) if hi > lo else None
+    for it, values in samples.items():
+        active = np.array([float(v) for v in values if v is not None])
+        if active.size == 0 or edges is None:
+            continue
+        counts, _ = np.histogram(np.clip(active, lo, hi), bins=edges)
+        ax.stairs(counts / active.size, edges, color=colors[it], lw=1.8,
+                  label=f"iteration {it} ({len(values)})", gid=f"freq-{p.name}-{it}")
+    if log:
+        ax.set_xscale("log")
+    if hi > lo:
+        ax.set_xlim(lo, hi)
 
 
 def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize: Any = None):
@@ -1004,15 +1020,7 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
                     label=(f"final elites (best: #{cid})" if rank == 0 else None))
     for x, p in zip(xs, params):
         ax.vlines(x, 0, 1, color="#555555", lw=1)
-        if p.numeric:
-            lo, hi = p.domain[0], p.domain[1]
-            ticks = [(0.0, f"{lo:g}"), (1.0, f"{hi:g}")]
-        else:
-            levels = [str(v) for v in p.domain]
-            step = 1 if len(levels) <= 6 else len(levels) - 1
-            ticks = [(i / max(len(levels) - 1, 1), clip(str(levels[i]), 10, "\u2026"))
-                     for i in range(0, len(levels), step)]
-        for y, label in ticks:
+        for y, label in _axis_ticks(p):
             ax.text(x + 0.04, y, label, fontsize=7, va="center", ha="left", color="#333333")
         ax.text(x + 0.04, na, "NA", fontsize=7, va="center", ha="left", color="#999999")
     ax.set_xticks(xs)
@@ -1028,6 +1036,18 @@ def plot_elite_parallel_coordinates(run: Any, *, parameters: Any = None, figsize
     ax.set_title(f"elites of {len(iterations)} iterations ({n_el} lines); black: final elites",
                  fontsize=10)
     return fig
+
+
+def _axis_ticks(p) -> list[tuple[float, str]]:
+    """(height in [0, 1], label) along a parameter's axis of the parallel coordinates: its
+    bounds, or its levels (the first and last only when there are more than six)."""
+    if p.numeric:
+        lo, hi = p.domain[0], p.domain[1]
+        return [(0.0, f"{lo:g}"), (1.0, f"{hi:g}")]
+    levels = [str(v) for v in p.domain]
+    step = 1 if len(levels) <= 6 else len(levels) - 1
+    return [(i / max(len(levels) - 1, 1), clip(str(levels[i]), 10, "\u2026"))
+            for i in range(0, len(levels), step)]
 
 
 def _spread(n: int, width: float = 0.32) -> np.ndarray:
@@ -1093,52 +1113,82 @@ def plot_run_pareto_front(run: Any, *, figsize: Any = None):
     names, directions = run.objectives["names"], run.objectives["directions"]
     k = len(names)
     labels = [f"{n} ({d})" for n, d in zip(names, directions)]
-    elites = [cid for cid in run.final_elites if cid in run.configurations]
-    nan = [math.nan] * k
-    train = np.array([run.training_means.get(cid, nan) for cid in elites], dtype=float).reshape(-1, k)
-    test = (np.array([run.test_means(cid) or nan for cid in elites], dtype=float).reshape(-1, k)
-            if run.test else np.full((len(elites), k), math.nan))
-    has_train, has_test = np.isfinite(train).all(axis=1), np.isfinite(test).all(axis=1)
-    if not (has_train.any() or has_test.any()):
-        raise ValueError("`run` has no final elite with a mean on every objective")
-    signs = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
-    from racer.stats.pareto import nondominated_mask
-
-    tested = np.flatnonzero(has_test)
-    best = tested[nondominated_mask(test[tested] * signs)] if tested.size else tested
+    front = _RunFront.of(run, k, directions)
     fig, axes, pairs = _objective_panels(k, figsize)
     for ax, (a, b) in zip(axes, pairs):
-        panel = f"o{a + 1}o{b + 1}"
-        both = np.flatnonzero(has_train & has_test)
-        for i in both:  # each elite from its training mean to its test mean
-            ax.plot([train[i, a], test[i, a]], [train[i, b], test[i, b]], color=_SURVIVOR,
-                    lw=0.6, alpha=0.5, zorder=1)
-        rows = np.flatnonzero(has_train)
-        ax.scatter(train[rows, a], train[rows, b], marker="o", s=70, facecolors="none",
-                   edgecolors=_SURVIVOR, linewidths=1.2, zorder=3,
-                   label=f"training mean, last race ({rows.size})", gid=f"front-training-{panel}")
-        if tested.size:
-            ax.scatter(test[tested, a], test[tested, b], marker="o", s=110, color=_SURVIVOR,
-                       edgecolors="black", linewidths=1.4, zorder=4,
-                       label=f"test mean ({tested.size})", gid=f"front-test-{panel}")
-        if k == 2:
-            stair = test[best] if tested.size else train[rows][nondominated_mask(train[rows] * signs)]
-            _pareto_staircase(ax, stair, directions, f"front-staircase-{panel}")
-        if len(elites) <= _MAX_LABELLED:
-            where = np.where(has_test[:, None], test, train)
-            for i, cid in enumerate(elites):
-                if np.isfinite(where[i, [a, b]]).all():
-                    ax.annotate(f"#{cid}", (where[i, a], where[i, b]), xytext=(5, 4),
-                                textcoords="offset points", fontsize=7, color=_SURVIVOR)
+        _draw_run_front_panel(ax, front, a, b, k, directions)
         ax.set_xlabel(labels[a])
         ax.set_ylabel(labels[b])
         ax.margins(0.1)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="best", framealpha=0.9)
-    where = (f"on {len(run.test.get('instances', []))} test instances" if tested.size
+    where = (f"on {len(run.test.get('instances', []))} test instances" if front.tested.size
              else "on the training instances")
-    fig.suptitle(f"Final Pareto front: {len(elites)} elites, mean objectives {where}", fontsize=10)
+    fig.suptitle(f"Final Pareto front: {len(front.elites)} elites, mean objectives {where}",
+                 fontsize=10)
     return fig
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunFront:
+    """The final elites of a tuning on several objectives, as :func:`plot_run_pareto_front`
+    draws them: each one's training and test means (rows, NaN where missing)."""
+
+    elites: list
+    train: np.ndarray  # (n_elites, k) means on the last race's training instances
+    test: np.ndarray  # (n_elites, k) means on the test instances
+    has_train: np.ndarray  # (n_elites,) bool: a training mean on every objective
+    has_test: np.ndarray
+    tested: np.ndarray  # rows with a test mean
+    best: np.ndarray  # rows of ``tested`` no other dominates on the test means
+    signs: np.ndarray  # +1 to maximize, -1 to minimize, per objective
+
+    @classmethod
+    def of(cls, run, k: int, directions: list) -> "_RunFront":
+        from racer.stats.pareto import nondominated_mask
+
+        elites = [cid for cid in run.final_elites if cid in run.configurations]
+        nan = [math.nan] * k
+        train = np.array([run.training_means.get(cid, nan) for cid in elites], dtype=float).reshape(-1, k)
+        test = (np.array([run.test_means(cid) or nan for cid in elites], dtype=float).reshape(-1, k)
+                if run.test else np.full((len(elites), k), math.nan))
+        has_train, has_test = np.isfinite(train).all(axis=1), np.isfinite(test).all(axis=1)
+        if not (has_train.any() or has_test.any()):
+            raise ValueError("`run` has no final elite with a mean on every objective")
+        signs = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
+        tested = np.flatnonzero(has_test)
+        best = tested[nondominated_mask(test[tested] * signs)] if tested.size else tested
+        return cls(elites, train, test, has_train, has_test, tested, best, signs)
+
+
+def _draw_run_front_panel(ax, front: _RunFront, a: int, b: int, k: int, directions: list) -> None:
+    """Objectives ``a`` and ``b`` of :func:`plot_run_pareto_front`: each elite's training mean
+    joined to its test mean, the test front's staircase (two objectives) and the ids."""
+    from racer.stats.pareto import nondominated_mask
+
+    train, test, tested = front.train, front.test, front.tested
+    panel = f"o{a + 1}o{b + 1}"
+    both = np.flatnonzero(front.has_train & front.has_test)
+    for i in both:  # each elite from its training mean to its test mean
+        ax.plot([train[i, a], test[i, a]], [train[i, b], test[i, b]], color=_SURVIVOR,
+                lw=0.6, alpha=0.5, zorder=1)
+    rows = np.flatnonzero(front.has_train)
+    ax.scatter(train[rows, a], train[rows, b], marker="o", s=70, facecolors="none",
+               edgecolors=_SURVIVOR, linewidths=1.2, zorder=3,
+               label=f"training mean, last race ({rows.size})", gid=f"front-training-{panel}")
+    if tested.size:
+        ax.scatter(test[tested, a], test[tested, b], marker="o", s=110, color=_SURVIVOR,
+                   edgecolors="black", linewidths=1.4, zorder=4,
+                   label=f"test mean ({tested.size})", gid=f"front-test-{panel}")
+    if k == 2:
+        stair = test[front.best] if tested.size else train[rows][nondominated_mask(train[rows] * front.signs)]
+        _pareto_staircase(ax, stair, directions, f"front-staircase-{panel}")
+    if len(front.elites) <= _MAX_LABELLED:
+        where = np.where(front.has_test[:, None], test, train)
+        for i, cid in enumerate(front.elites):
+            if np.isfinite(where[i, [a, b]]).all():
+                ax.annotate(f"#{cid}", (where[i, a], where[i, b]), xytext=(5, 4),
+                            textcoords="offset points", fontsize=7, color=_SURVIVOR)
 
 
 def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
@@ -1184,6 +1234,23 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
 
     run = as_iterated_run(run)
     ids = _check_elite_ids(run, elites)
+    panels = _elite_cost_panels(run, ids)
+    ratios = [max(len(shown) + 0.8, 2.4 if "\n" in title else 1.8)
+              for _kind, title, shown, _costs in panels]
+    fig = _figure(figsize, (min(1.2 + 0.75 * sum(ratios), 15.0), 4.8))
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False,
+                                      width_ratios=ratios)).ravel()
+    for ax, panel in zip(axes, panels):
+        _draw_cost_panel(ax, *panel)
+    better = "higher" if run.maximize else "lower"
+    axes[0].set_ylabel(f"{'score' if run.maximize else 'cost'} ({better} is better)")
+    fig.suptitle("final elites, best first" if elites is None else "elites", fontsize=10)
+    return fig
+
+
+def _elite_cost_panels(run, ids: list) -> list:
+    """(kind, title, ids shown, {id: costs}) of the training panel and, with a test phase,
+    the test panel (the elites the test phase ran; its title names the others)."""
     panels = [("train", "training instances", ids,
                {cid: list(run.training_costs(cid).values()) for cid in ids})]
     if run.test:
@@ -1198,44 +1265,41 @@ def plot_elite_costs(run: Any, *, elites: Any = None, figsize: Any = None):
             rows = [", ".join(untested[i:i + 3]) for i in range(0, min(len(untested), 9), 3)]
             title += "\nnot tested: " + ",\n".join(rows) + more
         panels.append(("test", title, shown, {cid: list(tested[cid]) for cid in shown}))
-    ratios = [max(len(shown) + 0.8, 2.4 if "\n" in title else 1.8)
-              for _kind, title, shown, _costs in panels]
-    fig = _figure(figsize, (min(1.2 + 0.75 * sum(ratios), 15.0), 4.8))
-    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False,
-                                      width_ratios=ratios)).ravel()
-    colors = {"train": "#aed6f1", "test": "#f5cba7"}
-    for ax, (kind, title, shown, costs) in zip(axes, panels):
-        k = len(shown)
-        data, positions, labels = [], [], []
-        for pos, cid in enumerate(shown):
-            values = costs[cid]
-            ok = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
-            n_failed = len(values) - ok.size
-            labels.append(f"#{cid}\n{ok.size} inst." + (f"\n{n_failed} failed" if n_failed else ""))
-            ax.scatter(pos + _spread(ok.size), ok, s=12, color="#1b2631", alpha=0.7, zorder=3,
-                       linewidths=0, gid=f"costs-{kind}-{cid}")
-            if ok.size:
-                data.append(ok)
-                positions.append(pos)
-        if data:
-            parts = ax.boxplot(data, positions=positions, widths=0.55, showfliers=False,
-                               showmeans=True, patch_artist=True, manage_ticks=False,
-                               medianprops={"color": "#922b21", "lw": 1.6},
-                               meanprops={"marker": "^", "markerfacecolor": "white",
-                                          "markeredgecolor": "#922b21", "markersize": 6})
-            for box in parts["boxes"]:
-                box.set_facecolor(colors[kind])
-            for pos, median in zip(positions, parts["medians"]):
-                median.set_gid(f"median-{kind}-{shown[pos]}")
-        ax.set_xticks(range(k))
-        ax.set_xticklabels(labels, fontsize=8 if k <= 12 else 6, rotation=0 if k <= 12 else 90)
-        ax.set_xlim(-0.6, max(k, 1) - 0.4)
-        ax.set_title(title, fontsize=10 if "\n" not in title else 9)
-        ax.grid(axis="y", alpha=0.3)
-        if not k:
-            ax.text(0.5, 0.5, "none\ntested", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=9, color="#555555")
-    better = "higher" if run.maximize else "lower"
-    axes[0].set_ylabel(f"{'score' if run.maximize else 'cost'} ({better} is better)")
-    fig.suptitle("final elites, best first" if elites is None else "elites", fontsize=10)
-    return fig
+    return panels
+
+
+_COST_BOX_COLORS = {"train": "#aed6f1", "test": "#f5cba7"}
+
+
+def _draw_cost_panel(ax, kind: str, title: str, shown: list, costs: dict) -> None:
+    """One panel of :func:`plot_elite_costs`: each elite's points, then its box."""
+    k = len(shown)
+    data, positions, labels = [], [], []
+    for pos, cid in enumerate(shown):
+        values = costs[cid]
+        ok = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+        n_failed = len(values) - ok.size
+        labels.append(f"#{cid}\n{ok.size} inst." + (f"\n{n_failed} failed" if n_failed else ""))
+        ax.scatter(pos + _spread(ok.size), ok, s=12, color="#1b2631", alpha=0.7, zorder=3,
+                   linewidths=0, gid=f"costs-{kind}-{cid}")
+        if ok.size:
+            data.append(ok)
+            positions.append(pos)
+    if data:
+        parts = ax.boxplot(data, positions=positions, widths=0.55, showfliers=False,
+                           showmeans=True, patch_artist=True, manage_ticks=False,
+                           medianprops={"color": "#922b21", "lw": 1.6},
+                           meanprops={"marker": "^", "markerfacecolor": "white",
+                                      "markeredgecolor": "#922b21", "markersize": 6})
+        for box in parts["boxes"]:
+            box.set_facecolor(_COST_BOX_COLORS[kind])
+        for pos, median in zip(positions, parts["medians"]):
+            median.set_gid(f"median-{kind}-{shown[pos]}")
+    ax.set_xticks(range(k))
+    ax.set_xticklabels(labels, fontsize=8 if k <= 12 else 6, rotation=0 if k <= 12 else 90)
+    ax.set_xlim(-0.6, max(k, 1) - 0.4)
+    ax.set_title(title, fontsize=10 if "\n" not in title else 9)
+    ax.grid(axis="y", alpha=0.3)
+    if not k:
+        ax.text(0.5, 0.5, "none\ntested", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9, color="#555555")
