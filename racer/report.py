@@ -350,23 +350,8 @@ def race_record(journal: Any) -> dict:
         {"candidate": c, "instance": i, "value": _jsonable(v), "error": e}
         for c, i, v, e in data["evaluations"]
     ]
-    extra: dict = {}
-    if result.directions is not None:
-        # A race on several objectives: every objective, the front, each evaluation's vector.
-        names = objective_names(data["fingerprint"], len(result.directions))
-        front = set(result.pareto_front_indices.tolist())
-        for idx, entry in enumerate(candidates):
-            entry["mean_objectives"] = [_jsonable(float(v)) for v in result.mean_objective_scores[idx]]
-            entry["on_pareto_front"] = idx in front
-        vectors: dict = {}
-        for cand, inst, objective, value in data.get("objective_values") or ():
-            vectors.setdefault((cand, inst), [None] * len(names))[objective] = _jsonable(value)
-        for entry in evaluations:
-            entry["values"] = vectors.get((entry["candidate"], entry["instance"]))  # None: failed
-        extra = {
-            "objectives": [{"name": n, "direction": d} for n, d in zip(names, result.directions)],
-            "pareto_front_indices": [int(i) for i in result.pareto_front_indices],
-        }
+    extra = ({} if result.directions is None
+             else _objective_record(data, result, candidates, evaluations))
     return {
         "format": "racer-race/1",
         "status": result.stop_reason,
@@ -391,6 +376,26 @@ def race_record(journal: Any) -> dict:
         ],
         "evaluations": evaluations,
         **extra,
+    }
+
+
+def _objective_record(data: dict, result: RaceResult, candidates: list, evaluations: list) -> dict:
+    """A race on several objectives: each candidate's means and whether it is on the front,
+    and each evaluation's vector, added to the records of :func:`race_record`; returns the
+    objectives and the front, for its top level."""
+    names = objective_names(data["fingerprint"], len(result.directions))
+    front = set(result.pareto_front_indices.tolist())
+    for idx, entry in enumerate(candidates):
+        entry["mean_objectives"] = [_jsonable(float(v)) for v in result.mean_objective_scores[idx]]
+        entry["on_pareto_front"] = idx in front
+    vectors: dict = {}
+    for cand, inst, objective, value in data.get("objective_values") or ():
+        vectors.setdefault((cand, inst), [None] * len(names))[objective] = _jsonable(value)
+    for entry in evaluations:
+        entry["values"] = vectors.get((entry["candidate"], entry["instance"]))  # None: failed
+    return {
+        "objectives": [{"name": n, "direction": d} for n, d in zip(names, result.directions)],
+        "pareto_front_indices": [int(i) for i in result.pareto_front_indices],
     }
 
 
