@@ -7,7 +7,8 @@ reads the journal with :func:`racer.storage.read_journal` (and rebuilds its resu
 :func:`racer.storage.result_from_journal`) -- read-only and without the
 writer's lock, so it works on a finished race, an interrupted one, and one still running --
 and writes one HTML file: the race's status and settings, the best candidate and the
-survivors, every elimination with its evidence (the decision's probability and the paired
+survivors, every elimination with its evidence (the number behind the decision, a p-value or
+a posterior probability as the test declares, :func:`elimination_statistic`, and the paired
 record against the candidate that beat or matched it on the instances seen at that point),
 the failed evaluations, the whole ranking, and the figures of :mod:`racer.plot` as inline SVG.
 The file has no external scripts, styles, fonts or images: it can be mailed or archived.
@@ -266,7 +267,9 @@ def _statistic_phrase(statistic: str) -> str:
 
 def _statistic_word(statistic: str) -> str:
     """The test's number in a caption."""
-    return "the test's number (a p-value or a probability: unknown)" if statistic == "unknown" else statistic
+    if statistic == "unknown":
+        return "the test's number (a p-value or a probability: unknown)"
+    return statistic
 
 
 def _statistic_header(statistic: str) -> str:
