@@ -141,7 +141,7 @@ def test_a_used_up_space_races_its_elites_on_every_instance():
     truth = {k: offsets[k] + noise["abcd".index(k)].mean() for k in offsets}
     assert res.best_n_instances > res.races[0].n_instances + 5
     assert len(res.races[-1].survivors) == 1 or res.best_n_instances == 40
-    assert res.best_params["k"] == min(truth, key=truth.get)
+    assert res.best["k"] == min(truth, key=truth.get)
 
 
 def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
@@ -158,10 +158,30 @@ def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
         return offsets[k] + noise[k, instance]
 
     res = IteratedRace(evaluate, {"k": CategoricalDistribution(levels)}, list(range(40)),
-                       budget=300, n_elites=2, random_state=0, progress=False).run()
+                       budget=300, min_survivors=2, random_state=0, progress=False).run()
     revived = set()
     for before, after in zip(res.races, res.races[1:]):
         not_kept = set(before.survivors[2:])
         revived |= not_kept & set(after.candidates) - set(before.survivors[:2])
     assert revived
     assert res.n_evaluations <= 300
+
+
+def test_n_elites_is_the_former_name_of_min_survivors():
+    # racer's one name for the elites kept is min_survivors (docs/conventions.md); the former
+    # name still works, with a FutureWarning, and means the same.
+    evaluate, instances, _ = _problem(12)
+    settings = dict(budget=150, random_state=0, progress=False)
+    one = IteratedRace(evaluate, SPACE, instances, min_survivors=1, **settings).run()
+    new = IteratedRace(evaluate, SPACE, instances, min_survivors=3, **settings).run()
+    with pytest.warns(FutureWarning, match="`n_elites` is renamed `min_survivors`"):
+        driver = IteratedRace(evaluate, SPACE, instances, n_elites=3, **settings)
+    old = driver.run()
+    assert one.n_evaluations != new.n_evaluations  # the setting reaches the tuner
+    assert old.elite_trial_numbers == new.elite_trial_numbers
+    assert old.n_evaluations == new.n_evaluations
+    with pytest.raises(TypeError, match="give `min_survivors` only"):
+        IteratedRace(evaluate, SPACE, instances, n_elites=3, min_survivors=2, **settings)
+    # best_params stays as Optuna's name of the answer.
+    assert new.best_params == new.best == new.elites[0]
+    assert "best=" in repr(new)
