@@ -302,9 +302,9 @@ def _check_search_space(search_space: Any) -> None:
         )
 
 
-def _check_execution(executor: Any, n_jobs: Any, timeout: Any) -> tuple:
-    """``(executor, timeout, n_workers)`` checked: an executor has ``submit`` and excludes
-    racer's own workers (``n_jobs > 1``, ``timeout``)."""
+def _check_execution(executor: Any, n_jobs: Any, timeout: Any) -> tuple[float | None, int]:
+    """``(timeout, n_workers)`` checked, with ``executor``: an executor has ``submit`` and
+    excludes racer's own workers (``n_jobs > 1``, ``timeout``)."""
     if executor is not None and not hasattr(executor, "submit"):
         raise TypeError(
             f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
@@ -317,7 +317,7 @@ def _check_execution(executor: Any, n_jobs: Any, timeout: Any) -> tuple:
             f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
             f"timeout={timeout!r}"
         )
-    return executor, checked_timeout, n_workers
+    return checked_timeout, n_workers
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -574,8 +574,8 @@ class IteratedRace:
         self._first_test = check_int(first_test, "first_test", minimum=1)
         self._each_test = check_int(each_test, "each_test", minimum=1)
         self._seed = seed_from_random_state(random_state)
-        self._executor, self._timeout, self._n_workers = _check_execution(executor, n_jobs,
-                                                                           timeout)
+        self._timeout, self._n_workers = _check_execution(executor, n_jobs, timeout)
+        self._executor = executor
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
