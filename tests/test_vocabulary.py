@@ -35,13 +35,10 @@ QUANTITIES = {
     "direction": (("direction",), ("objectives",), ("directions", "maximize", "objectives")),
 }
 ENTRY_POINTS = ("race/Race", "racer.tune", "IteratedRace", "RaceSearchCV", "racer --scenario")
-# What an entry point does not take, and why (docs/conventions.md): IteratedRace races a
-# failed evaluation as worst; RaceSearchCV is a scikit-learn search (error_score for
-# failures, greater-is-better scorers, one answer, no storage of its own).
-ABSENT = {
-    "IteratedRace": {"failure policy"},
-    "RaceSearchCV": {"elites kept", "failure policy", "storage", "direction"},
-}
+# What an entry point does not take, and why (docs/conventions.md): RaceSearchCV is a
+# scikit-learn search (error_score for failures, greater-is-better scorers, one answer, no
+# storage of its own).
+ABSENT = {"RaceSearchCV": {"elites kept", "failure policy", "storage", "direction"}}
 # A valid value of each quantity, to call an entry point with a former name of it.
 VALUES = {"budget": 200, "racing test": "t-test", "elites kept": 2}
 ON_ERROR = ("raise", "eliminate", "worst")
@@ -180,11 +177,22 @@ def test_each_quantity_has_one_name_across_the_entry_points():
 
 
 def test_on_error_takes_one_set_of_values():
-    # Race: raise, eliminate, worst and nothing else.
+    # Race and IteratedRace: raise, eliminate, worst and nothing else.
+    pytest.importorskip("optuna")
+    from optuna.distributions import FloatDistribution
+
+    from racer.adapters.optuna import IteratedRace
+
     for value in ON_ERROR:
         racer.Race([1, 2, 3], on_error=value)
-    with pytest.raises(ValueError, match="`on_error`"):
-        racer.Race([1, 2, 3], on_error="stop")
+        IteratedRace(lambda p, i: p["x"], {"x": FloatDistribution(0, 1)}, [0, 1, 2],
+                     budget=100, on_error=value)
+    for old in ON_ERROR_RENAMED:
+        with pytest.raises(ValueError, match="`on_error`"):
+            racer.Race([1, 2, 3], on_error=old)
+        with pytest.raises(ValueError, match="`on_error`"):
+            IteratedRace(lambda p, i: p["x"], {"x": FloatDistribution(0, 1)}, [0, 1, 2],
+                         budget=100, on_error=old)
     # racer.tune: a wrong value is refused with the three; a former one is never silent.
     with pytest.raises(ValueError) as refused:
         _call_with("racer.tune", "on_error", "ignore")

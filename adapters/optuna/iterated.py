@@ -48,6 +48,8 @@ __all__ = ["IteratedRace", "IteratedRaceResult"]
 
 # The layout of the study user attribute STATE_ATTR (2: racer's shared Tuner).
 _STATE_VERSION = 2
+# on_error, racer's one failure vocabulary (docs/conventions.md) -> the Tuner's error policy.
+_ERROR_POLICY = {"raise": "stop", "eliminate": "reject", "worst": "worst"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,9 +494,15 @@ class IteratedRace:
     timeout : float, optional
         Seconds one evaluation may take (None: no limit). Evaluations then run in racer's
         worker processes (at least one): one over its limit is stopped (its worker killed
-        and replaced) and, like one whose worker died, recorded as failed (NaN in the trial's
-        scores, raced as worst); ``evaluate`` must be importable by name. Cannot be combined
-        with ``executor``.
+        and replaced) and, like one whose worker died, recorded as failed (``on_error``
+        decides); ``evaluate`` must be importable by name. Cannot be combined with
+        ``executor``.
+    on_error : {"worst", "eliminate", "raise"}, default "worst"
+        What a failed evaluation (an exception, NaN, a timeout, a dead worker) does, as in
+        :class:`racer.Race`: rank last on its instance (NaN in the trial's scores), eliminate
+        its trial at the end of the block, or stop the run with :class:`racer.EvaluationError`
+        naming the parameters and the instance, with ``evaluate``'s traceback (the failure
+        is not stored: the same driver on the same study resumes and evaluates it again).
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the instance order, the default sampler and every race (one seed: the int
         itself, or one draw from the others).
@@ -538,6 +546,7 @@ class IteratedRace:
         executor: Any = None,
         n_jobs: int | None = None,
         timeout: float | None = None,
+        on_error: str = "worst",
         random_state: Any = None,
         progress: bool = True,
         n_elites: Any = "deprecated",
@@ -576,6 +585,7 @@ class IteratedRace:
         self._seed = seed_from_random_state(random_state)
         self._timeout, self._n_workers = _check_execution(executor, n_jobs, timeout)
         self._executor = executor
+        self._on_error = check_option(on_error, "on_error", tuple(_ERROR_POLICY))
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
@@ -673,12 +683,13 @@ class IteratedRace:
         train = [Instance(f"#{k}") for k in range(len(self._instances))]
         position = {inst: k for k, inst in enumerate(train)}
         runner = self._runner(position, maximize, sampler, cache)
-        watch = _Watch(sampler, mirror, cache, position, sign, self._budget, self._progress)
+        watch = _Watch(sampler, mirror, cache, position, sign, self._budget, self._progress,
+                       keep_failures=self._on_error != "raise")
         tuner = Tuner(space or sampler.space, runner, train, self._settings(budgets, len(train)),
                       self._test, journal_dir=None, on_run=watch.on_run,
                       progress=watch.progress, winner=self._winner, sampler=sampler,
                       executor=self._executor)
-        result = self._tune(tuner, runner, sampler, mirror)
+        result = self._tune(tuner, runner, sampler, mirror, watch)
         self._fail_unraced(sampler, mirror)
         return self._result(result, sampler, mirror, cache, position, maximize, watch.bar)
 
@@ -714,7 +725,8 @@ class IteratedRace:
             n_iterations=self._n_iterations or 0, seed=self._seed,
             # evaluate(params, instance) has no seed: each instance is raced once per trial.
             deterministic=True,
-            parallel=max(1, self._n_workers), error_policy="worst", lookahead=False,
+            parallel=max(1, self._n_workers), error_policy=_ERROR_POLICY[self._on_error],
+            lookahead=False,
             race_used_up=True,
             earlier_budgets=tuple(budgets[:-1]), budget_rule="racer")
 
@@ -731,11 +743,12 @@ class IteratedRace:
             timeout=self._timeout, number_of=sampler.number_of, recorded=cache)
 
     def _tune(self, tuner: Any, runner: StudyRunner, sampler: StudySampler,
-              mirror: _StudyMirror) -> Any:
+              mirror: _StudyMirror, watch: _Watch) -> Any:
         """Run the Tuner; on the way out the study is left resumable, or its trials FAIL
         when nothing could be evaluated."""
+        from racer.tuning.runner import TargetRunnerError
         from racer.tuning.tuner import BudgetError
-        from racer.engine import RaceFailedError
+        from racer.engine import EvaluationError, RaceFailedError
 
         runner.start()
         try:
@@ -749,6 +762,11 @@ class IteratedRace:
             sampler.fail_open()
             self._fail_unraced(sampler, mirror)
             raise
+        except TargetRunnerError:
+            # on_error="raise": the first failed evaluation ends the run. What was evaluated
+            # is stored (the failure is not), so the same driver resumes and evaluates it again.
+            mirror.flush()
+            raise EvaluationError(watch.failure_text()) from None
         except BaseException:
             # Whatever was evaluated is stored, so that a rerun resumes from it (an
             # interrupted run, or one that failed); a storage that fails again is not news.
@@ -855,7 +873,8 @@ class _Watch:
     is written once per race (the sampler's ``observe``, wrapped here)."""
 
     def __init__(self, sampler: StudySampler, mirror: _StudyMirror, cache: dict,
-                 position: dict, sign: float, budget: int, progress: bool) -> None:
+                 position: dict, sign: float, budget: int, progress: bool, *,
+                 keep_failures: bool = True) -> None:
         from racer.progress import ProgressBar, iteration_text
         from racer.tuning.lookahead import UNUSED
 
@@ -863,6 +882,9 @@ class _Watch:
         self.sampler, self.mirror, self.cache = sampler, mirror, cache
         self.position, self.sign, self.budget = position, sign, budget
         self.n_runs = 0  # runs told so far (those answered from the record too)
+        # Under on_error="raise" a failure ends the run unrecorded; the last one, for its message.
+        self.keep_failures = keep_failures
+        self.failure: tuple | None = None
         self.bar = ProgressBar(enabled=progress)
         self._observe = sampler.observe
         sampler.observe = self.observed
@@ -870,11 +892,14 @@ class _Watch:
     def on_run(self, iteration, configuration, task, res) -> None:
         if res.status == self._unused:
             return
-        self.n_runs += 1
         sampler = self.sampler
         number = sampler.number_of[sampler.key(configuration.values)]
-        scores = self.cache.setdefault(number, {})
         k = self.position[task.instance]
+        if res.status == "error" and not self.keep_failures:
+            self.failure = (number, k, res)
+            return
+        self.n_runs += 1
+        scores = self.cache.setdefault(number, {})
         if k in scores:
             return  # answered from the study's record
         scores[k] = self.sign * res.cost if res.status == "ok" else math.nan
@@ -896,6 +921,16 @@ class _Watch:
                     f"instance {race.n_instances}, {len(race.survivor_indices)}/"
                     f"{len(race.candidates)} alive | {used}/{self.budget} evaluations")
         self.bar.update(min(used / self.budget, 1.0), text)
+
+    def failure_text(self) -> str:
+        """What failed under on_error="raise": the trial, its parameters, the instance and
+        ``evaluate``'s traceback."""
+        number, k, res = self.failure
+        reason = res.stderr.rstrip() if res.stderr else res.message
+        return (f"evaluate({self.sampler.params_of[number]!r}, instances[{k}]) failed "
+                f"(trial {number}):\n"
+                f"{reason}\n(on_error='eliminate' or 'worst' to go on despite failures; the "
+                "same IteratedRace on the same study resumes)")
 
     def observed(self, candidates, result) -> None:
         self._observe(candidates, result)
