@@ -9,6 +9,7 @@ deprecated alias that warns and names the new keyword. A failure prints the tabl
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import re
@@ -242,3 +243,38 @@ def test_one_default_racing_test_per_purpose():
     assert type(driver._test) is tuning.test_class
     assert driver._test.get_params() == tuning.build().get_params()
     assert getattr(command, "DEFAULT_TEST", tuning.name) == tuning.name
+
+
+def _fields(cls) -> set[str]:
+    return ({f.name for f in dataclasses.fields(cls)}
+            | {name for name, value in vars(cls).items() if isinstance(value, property)})
+
+
+def test_results_give_a_quantity_one_name():
+    # docs/conventions.md, "Results": the same quantity under the same name, the earlier
+    # names kept as aliases.
+    pytest.importorskip("optuna")
+    from sklearn.datasets import load_iris
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from racer.adapters.optuna import IteratedRaceResult
+    from racer.adapters.sklearn import RaceSearchCV
+
+    results = {"RaceResult": racer.RaceResult, "TuneResult": racer.TuneResult,
+               "IteratedRaceResult": IteratedRaceResult}
+    expected = {
+        "best": ("RaceResult", "TuneResult", "IteratedRaceResult"),
+        "n_evaluations": ("RaceResult", "TuneResult", "IteratedRaceResult"),
+        "n_iterations": ("TuneResult", "IteratedRaceResult"),
+        "stop_reason": ("RaceResult", "TuneResult"),
+        "best_params": ("IteratedRaceResult",),
+        "experiments": ("TuneResult",),
+        "iterations": ("TuneResult",),
+    }
+    missing = [f"{cls}.{name}" for name, classes in expected.items() for cls in classes
+               if name not in _fields(results[cls])]
+    assert not missing, missing
+    X, y = load_iris(return_X_y=True)
+    search = RaceSearchCV(KNeighborsClassifier(), {"n_neighbors": [1, 5]},
+                          random_state=0).fit(X, y)
+    assert search.n_evaluations_ == search.n_fits_ == search.race_.n_evaluations > 0
