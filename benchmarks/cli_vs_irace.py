@@ -11,7 +11,7 @@ Scenarios (each runs unchanged under both tools):
 * ``optim-faults`` (``benchmarks/scenarios/optim-faults``): the same optimisers, where some
   configurations crash (exit 1) and some hang; the configurations file lists a crashing and a
   hanging one after the default. racer runs it with ``--target-runner-timeout 1 --on-error
-  reject``. irace 3.5 has no per-run timeout and stops at a failing run, so it runs the
+  eliminate``. irace 3.5 has no per-run timeout and stops at a failing run, so it runs the
   scenario with ``--target-runner target-runner-guarded`` (a 1 s ``timeout`` around the runner
   and ``Inf`` on a crash or timeout, what an irace user writes), and once, on the first seed,
   unchanged (it hangs or fails: the outcome is recorded; the run is killed after 30 s).
@@ -96,7 +96,7 @@ SCENARIOS = {
     "tsp-sa": Scenario(ROOT / "examples" / "tsp-sa", test_dir="instances"),
     "optim-mixed": Scenario(ROOT / "benchmarks" / "scenarios" / "optim-mixed"),
     "optim-faults": Scenario(ROOT / "benchmarks" / "scenarios" / "optim-faults",
-                             racer_args=("--target-runner-timeout", "1", "--on-error", "reject"),
+                             racer_args=("--target-runner-timeout", "1", "--on-error", "eliminate"),
                              irace_runner="target-runner-guarded", run_timeout=1.0,
                              irace_unchanged_once=True),
 }

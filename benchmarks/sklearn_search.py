@@ -392,11 +392,11 @@ def _grid_matrix(name, seed, cache):
         X, y, test_size=0.25, random_state=seed, stratify=y if classifier else None
     )
     base_cv = StratifiedKFold(N_FOLDS) if classifier else KFold(N_FOLDS)
-    # A race with max_fits of one block only lists the splits and its visit order.
+    # A race with a budget of one block only lists the splits and its visit order.
     n_cand = len(ParameterGrid(grid))
     probe = RaceSearchCV(
         est, grid, cv=base_cv, n_repeats=N_REPEATS, random_state=seed,
-        max_fits=n_cand * 5, refit=False,
+        budget=n_cand * 5, refit=False,
     ).fit(X_tr, y_tr)
     ref = GridSearchCV(est, grid, cv=probe.splits_).fit(X_tr, y_tr)
     scores = np.column_stack(

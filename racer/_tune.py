@@ -121,6 +121,17 @@ class TuneResult:
     pareto_objectives: list | None = None
     _cleanup: Any = dataclasses.field(default=None, repr=False, compare=False)
 
+    @property
+    def n_evaluations(self) -> int:
+        """Runs charged to the budget: racer's name for the evaluations used, as in
+        :class:`racer.RaceResult` (docs/conventions.md); ``experiments`` is irace's."""
+        return self.experiments
+
+    @property
+    def n_iterations(self) -> int:
+        """Iterations run, under racer's name (docs/conventions.md); also ``iterations``."""
+        return self.iterations
+
     def report(self, path: Any = None) -> str | None:
         """Write the HTML report of the tuning (``racer report`` on :attr:`storage`) to
         ``path`` (default: ``report.html`` in :attr:`storage`); returns its path. Needs

@@ -47,6 +47,12 @@ __all__ = ["Evaluation", "EvaluationError", "Race", "RaceFailedError", "race"]
 logger = logging.getLogger("racer")
 
 _ON_ERROR = ("worst", "eliminate", "raise")
+# The racing test of a race given none (racer.race, racer.Race), a name of
+# racer.racing.registry; the tunings have their own (docs/conventions.md). Chosen on the
+# accuracy-cost frontier (benchmarks/frontier.py, 200 paired repetitions per cell): at equal
+# evaluations PosteriorBestTest beats the F-races where the budget binds, which BayesianTest
+# (Benavoli et al. 2015 to the letter) never does.
+DEFAULT_RACE_TEST = "posterior-best"
 _WINNER = ("mean", "mean_rank", "rank_sum")
 _TEST_REASONS = ("dominated", "indistinguishable")
 # Salt for the instance-shuffling streams, so they never coincide with a test step's stream
@@ -354,12 +360,9 @@ def _check_options(n_candidates: int, *, test: Any, direction: Any, budget: Any,
             "list with one entry per objective (e.g. direction=['minimize', 'minimize'])"
         )
     if test is None:
-        # The default was chosen on the accuracy-cost frontier (benchmarks/frontier.py,
-        # 200 paired repetitions per cell): at equal evaluations it beats the F-races where
-        # the budget binds, which BayesianTest (Benavoli et al. 2015 to the letter) never does.
-        from racer.racing.posterior_best import PosteriorBestTest
+        from racer.racing.registry import lookup
 
-        test = PosteriorBestTest()
+        test = lookup(DEFAULT_RACE_TEST).build()
     if not isinstance(test, RacingTest):
         raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
     budget = check_int(budget, "budget", minimum=1, allow_none=True)
@@ -589,7 +592,8 @@ class Race:
         candidate per row (a dict); a dict is refused (its keys or its values?).
     test : RacingTest, optional
         Decides the eliminations after each block. Default: ``racer.PosteriorBestTest()``
-        (chosen on the accuracy-cost frontier of ``benchmarks/frontier.py``);
+        (:data:`DEFAULT_RACE_TEST`, chosen on the accuracy-cost frontier of
+        ``benchmarks/frontier.py``; docs/conventions.md);
         ``racer.BayesianTest()`` is Benavoli et al.'s (2015) procedure.
     direction : {"minimize", "maximize"} or list of them, default "minimize"
         Whether smaller or larger scores are better; a list, one per objective, races on

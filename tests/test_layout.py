@@ -225,7 +225,7 @@ TESTS = ROOT / "tests"
 # the example script that shows the Python API end to end.
 WHOLE_PROJECT = {"test_layout.py", "test_conventions.py", "test_startup.py",
                  "test_examples_collected.py", "test_references.py",
-                 "test_example_differential_evolution.py"}
+                 "test_example_differential_evolution.py", "test_vocabulary.py"}
 FOLDERS = {"stats", "racing", "engine", "tuning", "cli", "adapters", "report", "benchmarks"}
 
 

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,6 +48,8 @@ __all__ = ["IteratedRace", "IteratedRaceResult"]
 
 # The layout of the study user attribute STATE_ATTR (2: racer's shared Tuner).
 _STATE_VERSION = 2
+# on_error, racer's one failure vocabulary (docs/conventions.md) -> the Tuner's error policy.
+_ERROR_POLICY = {"raise": "stop", "eliminate": "reject", "worst": "worst"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,16 +268,75 @@ def _sqlite_rdb(storage: Any) -> Any:
     return None
 
 
+def _renamed(old_value: Any, old: str, value: Any, new: str) -> Any:
+    """``value``, or what the caller gave under the keyword's former name ``old`` (with a
+    FutureWarning naming ``new``: docs/conventions.md has the one name of each quantity).
+    ``old_value`` is ``"deprecated"`` when the former name was not used."""
+    if isinstance(old_value, str) and old_value == "deprecated":
+        return value
+    if value is not None:
+        raise TypeError(
+            f"`{old}` is the former name of `{new}`: give `{new}` only; got {old}={old_value!r} "
+            f"and {new}={value!r}"
+        )
+    warnings.warn(
+        f"`{old}` is renamed `{new}` (racer's one name for it across its entry points); "
+        f"`{old}` will be removed: pass {new}={old_value!r}",
+        FutureWarning, stacklevel=3,
+    )
+    return old_value
+
+
+def _check_search_space(search_space: Any) -> None:
+    """Refuse anything but a non-empty dict of Optuna distributions or a callable."""
+    if isinstance(search_space, dict):
+        for name, dist in search_space.items():
+            if not isinstance(dist, optuna.distributions.BaseDistribution):
+                raise TypeError(
+                    f"`search_space[{name!r}]` must be an optuna distribution; got {dist!r}"
+                )
+        if not search_space:
+            raise ValueError("`search_space` is empty")
+    elif not callable(search_space):
+        raise TypeError(
+            "`search_space` must be a dict of optuna distributions or a define-by-run "
+            f"callable; got {search_space!r}"
+        )
+
+
+def _check_execution(executor: Any, n_jobs: Any, timeout: Any) -> tuple[float | None, int]:
+    """``(timeout, n_workers)`` checked, with ``executor``: an executor has ``submit`` and
+    excludes racer's own workers (``n_jobs > 1``, ``timeout``)."""
+    if executor is not None and not hasattr(executor, "submit"):
+        raise TypeError(
+            f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
+        )
+    checked_timeout = check_timeout(timeout)
+    n_workers = effective_n_jobs(n_jobs)
+    if executor is not None and (n_workers > 1 or checked_timeout is not None):
+        raise ValueError(
+            "`executor` cannot be combined with `n_jobs` > 1 or `timeout` (racer can only "
+            f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
+            f"timeout={timeout!r}"
+        )
+    return checked_timeout, n_workers
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class IteratedRaceResult:
     """The outcome of :meth:`IteratedRace.run`.
 
+    The names are racer's across its results (:class:`racer.RaceResult`,
+    :class:`racer.TuneResult`; docs/conventions.md).
+
     Attributes
     ----------
+    best : dict
+        The answer: the parameters of the winner of the last race (the best elite).
+        ``run()`` also adds it to the study as its one COMPLETE trial (user attribute
+        ``racer_answer_of``), so ``study.best_trial`` has these parameters.
     best_params : dict
-        The answer: the winner of the last race (the best elite). ``run()`` also adds it to
-        the study as its one COMPLETE trial (user attribute ``racer_answer_of``), so
-        ``study.best_trial`` has these parameters.
+        The same as ``best``, under Optuna's name (``study.best_params``); kept as an alias.
     best_trial_number : int
         Its trial in the study.
     best_mean : float
@@ -298,7 +360,7 @@ class IteratedRaceResult:
     study : optuna.Study
     """
 
-    best_params: dict
+    best: dict
     best_trial_number: int
     best_mean: float
     best_n_instances: int
@@ -310,9 +372,14 @@ class IteratedRaceResult:
     races: list
     study: Any
 
+    @property
+    def best_params(self) -> dict:
+        """``best``, under Optuna's name."""
+        return self.best
+
     def __repr__(self) -> str:
         return (
-            f"IteratedRaceResult(best_params={self.best_params!r}, "
+            f"IteratedRaceResult(best={self.best!r}, "
             f"best_mean={self.best_mean:.6g} over {self.best_n_instances} instances, "
             f"n_evaluations={self.n_evaluations}, n_iterations={self.n_iterations}, "
             f"n_candidates={self.n_candidates})"
@@ -408,9 +475,10 @@ class IteratedRace:
     n_iterations : int, optional
         irace's ``nbIterations``: a limit, as in irace; default ``floor(2 + log2(n_params))``,
         and then iterations go on while budget remains.
-    n_elites : int, optional
-        Survivors kept as elites (and the race's ``min_survivors``); default
-        ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``.
+    min_survivors : int, optional
+        Survivors kept as elites (and each race's ``min_survivors``); default
+        ``floor(2 + log2(n_params))`` as irace's ``minNbSurvival``. Formerly ``n_elites``,
+        still accepted with a FutureWarning.
     first_test, each_test : int
         irace's ``firstTest`` and ``eachTest`` (``first_test`` is cut to the number of
         instances).
@@ -426,9 +494,15 @@ class IteratedRace:
     timeout : float, optional
         Seconds one evaluation may take (None: no limit). Evaluations then run in racer's
         worker processes (at least one): one over its limit is stopped (its worker killed
-        and replaced) and, like one whose worker died, recorded as failed (NaN in the trial's
-        scores, raced as worst); ``evaluate`` must be importable by name. Cannot be combined
-        with ``executor``.
+        and replaced) and, like one whose worker died, recorded as failed (``on_error``
+        decides); ``evaluate`` must be importable by name. Cannot be combined with
+        ``executor``.
+    on_error : {"worst", "eliminate", "raise"}, default "worst"
+        What a failed evaluation (an exception, NaN, a timeout, a dead worker) does, as in
+        :class:`racer.Race`: rank last on its instance (NaN in the trial's scores), eliminate
+        its trial at the end of the block, or stop the run with :class:`racer.EvaluationError`
+        naming the parameters and the instance, with ``evaluate``'s traceback (the failure
+        is not stored: the same driver on the same study resumes and evaluates it again).
     random_state : None, int, numpy Generator, RandomState or SeedSequence
         Seeds the instance order, the default sampler and every race (one seed: the int
         itself, or one draw from the others).
@@ -448,7 +522,7 @@ class IteratedRace:
     ...     return (params["x"] - 0.3) ** 2 + 0.1 * instance
     >>> res = IteratedRace(evaluate, {"x": FloatDistribution(0, 1)}, list(range(20)),
     ...                    budget=300, random_state=0).run()
-    >>> res.n_evaluations <= 300 and abs(res.best_params["x"] - 0.3) < 0.2
+    >>> res.n_evaluations <= 300 and abs(res.best["x"] - 0.3) < 0.2
     True
     """
 
@@ -466,33 +540,24 @@ class IteratedRace:
         direction: str = "minimize",
         test: Any = None,
         n_iterations: int | None = None,
-        n_elites: int | None = None,
+        min_survivors: int | None = None,
         first_test: int = 5,
         each_test: int = 1,
         executor: Any = None,
         n_jobs: int | None = None,
         timeout: float | None = None,
+        on_error: str = "worst",
         random_state: Any = None,
         progress: bool = True,
+        n_elites: Any = "deprecated",
     ) -> None:
         from racer.racing.base import RacingTest
 
+        min_survivors = _renamed(n_elites, "n_elites", min_survivors, "min_survivors")
         self._progress = check_bool(progress, "progress")
         if not callable(evaluate):
             raise TypeError(f"`evaluate` must be callable; got {evaluate!r}")
-        if isinstance(search_space, dict):
-            for name, dist in search_space.items():
-                if not isinstance(dist, optuna.distributions.BaseDistribution):
-                    raise TypeError(
-                        f"`search_space[{name!r}]` must be an optuna distribution; got {dist!r}"
-                    )
-            if not search_space:
-                raise ValueError("`search_space` is empty")
-        elif not callable(search_space):
-            raise TypeError(
-                "`search_space` must be a dict of optuna distributions or a define-by-run "
-                f"callable; got {search_space!r}"
-            )
+        _check_search_space(search_space)
         self._instances = list(check_instances(instances))
         if not self._instances:
             raise ValueError("`instances` must hold at least one instance; got an empty sequence")
@@ -513,23 +578,14 @@ class IteratedRace:
             raise TypeError(f"`test` must be a racer.racing.base.RacingTest; got {test!r}")
         self._test = test
         self._n_iterations = check_int(n_iterations, "n_iterations", minimum=1, allow_none=True)
-        self._n_elites = check_int(n_elites, "n_elites", minimum=1, allow_none=True)
+        self._min_survivors = check_int(min_survivors, "min_survivors", minimum=1,
+                                        allow_none=True)
         self._first_test = check_int(first_test, "first_test", minimum=1)
         self._each_test = check_int(each_test, "each_test", minimum=1)
         self._seed = seed_from_random_state(random_state)
-        if executor is not None and not hasattr(executor, "submit"):
-            raise TypeError(
-                f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
-            )
+        self._timeout, self._n_workers = _check_execution(executor, n_jobs, timeout)
         self._executor = executor
-        self._timeout = check_timeout(timeout)
-        self._n_workers = effective_n_jobs(n_jobs)
-        if executor is not None and (self._n_workers > 1 or self._timeout is not None):
-            raise ValueError(
-                "`executor` cannot be combined with `n_jobs` > 1 or `timeout` (racer can only "
-                f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
-                f"timeout={timeout!r}"
-            )
+        self._on_error = check_option(on_error, "on_error", tuple(_ERROR_POLICY))
         self._sqlite = None
         self._evaluate = evaluate
         self._space = search_space
@@ -542,27 +598,32 @@ class IteratedRace:
                 raise TypeError(f"`study` must be an optuna.Study; got {study!r}")
             self._study = study
         else:
-            if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
-                raise TypeError(
-                    f"`sampler` must be an optuna sampler (optuna.samplers.BaseSampler); got "
-                    f"{_describe(sampler)}"
-                )
-            if sampler is None:
-                # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
-                sampler = optuna.samplers.TPESampler(seed=self._seed % 2**32)
-            self._sqlite = _sqlite_rdb(storage)
-            if self._sqlite is not None:
-                storage = self._sqlite
-            self._study = optuna.create_study(
-                storage=storage, sampler=sampler, study_name=study_name,
-                direction=self._direction, load_if_exists=True,
-            )
+            self._study = self._create_study(sampler, storage, study_name)
         study_dir = single_direction(self._study, "IteratedRace")
         if study_dir.name.lower() != self._direction:
             raise ValueError(
                 f"`direction`={self._direction!r} but the study is set to "
                 f"{study_dir.name.lower()!r}"
             )
+
+    def _create_study(self, sampler: Any, storage: Any, study_name: str | None) -> optuna.Study:
+        """The study of ``optuna.create_study(..., load_if_exists=True)``; a SQLite storage
+        opened here as an RDBStorage (``_sqlite_rdb``), for ``run()``'s WAL mode."""
+        if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
+            raise TypeError(
+                f"`sampler` must be an optuna sampler (optuna.samplers.BaseSampler); got "
+                f"{_describe(sampler)}"
+            )
+        if sampler is None:
+            # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
+            sampler = optuna.samplers.TPESampler(seed=self._seed % 2**32)
+        self._sqlite = _sqlite_rdb(storage)
+        if self._sqlite is not None:
+            storage = self._sqlite
+        return optuna.create_study(
+            storage=storage, sampler=sampler, study_name=study_name,
+            direction=self._direction, load_if_exists=True,
+        )
 
     @property
     def study(self) -> optuna.Study:
@@ -602,35 +663,41 @@ class IteratedRace:
         return budgets
 
     def _run(self) -> IteratedRaceResult:
-        from racer.tuning.tuner import BudgetError, Settings, Tuner
-        from racer.tuning.lookahead import UNUSED
+        from racer.tuning.tuner import Tuner
         from racer.tuning.instances import Instance
-        from racer.progress import ProgressBar, iteration_text, iterations_done_text
-        from racer.engine import RaceFailedError
 
         study = self._study
         budgets = self._budgets(dict(study.user_attrs.get(STATE_ATTR) or {}))
         maximize = self._direction == "maximize"
         sign = -1.0 if maximize else 1.0
-        # What an earlier (interrupted or shorter) run recorded: its trials, replayed in
-        # order, and their scores, which answer the replay's runs (nothing is run twice).
-        raced = sorted((t for t in study.get_trials(deepcopy=False)
-                        if ITERATION_ATTR in t.user_attrs and ANSWER_ATTR not in t.user_attrs),
-                       key=lambda t: t.number)
-        cache: dict[int, dict[int, float]] = {}
-        for t in raced:
-            if t.user_attrs.get(SCORES_ATTR):
-                cache[t.number] = {int(k): float(v) for k, v in t.user_attrs[SCORES_ATTR].items()}
-        for key, record in study.user_attrs.items():
-            if key.startswith(SCORES_ATTR + "_"):
-                cache.setdefault(int(key[len(SCORES_ATTR) + 1:]), {}).update(
-                    {int(k): float(v) for k, v in record.items()})
+        raced, cache = _recorded(study)
         mirror = _StudyMirror(study)
+        # The trials of the earlier run are handed back to the tuner in order (those left
+        # RUNNING by a crash as the trials they are).
         replay = [(mirror.trial(t.number) if t.state == TrialState.RUNNING else None, t.number,
                    dict(t.user_attrs.get(PARAMS_ATTR) or t.params)) for t in raced]
         mirror.set_study_attr(STATE_ATTR, {"version": _STATE_VERSION, "seed": self._seed,
                                            "n_instances": len(self._instances),
                                            "budgets": budgets})
+        sampler, space = self._study_sampler(mirror, raced, replay, sign)
+        train = [Instance(f"#{k}") for k in range(len(self._instances))]
+        position = {inst: k for k, inst in enumerate(train)}
+        runner = self._runner(position, maximize, sampler, cache)
+        watch = _Watch(sampler, mirror, cache, position, sign, self._budget, self._progress,
+                       keep_failures=self._on_error != "raise")
+        tuner = Tuner(space or sampler.space, runner, train, self._settings(budgets, len(train)),
+                      self._test, journal_dir=None, on_run=watch.on_run,
+                      progress=watch.progress, winner=self._winner, sampler=sampler,
+                      executor=self._executor)
+        result = self._tune(tuner, runner, sampler, mirror, watch)
+        self._fail_unraced(sampler, mirror)
+        return self._result(result, sampler, mirror, cache, position, maximize, watch.bar)
+
+    def _study_sampler(self, mirror: _StudyMirror, raced: list, replay: list,
+                       sign: float) -> tuple:
+        """``(sampler, space)``: the Tuner's sampler on the study, and the parameter space
+        that sizes irace's schedule (None for a define-by-run space first met here: the
+        sampler's, sized by its first trial, which is then the first configuration raced)."""
         if isinstance(self._space, dict):
             space = schedule_space(self._space)
         elif raced:
@@ -642,75 +709,50 @@ class IteratedRace:
                                mirror, self._space, replay, sign,
                                int(np.random.SeedSequence([self._seed, 0x5A]).generate_state(1)[0]))
         if space is None:
-            # A define-by-run space: its schedule is sized by the first trial's parameters,
-            # which is then the first configuration raced.
             first = sampler.new_trial()
             sampler.space = schedule_space(first[0].distributions)
             sampler.replay.appendleft(first)
-        train = [Instance(f"#{k}") for k in range(len(self._instances))]
-        position = {inst: k for k, inst in enumerate(train)}
-        settings = Settings(
-            max_experiments=self._budget, first_test=min(self._first_test, len(train)),
-            each_test=self._each_test, min_survival=self._n_elites or 0,
+        return sampler, space
+
+    def _settings(self, budgets: list, n_train: int) -> Any:
+        """The Tuner's settings: irace's options from this driver's, ``budgets`` the
+        study's sessions (this one last)."""
+        from racer.tuning.tuner import Settings
+
+        return Settings(
+            max_experiments=self._budget, first_test=min(self._first_test, n_train),
+            each_test=self._each_test, min_survival=self._min_survivors or 0,
             n_iterations=self._n_iterations or 0, seed=self._seed,
             # evaluate(params, instance) has no seed: each instance is raced once per trial.
             deterministic=True,
-            parallel=max(1, self._n_workers), error_policy="worst", lookahead=False,
+            parallel=max(1, self._n_workers), error_policy=_ERROR_POLICY[self._on_error],
+            lookahead=False,
             race_used_up=True,
             earlier_budgets=tuple(budgets[:-1]), budget_rule="racer")
-        runner = StudyRunner(
+
+    def _runner(self, position: dict, maximize: bool, sampler: StudySampler,
+                cache: dict) -> StudyRunner:
+        """The runner of ``evaluate``: in this process, on racer's workers (``n_jobs``,
+        ``timeout``) or, with an executor, in the executor's (the Tuner sends them there);
+        what the study recorded (``cache``) answers without a call."""
+        in_process = self._executor is not None or (self._n_workers <= 1
+                                                    and self._timeout is None)
+        return StudyRunner(
             self._evaluate, self._instances, position, maximize=maximize,
-            n_workers=(0 if self._executor is not None
-                       or (self._n_workers <= 1 and self._timeout is None)
-                       else max(1, self._n_workers)),
+            n_workers=0 if in_process else max(1, self._n_workers),
             timeout=self._timeout, number_of=sampler.number_of, recorded=cache)
 
-        n_runs = [0]  # runs told so far (those answered from the record too), for progress
+    def _tune(self, tuner: Any, runner: StudyRunner, sampler: StudySampler,
+              mirror: _StudyMirror, watch: _Watch) -> Any:
+        """Run the Tuner; on the way out the study is left resumable, or its trials FAIL
+        when nothing could be evaluated."""
+        from racer.tuning.runner import TargetRunnerError
+        from racer.tuning.tuner import BudgetError
+        from racer.engine import EvaluationError, RaceFailedError
 
-        def on_run(iteration, configuration, task, res) -> None:
-            if res.status == UNUSED:
-                return
-            n_runs[0] += 1
-            number = sampler.number_of[sampler.key(configuration.values)]
-            scores = cache.setdefault(number, {})
-            k = position[task.instance]
-            if k in scores:
-                return  # answered from the study's record
-            scores[k] = sign * res.cost if res.status == "ok" else math.nan
-            record = {str(i): v for i, v in scores.items()}
-            if sampler.is_open(number):
-                sampler._trials[number].set_user_attr(SCORES_ATTR, record)
-                mirror.changed(number)
-            else:
-                # A finished trial cannot change: an elite's later evaluations go to the
-                # study, under its trial number.
-                mirror.set_study_attr(f"{SCORES_ATTR}_{number}", record)
-            mirror.flush(due_only=True)
-
-        bar = ProgressBar(enabled=self._progress)
-
-        def progress(state, race) -> None:
-            used = n_runs[0]
-
-            def text():
-                return (f"{iteration_text(state['iteration'], state['planned'])} | race: "
-                        f"instance {race.n_instances}, {len(race.survivor_indices)}/"
-                        f"{len(race.candidates)} alive | {used}/{self._budget} evaluations")
-            bar.update(min(used / self._budget, 1.0), text)
-
-        observe = sampler.observe
-
-        def observed(candidates, result) -> None:
-            observe(candidates, result)
-            mirror.flush()  # once per race: every trial told, and the trial numbers checked
-
-        sampler.observe = observed
-        tuner = Tuner(space or sampler.space, runner, train, settings, self._test,
-                      journal_dir=None, on_run=on_run, progress=progress, winner=self._winner,
-                      sampler=sampler, executor=self._executor)
         runner.start()
         try:
-            result = tuner.run()
+            return tuner.run()
         except BudgetError as exc:
             self._fail_unraced(sampler, mirror)
             raise ValueError(f"`budget`={self._budget}: {exc}") from None
@@ -720,6 +762,11 @@ class IteratedRace:
             sampler.fail_open()
             self._fail_unraced(sampler, mirror)
             raise
+        except TargetRunnerError:
+            # on_error="raise": the first failed evaluation ends the run. What was evaluated
+            # is stored (the failure is not), so the same driver resumes and evaluates it again.
+            mirror.flush()
+            raise EvaluationError(watch.failure_text()) from None
         except BaseException:
             # Whatever was evaluated is stored, so that a rerun resumes from it (an
             # interrupted run, or one that failed); a storage that fails again is not news.
@@ -730,7 +777,13 @@ class IteratedRace:
             raise
         finally:
             runner.close()
-        self._fail_unraced(sampler, mirror)
+
+    def _result(self, result: Any, sampler: StudySampler, mirror: _StudyMirror, cache: dict,
+                position: dict, maximize: bool, bar: Any) -> IteratedRaceResult:
+        """The tuning's answer, recorded in the study (``_record_answer``) and returned."""
+        from racer.progress import iterations_done_text
+
+        study = self._study
         elites = [sampler.number_of[sampler.key(c.values)] for c in result.elites]
         bar.close(f"done: {iterations_done_text(result.iterations, result.planned_iterations)} | "
                   f"{result.experiments}/{self._budget} evaluations"
@@ -745,7 +798,7 @@ class IteratedRace:
         self._record_answer(study, best, best_mean, cache.get(best, {}))
         params_of = sampler.params_of
         return IteratedRaceResult(
-            best_params=dict(params_of[best]),
+            best=dict(params_of[best]),
             best_trial_number=best,
             best_mean=best_mean,
             best_n_instances=len(cache.get(best, {})),
@@ -794,6 +847,94 @@ class IteratedRace:
                                  if math.isfinite(v)},
             user_attrs={ANSWER_ATTR: best, N_INSTANCES_ATTR: len(scores)},
         ))
+
+
+def _recorded(study: optuna.Study) -> tuple[list, dict]:
+    """What an earlier (interrupted or shorter) run recorded in ``study``: its raced trials in
+    order, to be replayed, and their scores ``{trial number: {instance position: score}}``,
+    which answer the replay's runs (nothing is run twice)."""
+    raced = sorted((t for t in study.get_trials(deepcopy=False)
+                    if ITERATION_ATTR in t.user_attrs and ANSWER_ATTR not in t.user_attrs),
+                   key=lambda t: t.number)
+    cache: dict[int, dict[int, float]] = {}
+    for t in raced:
+        if t.user_attrs.get(SCORES_ATTR):
+            cache[t.number] = {int(k): float(v) for k, v in t.user_attrs[SCORES_ATTR].items()}
+    for key, record in study.user_attrs.items():
+        if key.startswith(SCORES_ATTR + "_"):
+            cache.setdefault(int(key[len(SCORES_ATTR) + 1:]), {}).update(
+                {int(k): float(v) for k, v in record.items()})
+    return raced, cache
+
+
+class _Watch:
+    """The Tuner's callbacks for an IteratedRace: each run's score goes to the study as it
+    arrives (``on_run``), the progress bar follows the budget (``progress``), and the study
+    is written once per race (the sampler's ``observe``, wrapped here)."""
+
+    def __init__(self, sampler: StudySampler, mirror: _StudyMirror, cache: dict,
+                 position: dict, sign: float, budget: int, progress: bool, *,
+                 keep_failures: bool = True) -> None:
+        from racer.progress import ProgressBar, iteration_text
+        from racer.tuning.lookahead import UNUSED
+
+        self._unused, self._iteration_text = UNUSED, iteration_text
+        self.sampler, self.mirror, self.cache = sampler, mirror, cache
+        self.position, self.sign, self.budget = position, sign, budget
+        self.n_runs = 0  # runs told so far (those answered from the record too)
+        # Under on_error="raise" a failure ends the run unrecorded; the last one, for its message.
+        self.keep_failures = keep_failures
+        self.failure: tuple | None = None
+        self.bar = ProgressBar(enabled=progress)
+        self._observe = sampler.observe
+        sampler.observe = self.observed
+
+    def on_run(self, iteration, configuration, task, res) -> None:
+        if res.status == self._unused:
+            return
+        sampler = self.sampler
+        number = sampler.number_of[sampler.key(configuration.values)]
+        k = self.position[task.instance]
+        if res.status == "error" and not self.keep_failures:
+            self.failure = (number, k, res)
+            return
+        self.n_runs += 1
+        scores = self.cache.setdefault(number, {})
+        if k in scores:
+            return  # answered from the study's record
+        scores[k] = self.sign * res.cost if res.status == "ok" else math.nan
+        record = {str(i): v for i, v in scores.items()}
+        if sampler.is_open(number):
+            sampler._trials[number].set_user_attr(SCORES_ATTR, record)
+            self.mirror.changed(number)
+        else:
+            # A finished trial cannot change: an elite's later evaluations go to the
+            # study, under its trial number.
+            self.mirror.set_study_attr(f"{SCORES_ATTR}_{number}", record)
+        self.mirror.flush(due_only=True)
+
+    def progress(self, state, race) -> None:
+        used = self.n_runs
+
+        def text():
+            return (f"{self._iteration_text(state['iteration'], state['planned'])} | race: "
+                    f"instance {race.n_instances}, {len(race.survivor_indices)}/"
+                    f"{len(race.candidates)} alive | {used}/{self.budget} evaluations")
+        self.bar.update(min(used / self.budget, 1.0), text)
+
+    def failure_text(self) -> str:
+        """What failed under on_error="raise": the trial, its parameters, the instance and
+        ``evaluate``'s traceback."""
+        number, k, res = self.failure
+        reason = res.stderr.rstrip() if res.stderr else res.message
+        return (f"evaluate({self.sampler.params_of[number]!r}, instances[{k}]) failed "
+                f"(trial {number}):\n"
+                f"{reason}\n(on_error='eliminate' or 'worst' to go on despite failures; the "
+                "same IteratedRace on the same study resumes)")
+
+    def observed(self, candidates, result) -> None:
+        self._observe(candidates, result)
+        self.mirror.flush()  # once per race: every trial told, and the trial numbers checked
 
 
 def _trial_race(result: Any, candidates: list, sampler: StudySampler, position: dict,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,7 +24,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import ParameterGrid, ParameterSampler, check_cv
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
 
 from racer._validation import _describe, check_int, check_random_state
 from racer.adapters.sklearn._fits import Fits
@@ -100,7 +101,7 @@ class RaceSearchCV(BaseSearchCV):
     racing test reads the survivors' scores (of the ``refit`` metric) after every split and
     eliminates the candidates that are worse than another survivor, or practically
     indistinguishable from a better one. The race stops when one candidate is left, when the
-    splits run out, or when ``max_fits`` is spent. The winner (best mean over all splits
+    splits run out, or when ``budget`` is spent. The winner (best mean over all splits
     among the survivors) is refitted on the whole data, as in ``GridSearchCV``.
 
     By default the race visits the user's own folds (``cv``, once, in an order drawn from
@@ -182,8 +183,10 @@ RacingTest, optional
     first_test : int, optional
         Splits every candidate is evaluated on before the first test. Default (None): 2 with
         the ``"t-test"``, 4 with any other test (4 for every test before issue 22).
-    max_fits : int, optional
-        Budget of fits for the race (the final refit not included).
+    budget : int, optional
+        Fits the race may start (the final refit not included): a hard limit, racer's
+        ``budget`` everywhere (docs/conventions.md). Formerly ``max_fits``, still accepted
+        with a FutureWarning.
     resource : {"splits", "n_samples"}, default="splits"
         What grows as the race goes on. ``"splits"``: every fit trains on its split's whole
         training part; only the number of splits grows. ``"n_samples"``: racing on growing
@@ -224,7 +227,7 @@ RacingTest, optional
         Seeds the repeats, the visit order, the sampled candidates and the test's Monte Carlo.
     progress : bool, default=False
         Show the race's progress on stderr (:class:`racer.progress.ProgressLine`: a bar over
-        the splits, or ``max_fits``, redrawn in place in a terminal or a notebook; a line at
+        the splits, or ``budget``, redrawn in place in a terminal or a notebook; a line at
         each quarter in a log). Off by default: a search is silent at ``verbose=0``, as in
         scikit-learn.
 
@@ -258,8 +261,11 @@ RacingTest, optional
         The splits (indices ``k`` of ``split{k}_*``) in the order the race visited them.
     split_datasets_ : tuple or None
         With ``test="hierarchical"``: the data set (``groups`` label) of each split; else None.
+    n_evaluations_ : int
+        Fits run by the race (failed ones included; the final refit not included), as
+        ``race_.n_evaluations``: racer's name for the evaluations used (docs/conventions.md).
     n_fits_ : int
-        Fits run by the race (failed ones included; the final refit not included).
+        The same, under its earlier name (kept as an alias).
     n_candidates_, n_remaining_candidates_ : int
         Candidates raced, and survivors at the end.
     race_ : racer.RaceResult
@@ -287,7 +293,7 @@ RacingTest, optional
     ...                       random_state=0).fit(X, y)
     >>> search.best_params_["n_neighbors"] in (5, 15)
     True
-    >>> int(search.n_fits_) < 5 * search.n_splits_
+    >>> int(search.n_evaluations_) < 5 * search.n_splits_
     True
 
     Racing on growing subsamples (here 30, 90 and all 120 training samples per split):
@@ -316,7 +322,7 @@ RacingTest, optional
         test=None,
         rope=0.005,
         first_test=None,
-        max_fits=None,
+        budget=None,
         resource="splits",
         min_resources="exhaust",
         factor=3,
@@ -329,6 +335,7 @@ RacingTest, optional
         random_state=None,
         verbose=0,
         progress=False,
+        max_fits="deprecated",
     ):
         super().__init__(
             estimator=estimator,
@@ -348,7 +355,7 @@ RacingTest, optional
         self.test = test
         self.rope = rope
         self.first_test = first_test
-        self.max_fits = max_fits
+        self.budget = budget
         self.resource = resource
         self.min_resources = min_resources
         self.factor = factor
@@ -356,6 +363,7 @@ RacingTest, optional
         self.timeout = timeout
         self.random_state = random_state
         self.progress = progress
+        self.max_fits = max_fits
 
     # scikit-learn's own validation (InvalidParameterError, a ValueError and TypeError naming
     # the parameter and quoting the value), run by fit's _fit_context as in every search CV;
@@ -370,7 +378,7 @@ RacingTest, optional
         "test": [StrOptions(set(_TEST_NAMES)), HasMethods(["decide"]), None],
         "rope": [Interval(numbers.Real, 0, None, closed="left")],
         "first_test": [Interval(numbers.Integral, 1, None, closed="left"), None],
-        "max_fits": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "budget": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "resource": [StrOptions({"splits", "n_samples"})],
         "min_resources": [Interval(numbers.Integral, 1, None, closed="left"),
                           StrOptions({"exhaust"})],
@@ -384,6 +392,9 @@ RacingTest, optional
         "random_state": [Interval(numbers.Integral, 0, None, closed="left"),
                          np.random.RandomState, np.random.Generator, np.random.SeedSequence, None],
         "progress": ["boolean"],
+        # The former name of `budget`, warned about in fit.
+        "max_fits": [Interval(numbers.Integral, 1, None, closed="left"), None,
+                     Hidden(StrOptions({"deprecated"}))],
     }
 
     def _run_search(self, evaluate_candidates, *, callback_ctx=None):
@@ -407,7 +418,7 @@ RacingTest, optional
         check_int(self.n_iter, "n_iter", minimum=1, allow_none=True)
         check_int(self.n_repeats, "n_repeats", minimum=1, allow_none=True)
         check_int(self.first_test, "first_test", minimum=1, allow_none=True)
-        check_int(self.max_fits, "max_fits", minimum=1, allow_none=True)
+        check_int(self.budget, "budget", minimum=1, allow_none=True)
         if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
             np.isfinite(self.rope) and self.rope >= 0
         ):
@@ -448,6 +459,29 @@ RacingTest, optional
         if not isinstance(self.random_state, np.random.RandomState):
             check_random_state(self.random_state)  # a RandomState would advance: fit draws
 
+    def _budget(self):
+        """``budget``, or what was given as ``max_fits``, its former name."""
+        if isinstance(self.max_fits, str) and self.max_fits == "deprecated":
+            return self.budget
+        return self.max_fits
+
+    def _warn_max_fits(self) -> None:
+        """``max_fits`` is the former name of ``budget``: a FutureWarning, or a TypeError
+        when both are given."""
+        if isinstance(self.max_fits, str) and self.max_fits == "deprecated":
+            return
+        if self.budget is not None:
+            raise TypeError(
+                "`max_fits` is the former name of `budget`: give `budget` only; got "
+                f"max_fits={self.max_fits!r} and budget={self.budget!r}"
+            )
+        warnings.warn(
+            "`max_fits` is renamed `budget` (racer's one name for it across its entry "
+            f"points); `max_fits` will be removed: pass budget={self.max_fits!r}",
+            # fit <- scikit-learn's _fit_context <- the caller
+            FutureWarning, stacklevel=4,
+        )
+
     def _design(self) -> tuple[int, object, int]:
         """``(n_repeats, test, first_test)`` with None resolved (:func:`resolve_design`)."""
         return resolve_design(self.n_repeats, self.test, self.first_test, self.resource)
@@ -485,6 +519,7 @@ RacingTest, optional
         self
         """
         self._check_race_params()
+        self._warn_max_fits()
         rng = check_random_state(self.random_state)  # racer's one seed convention
         # Draw every seed up front so that each use has its own stream whatever the others do.
         seed_candidates, seed_splits, seed_order, seed_race = (
@@ -543,7 +578,7 @@ RacingTest, optional
         """Set the race's attributes, ``cv_results_`` and (where there is one) the winner."""
         self.multimetric_ = fits.multimetric
         self.race_ = race
-        self.n_fits_ = len(fits.outcomes)
+        self.n_evaluations_ = self.n_fits_ = len(fits.outcomes)
         self.n_candidates_ = len(candidates)
         self.n_remaining_candidates_ = len(race.survivor_indices)
         failures = [(u, o["error"]) for u, o in fits.outcomes.items() if o["failed"]]
@@ -658,9 +693,10 @@ RacingTest, optional
         n_total = np.mean([len(train) + len(test) for train, test in fit_splits])
         requested_first_test = self._design()[2]
         first_test = min(requested_first_test, len(fit_splits))
-        if self.max_fits is not None and self.max_fits < n_candidates * first_test:
+        budget = self._budget()
+        if budget is not None and budget < n_candidates * first_test:
             raise ValueError(
-                f"`max_fits`={self.max_fits} cannot pay for the first block: {n_candidates} "
+                f"`budget`={budget} cannot pay for the first block: {n_candidates} "
                 f"candidates x {first_test} splits = {n_candidates * first_test} fits"
             )
         racing_test = self._racing_test(rho=float(n_test / n_total))
@@ -678,7 +714,7 @@ RacingTest, optional
             candidates,
             test=racing_test,
             direction="maximize",  # scikit-learn scorers: greater is better
-            budget=self.max_fits,
+            budget=budget,
             max_instances=len(fit_splits),
             first_test=first_test,
             instances=self.split_order_.tolist(),

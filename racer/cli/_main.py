@@ -33,6 +33,26 @@ class UsageError(ValueError):
     pass
 
 
+# --on-error's values, racer's one failure vocabulary (docs/conventions.md), and the tuner's
+# error policy each stands for; "stop" and "reject" are their former names here.
+ON_ERROR_POLICIES = {"raise": "stop", "eliminate": "reject", "worst": "worst"}
+_ON_ERROR_RENAMED = {"stop": "raise", "reject": "eliminate"}
+
+
+def _on_error_policy(value: str) -> str:
+    """``--on-error VALUE`` as the tuner's error policy; a former name works, with a warning
+    on stderr naming the new one."""
+    if value in _ON_ERROR_RENAMED:
+        new = _ON_ERROR_RENAMED[value]
+        _warn(f"--on-error {value} is renamed --on-error {new} (racer's one name for it); "
+              f"'{value}' will be removed")
+        value = new
+    if value not in ON_ERROR_POLICIES:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(map(repr, ON_ERROR_POLICIES))})")
+    return ON_ERROR_POLICIES[value]
+
+
 def _parser():
     from racer.cli.scenario import OPTIONS
 
@@ -61,10 +81,15 @@ def _parser():
                         "'hierarchical' or 'module:Class' for any racer RacingTest; options "
                         "follow a colon, e.g. 'posterior-best:error_rate=0.01', and win over "
                         "the level a set confidence gives each test (docs/cli.md)")
-    g.add_argument("--on-error", choices=("stop", "reject", "worst"), default="stop",
+    # The parsed value is the tuner's error policy (_on_error_policy); a string default is
+    # parsed too.
+    g.add_argument("--on-error", type=_on_error_policy, default="raise",
+                   metavar="{raise,eliminate,worst}",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
-                        "timeout): stop racer with exit code 3 (irace's behaviour, default), "
-                        "reject the configuration, or rank it worst on that instance")
+                        "timeout): 'raise' stops racer with exit code 3 (irace's behaviour, "
+                        "default), 'eliminate' eliminates the configuration, 'worst' ranks it "
+                        "worst on that instance (formerly 'stop' and 'reject' for the first "
+                        "two, still accepted with a warning)")
     g.add_argument("--sampler", choices=("irace", "optuna"), default="irace",
                    help="how new configurations are proposed: irace's model around the elites "
                         "(default) or Optuna's TPE sampler (needs optuna)")
@@ -1136,7 +1161,7 @@ def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | Non
         return EXIT_SCENARIO
     if isinstance(exc, TargetRunnerError):
         _error("target-runner failed:\n" + str(exc)
-               + "\n(use --on-error reject or targetRunnerRetries to go on despite failures; "
+               + "\n(use --on-error eliminate or targetRunnerRetries to go on despite failures; "
                "rerun the same command to resume)")
         return EXIT_RUNNER
     if isinstance(exc, _if_imported("racer.engine", "RaceFailedError", _NotRaised)):

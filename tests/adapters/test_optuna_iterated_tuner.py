@@ -12,7 +12,9 @@ optuna = pytest.importorskip("optuna")
 from optuna.distributions import CategoricalDistribution, IntDistribution  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
+import racer  # noqa: E402
 from racer.adapters.optuna import IteratedRace  # noqa: E402
+from racer.adapters.optuna._common import SCORES_ATTR  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -141,7 +143,7 @@ def test_a_used_up_space_races_its_elites_on_every_instance():
     truth = {k: offsets[k] + noise["abcd".index(k)].mean() for k in offsets}
     assert res.best_n_instances > res.races[0].n_instances + 5
     assert len(res.races[-1].survivors) == 1 or res.best_n_instances == 40
-    assert res.best_params["k"] == min(truth, key=truth.get)
+    assert res.best["k"] == min(truth, key=truth.get)
 
 
 def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
@@ -158,10 +160,100 @@ def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
         return offsets[k] + noise[k, instance]
 
     res = IteratedRace(evaluate, {"k": CategoricalDistribution(levels)}, list(range(40)),
-                       budget=300, n_elites=2, random_state=0, progress=False).run()
+                       budget=300, min_survivors=2, random_state=0, progress=False).run()
     revived = set()
     for before, after in zip(res.races, res.races[1:]):
         not_kept = set(before.survivors[2:])
         revived |= not_kept & set(after.candidates) - set(before.survivors[:2])
     assert revived
     assert res.n_evaluations <= 300
+
+
+def test_n_elites_is_the_former_name_of_min_survivors():
+    # racer's one name for the elites kept is min_survivors (docs/conventions.md); the former
+    # name still works, with a FutureWarning, and means the same.
+    evaluate, instances, _ = _problem(12)
+    settings = dict(budget=150, random_state=0, progress=False)
+    one = IteratedRace(evaluate, SPACE, instances, min_survivors=1, **settings).run()
+    new = IteratedRace(evaluate, SPACE, instances, min_survivors=3, **settings).run()
+    with pytest.warns(FutureWarning, match="`n_elites` is renamed `min_survivors`"):
+        driver = IteratedRace(evaluate, SPACE, instances, n_elites=3, **settings)
+    old = driver.run()
+    assert one.n_evaluations != new.n_evaluations  # the setting reaches the tuner
+    assert old.elite_trial_numbers == new.elite_trial_numbers
+    assert old.n_evaluations == new.n_evaluations
+    with pytest.raises(TypeError, match="give `min_survivors` only"):
+        IteratedRace(evaluate, SPACE, instances, n_elites=3, min_survivors=2, **settings)
+    # best_params stays as Optuna's name of the answer.
+    assert new.best_params == new.best == new.elites[0]
+    assert "best=" in repr(new)
+
+
+def _failing(flaky):
+    """A problem whose configurations with x > 150 fail on instance 3 while ``flaky[0]``."""
+    evaluate, instances, calls = _problem(12)
+
+    def failing(params, instance):
+        if params["x"] > 150 and instance == 3 and flaky[0]:
+            raise ValueError(f"x={params['x']} fails on 3")
+        return evaluate(params, instance)
+
+    return failing, instances, calls
+
+
+@pytest.mark.parametrize("on_error", ["worst", "eliminate"])
+def test_on_error_worst_ranks_a_failure_last_and_eliminate_drops_its_trial(on_error):
+    failing, instances, _ = _failing([True])
+    raised = []
+
+    def counted(params, instance):
+        try:
+            return failing(params, instance)
+        except ValueError:
+            raised.append(params["x"])
+            raise
+
+    res = IteratedRace(counted, SPACE, instances, budget=200, random_state=0, progress=False,
+                       on_error=on_error).run()
+    assert raised  # some configuration failed on instance 3
+    dropped = [h.candidate for race in res.races for h in race.history if h.reason == "failed"]
+    if on_error == "eliminate":
+        assert dropped and all(res.study.trials[n].params["x"] > 150 for n in dropped)
+    else:
+        assert not dropped
+    assert res.n_evaluations <= 200 and res.best["x"] <= 150
+
+
+def test_on_error_raise_stops_naming_the_trial_and_a_rerun_resumes():
+    flaky = [True]
+    failing, instances, calls = _failing(flaky)
+
+    def qmc():
+        return optuna.samplers.QMCSampler(seed=2, warn_independent_sampling=False)
+
+    settings = dict(budget=200, random_state=0, progress=False, on_error="raise")
+    study = optuna.create_study(sampler=qmc())
+    with pytest.raises(racer.EvaluationError, match=r"instances\[3\]\) failed(.|\n)*fails on 3"):
+        IteratedRace(failing, SPACE, instances, study=study, **settings).run()
+    first = list(calls)
+    stored = {(tuple(sorted(t.params.items())), int(k)) for t in study.trials
+              for k in t.user_attrs.get(SCORES_ATTR, {})}
+    assert stored and stored <= set(first)
+    # The failure is not stored: once evaluate works, the same driver on the same study
+    # resumes, evaluates nothing stored again, and ends as a run that never failed.
+    flaky[0] = False
+    resumed = IteratedRace(failing, SPACE, instances, study=study, **settings).run()
+    second = calls[len(first):]
+    assert not stored & set(second)
+    del calls[:]
+    whole = IteratedRace(failing, SPACE, instances, study=optuna.create_study(sampler=qmc()),
+                         **settings).run()
+    assert set(first) | set(second) == set(calls)
+    assert resumed.elites == whole.elites and resumed.best == whole.best
+
+
+def test_on_error_takes_racers_three_values():
+    evaluate, instances, _ = _problem(5)
+    with pytest.raises(ValueError, match="`on_error` must be one of 'raise', 'eliminate', "
+                                         "'worst'; got 'stop'"):
+        IteratedRace(evaluate, SPACE, instances, budget=100, on_error="stop")

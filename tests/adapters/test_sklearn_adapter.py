@@ -351,15 +351,33 @@ def test_parallel_and_executor_give_the_same_race(easy_problem):
             np.testing.assert_array_equal(serial.cv_results_[key], other.cv_results_[key])
 
 
-def test_max_fits_budget(easy_problem):
+def test_budget_is_a_hard_limit_on_fits(easy_problem):
     X, y = easy_problem
     search = RaceSearchCV(
-        KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, max_fits=30, random_state=0
+        KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, budget=30, random_state=0
     ).fit(X, y)
-    assert search.n_fits_ <= 30
-    with pytest.raises(ValueError, match="max_fits"):
+    assert search.n_evaluations_ == search.n_fits_ == search.race_.n_evaluations <= 30
+    with pytest.raises(ValueError, match="`budget`=9 cannot pay for the first block"):
         # 5 candidates x the default first_test of 2 splits = 10 fits before the first test
-        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, max_fits=9).fit(X, y)
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, budget=9).fit(X, y)
+
+
+def test_max_fits_is_the_former_name_of_budget(easy_problem):
+    # racer's one name for the evaluations a run may start is `budget` (docs/conventions.md);
+    # the former name still works in the scikit-learn way: a FutureWarning at fit.
+    X, y = easy_problem
+    new = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, budget=30,
+                       random_state=0).fit(X, y)
+    old = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, max_fits=30,
+                       random_state=0)
+    assert old.get_params()["max_fits"] == 30 and old.get_params()["budget"] is None
+    with pytest.warns(FutureWarning, match="`max_fits` is renamed `budget`.*budget=30"):
+        old.fit(X, y)
+    assert old.n_evaluations_ == new.n_evaluations_ and old.best_params_ == new.best_params_
+    np.testing.assert_array_equal(old.cv_results_["n_splits_evaluated"],
+                                  new.cv_results_["n_splits_evaluated"])
+    with pytest.raises(TypeError, match="give `budget` only"):
+        RaceSearchCV(KNeighborsClassifier(), KNN_GRID, budget=30, max_fits=30).fit(X, y)
 
 
 def test_frace_runs_the_same_search(easy_problem):
@@ -532,6 +550,7 @@ def test_score_resolution_turns_small_differences_into_ties():
         (dict(n_jobs="two"), "n_jobs"),
         (dict(n_repeats=1.5), "n_repeats"),
         (dict(first_test=-1), "first_test"),
+        (dict(budget=0), "budget"),
         (dict(max_fits=0), "max_fits"),
         (dict(rope="wide"), "rope"),
         (dict(test="wilcoxon"), "test"),

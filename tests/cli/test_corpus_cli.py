@@ -318,7 +318,7 @@ FILE_CASES = [
     ("max-time-without-time", {S: "maxExperiments = 0\nmaxTime = 60\n"}, [], 3,
      r"maxTime needs the time of each run: print `cost time` on the last line"),
     ("run-fails-stop", {"target-runner": runner('[ "$1" = 2 ] && exit 4; echo 1.5')}, None, 3,
-     r"target-runner failed:(.|\n)*exited with status 4(.|\n)*use --on-error reject"),
+     r"target-runner failed:(.|\n)*exited with status 4(.|\n)*use --on-error eliminate"),
     ("run-all-fail-reject", {"target-runner": runner("exit 4")}, ["--on-error", "reject", "--no-report"], 3,
      r"no configuration could be evaluated(.|\n)*racer --check"),
     # ------------------------------------------------------------ the environment
