@@ -155,6 +155,8 @@ class TestRecord:
     instance, the cost (on several objectives, the list of each objective's) or None where the
     run failed; None until the test phase has ended."""
 
+    __test__ = False  # not a test class, for pytest, in test modules that import it
+
     journal: str | None
     elites: tuple
     instances: tuple
@@ -169,7 +171,10 @@ class RunRecord:
     ``mode`` is ``"iterated"`` or ``"fixed-list"``; ``directions`` the direction of each
     objective (None for one objective, a cost to minimise) and ``objective_names`` their
     names; ``stop_reason`` and ``final_elites`` are None until the iterations have stopped,
-    and ``complete`` is True once the test phase (if any) has ended too."""
+    and ``complete`` is True once the test phase (if any) has ended too. ``earlier_tests``
+    are the test phases of earlier sessions of a tuning continued with a larger budget whose
+    journals are kept (``test-earlier-<k>.sqlite``; the Tuner reuses their runs), or the
+    journaled test phase of the previous session until this one's starts."""
 
     schema: int
     racer_version: str
@@ -185,6 +190,7 @@ class RunRecord:
     stop_reason: str | None = None
     final_elites: tuple | None = None
     test: TestRecord | None = None
+    earlier_tests: tuple = ()
     complete: bool = False
     started_at: str = ""
     written_at: str = ""
@@ -369,13 +375,18 @@ def _parse_record(f: _Fields) -> RunRecord:
         experiments=f.int("experiments"), time_used=f.number("time_used"),
         stop_reason=f.text("stop_reason", optional=True),
         final_elites=f.ints("final_elites", optional=True),
-        test=None if test is None else _parse_test(test), complete=bool(f.get("complete", (bool,))),
+        test=None if test is None else _parse_test(test),
+        earlier_tests=tuple(_parse_test(t) for t in f.children("earlier_tests")), complete=bool(f.get("complete", (bool,))),
         started_at=f.text("started_at"), written_at=f.text("written_at"))
 
 
 def _record_path(path: Any) -> str:
     """``path`` itself when it names a file, else its ``racer-journal/run.json``."""
-    text = os.fspath(path)
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise TypeError(f"`path` must be an execDir or a run record's path (str or "
+                        f"os.PathLike); got {path!r}") from None
     return text if os.path.isfile(text) else os.path.join(text, JOURNAL_DIR, RUN_FILE)
 
 
@@ -413,9 +424,12 @@ def read_record(path: Any) -> RunRecord:
     return RunRecord.from_json(data, where)
 
 
-def write_record(path: str, record: RunRecord) -> None:
+def write_record(path: Any, record: RunRecord) -> None:
     """Write ``record`` to ``path`` whole or not at all: to a temporary file beside it, flushed
     to disk, then renamed over the old one (a kill leaves the old record or the new one)."""
+    if not isinstance(record, RunRecord):
+        raise TypeError(f"`record` must be a RunRecord; got {type(record).__name__}")
+    path = os.fspath(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -437,16 +451,19 @@ class RunRecorder:
     after each step (no file when ``path`` is None: the record stays in memory).
 
     ``previous`` is the record an earlier session of the same tuning left (a resume): while
-    the Tuner replays the journaled iterations, each replayed iteration must race the
-    configurations and keep the elites the record says; otherwise the journals and the record
-    disagree and the resume is refused with a :class:`RecordError`.
+    the Tuner replays the journaled iterations, each replayed race must leave the elites the
+    record says; otherwise the journals and the record disagree and the resume is refused
+    with a :class:`RecordError`.
     """
 
     def __init__(self, path: str | None, header: RunRecord, previous: RunRecord | None = None) -> None:
         self.path = path
         self.previous = previous
         started = previous.started_at if previous is not None else _now()
-        self.record = dataclasses.replace(header, started_at=started)
+        # Test phases already journaled: the Tuner sets aside or resumes their journals.
+        carried = () if previous is None else previous.earlier_tests + (
+            (previous.test,) if previous.test is not None else ())
+        self.record = dataclasses.replace(header, started_at=started, earlier_tests=carried)
         self._iterations: list = []
 
     def _update(self, **changes: Any) -> None:
@@ -465,7 +482,7 @@ class RunRecorder:
                      and it.journal is not None and os.path.exists(os.path.join(folder, it.journal))),
                     None)
 
-    def _disagree(self, iteration: int, what: str, recorded: Any, replayed: Any) -> RecordError:
+    def _disagree(self, iteration: int, what: str, replayed: Any, recorded: Any) -> RecordError:
         return RecordError(
             f"{self.path}: the resumed tuning's iteration {iteration} {what} {replayed}, but the "
             f"run record says {recorded}: the race journals and the record disagree (a file of "
@@ -473,12 +490,9 @@ class RunRecorder:
             "or in another execDir")
 
     def start_iteration(self, iteration: IterationRecord) -> None:
-        """An iteration's race is about to start: its configurations are decided."""
-        recorded = self._recorded(iteration.iteration)
-        if recorded is not None and recorded.candidates != iteration.candidates:
-            raise self._disagree(iteration.iteration, "races configurations",
-                                 [c.id for c in iteration.candidates],
-                                 [c.id for c in recorded.candidates])
+        """An iteration's race is about to start: its configurations are decided. (Whether
+        they are those of a journaled race, the race's journal checks when it is opened, and
+        says so in the user's words.)"""
         self._iterations.append(iteration)
         self._update()
 
@@ -498,8 +512,10 @@ class RunRecorder:
         self._update(stop_reason=stop_reason, final_elites=tuple(int(e) for e in final_elites),
                      experiments=int(experiments), time_used=float(time_used))
 
-    def start_test(self, test: TestRecord) -> None:
-        self._update(test=test)
+    def start_test(self, test: TestRecord, earlier: tuple) -> None:
+        """The test phase ``test`` is about to run; ``earlier`` are the test phases of
+        earlier sessions whose journals are kept."""
+        self._update(test=test, earlier_tests=tuple(earlier))
 
     def end_test(self, costs: list) -> None:
         """The test phase has ended: per tested elite, per test instance, the cost (a list of
@@ -521,8 +537,10 @@ def _example_record() -> RunRecord:
     it = IterationRecord(1, "iteration-1.sqlite", 20, cands, (1, 2), False, (2,), ((0.5,),),
                          (5,), 5, 10, "min_survivors")
     schedule = ScheduleRecord(20, 0.0, 1, 1, 1)
-    return RunRecord(SCHEMA, "0", "iterated", 7, params, None, (), schedule, (it,), 10, 0.0,
-                     "budget exhausted", (2,), None, True, "t0", "t1")
+    return RunRecord(schema=SCHEMA, racer_version="0", mode="iterated", seed=7,
+                     parameters=params, directions=None, objective_names=(), schedule=schedule,
+                     iterations=(it,), experiments=10, stop_reason="budget exhausted",
+                     final_elites=(2,), complete=True, started_at="t0", written_at="t1")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,6 +20,12 @@ block-synchronous (every survivor on the same instances, then a test); so that w
 idle at the end of every block, runs of the next block are started ahead
 (:mod:`racer.tuning.lookahead`) and cancelled or killed when the test eliminates their
 configuration.
+
+What the tuner decides -- each iteration's configurations, race and elites, the schedule, the
+test phase -- it records as it decides it in a :class:`racer.tuning.record.RunRecord`
+(:attr:`Tuner.record`), written to ``<execDir>/racer-journal/run.json``; the report and the
+other readers read that record, not the Tuner's rules again. A resumed tuning replays its
+journals, and each replayed iteration must decide what the record says.
 """
 
 from __future__ import annotations
@@ -820,14 +826,13 @@ class Tuner:
         seeds = rng.integers(1, 2**31 - 1, size=len(self.test_instances))
         tasks = [Task(i + 1, inst, int(seeds[i])) for i, inst in enumerate(self.test_instances)]
         self.state.update(iteration="test")
-        self.recorder.start_test(TestRecord(
+        preset = self._earlier_tests(TestRecord(
             _journal_name(self.journal_dir, "test.sqlite"), tuple(e.id for e in elites),
             tuple(" ".join([t.instance.name, *t.instance.extra]) for t in tasks),
-            tuple(t.seed for t in tasks)))
+            tuple(t.seed for t in tasks)), tasks)
         result = self.run_race(0, list(elites), tasks, budget=None, min_survivors=1,
                                test=KeepAll(), first_test=len(tasks), journal="test.sqlite",
-                               pool=pool, max_total=None,
-                               preset=_earlier_tests(self.journal_dir, elites, tasks))
+                               pool=pool, max_total=None, preset=preset)
         if self.settings.directions is None:
             costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
                      for i, c in enumerate(result.candidates)}
@@ -838,52 +843,76 @@ class Tuner:
         self.recorder.end_test([costs[e.id] for e in elites])
         return {"tasks": tasks, "costs": costs, "result": result}
 
+    def _earlier_tests(self, test: TestRecord, tasks: list) -> dict:
+        """Record the test phase about to run, and return the test runs of earlier sessions
+        of a continued tuning for the elites tested again.
 
-def _earlier_tests(journal_dir: str, elites: list, tasks: list) -> dict:
-    """The test runs of earlier sessions of a continued tuning, for elites tested again.
+        A continued tuning (a larger budget) may end with other elites than the session whose
+        test phase already ran. The run record says whose that test journal is: when it is
+        not this test phase's elites, the journal is kept as ``test-earlier-<k>.sqlite`` (and
+        recorded so among the earlier test phases) and the test phase runs on the new elites,
+        taking the runs already made (an elite still among them, the same test instance and
+        seed) from the earlier journals instead of running them again. A test journal the
+        record does not name (an execDir of a racer older than the record) is set aside too,
+        and its runs made again. Returns ``{(configuration id, Task): (cost, failure)}``."""
+        if self.journal_dir is None:
+            self.recorder.start_test(test, ())
+            return {}
+        current = os.path.join(self.journal_dir, "test.sqlite")
+        carried = self.recorder.record.earlier_tests
+        earlier = [t for t in carried if t.journal != "test.sqlite"
+                   and os.path.exists(os.path.join(self.journal_dir, t.journal))]
+        if os.path.exists(current):
+            journaled = next((t for t in carried if t.journal == "test.sqlite"), None)
+            if journaled is None or journaled.elites != test.elites:
+                kept = _set_aside(self.journal_dir)
+                if journaled is not None:
+                    earlier.append(dataclasses.replace(journaled, journal=kept))
+        self.recorder.start_test(test, tuple(earlier))
+        return _earlier_runs(self.journal_dir, earlier, test, tasks)
 
-    A continued tuning (a larger budget) may end with other elites than the session whose
-    test phase already ran: that test journal is then kept as ``test-earlier-<k>.sqlite``
-    and the test phase runs on the new elites, taking the runs already made (an elite
-    still among them, the same test instance and seed) from the earlier journals instead
-    of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
-    from racer.storage import Journal, read_journal
+
+def _set_aside(journal_dir: str) -> str:
+    """Rename ``test.sqlite`` (and its look-ahead runs) to the next free
+    ``test-earlier-<k>.sqlite``; returns that name."""
+    from racer.storage import Journal
 
     current = os.path.join(journal_dir, "test.sqlite")
-    reprs = [repr(e) for e in elites]
-    if os.path.exists(current):
-        fingerprint = read_journal(current)["fingerprint"]
-        if fingerprint is not None and fingerprint["candidates"] != reprs:
-            Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
-            k = 1
-            while os.path.exists(os.path.join(journal_dir, f"test-earlier-{k}.sqlite")):
-                k += 1
-            kept = os.path.join(journal_dir, f"test-earlier-{k}.sqlite")
-            if os.path.exists(current + ".lookahead.jsonl"):  # its look-ahead runs too
-                os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
-            os.replace(current, kept)
-    by_repr = dict(zip(reprs, elites))
-    task_reprs = [repr(t) for t in tasks]
+    Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
+    k = 1
+    while os.path.exists(os.path.join(journal_dir, f"test-earlier-{k}.sqlite")):
+        k += 1
+    name = f"test-earlier-{k}.sqlite"
+    kept = os.path.join(journal_dir, name)
+    if os.path.exists(current + ".lookahead.jsonl"):
+        os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
+    os.replace(current, kept)
+    return name
+
+
+def _earlier_runs(journal_dir: str, earlier: list, test: TestRecord, tasks: list) -> dict:
+    """The runs of the earlier test phases ``earlier`` (their records; each journal's columns
+    are its record's elites, its rows its record's instances) that this test phase, of
+    ``test``'s elites on ``tasks``, would make again: ``{(id, Task): (cost, failure)}``."""
+    from racer.storage import read_journal
+
+    wanted = set(test.elites)
     preset: dict = {}
-    for name in sorted(os.listdir(journal_dir)):
-        if not (name.startswith("test-earlier-") and name.endswith(".sqlite")):
-            continue
-        data = read_journal(os.path.join(journal_dir, name))
-        if data["fingerprint"] is None:
-            continue
-        cands = data["fingerprint"]["candidates"]
+    for record in earlier:
+        data = read_journal(os.path.join(journal_dir, record.journal))
         vectors: dict = {}  # several objectives: every one of them, by cell
         for ci, row, objective, value in data.get("objective_values") or ():
             vectors.setdefault((ci, row), {})[objective] = value
         for ci, row, value, error in data["evaluations"]:
-            elite = by_repr.get(cands[ci])
-            if (elite is None or row >= len(tasks) or row >= len(data["instances"])
-                    or data["instances"][row] != task_reprs[row]):
+            cid = record.elites[ci]
+            if (cid not in wanted or row >= len(tasks) or row >= len(record.instances)
+                    or (record.instances[row], record.seeds[row])
+                    != (test.instances[row], test.seeds[row])):
                 continue
             if (ci, row) in vectors and error is None:
                 cell = vectors[(ci, row)]
                 value = tuple(float(cell[o]) for o in sorted(cell))
-            preset[(elite.id, tasks[row])] = (
+            preset[(cid, tasks[row])] = (
                 math.nan if value is None else value if isinstance(value, tuple)
                 else float(value), error)
     return preset
