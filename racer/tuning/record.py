@@ -303,7 +303,8 @@ def _parse_parameter(f: _Fields) -> ParameterInfo:
     kind = f.text("kind")
     if kind not in ("categorical", "ordinal", "integer", "real"):
         raise f._bad("kind", f"is {kind!r}, not a parameter kind")
-    return ParameterInfo(f.text("name"), kind, tuple(f.items("domain")), bool(f.get("log", (bool,))))
+    return ParameterInfo(f.text("name"), kind, tuple(f.items("domain")),
+                         bool(f.get("log", (bool,))))
 
 
 def _parse_candidate(f: _Fields) -> CandidateRecord:
@@ -325,7 +326,8 @@ def _parse_iteration(f: _Fields) -> IterationRecord:
         raise f._bad("elite_means", "does not hold one entry per elite")
     return IterationRecord(
         iteration=f.int("iteration"), journal=f.text("journal", optional=True),
-        budget=f.int("budget"), candidates=tuple(_parse_candidate(c) for c in f.children("candidates")),
+        budget=f.int("budget"),
+        candidates=tuple(_parse_candidate(c) for c in f.children("candidates")),
         new=f.ints("new"), soft_restart=bool(f.get("soft_restart", (bool,))), elites=elites,
         elite_means=None if means is None else tuple(tuple(float(x) for x in m) for m in means),
         elite_instances=instances, n_instances=f.int("n_instances", optional=True),
@@ -376,7 +378,8 @@ def _parse_record(f: _Fields) -> RunRecord:
         stop_reason=f.text("stop_reason", optional=True),
         final_elites=f.ints("final_elites", optional=True),
         test=None if test is None else _parse_test(test),
-        earlier_tests=tuple(_parse_test(t) for t in f.children("earlier_tests")), complete=bool(f.get("complete", (bool,))),
+        earlier_tests=tuple(_parse_test(t) for t in f.children("earlier_tests")),
+        complete=bool(f.get("complete", (bool,))),
         started_at=f.text("started_at"), written_at=f.text("written_at"))
 
 
@@ -456,7 +459,8 @@ class RunRecorder:
     with a :class:`RecordError`.
     """
 
-    def __init__(self, path: str | None, header: RunRecord, previous: RunRecord | None = None) -> None:
+    def __init__(self, path: str | None, header: RunRecord,
+                 previous: RunRecord | None = None) -> None:
         self.path = path
         self.previous = previous
         started = previous.started_at if previous is not None else _now()
@@ -478,9 +482,9 @@ class RunRecorder:
         if self.previous is None or self.path is None:
             return None
         folder = os.path.dirname(self.path)
-        return next((it for it in self.previous.iterations if it.iteration == iteration
-                     and it.journal is not None and os.path.exists(os.path.join(folder, it.journal))),
-                    None)
+        return next((it for it in self.previous.iterations
+                     if it.iteration == iteration and it.journal is not None
+                     and os.path.exists(os.path.join(folder, it.journal))), None)
 
     def _disagree(self, iteration: int, what: str, replayed: Any, recorded: Any) -> RecordError:
         return RecordError(
@@ -507,7 +511,8 @@ class RunRecorder:
         self._iterations[-1] = current
         self._update(experiments=int(experiments), time_used=float(time_used))
 
-    def stop(self, stop_reason: str, final_elites: list, experiments: int, time_used: float) -> None:
+    def stop(self, stop_reason: str, final_elites: list, experiments: int,
+             time_used: float) -> None:
         """The iterations have stopped: why, and the tuning's answer (ids, best first)."""
         self._update(stop_reason=stop_reason, final_elites=tuple(int(e) for e in final_elites),
                      experiments=int(experiments), time_used=float(time_used))
@@ -798,7 +803,8 @@ def _info(record: RunRecord, text: str) -> dict:
     return info
 
 
-def _run_of(record: RunRecord, races: list, candidate_ids: list, source: str, info: dict) -> IteratedRun:
+def _run_of(record: RunRecord, races: list, candidate_ids: list, source: str,
+            info: dict) -> IteratedRun:
     """Assemble the :class:`IteratedRun` of ``record`` and its races."""
     configurations, iteration_of = _configurations(record)
     ended = record.ended_iterations
