@@ -13,6 +13,10 @@
   column ``cost.<name>`` per objective instead of ``cost``);
 * ``results.json``: the elites, their command lines, the budget used and the stop reason.
 
+These files are for people and for irace's tools. What the Tuner decided is in its run record,
+``racer-journal/run.json`` (:mod:`racer.tuning.record`), which the Tuner writes itself and
+racer's own readers (the report, resume) read.
+
 All but ``runs.csv`` are written at the end, each to a temporary file then renamed over the
 old one (a killed racer never leaves half a file).
 """

@@ -135,18 +135,35 @@ def _changes(old: dict, new: dict) -> list[str]:
     if old["seed"] != new["seed"]:
         how = "" if old.get("seed_given") else " (drawn at random by the first run)"
         lines.append(f"seed: {old['seed']}{how} -> {new['seed']}")
-    (old_kind, old_budget), = old["budget"].items()
-    (new_kind, new_budget), = new["budget"].items()
-    if old_kind != new_kind:
-        lines.append(f"budget: {old_kind} = {old_budget:g} -> {new_kind} = {new_budget:g} (a "
-                     f"tuning continues only with a larger {old_kind})")
-    elif new_budget < old_budget:
-        lines.append(f"{old_kind}: {old_budget:g} -> {new_budget:g} (to continue, give "
-                     f"{old_budget:g} or more: a tuning continues only with a larger budget)")
+    lines += _budget_changes(old["budget"], new["budget"])
     for group in ("options", "racer"):
         for name, value in old[group].items():
             if new[group].get(name) != value:
                 lines.append(f"{name}: {_value(value)} -> {_value(new[group].get(name))}")
+    lines += _file_changes(old, new)
+    if old["targetRunner"] != new["targetRunner"]:
+        lines.append(f"targetRunner: {_short(old['targetRunner'], 70)} -> "
+                     f"{_short(new['targetRunner'], 70)}")
+    return lines
+
+
+def _budget_changes(old: dict, new: dict) -> list[str]:
+    """A budget of another kind, or smaller: a tuning continues only with a larger one."""
+    (old_kind, old_budget), = old.items()
+    (new_kind, new_budget), = new.items()
+    if old_kind != new_kind:
+        return [f"budget: {old_kind} = {old_budget:g} -> {new_kind} = {new_budget:g} (a "
+                f"tuning continues only with a larger {old_kind})"]
+    if new_budget < old_budget:
+        return [f"{old_kind}: {old_budget:g} -> {new_budget:g} (to continue, give "
+                f"{old_budget:g} or more: a tuning continues only with a larger budget)"]
+    return []
+
+
+def _file_changes(old: dict, new: dict) -> list[str]:
+    """The differences in what the scenario's files hold (parameters, forbidden rules,
+    configurations, instances), one line per file."""
+    lines = []
     for name, what in (("parameterFile", None), ("forbiddenFile", "rule"),
                        ("configurationsFile", "configuration"),
                        ("trainInstances", "instance"), ("testInstances", "instance")):
@@ -158,22 +175,24 @@ def _changes(old: dict, new: dict) -> list[str]:
         label += f" ({new_path})" if new_path and new_path == old_path else (
             f" ({old_path or 'none'} -> {new_path or 'none'})")
         if name == "parameterFile":
-            details = []
-            for pname in dict.fromkeys([*old_items, *new_items]):
-                a, b = old_items.get(pname), new_items.get(pname)
-                if a == b:
-                    continue
-                details.append(f"parameter {pname} is new: {_short(b)}" if a is None else
-                               f"parameter {pname} is gone" if b is None else
-                               f"parameter {pname}: {_short(a)} -> {_short(b)}")
-            more = f"; and {len(details) - 3} more" if len(details) > 3 else ""
-            lines.append(f"{label}: " + "; ".join(details[:3]) + more)
+            lines.append(f"{label}: " + _parameter_changes(old_items, new_items))
         else:
             lines.append(_list_change(label, what, old_items, new_items))
-    if old["targetRunner"] != new["targetRunner"]:
-        lines.append(f"targetRunner: {_short(old['targetRunner'], 70)} -> "
-                     f"{_short(new['targetRunner'], 70)}")
     return lines
+
+
+def _parameter_changes(old: dict, new: dict) -> str:
+    """The parameters new, gone or changed (the first three, and how many more)."""
+    details = []
+    for pname in dict.fromkeys([*old, *new]):
+        a, b = old.get(pname), new.get(pname)
+        if a == b:
+            continue
+        details.append(f"parameter {pname} is new: {_short(b)}" if a is None else
+                       f"parameter {pname} is gone" if b is None else
+                       f"parameter {pname}: {_short(a)} -> {_short(b)}")
+    more = f"; and {len(details) - 3} more" if len(details) > 3 else ""
+    return "; ".join(details[:3]) + more
 
 
 def _read(path: str) -> dict | None:

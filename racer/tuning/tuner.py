@@ -20,6 +20,12 @@ block-synchronous (every survivor on the same instances, then a test); so that w
 idle at the end of every block, runs of the next block are started ahead
 (:mod:`racer.tuning.lookahead`) and cancelled or killed when the test eliminates their
 configuration.
+
+What the tuner decides -- each iteration's configurations, race and elites, the schedule, the
+test phase -- it records as it decides it in a :class:`racer.tuning.record.RunRecord`
+(:attr:`Tuner.record`), written to ``<execDir>/racer-journal/run.json``; the report and the
+other readers read that record, not the Tuner's rules again. A resumed tuning replays its
+journals, and each replayed iteration must decide what the record says.
 """
 
 from __future__ import annotations
@@ -43,11 +49,12 @@ from racer.tuning.objectives import elite_cap, pareto_elites
 from racer.tuning.sampler import Sampler
 from racer.tuning.instances import Instance
 from racer.tuning.runner import Runner, TargetRunnerError
+from racer.tuning.record import (JOURNAL_DIR, RUN_FILE, SCHEMA, CandidateRecord,
+                                 IterationRecord, ParameterInfo, RecordError, RunRecord,
+                                 RunRecorder, ScheduleRecord, TestRecord, read_record)
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
-           "KeepAll", "ProtectElites"]
-
-JOURNAL_DIR = "racer-journal"
+           "KeepAll", "ProtectElites", "JOURNAL_DIR"]
 
 
 class BudgetError(ValueError):
@@ -256,6 +263,7 @@ class Tuner:
         self._time_limit = settings.max_time
         self._timed: set = set()
         self._tasks: list[Task] = []
+        self.recorder: RunRecorder | None = None  # set by run()
         self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
 
     def run_arguments(self, values: dict) -> Any:
@@ -373,10 +381,47 @@ class Tuner:
     def _new_configurations(self, values_list: list, parents: list, next_id: int) -> list:
         return [Configuration(next_id + i, dict(v), p) for i, (v, p) in enumerate(zip(values_list, parents))]
 
+    @property
+    def record(self) -> RunRecord:
+        """What this tuning decided so far (:mod:`racer.tuning.record`); also written to
+        ``<journal_dir>/run.json`` as it grows."""
+        if self.recorder is None:
+            raise RuntimeError("the tuning has not started: call run() first")
+        return self.recorder.record
+
+    def _new_recorder(self) -> RunRecorder:
+        """The record of this tuning, checked against the one an earlier session left (a
+        resume replays the journaled iterations, which must decide what it recorded)."""
+        import racer
+
+        s = self.settings
+        path = None if self.journal_dir is None else os.path.join(self.journal_dir, RUN_FILE)
+        previous = None
+        if path is not None and os.path.exists(path):
+            try:
+                previous = read_record(path)
+            except RecordError as exc:
+                raise RecordError(f"{exc}. Delete it and run the same command again to rebuild "
+                                  "it from the race journals, or start the tuning afresh") from None
+        header = RunRecord(
+            schema=SCHEMA, racer_version=racer.__version__,
+            mode="fixed-list" if s.fixed_list else "iterated", seed=int(s.seed),
+            parameters=tuple(_parameter_info(p) for p in self.space.declared),
+            directions=None if s.directions is None else tuple(s.directions),
+            objective_names=tuple(s.objective_names),
+            schedule=ScheduleRecord(
+                max_experiments=int(s.max_experiments), max_time=float(s.max_time),
+                iterations_planned=1 if s.fixed_list else int(self.n_iterations),
+                min_survival=int(self.min_survival),
+                elites_kept=int(elite_cap(self.min_survival, s.directions)),
+                earlier_budgets=tuple(s.earlier_budgets)))
+        return RunRecorder(path, header, previous)
+
     def run(self) -> TuningResult:
         s = self.settings
         workers = max(1, s.parallel)
         own = self.executor is None
+        self.recorder = self._new_recorder()
         pool = (cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run")
                 if own else self.executor)
         try:
@@ -391,6 +436,7 @@ class Tuner:
                     tested = (result.elites if s.directions is not None
                               else result.elites[: max(1, s.test_n_elites)])
                     result.test = self._test_phase(pool, tested)
+                self.recorder.complete(self.time_used)
             except BaseException:
                 self.runner.kill_all()
                 raise
@@ -455,10 +501,16 @@ class Tuner:
                 f"configurations x firstTest = {first} instances = {len(cands) * first} runs")
         tasks = self.tasks(0, self.n_tasks_available(budget))
         self.state.update(iteration=1, planned=1, budget=budget)
+        self.recorder.start_iteration(IterationRecord(
+            1, _journal_name(self.journal_dir, "fixed-list.sqlite"), int(budget),
+            tuple(CandidateRecord.of(c) for c in cands), tuple(c.id for c in cands)))
         result = self.run_race(1, cands, tasks, budget=budget, min_survivors=s.min_survival or 1,
                                test=self.test, first_test=first, journal="fixed-list.sqlite",
                                pool=pool, max_total=budget)
         elites = elites_of(result, len(result.survivors), s.directions)
+        self._record_race(result, cands, elites, self.experiments)
+        self.recorder.stop(result.stop_reason, [e.id for e in elites], self.experiments,
+                           self.time_used)
         return TuningResult(elites, 1, self.experiments, result.stop_reason,
                             [(1, result, cands)], planned_iterations=1)
 
@@ -500,6 +552,8 @@ class Tuner:
             if self.experiments - run.used_before == 0 and not money.more():
                 run.stop_reason = "no runs possible within the remaining budget"
                 break
+        self.recorder.stop(run.stop_reason, [e.id for e in run.elites], self.experiments,
+                           self.time_used)
         return TuningResult(run.elites, len(run.races), self.experiments, run.stop_reason,
                             run.races, soft_restarts=run.soft_restarts,
                             planned_iterations=self.n_iterations)
@@ -650,11 +704,31 @@ class Tuner:
         and keep the survivors as the next elites. Returns why the tuning stops when no race
         can be run: the sampler found too few configurations never sampled before (a small
         parameter space used up; racer never races a configuration twice, irace would)."""
+        chosen = self._candidates(run, n_conf, first_values)
+        if isinstance(chosen, str):
+            return chosen
+        candidates, new, min_survivors = chosen
+        order = self._task_order(run, money.remaining)
+        tasks = [self.task(i) for i in order]
+        if len(tasks) < self.settings.first_test:
+            raise BudgetError(f"only {len(tasks)} training instances for firstTest = "
+                              f"{self.settings.first_test}")
+        self.recorder.start_iteration(IterationRecord(
+            run.iteration, _journal_name(self.journal_dir, f"iteration-{run.iteration}.sqlite"),
+            int(current), tuple(CandidateRecord.of(c) for c in candidates),
+            tuple(c.id for c in new), run.iteration in run.soft_restarts))
+        result = self._race_iteration(pool, run, money, current, candidates, tasks,
+                                      min_survivors, preset)
+        self._keep_elites(run, money, candidates, order, result)
+        return None
+
+    def _candidates(self, run: _Iterations, n_conf: int, first_values: dict | None):
+        """The configurations of iteration ``run.iteration``'s race: the elites, the new ones
+        and (``race_used_up``) survivors of earlier races revived; returns ``(candidates, new,
+        min_survivors)``, or why the tuning stops when too few are left to race."""
         s = self.settings
-        iteration = run.iteration
-        first_race = iteration == 1
+        first_race = run.iteration == 1
         elites = run.elites
-        n_elites = len(elites)
         new_values, parents = self._new_values(run, n_conf, first_values)
         min_survivors = self.min_survival
         revived: list = []
@@ -672,37 +746,49 @@ class Tuner:
             min_survivors = 1
         new = self._new_configurations(new_values, parents, run.next_id)
         run.next_id += len(new)
-        candidates = elites + new + revived
-        order = self._task_order(run, money.remaining)
-        tasks = [self.task(i) for i in order]
-        if len(tasks) < s.first_test:
-            raise BudgetError(f"only {len(tasks)} training instances for firstTest = {s.first_test}")
-        elitist = s.elitist and not first_race
+        return elites + new + revived, new, min_survivors
+
+    def _iteration_test(self, n_elites: int, protect_rows: int) -> RacingTest:
+        """The racing test of an iteration's race: with capping, irace's dominance elimination
+        at each test step (within a block: dispatch); in an elitist race, the elites kept
+        until they have covered the instances they have results for."""
+        s = self.settings
+        test = self.test
+        capping = s.capping if s.capping is not None and s.capping.enabled else None
+        if capping is not None:
+            test = CappedTest(test, capping_type=capping.type, min_survivors=self.min_survival,
+                              n_elites=n_elites, until=protect_rows)
+        if n_elites:
+            test = ProtectElites(test, n_elites, protect_rows)
+        return test
+
+    def _race_iteration(self, pool, run: _Iterations, money: _Budget, current: int,
+                        candidates: list, tasks: list, min_survivors: int, preset: dict | None):
+        """Race iteration ``run.iteration``'s candidates (the elites first) on ``tasks``."""
+        s = self.settings
+        iteration = run.iteration
+        elitist = s.elitist and iteration != 1
+        n_elites = len(run.elites) if elitist else 0
         # The progress line counts against what the header announced (self.n_iterations),
         # not against run.n_iterations, which irace moves along when it runs past the plan.
         self.state.update(iteration=iteration, planned=self.n_iterations, budget=money.budget)
         run.used_before = self.experiments
-        protect_rows = 0
-        test = self.test
-        capping = s.capping if s.capping is not None and s.capping.enabled else None
-        if elitist and n_elites:
-            protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks))
-        if capping is not None:
-            # irace's dominance elimination, at each test step (within a block: dispatch).
-            test = CappedTest(test, capping_type=capping.type, min_survivors=self.min_survival,
-                              n_elites=n_elites if elitist else 0, until=protect_rows)
-        if elitist and n_elites:
-            test = ProtectElites(test, n_elites, protect_rows)
-        result = self.run_race(
+        protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks)) if n_elites else 0
+        return self.run_race(
             iteration, candidates, tasks,
-            budget=self.schedule.race_budget(current, len(candidates),
-                                             n_elites if elitist else 0, run.n_seen),
-            min_survivors=min_survivors, test=test, first_test=s.first_test,
-            journal=f"iteration-{iteration}.sqlite", pool=pool,
+            budget=self.schedule.race_budget(current, len(candidates), n_elites, run.n_seen),
+            min_survivors=min_survivors, test=self._iteration_test(n_elites, protect_rows),
+            first_test=s.first_test, journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
-            preset=preset, n_elites=n_elites if elitist else 0)
-        run.races.append((iteration, result, candidates))
+            preset=preset, n_elites=n_elites)
+
+    def _keep_elites(self, run: _Iterations, money: _Budget, candidates: list, order: list,
+                     result) -> None:
+        """After iteration ``run.iteration``'s race: the budget spent, the training tasks
+        seen, the elites kept (recorded), and the sampler told."""
+        s = self.settings
+        run.races.append((run.iteration, result, candidates))
         observe = getattr(self.sampler, "observe", None)
         if observe is not None:
             observe(candidates, result)
@@ -714,22 +800,39 @@ class Tuner:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
         run.elites = elites_of(result, elite_cap(self.min_survival, s.directions),
                                s.directions)
+        self._record_race(result, candidates, run.elites, self.experiments - run.used_before)
         if s.race_used_up:
             alive = [c for c in result.survivors if all(c is not e for e in run.elites)]
             run.dropped = _not_kept(alive, run.dropped, run.elites)
-        if first_race:
+        if run.iteration == 1:
             self.sampler.init_model(run.elites)
-        return None
+
+    def _record_race(self, result, candidates: list, elites: list, n_runs: int) -> None:
+        """Record the end of the current iteration's race: the elites kept, best first, with
+        their means on its instances."""
+        column = {c.id: i for i, c in enumerate(candidates)}
+        cols = [column[e.id] for e in elites]
+        if self.settings.directions is None:
+            means = [(float(result.mean_scores[i]),) for i in cols]
+        else:
+            means = [tuple(float(x) for x in result.mean_objective_scores[i]) for i in cols]
+        self.recorder.end_iteration(
+            self.experiments, self.time_used, elites=tuple(e.id for e in elites),
+            elite_means=tuple(means), elite_instances=tuple(int(result.n_evaluated[i]) for i in cols),
+            n_instances=int(result.n_instances), n_runs=int(n_runs), stop_reason=result.stop_reason)
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])
         seeds = rng.integers(1, 2**31 - 1, size=len(self.test_instances))
         tasks = [Task(i + 1, inst, int(seeds[i])) for i, inst in enumerate(self.test_instances)]
         self.state.update(iteration="test")
+        preset = self._earlier_tests(TestRecord(
+            _journal_name(self.journal_dir, "test.sqlite"), tuple(e.id for e in elites),
+            tuple(" ".join([t.instance.name, *t.instance.extra]) for t in tasks),
+            tuple(t.seed for t in tasks)), tasks)
         result = self.run_race(0, list(elites), tasks, budget=None, min_survivors=1,
                                test=KeepAll(), first_test=len(tasks), journal="test.sqlite",
-                               pool=pool, max_total=None,
-                               preset=_earlier_tests(self.journal_dir, elites, tasks))
+                               pool=pool, max_total=None, preset=preset)
         if self.settings.directions is None:
             costs = {c.id: [None if np.isnan(v) else float(v) for v in result.scores[:, i]]
                      for i, c in enumerate(result.candidates)}
@@ -737,57 +840,95 @@ class Tuner:
             costs = {c.id: [None if np.isnan(v).any() else [float(x) for x in v]
                             for v in result.objective_scores[:, i]]
                      for i, c in enumerate(result.candidates)}
+        self.recorder.end_test([costs[e.id] for e in elites])
         return {"tasks": tasks, "costs": costs, "result": result}
 
+    def _earlier_tests(self, test: TestRecord, tasks: list) -> dict:
+        """Record the test phase about to run, and return the test runs of earlier sessions
+        of a continued tuning for the elites tested again.
 
-def _earlier_tests(journal_dir: str, elites: list, tasks: list) -> dict:
-    """The test runs of earlier sessions of a continued tuning, for elites tested again.
+        A continued tuning (a larger budget) may end with other elites than the session whose
+        test phase already ran. The run record says whose that test journal is: when it is
+        not this test phase's elites, the journal is kept as ``test-earlier-<k>.sqlite`` (and
+        recorded so among the earlier test phases) and the test phase runs on the new elites,
+        taking the runs already made (an elite still among them, the same test instance and
+        seed) from the earlier journals instead of running them again. A test journal the
+        record does not name (an execDir of a racer older than the record) is set aside too,
+        and its runs made again. Returns ``{(configuration id, Task): (cost, failure)}``."""
+        if self.journal_dir is None:
+            self.recorder.start_test(test, ())
+            return {}
+        current = os.path.join(self.journal_dir, "test.sqlite")
+        carried = self.recorder.record.earlier_tests
+        earlier = [t for t in carried if t.journal != "test.sqlite"
+                   and os.path.exists(os.path.join(self.journal_dir, t.journal))]
+        if os.path.exists(current):
+            journaled = next((t for t in carried if t.journal == "test.sqlite"), None)
+            if journaled is None or journaled.elites != test.elites:
+                kept = _set_aside(self.journal_dir)
+                if journaled is not None:
+                    earlier.append(dataclasses.replace(journaled, journal=kept))
+        self.recorder.start_test(test, tuple(earlier))
+        return _earlier_runs(self.journal_dir, earlier, test, tasks)
 
-    A continued tuning (a larger budget) may end with other elites than the session whose
-    test phase already ran: that test journal is then kept as ``test-earlier-<k>.sqlite``
-    and the test phase runs on the new elites, taking the runs already made (an elite
-    still among them, the same test instance and seed) from the earlier journals instead
-    of running them again. Returns ``{(configuration id, Task): (cost, failure)}``."""
-    from racer.storage import Journal, read_journal
+
+def _set_aside(journal_dir: str) -> str:
+    """Rename ``test.sqlite`` (and its look-ahead runs) to the next free
+    ``test-earlier-<k>.sqlite``; returns that name."""
+    from racer.storage import Journal
 
     current = os.path.join(journal_dir, "test.sqlite")
-    reprs = [repr(e) for e in elites]
-    if os.path.exists(current):
-        fingerprint = read_journal(current)["fingerprint"]
-        if fingerprint is not None and fingerprint["candidates"] != reprs:
-            Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
-            k = 1
-            while os.path.exists(os.path.join(journal_dir, f"test-earlier-{k}.sqlite")):
-                k += 1
-            kept = os.path.join(journal_dir, f"test-earlier-{k}.sqlite")
-            if os.path.exists(current + ".lookahead.jsonl"):  # its look-ahead runs too
-                os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
-            os.replace(current, kept)
-    by_repr = dict(zip(reprs, elites))
-    task_reprs = [repr(t) for t in tasks]
+    Journal(current, arg="test journal").close()  # one file: its WAL checkpointed
+    k = 1
+    while os.path.exists(os.path.join(journal_dir, f"test-earlier-{k}.sqlite")):
+        k += 1
+    name = f"test-earlier-{k}.sqlite"
+    kept = os.path.join(journal_dir, name)
+    if os.path.exists(current + ".lookahead.jsonl"):
+        os.replace(current + ".lookahead.jsonl", kept + ".lookahead.jsonl")
+    os.replace(current, kept)
+    return name
+
+
+def _earlier_runs(journal_dir: str, earlier: list, test: TestRecord, tasks: list) -> dict:
+    """The runs of the earlier test phases ``earlier`` (their records; each journal's columns
+    are its record's elites, its rows its record's instances) that this test phase, of
+    ``test``'s elites on ``tasks``, would make again: ``{(id, Task): (cost, failure)}``."""
+    from racer.storage import read_journal
+
+    wanted = set(test.elites)
     preset: dict = {}
-    for name in sorted(os.listdir(journal_dir)):
-        if not (name.startswith("test-earlier-") and name.endswith(".sqlite")):
-            continue
-        data = read_journal(os.path.join(journal_dir, name))
-        if data["fingerprint"] is None:
-            continue
-        cands = data["fingerprint"]["candidates"]
+    for record in earlier:
+        data = read_journal(os.path.join(journal_dir, record.journal))
         vectors: dict = {}  # several objectives: every one of them, by cell
         for ci, row, objective, value in data.get("objective_values") or ():
             vectors.setdefault((ci, row), {})[objective] = value
         for ci, row, value, error in data["evaluations"]:
-            elite = by_repr.get(cands[ci])
-            if (elite is None or row >= len(tasks) or row >= len(data["instances"])
-                    or data["instances"][row] != task_reprs[row]):
+            cid = record.elites[ci]
+            if (cid not in wanted or row >= len(tasks) or row >= len(record.instances)
+                    or (record.instances[row], record.seeds[row])
+                    != (test.instances[row], test.seeds[row])):
                 continue
             if (ci, row) in vectors and error is None:
                 cell = vectors[(ci, row)]
                 value = tuple(float(cell[o]) for o in sorted(cell))
-            preset[(elite.id, tasks[row])] = (
+            preset[(cid, tasks[row])] = (
                 math.nan if value is None else value if isinstance(value, tuple)
                 else float(value), error)
     return preset
+
+
+def _journal_name(journal_dir: str | None, name: str) -> str | None:
+    """A race's journal as the record names it (None: the races are not journaled)."""
+    return None if journal_dir is None else name
+
+
+_KINDS = {"c": "categorical", "o": "ordinal", "i": "integer", "r": "real"}
+
+
+def _parameter_info(p) -> ParameterInfo:
+    """A declared parameter as the record describes it."""
+    return ParameterInfo(p.name, _KINDS[p.type], tuple(p.domain), bool(p.log))
 
 
 def elites_of(result, cap: int, directions: tuple | None) -> list:

@@ -219,6 +219,21 @@ def test_the_report_of_an_exec_dir_with_races_on_two_objectives(tmp_path):
          random_state=1, max_instances=12, metadata={**metadata, "iteration": 2},
          test=ParetoTest(min_instances=5, credibility=0.95)).run(evaluate, range(12, 24),
                                                                  progress=False)
+    # The Tuner's record of the two races (racer.tuning.record): each race's Pareto set kept.
+    from racer.tuning import record as rec
+
+    iterations = tuple(rec.IterationRecord(
+        k, f"iteration-{k}.sqlite", 72, tuple(rec.CandidateRecord(c.id, None, {"x": c.x}) for c in cs),
+        tuple(c.id for c in cs if c not in kept or k == 1),
+        elites=tuple(cs[i].id for i in r.pareto_front_indices),
+        elite_means=tuple(tuple(r.mean_objective_scores[i]) for i in r.pareto_front_indices),
+        elite_instances=tuple(int(r.n_evaluated[i]) for i in r.pareto_front_indices),
+        n_instances=r.n_instances, n_runs=r.n_evaluations, stop_reason=r.stop_reason)
+        for k, cs, r in ((1, first, res1), (2, second, res2)))
+    rec.write_record(str(jdir / "run.json"), rec.RunRecord(
+        rec.SCHEMA, "test", "iterated", 0, (rec.ParameterInfo("x", "real", (0.0, 1.0)),),
+        ("minimize", "minimize"), ("cost", "time"), rec.ScheduleRecord(144, 0.0, 2, 3, 6),
+        iterations))
     out = report.write_report(tmp_path, tmp_path / "report.html")
     text = open(out, encoding="utf-8").read()
     page = _Page()

@@ -17,7 +17,7 @@ pytest.importorskip("matplotlib")
 from racer import plot  # noqa: E402
 from racer.cli import EXIT_INTERRUPTED, EXIT_OK, main  # noqa: E402
 from racer.tuning.record import (  # noqa: E402
-    ParameterInfo, from_iterated_race, normalized, read_exec_dir,
+    ParameterInfo, from_iterated_race, normalized, read_exec_dir, read_record,
 )
 from racer.progress import ProgressBar, redraws_in_place, track  # noqa: E402
 
@@ -47,7 +47,7 @@ def _runs(arena):
 # --------------------------------------------------------------------------- reading an execDir
 
 
-def test_exec_dir_is_read_from_the_journals(run_dir):
+def test_exec_dir_is_read_from_its_run_record(run_dir):
     run = read_exec_dir(run_dir)
     results = json.loads((run_dir / "results.json").read_text())
     runs = _runs(run_dir)
@@ -65,7 +65,9 @@ def test_exec_dir_is_read_from_the_journals(run_dir):
         assert got["mode"] == e["values"]["mode"] and got["pen"] == e["values"]["pen"]
         assert got["x"] == pytest.approx(e["values"]["x"], rel=1e-12)
     assert run.final_elites == [e["id"] for e in results["elites"]]
-    # The last race's journaled winner rule (rank sums, irace's order) gives the CLI's elites.
+    # Each iteration's elites as the Tuner recorded them; the last race's are the answer.
+    record = read_record(run_dir)
+    assert run.elites == {it.iteration: list(it.elites) for it in record.iterations}
     assert run.elites[max(run.elites)] == run.final_elites
     assert run.info["experiments"] == results["experiments"] == len(runs)
     assert set(run.test["costs"]) == {int(k) for k in results["test"]}

@@ -13,7 +13,10 @@ pytest.importorskip("matplotlib")
 
 from racer import ParetoTest, Race, plot, report  # noqa: E402
 from racer.cli import EXIT_OK, main  # noqa: E402
-from racer.tuning.record import read_exec_dir  # noqa: E402
+from racer.tuning.record import (  # noqa: E402
+    SCHEMA, CandidateRecord, IterationRecord, ParameterInfo, RunRecord, ScheduleRecord,
+    TestRecord, read_exec_dir, write_record,
+)
 from racer.racing.base import KeepAll  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tsp-sa-two-objectives")
@@ -49,13 +52,12 @@ def _evaluate(c, i):  # a trade-off: small x is fast and costly; id 3, 6 are dom
 
 
 def test_the_front_of_a_hand_built_exec_dir(tmp_path):
-    # A race journaled as the Tuner journals it, a test journal of three elites, and a
-    # results.json naming them (the Tuner's Pareto set, in its rank order) with their
-    # training means: the report shows those, not the race's first survivors.
+    # A race journaled as the Tuner journals it, a test journal of three elites, and a run
+    # record naming them (the Tuner's Pareto set, in its rank order) with their training
+    # means: the report shows those, not the race's first survivors.
     jdir = tmp_path / "racer-journal"
     jdir.mkdir()
-    meta = {"space": repr([("x", "--x ", "r", (0.0, 1.0), False, "")]),
-            "objective_names": ["cost", "time"]}
+    meta = {"objective_names": ["cost", "time"]}
     configs = [Configuration(i, round(0.1 * i, 2)) for i in range(1, 8)]
     res = Race(configs, direction=["minimize", "minimize"], storage=jdir / "iteration-1.sqlite",
                random_state=0, max_instances=10, metadata={**meta, "iteration": 1},
@@ -66,12 +68,21 @@ def test_the_front_of_a_hand_built_exec_dir(tmp_path):
     test = Race(chosen, direction=["minimize", "minimize"], storage=jdir / "test.sqlite",
                 random_state=0, test=KeepAll(), metadata=meta).run(_evaluate, range(100, 106),
                                                                   progress=False)
-    front = {str(c.id): {"instances": 10, "mean": {"cost": 0.5 + c.id, "time": 10.0 - c.id}}
-             for c in chosen}
-    (tmp_path / "results.json").write_text(json.dumps({
-        "elites": [{"id": c.id} for c in chosen], "stop_reason": "budget", "experiments": 88,
-        "objectives": {"names": ["cost", "time"], "directions": ["minimize", "minimize"]},
-        "pareto_front": front}))
+    iteration = IterationRecord(
+        1, "iteration-1.sqlite", 88, tuple(CandidateRecord(c.id, None, {"x": c.x}) for c in configs),
+        tuple(c.id for c in configs), elites=tuple(c.id for c in chosen),
+        elite_means=tuple((0.5 + c.id, 10.0 - c.id) for c in chosen), elite_instances=(10,) * 3,
+        n_instances=10, n_runs=88, stop_reason="budget")
+    tested = TestRecord("test.sqlite", tuple(c.id for c in chosen), tuple(map(str, range(6))),
+                        tuple(range(6)), tuple(tuple(tuple(v) for v in test.objective_scores[:, j])
+                                               for j in range(3)))
+    write_record(str(jdir / "run.json"), RunRecord(
+        schema=SCHEMA, racer_version="test", mode="iterated", seed=0,
+        parameters=(ParameterInfo("x", "real", (0.0, 1.0)),),
+        directions=("minimize", "minimize"), objective_names=("cost", "time"),
+        schedule=ScheduleRecord(88, 0.0, 1, 3, 6), iterations=(iteration,), experiments=88,
+        stop_reason="budget", final_elites=tuple(c.id for c in chosen), test=tested,
+        complete=True))
     run = read_exec_dir(tmp_path)
     assert run.final_elites == [c.id for c in chosen]
     assert run.objectives == {"names": ["cost", "time"], "directions": ["minimize", "minimize"]}
@@ -89,7 +100,7 @@ def test_the_front_of_a_hand_built_exec_dir(tmp_path):
     assert sorted(shown) == sorted(c.id for c in chosen)
     for c in chosen:
         assert [float(v) for v in shown[c.id]] == pytest.approx(run.test_means(c.id), rel=1e-5)
-    assert f"{10.0 - chosen[0].id:.6g}" in text  # a training mean of results.json
+    assert f"{10.0 - chosen[0].id:.6g}" in text  # a training mean of the record
 
 
 def test_the_run_front_figure_refuses_one_objective():
