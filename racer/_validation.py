@@ -32,12 +32,16 @@ __all__ = [
     "check_nonnegative",
     "check_int",
     "check_bool",
+    "describe",
+    "direction_signs",
     "orient",
 ]
 
 
-# racer.stats and the adapters import it under this name (one implementation: racer._text).
-_describe = short_repr
+# The short quote of a bad value in every refusal (one implementation: racer._text).
+describe = short_repr
+# The name adapters/optuna/iterated.py still imports.
+_describe = describe
 
 
 def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
@@ -50,7 +54,7 @@ def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError) as exc:  # ragged nested lists
-        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
+        raise TypeError(f"`{name}` must be {what}; got {describe(value)}") from exc
     kind = raw.dtype.kind
     if kind == "O":
         bad = next(
@@ -58,7 +62,7 @@ def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
         )
         if bad is not None:
             raise TypeError(
-                f"`{name}` must be {what}; found {_describe(bad)} ({type(bad).__name__})"
+                f"`{name}` must be {what}; found {describe(bad)} ({type(bad).__name__})"
             )
     elif kind == "b":
         raise TypeError(
@@ -66,11 +70,11 @@ def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
             "scores are meant"
         )
     elif kind not in "iuf":
-        raise TypeError(f"`{name}` must be {what}; got dtype {raw.dtype}: {_describe(value)}")
+        raise TypeError(f"`{name}` must be {what}; got dtype {raw.dtype}: {describe(value)}")
     try:
         return np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
+        raise TypeError(f"`{name}` must be {what}; got {describe(value)}") from exc
 
 
 def as_score_matrix(
@@ -141,7 +145,7 @@ def as_race_items(value: Any, name: str) -> Any:
         if hasattr(value, "to_dicts"):  # polars
             return value.to_dicts()
     if isinstance(value, Mapping):
-        keys = ", ".join(_describe(k) for _, k in zip(range(3), value))
+        keys = ", ".join(describe(k) for _, k in zip(range(3), value))
         more = ", ..." if len(value) > 3 else ""
         raise TypeError(
             f"`{name}` is a {type(value).__name__}, which iterates over its keys "
@@ -207,7 +211,7 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
     # bool is an Integral, but `random_state=True` is a mistake (a flag passed by position),
     # not seed 1.
     if isinstance(random_state, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
+        raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {describe(random_state)}")
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         if isinstance(random_state, numbers.Integral) and random_state < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")
@@ -216,7 +220,7 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(int(random_state.randint(0, 2**63 - 1, dtype=np.int64)))
-    raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
+    raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {describe(random_state)}")
 
 
 def seed_from_random_state(random_state: Any, name: str = "random_state") -> int:
@@ -248,13 +252,13 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     """Check that ``value`` is one of ``options`` (strings)."""
     if not isinstance(value, str) or value not in options:
         choices = ", ".join(repr(o) for o in options)
-        raise ValueError(f"`{name}` must be one of {choices}; got {_describe(value)}")
+        raise ValueError(f"`{name}` must be one of {choices}; got {describe(value)}")
     return value
 
 
 def _as_real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be a real number; got {describe(value)}")
     out = float(value)
     if not np.isfinite(out):
         raise ValueError(f"`{name}` must be finite; got {out}")
@@ -294,7 +298,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, allow_none: 
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an integer; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be an integer; got {describe(value)}")
     v = int(value)
     if minimum is not None and v < minimum:
         raise ValueError(f"`{name}` must be >= {minimum}; got {v}")
@@ -303,7 +307,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, allow_none: 
 
 def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be True or False; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be True or False; got {describe(value)}")
     return bool(value)
 
 
@@ -361,6 +365,16 @@ def check_eps(value: Any, name: str = "eps") -> float:
             f"turns equivalence off, 0.5 would call every pair equivalent; got {v}"
         )
     return v
+
+
+def direction_signs(directions: Any) -> np.ndarray:
+    """One sign per objective: ``+1.0`` where ``directions`` says ``"maximize"``, ``-1.0``
+    where it says ``"minimize"``; scores times these signs are larger-is-better.
+
+    >>> direction_signs(("minimize", "maximize")).tolist()
+    [-1.0, 1.0]
+    """
+    return np.array([1.0 if d == "maximize" else -1.0 for d in directions])
 
 
 def orient(scores: np.ndarray, maximize: bool) -> np.ndarray:

@@ -25,7 +25,7 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from racer._validation import _describe, check_int, check_random_state
+from racer._validation import check_int, check_random_state, describe
 from racer.adapters.sklearn._fits import Fits
 from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit_failures
 from racer.adapters.sklearn._splits import plan_splits
@@ -396,8 +396,8 @@ RacingTest, optional
         if (self.param_grid is None) == (self.param_distributions is None):
             raise ValueError(
                 "exactly one of `param_grid` and `param_distributions` must be given; got "
-                f"param_grid={_describe(self.param_grid)}, "
-                f"param_distributions={_describe(self.param_distributions)}"
+                f"param_grid={describe(self.param_grid)}, "
+                f"param_distributions={describe(self.param_distributions)}"
             )
         if self.param_grid is not None and self.n_iter is not None:
             raise ValueError(
@@ -411,31 +411,31 @@ RacingTest, optional
         if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
             np.isfinite(self.rope) and self.rope >= 0
         ):
-            raise ValueError(f"`rope` must be a finite number >= 0; got {_describe(self.rope)}")
+            raise ValueError(f"`rope` must be a finite number >= 0; got {describe(self.rope)}")
         if self.test is None:
             pass
         elif isinstance(self.test, str):
             if self.test not in _TEST_NAMES:
                 raise ValueError(
                     f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
-                    f"instance; got {_describe(self.test)}"
+                    f"instance; got {describe(self.test)}"
                 )
         elif not hasattr(self.test, "decide"):
             raise TypeError(
                 "`test` must be a string or a racer.racing.base.RacingTest instance; got "
-                f"{_describe(self.test)}"
+                f"{describe(self.test)}"
             )
         if not (
             (isinstance(self.error_score, str) and self.error_score == "raise")
             or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
         ):
             raise ValueError(
-                f"`error_score` must be 'raise' or a number; got {_describe(self.error_score)}"
+                f"`error_score` must be 'raise' or a number; got {describe(self.error_score)}"
             )
         if self.executor is not None and not hasattr(self.executor, "submit"):
             raise TypeError(
                 "`executor` must have a submit() method (concurrent.futures.Executor); got "
-                f"{_describe(self.executor)}"
+                f"{describe(self.executor)}"
             )
         timeout = check_timeout(self.timeout)
         if timeout is not None and self.executor is not None:
