@@ -91,6 +91,24 @@ _SUBSAMPLE_DEFAULTS = {"n_repeats": 3, "test": "bayes", "first_test": 4}
 _FIRST_TEST_NAMED = 4
 
 
+def _check_test(test: object) -> None:
+    """``test``: None, a name of :data:`_TEST_NAMES` or a racing test (anything with
+    ``decide``)."""
+    if test is None:
+        return
+    if isinstance(test, str):
+        if test not in _TEST_NAMES:
+            raise ValueError(
+                f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
+                f"instance; got {describe(test)}"
+            )
+    elif not hasattr(test, "decide"):
+        raise TypeError(
+            "`test` must be a string or a racer.racing.base.RacingTest instance; got "
+            f"{describe(test)}"
+        )
+
+
 class RaceSearchCV(BaseSearchCV):
     """Hyperparameter search that races candidates over cross-validation splits.
 
@@ -393,6 +411,29 @@ RacingTest, optional
     # ---------------------------------------------------------------------------- checks
 
     def _check_race_params(self):
+        self._check_search_space()
+        check_int(self.n_repeats, "n_repeats", minimum=1, allow_none=True)
+        check_int(self.first_test, "first_test", minimum=1, allow_none=True)
+        check_int(self.max_fits, "max_fits", minimum=1, allow_none=True)
+        if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
+            np.isfinite(self.rope) and self.rope >= 0
+        ):
+            raise ValueError(f"`rope` must be a finite number >= 0; got {describe(self.rope)}")
+        _check_test(self.test)
+        if not (
+            (isinstance(self.error_score, str) and self.error_score == "raise")
+            or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
+        ):
+            raise ValueError(
+                f"`error_score` must be 'raise' or a number; got {describe(self.error_score)}"
+            )
+        self._check_execution()
+        if not isinstance(self.random_state, np.random.RandomState):
+            check_random_state(self.random_state)  # a RandomState would advance: fit draws
+
+    def _check_search_space(self):
+        """Exactly one of ``param_grid`` and ``param_distributions``; ``n_iter`` with the
+        latter only."""
         if (self.param_grid is None) == (self.param_distributions is None):
             raise ValueError(
                 "exactly one of `param_grid` and `param_distributions` must be given; got "
@@ -405,33 +446,10 @@ RacingTest, optional
                 f"n_iter={self.n_iter!r} with a param_grid"
             )
         check_int(self.n_iter, "n_iter", minimum=1, allow_none=True)
-        check_int(self.n_repeats, "n_repeats", minimum=1, allow_none=True)
-        check_int(self.first_test, "first_test", minimum=1, allow_none=True)
-        check_int(self.max_fits, "max_fits", minimum=1, allow_none=True)
-        if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
-            np.isfinite(self.rope) and self.rope >= 0
-        ):
-            raise ValueError(f"`rope` must be a finite number >= 0; got {describe(self.rope)}")
-        if self.test is None:
-            pass
-        elif isinstance(self.test, str):
-            if self.test not in _TEST_NAMES:
-                raise ValueError(
-                    f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
-                    f"instance; got {describe(self.test)}"
-                )
-        elif not hasattr(self.test, "decide"):
-            raise TypeError(
-                "`test` must be a string or a racer.racing.base.RacingTest instance; got "
-                f"{describe(self.test)}"
-            )
-        if not (
-            (isinstance(self.error_score, str) and self.error_score == "raise")
-            or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
-        ):
-            raise ValueError(
-                f"`error_score` must be 'raise' or a number; got {describe(self.error_score)}"
-            )
+
+    def _check_execution(self):
+        """``executor``, ``timeout`` and ``n_jobs`` as they can go together: a timeout needs
+        racer's own worker processes."""
         if self.executor is not None and not hasattr(self.executor, "submit"):
             raise TypeError(
                 "`executor` must have a submit() method (concurrent.futures.Executor); got "
@@ -445,8 +463,6 @@ RacingTest, optional
             )
         if timeout is not None:
             effective_n_jobs(self.n_jobs)
-        if not isinstance(self.random_state, np.random.RandomState):
-            check_random_state(self.random_state)  # a RandomState would advance: fit draws
 
     def _design(self) -> tuple[int, object, int]:
         """``(n_repeats, test, first_test)`` with None resolved (:func:`resolve_design`)."""
