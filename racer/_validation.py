@@ -34,6 +34,7 @@ __all__ = [
     "check_bool",
     "describe",
     "direction_signs",
+    "numeric_array",
     "orient",
 ]
 
@@ -44,12 +45,19 @@ describe = short_repr
 _describe = describe
 
 
-def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
+def numeric_array(value: Any, name: str, what: str) -> np.ndarray:
     """``value`` as a float64 array, refusing what ``np.asarray(..., float)`` would let through.
 
     NumPy converts strings of digits ("0.5"), booleans and complex numbers (dropping the
     imaginary part, with only a warning) to float64 without complaint; each is a mistake in
     a score, so each is a TypeError here, as are ragged lists.
+
+    >>> numeric_array([1, 2.5], "scores", "numbers")
+    array([1. , 2.5])
+    >>> numeric_array(["0.5"], "scores", "numbers")
+    Traceback (most recent call last):
+    ...
+    TypeError: `scores` must be numbers; got dtype <U3: ['0.5']
     """
     try:
         raw = np.asarray(value)
@@ -94,7 +102,7 @@ def as_score_matrix(
     if hasattr(scores, "columns") and hasattr(scores, "to_numpy"):
         names = list(scores.columns)
         scores = scores.to_numpy()
-    arr = _numeric_array(scores, name, "a 2-D array of numbers")
+    arr = numeric_array(scores, name, "a 2-D array of numbers")
     if arr.ndim != 2:
         raise ValueError(
             f"`{name}` must be 2-D with shape (n_blocks, n_candidates); got shape {arr.shape}"
@@ -161,7 +169,7 @@ def as_1d(
     x: Any, name: str, *, min_length: int = 1, allow_nan: bool = False, dtype=np.float64
 ) -> np.ndarray:
     """Return ``x`` as a finite 1-D float64 array with at least ``min_length`` entries."""
-    arr = _numeric_array(x, name, "a 1-D array of numbers").astype(dtype, copy=False)
+    arr = numeric_array(x, name, "a 1-D array of numbers").astype(dtype, copy=False)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D; got shape {arr.shape}")
     if arr.shape[0] < min_length:

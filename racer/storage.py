@@ -122,6 +122,7 @@ __all__ = [
     "NullJournal",
     "RaceJournal",
     "Repr",
+    "as_path",
     "changed_keys",
     "describe_changes",
     "journal_data",
@@ -201,8 +202,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_locks_in_child)
 
 
-def _as_path(path: Any, arg: str) -> str:
-    """Validate ``path`` as a file path and return it as ``str``."""
+def as_path(path: Any, arg: str) -> str:
+    """Validate ``path``, the argument ``arg``, as a file path and return it as
+    ``str`` (``bytes`` decoded); the message of a refusal names ``arg``.
+
+    >>> as_path(b"race.sqlite", "storage")
+    'race.sqlite'
+    >>> as_path(":memory:", "storage")
+    Traceback (most recent call last):
+    ...
+    ValueError: `storage`=':memory:' is not a file: a journal must be a file to be resumed; leave storage=None to race without a journal
+    """
     try:
         text = os.fspath(path)
     except TypeError:
@@ -222,6 +232,10 @@ def _as_path(path: Any, arg: str) -> str:
     if "\x00" in text:
         raise ValueError(f"`{arg}`={path!r} contains a NUL character")
     return text
+
+
+# The name racer/report.py still imports.
+_as_path = as_path
 
 
 def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
@@ -399,7 +413,7 @@ class Journal:
         self._pid = os.getpid()
         self._lock_fd: int | None = None
         self._lock_path: str | None = None
-        text = _as_path(path, arg)
+        text = as_path(path, arg)
         self.path = text
         absolute = _check_location(text, arg, must_exist=False)
         # Read-only first: a foreign file is refused before the lock file is even created.
@@ -1101,7 +1115,7 @@ def read_journal(path: Any) -> dict:
     [(0, 0, 1.0, None), (1, 0, 2.0, None), (0, 1, 2.0, None), (1, 1, 4.0, None)]
     >>> race.close()
     """
-    text = _as_path(path, "path")
+    text = as_path(path, "path")
     absolute = _check_location(text, "path", must_exist=True)
     _check_header(absolute, "path", text)
     try:

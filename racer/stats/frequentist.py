@@ -32,7 +32,6 @@ import numpy as np
 from scipy import stats as _st
 
 from racer._validation import (
-    _numeric_array,
     as_1d,
     as_paired,
     as_score_matrix,
@@ -41,6 +40,7 @@ from racer._validation import (
     check_option,
     check_probability,
     describe,
+    numeric_array,
 )
 from racer.stats._ranks import block_ranks, check_rank_sums, tie_group_sizes_term
 from racer.stats._result import StatsResult
@@ -1147,7 +1147,7 @@ def p_adjust(pvalues, method: str = "holm") -> np.ndarray:
     array([0.04, 0.09, 0.09, 0.2 ])
     """
     method = _check_p_adjust(method, "method", allow_none=False)
-    arr = _numeric_array(pvalues, "pvalues", "an array of numbers")
+    arr = numeric_array(pvalues, "pvalues", "an array of numbers")
     if arr.size == 0:
         raise ValueError("`pvalues` must hold at least one p-value; got an empty array")
     if np.isnan(arr).any():

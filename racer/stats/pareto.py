@@ -35,12 +35,12 @@ import dataclasses
 import numpy as np
 
 from racer._validation import (
-    _numeric_array,
     check_int,
     check_positive,
     check_random_state,
     describe,
     direction_signs,
+    numeric_array,
 )
 from racer.stats import _kernels
 from racer.stats._result import StatsResult
@@ -139,7 +139,7 @@ def check_rope(rope, k):
     """
     if isinstance(rope, (bool, np.bool_)):
         raise TypeError(f"`rope` must be a number >= 0 or one per objective; got {rope!r}")
-    arr = _numeric_array(rope, "rope", "a number >= 0 or one per objective")
+    arr = numeric_array(rope, "rope", "a number >= 0 or one per objective")
     if arr.ndim == 0:
         arr = np.full(k, float(arr))
     elif arr.shape != (k,):
@@ -154,7 +154,7 @@ def check_rope(rope, k):
 def as_objective_scores(scores, name="scores", *, min_candidates=2):
     """``scores`` as a finite float64 array (n_instances, n_candidates, k), k >= 1, n >= 1,
     at least ``min_candidates``; a 2-D array is one objective."""
-    arr = _numeric_array(scores, name, "a 3-D array of numbers (instances, candidates, objectives)")
+    arr = numeric_array(scores, name, "a 3-D array of numbers (instances, candidates, objectives)")
     if arr.ndim == 2:
         arr = arr[:, :, None]
     if arr.ndim != 3:
