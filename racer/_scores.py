@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 
+from racer._validation import direction_signs
+
 __all__ = ["ScoreTable"]
 
 
@@ -56,7 +58,7 @@ class ScoreTable:
         if self.directions is not None:
             k = len(self.directions)
             self.maximize = self.directions[0] == "maximize"
-            self._signs = np.array([1.0 if d == "maximize" else -1.0 for d in self.directions])
+            self._signs = direction_signs(self.directions)
             self.raw_objectives = np.full((capacity, n_candidates, k), np.nan)
             self.oriented_objectives = np.full((capacity, n_candidates, k), np.nan)
         # Rows grow by doubling, so appending a row is amortised O(candidates).

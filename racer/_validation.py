@@ -32,25 +32,37 @@ __all__ = [
     "check_nonnegative",
     "check_int",
     "check_bool",
+    "describe",
+    "direction_signs",
+    "numeric_array",
     "orient",
 ]
 
 
-# racer.stats and the adapters import it under this name (one implementation: racer._text).
-_describe = short_repr
+# The short quote of a bad value in every refusal (one implementation: racer._text).
+describe = short_repr
+# The name adapters/optuna/iterated.py still imports.
+_describe = describe
 
 
-def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
+def numeric_array(value: Any, name: str, what: str) -> np.ndarray:
     """``value`` as a float64 array, refusing what ``np.asarray(..., float)`` would let through.
 
     NumPy converts strings of digits ("0.5"), booleans and complex numbers (dropping the
     imaginary part, with only a warning) to float64 without complaint; each is a mistake in
     a score, so each is a TypeError here, as are ragged lists.
+
+    >>> numeric_array([1, 2.5], "scores", "numbers")
+    array([1. , 2.5])
+    >>> numeric_array(["0.5"], "scores", "numbers")
+    Traceback (most recent call last):
+    ...
+    TypeError: `scores` must be numbers; got dtype <U3: ['0.5']
     """
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError) as exc:  # ragged nested lists
-        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
+        raise TypeError(f"`{name}` must be {what}; got {describe(value)}") from exc
     kind = raw.dtype.kind
     if kind == "O":
         bad = next(
@@ -58,7 +70,7 @@ def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
         )
         if bad is not None:
             raise TypeError(
-                f"`{name}` must be {what}; found {_describe(bad)} ({type(bad).__name__})"
+                f"`{name}` must be {what}; found {describe(bad)} ({type(bad).__name__})"
             )
     elif kind == "b":
         raise TypeError(
@@ -66,11 +78,11 @@ def _numeric_array(value: Any, name: str, what: str) -> np.ndarray:
             "scores are meant"
         )
     elif kind not in "iuf":
-        raise TypeError(f"`{name}` must be {what}; got dtype {raw.dtype}: {_describe(value)}")
+        raise TypeError(f"`{name}` must be {what}; got dtype {raw.dtype}: {describe(value)}")
     try:
         return np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"`{name}` must be {what}; got {_describe(value)}") from exc
+        raise TypeError(f"`{name}` must be {what}; got {describe(value)}") from exc
 
 
 def as_score_matrix(
@@ -90,7 +102,7 @@ def as_score_matrix(
     if hasattr(scores, "columns") and hasattr(scores, "to_numpy"):
         names = list(scores.columns)
         scores = scores.to_numpy()
-    arr = _numeric_array(scores, name, "a 2-D array of numbers")
+    arr = numeric_array(scores, name, "a 2-D array of numbers")
     if arr.ndim != 2:
         raise ValueError(
             f"`{name}` must be 2-D with shape (n_blocks, n_candidates); got shape {arr.shape}"
@@ -141,7 +153,7 @@ def as_race_items(value: Any, name: str) -> Any:
         if hasattr(value, "to_dicts"):  # polars
             return value.to_dicts()
     if isinstance(value, Mapping):
-        keys = ", ".join(_describe(k) for _, k in zip(range(3), value))
+        keys = ", ".join(describe(k) for _, k in zip(range(3), value))
         more = ", ..." if len(value) > 3 else ""
         raise TypeError(
             f"`{name}` is a {type(value).__name__}, which iterates over its keys "
@@ -157,7 +169,7 @@ def as_1d(
     x: Any, name: str, *, min_length: int = 1, allow_nan: bool = False, dtype=np.float64
 ) -> np.ndarray:
     """Return ``x`` as a finite 1-D float64 array with at least ``min_length`` entries."""
-    arr = _numeric_array(x, name, "a 1-D array of numbers").astype(dtype, copy=False)
+    arr = numeric_array(x, name, "a 1-D array of numbers").astype(dtype, copy=False)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D; got shape {arr.shape}")
     if arr.shape[0] < min_length:
@@ -207,7 +219,7 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
     # bool is an Integral, but `random_state=True` is a mistake (a flag passed by position),
     # not seed 1.
     if isinstance(random_state, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
+        raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {describe(random_state)}")
     if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
         if isinstance(random_state, numbers.Integral) and random_state < 0:
             raise ValueError(f"`{name}` must be a non-negative integer; got {random_state}")
@@ -216,7 +228,7 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
         return random_state
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(int(random_state.randint(0, 2**63 - 1, dtype=np.int64)))
-    raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {_describe(random_state)}")
+    raise TypeError(f"`{name}` must be {_SEED_TYPES}; got {describe(random_state)}")
 
 
 def seed_from_random_state(random_state: Any, name: str = "random_state") -> int:
@@ -248,13 +260,13 @@ def check_option(value: Any, name: str, options: Sequence[str]) -> str:
     """Check that ``value`` is one of ``options`` (strings)."""
     if not isinstance(value, str) or value not in options:
         choices = ", ".join(repr(o) for o in options)
-        raise ValueError(f"`{name}` must be one of {choices}; got {_describe(value)}")
+        raise ValueError(f"`{name}` must be one of {choices}; got {describe(value)}")
     return value
 
 
 def _as_real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be a real number; got {describe(value)}")
     out = float(value)
     if not np.isfinite(out):
         raise ValueError(f"`{name}` must be finite; got {out}")
@@ -294,7 +306,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, allow_none: 
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"`{name}` must be an integer; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be an integer; got {describe(value)}")
     v = int(value)
     if minimum is not None and v < minimum:
         raise ValueError(f"`{name}` must be >= {minimum}; got {v}")
@@ -303,7 +315,7 @@ def check_int(value: Any, name: str, *, minimum: int | None = None, allow_none: 
 
 def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"`{name}` must be True or False; got {_describe(value)}")
+        raise TypeError(f"`{name}` must be True or False; got {describe(value)}")
     return bool(value)
 
 
@@ -361,6 +373,16 @@ def check_eps(value: Any, name: str = "eps") -> float:
             f"turns equivalence off, 0.5 would call every pair equivalent; got {v}"
         )
     return v
+
+
+def direction_signs(directions: Any) -> np.ndarray:
+    """One sign per objective: ``+1.0`` where ``directions`` says ``"maximize"``, ``-1.0``
+    where it says ``"minimize"``; scores times these signs are larger-is-better.
+
+    >>> direction_signs(("minimize", "maximize")).tolist()
+    [-1.0, 1.0]
+    """
+    return np.array([1.0 if d == "maximize" else -1.0 for d in directions])
 
 
 def orient(scores: np.ndarray, maximize: bool) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 
 from racer._race_stats import RaceStats
 from racer._scores import ScoreTable
-from racer._text import describe_value, short_repr
+from racer._text import describe_value
 from racer._validation import (
     as_race_items,
     check_bool,
@@ -38,6 +38,7 @@ from racer._validation import (
     check_option,
     seed_from_random_state,
 )
+from racer.race_loop import item_text
 from racer.racing.base import Elimination, KeepAll, RaceView, RacingTest
 from racer.result import EliminationRecord, RaceResult
 from racer.storage import NullJournal, RaceJournal
@@ -109,11 +110,6 @@ class RaceFailedError(EvaluationError, ValueError):
 
 
 _MISSING = object()
-
-
-def _clip(obj: Any) -> str:
-    # How this module's messages and logs name a candidate, an instance or `evaluate`.
-    return short_repr(obj, 80, stable=True)
 
 
 def _evaluation_key(evaluation: Any) -> tuple[int, int]:
@@ -236,10 +232,10 @@ class _Survivors:
             step=step,
         ))
         if logger.isEnabledFor(logging.INFO):
-            by_text = "" if by is None else f" by #{by} {_clip(self.candidates[by])}"
+            by_text = "" if by is None else f" by #{by} {item_text(self.candidates[by])}"
             logger.info(
                 "eliminated #%d %s after %d instances: %s%s (probability %.4g); %d survivors",
-                ci, _clip(self.candidates[ci]), n, reason, by_text, prob, len(self.indices),
+                ci, item_text(self.candidates[ci]), n, reason, by_text, prob, len(self.indices),
             )
 
 
@@ -913,8 +909,8 @@ class Race:
         if message is not None and self._on_error == "raise":
             ev = self._pending[key]
             exc = EvaluationError(
-                f"evaluation of candidate #{key[0]} {_clip(ev.candidate)} on instance "
-                f"#{key[1]} {_clip(ev.instance)} {message}"
+                f"evaluation of candidate #{key[0]} {item_text(ev.candidate)} on instance "
+                f"#{key[1]} {item_text(ev.instance)} {message}"
             )
             if isinstance(error, BaseException):
                 raise exc from error
@@ -1000,8 +996,8 @@ class Race:
     def _fail(self, what: str, first: tuple[int, int, str]) -> None:
         ci, row, message = first
         fatal = self._failures.fatal = RaceFailedError(
-            f"{what}. First failure: evaluation of candidate #{ci} {_clip(self._candidates[ci])} "
-            f"on instance #{row} {_clip(self._instances[row])} {message}."
+            f"{what}. First failure: evaluation of candidate #{ci} {item_text(self._candidates[ci])} "
+            f"on instance #{row} {item_text(self._instances[row])} {message}."
             f"{self._journal.failure_hint}",
             failures=self._failures.all,
             n_evaluations=self._n_evaluations,

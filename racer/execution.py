@@ -470,6 +470,23 @@ def _kill_all(workers: list) -> None:
             w.kill()
 
 
+def _read_message(w: _Worker, handle: Any) -> tuple | None:
+    """The message worker ``w`` sent, if ``handle`` (its pipe or its exit) says one is
+    there: ``(kind, task_id, value)``; a value that cannot be unpickled here is an ``"err"``
+    message saying so. None when the worker is gone without a word."""
+    if not (handle is w.conn or w.conn.poll()):
+        return None
+    try:
+        data = w.conn.recv_bytes()
+    except (EOFError, OSError):
+        return None
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - e.g. a class unknown here
+        return ("err", None, f"returned a value that cannot be unpickled here "
+                f"({type(exc).__name__}: {exc})")
+
+
 class WorkerPool:
     """``n_workers`` worker processes, each running ``fn(*args)`` for one task at a time.
 
@@ -578,109 +595,25 @@ class WorkerPool:
         running = 0
         try:
             while queue or running:
-                # Hand tasks to idle, ready workers; the clock of a task starts here, so a
-                # replacement worker's start-up is never charged to an evaluation.
-                for w in self._workers:
-                    if not queue:
-                        break
-                    if w.ready and w.task is None:
-                        key, args = queue.popleft()
-                        task_id = self._next_id
-                        try:
-                            # By value: a candidate may be an instance of a class of the
-                            # user's __main__, which the worker cannot import by name.
-                            message = _dumps((task_id, args))
-                        except Exception as exc:  # noqa: BLE001 - nothing was sent
-                            raise TypeError(
-                                f"the arguments of {describe(key)} cannot be pickled to send "
-                                f"them to a worker process: {type(exc).__name__}: {exc}"
-                            ) from None
-                        self._next_id += 1
-                        w.task = (task_id, key)
-                        try:
-                            w.conn.send_bytes(message)
-                        except OSError:
-                            pass  # the worker died: its sentinel or EOF charges this task
-                        w.started = time.monotonic()
-                        running += 1
-                wait_for = None
-                if timeout is not None and running:
-                    now = time.monotonic()
-                    wait_for = max(
-                        0.0,
-                        min(w.started + timeout - now for w in self._workers if w.task is not None),
-                    )
-                handles = {}
-                for i, w in enumerate(self._workers):
-                    for handle in w.handles():
-                        handles[handle] = i
+                running += self._hand_out(queue, describe)
+                wait_for = self._time_to_deadline(timeout, running)
+                handles = {handle: i for i, w in enumerate(self._workers) for handle in w.handles()}
                 ready = _wait(list(handles), wait_for)
                 done: set[int] = set()
+                # Each outcome is yielded as soon as it is known: the caller may act on the
+                # pool between two (replace_killed), and the next worker is read after that.
                 for handle in ready:
                     i = handles[handle]
                     if i in done:
                         continue
-                    w = self._workers[i]
-                    message = None
-                    if handle is w.conn or w.conn.poll():
-                        try:
-                            data = w.conn.recv_bytes()
-                        except (EOFError, OSError):
-                            data = None
-                        if data is not None:
-                            try:
-                                message = pickle.loads(data)
-                            except Exception as exc:  # noqa: BLE001 - e.g. a class unknown here
-                                message = ("err", None, f"returned a value that cannot be "
-                                           f"unpickled here ({type(exc).__name__}: {exc})")
-                    if message is None:
-                        # The worker is gone (a sentinel or EOF without a message).
-                        done.add(i)
-                        cause = death_cause(w.exit_code())
-                        if not w.ready:
-                            raise RuntimeError(
-                                f"a worker process died while starting, before it could load "
-                                f"`{self._name}` ({cause}); its error output, if any, is above. "
-                                f"Check that {sys.executable} can import racer and the modules "
-                                f"`{self._name}` uses"
-                            )
-                        task = w.task
-                        self._replace(i)
-                        if task is not None:
-                            running -= 1
-                            yield task[1], False, (
-                                f"worker process died while evaluating {describe(task[1])}: {cause}"
-                            )
-                        continue
-                    kind, task_id, value = message
-                    if kind == "ready":
-                        w.ready = True
-                    elif kind == "load":
-                        raise TypeError(
-                            f"`{self._name}` could not be loaded in a worker process ({value}). "
-                            "Functions of __main__, lambdas and closures are sent by value, but "
-                            "those of an importable module by reference: the worker imports "
-                            "that module, with this process's sys.path and working directory. "
-                            "Make it importable there, or send it by value with "
-                            "cloudpickle.register_pickle_by_value(module)"
-                        )
-                    else:
-                        key = w.task[1]
-                        w.task = None
+                    outcome = self._receive(i, handle, done, describe)
+                    if outcome is not None:
                         running -= 1
-                        if kind == "exc":
-                            # As concurrent.futures does: the worker's traceback as the cause.
-                            value, text = value
-                            value.__cause__ = _RemoteTraceback(text)
-                        yield key, kind == "ok", value
+                        yield outcome
                 if timeout is not None:
-                    now = time.monotonic()
-                    for i, w in enumerate(self._workers):
-                        if w.task is not None and now - w.started >= timeout:
-                            key = w.task[1]
-                            self._replace(i)
-                            running -= 1
-                            yield key, False, f"timed out after {timeout!r} s"
+                    for outcome in self._time_out(timeout):
+                        running -= 1
+                        yield outcome
         except BaseException:
             # An exception in the caller (or KeyboardInterrupt, or the caller dropping this
             # generator): no task may keep running behind its back. Busy workers are killed
@@ -690,3 +623,100 @@ class WorkerPool:
                     w.stop(graceful=False)
                     self._workers[i] = None
             raise
+
+    def _hand_out(self, queue: deque, describe: Callable[[Any], str]) -> int:
+        """Hand tasks from ``queue`` to idle, ready workers; return how many were started.
+        The clock of a task starts here, so a replacement worker's start-up is never charged
+        to an evaluation."""
+        started = 0
+        for w in self._workers:
+            if not queue:
+                break
+            if w.ready and w.task is None:
+                key, args = queue.popleft()
+                task_id = self._next_id
+                try:
+                    # By value: a candidate may be an instance of a class of the user's
+                    # __main__, which the worker cannot import by name.
+                    message = _dumps((task_id, args))
+                except Exception as exc:  # noqa: BLE001 - nothing was sent
+                    raise TypeError(
+                        f"the arguments of {describe(key)} cannot be pickled to send "
+                        f"them to a worker process: {type(exc).__name__}: {exc}"
+                    ) from None
+                self._next_id += 1
+                w.task = (task_id, key)
+                try:
+                    w.conn.send_bytes(message)
+                except OSError:
+                    pass  # the worker died: its sentinel or EOF charges this task
+                w.started = time.monotonic()
+                started += 1
+        return started
+
+    def _time_to_deadline(self, timeout: float | None, running: int) -> float | None:
+        """Seconds until the first running task times out (None: no limit to wait for)."""
+        if timeout is None or not running:
+            return None
+        now = time.monotonic()
+        return max(0.0, min(w.started + timeout - now for w in self._workers if w.task is not None))
+
+    def _receive(self, i: int, handle: Any, done: set, describe: Callable[[Any], str]):
+        """Read what worker ``i`` sent on ``handle`` (its pipe or its exit): the outcome
+        ``(key, ok, value)`` of a finished task, or None (it became ready, or died idle). A
+        dead worker is added to ``done`` (its other handle has nothing more to say) and
+        replaced."""
+        w = self._workers[i]
+        message = _read_message(w, handle)
+        if message is None:
+            # The worker is gone (a sentinel or EOF without a message).
+            done.add(i)
+            return self._on_death(i, describe)
+        kind, task_id, value = message
+        if kind == "ready":
+            w.ready = True
+            return None
+        if kind == "load":
+            raise TypeError(
+                f"`{self._name}` could not be loaded in a worker process ({value}). "
+                "Functions of __main__, lambdas and closures are sent by value, but "
+                "those of an importable module by reference: the worker imports "
+                "that module, with this process's sys.path and working directory. "
+                "Make it importable there, or send it by value with "
+                "cloudpickle.register_pickle_by_value(module)"
+            )
+        key = w.task[1]
+        w.task = None
+        if kind == "exc":
+            # As concurrent.futures does: the worker's traceback as the cause.
+            value, text = value
+            value.__cause__ = _RemoteTraceback(text)
+        return key, kind == "ok", value
+
+    def _on_death(self, i: int, describe: Callable[[Any], str]):
+        """Replace dead worker ``i``; its task, if it had one, fails with the cause of death.
+        A worker that died before it was ready is a RuntimeError: no task can run."""
+        w = self._workers[i]
+        cause = death_cause(w.exit_code())
+        if not w.ready:
+            raise RuntimeError(
+                f"a worker process died while starting, before it could load "
+                f"`{self._name}` ({cause}); its error output, if any, is above. "
+                f"Check that {sys.executable} can import racer and the modules "
+                f"`{self._name}` uses"
+            )
+        task = w.task
+        self._replace(i)
+        if task is None:
+            return None
+        return task[1], False, f"worker process died while evaluating {describe(task[1])}: {cause}"
+
+    def _time_out(self, timeout: float) -> Iterator[tuple[Any, bool, str]]:
+        """Kill and replace the workers whose task has run ``timeout`` seconds; yield each
+        such task's failure (one at a time, each worker replaced just before)."""
+        now = time.monotonic()
+        for i, w in enumerate(self._workers):
+            if w.task is not None and now - w.started >= timeout:
+                key = w.task[1]
+                self._replace(i)
+                yield key, False, f"timed out after {timeout!r} s"

@@ -55,6 +55,7 @@ __all__ = [
     "backend_for",
     "check_evaluate",
     "drive",
+    "item_text",
     "progress_line",
     "run_race",
     "tell_outcome",
@@ -221,6 +222,16 @@ def _nothing() -> None:
     return None
 
 
+def item_text(obj: Any) -> str:
+    """How a race's messages and logs name a candidate, an instance or ``evaluate``: its
+    repr without memory addresses, cut at 80 characters.
+
+    >>> item_text({"lr": 0.1}), item_text(object())
+    ("{'lr': 0.1}", '<object object>')
+    """
+    return short_repr(obj, 80, stable=True)
+
+
 def check_evaluate(evaluate: Any, executor: Any = None) -> None:
     """Refuse an ``evaluate`` that cannot work, before any evaluation is spent on it: not
     callable, a coroutine function, a signature that cannot take ``(candidate, instance)``,
@@ -235,14 +246,11 @@ def check_evaluate(evaluate: Any, executor: Any = None) -> None:
     import inspect
     import pickle
 
-    def _clip(obj: Any) -> str:
-        return short_repr(obj, 80, stable=True)
-
     if not callable(evaluate):
-        raise TypeError(f"`evaluate` must be callable; got {_clip(evaluate)}")
+        raise TypeError(f"`evaluate` must be callable; got {item_text(evaluate)}")
     if inspect.iscoroutinefunction(evaluate):
         raise TypeError(
-            f"`evaluate` must return a score, but {_clip(evaluate)} is a coroutine function "
+            f"`evaluate` must return a score, but {item_text(evaluate)} is a coroutine function "
             "(async def); run the coroutine inside a plain function"
         )
     try:
@@ -255,7 +263,7 @@ def check_evaluate(evaluate: Any, executor: Any = None) -> None:
         except TypeError as exc:
             raise TypeError(
                 f"`evaluate` must accept two positional arguments, evaluate(candidate, "
-                f"instance); {_clip(evaluate)} has signature {signature} ({exc})"
+                f"instance); {item_text(evaluate)} has signature {signature} ({exc})"
             ) from None
     # A user's ProcessPoolExecutor pickles with the plain pickle (no lambdas, closures or
     # functions of __main__ by value) and would fail every evaluation in its workers.

@@ -122,8 +122,11 @@ __all__ = [
     "NullJournal",
     "RaceJournal",
     "Repr",
+    "as_path",
+    "changed_keys",
     "describe_changes",
     "journal_data",
+    "list_difference",
     "race_fingerprint",
     "read_journal",
     "result_from_journal",
@@ -199,8 +202,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_locks_in_child)
 
 
-def _as_path(path: Any, arg: str) -> str:
-    """Validate ``path`` as a file path and return it as ``str``."""
+def as_path(path: Any, arg: str) -> str:
+    """Validate ``path``, the argument ``arg``, as a file path and return it as
+    ``str`` (``bytes`` decoded); the message of a refusal names ``arg``.
+
+    >>> as_path(b"race.sqlite", "storage")
+    'race.sqlite'
+    >>> as_path(":memory:", "storage")
+    Traceback (most recent call last):
+    ...
+    ValueError: `storage`=':memory:' is not a file: a journal must be a file to be resumed; leave storage=None to race without a journal
+    """
     try:
         text = os.fspath(path)
     except TypeError:
@@ -220,6 +232,10 @@ def _as_path(path: Any, arg: str) -> str:
     if "\x00" in text:
         raise ValueError(f"`{arg}`={path!r} contains a NUL character")
     return text
+
+
+# The name racer/report.py still imports.
+_as_path = as_path
 
 
 def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
@@ -397,7 +413,7 @@ class Journal:
         self._pid = os.getpid()
         self._lock_fd: int | None = None
         self._lock_path: str | None = None
-        text = _as_path(path, arg)
+        text = as_path(path, arg)
         self.path = text
         absolute = _check_location(text, arg, must_exist=False)
         # Read-only first: a foreign file is refused before the lock file is even created.
@@ -977,6 +993,33 @@ def _change(name: str, old: Any, new: Any) -> str:
     return f"{name}: journal {a}, now {b}"
 
 
+def changed_keys(old: dict, new: dict, skip: tuple = ()) -> list:
+    """The keys whose values differ between two settings dicts, those in ``skip`` aside: the
+    keys of ``old`` in their order, then those only ``new`` has. A key missing on one side
+    differs from any value but None. This and :func:`list_difference` compare settings
+    wherever racer refuses to continue a run started with others; each caller words the
+    differences in its own user's terms (:func:`describe_changes`: ``Race``'s arguments).
+
+    >>> changed_keys({"a": 1, "b": 2, "c": 3}, {"c": 3, "b": 20, "d": 4}, skip=("a",))
+    ['b', 'd']
+    """
+    return [k for k in dict.fromkeys([*old, *new]) if k not in skip and old.get(k) != new.get(k)]
+
+
+def list_difference(old: list, new: list) -> tuple[int, str]:
+    """Where two different lists first differ, and how: ``(i, "changed")`` when their items
+    ``i`` differ, ``(i, "new")`` when ``new`` goes on past the end ``i`` of ``old``,
+    ``(i, "gone")`` when it ends at ``i`` before ``old`` does.
+
+    >>> list_difference([1, 2], [1, 3, 4]), list_difference([1], [1, 5]), list_difference([1, 2], [1])
+    ((1, 'changed'), (1, 'new'), (1, 'gone'))
+    """
+    at = next((i for i, (x, y) in enumerate(zip(old, new)) if x != y), min(len(old), len(new)))
+    if at < min(len(old), len(new)):
+        return at, "changed"
+    return at, "new" if len(new) > len(old) else "gone"
+
+
 def describe_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
     """One short line per setting that differs between two race fingerprints, in the words
     of ``Race``'s arguments: ``random_state: journal 1, now 2`` (never the derived seed),
@@ -988,47 +1031,54 @@ def describe_changes(old: dict, new: dict, skip: tuple = ()) -> list[str]:
     >>> describe_changes({"candidates": ["1", "2"]}, {"candidates": ["1", "3", "4"]})
     ['candidates: journal 2, now 3 (#1: journal 2, now 3)']
     """
-    keys = [k for k in dict.fromkeys([*old, *new]) if k not in skip and old.get(k) != new.get(k)]
+    keys = changed_keys(old, new, skip)
     lines = []
     for key in keys:
-        a, b = old.get(key), new.get(key)
-        if key == "seed":
-            if "random_state" in keys:
-                continue  # the user's random_state is named; the derived seed means nothing
-            lines.append("random_state: it gives another seed than the journal's race (pass "
-                         "random_state=None to take the journal's seed)")
-        elif key == "random_state":
-            lines.append(_change("random_state", "a Generator" if a == "generator" else a,
-                                 "a Generator" if b == "generator" else b))
-        elif key == "candidates" and isinstance(a, list) and isinstance(b, list):
-            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            if at < min(len(a), len(b)):
-                x, y = _first_difference(a[at], b[at])
-                where = f"#{at}: journal {x}, now {y}"
-            elif len(b) > len(a):
-                where = f"#{at} is new: {_short(b[at])}"
-            else:
-                where = f"#{at} is gone: {_short(a[at])}"
-            count = f"journal {len(a)}, now {len(b)}" if len(a) != len(b) else f"{len(a)} each"
-            lines.append(f"candidates: {count} ({where})")
-        elif key == "direction" and (a in ("minimize", "maximize") or isinstance(a, list)):
-            # Say which argument continues the journal's race (the default is "minimize"),
-            # one direction per objective for a race on several.
-            lines.append(f"direction: journal {a!r}, now {b!r} (pass direction={a!r} to "
-                         "continue it)")
-        elif key == "test":
-            lines.append(_change("test", str(a).rsplit(".", 1)[-1], str(b).rsplit(".", 1)[-1]))
-        elif key == "test_params" and "test" in keys:
-            continue  # parameters of two different tests: the class says it
-        elif key in ("test_params", "metadata") and isinstance(a, dict) and isinstance(b, dict):
-            label = "test parameter" if key == "test_params" else "metadata"
-            for sub in dict.fromkeys([*a, *b]):
-                if a.get(sub) != b.get(sub):
-                    name = f"{label} {sub}" if key == "test_params" else f"metadata[{sub!r}]"
-                    lines.append(_change(name, a.get(sub), b.get(sub)))
-        else:
-            lines.append(_change(key, a, b))
+        lines += _setting_changes(key, old.get(key), new.get(key), keys)
     return lines
+
+
+def _setting_changes(key: str, a: Any, b: Any, keys: list) -> list[str]:
+    """The lines of :func:`describe_changes` for the fingerprint entry ``key``, journaled
+    ``a``, now ``b``; ``keys`` are every entry that changed (some lines defer to others)."""
+    if key == "seed":
+        if "random_state" in keys:
+            return []  # the user's random_state is named; the derived seed means nothing
+        return ["random_state: it gives another seed than the journal's race (pass "
+                "random_state=None to take the journal's seed)"]
+    if key == "random_state":
+        return [_change("random_state", "a Generator" if a == "generator" else a,
+                        "a Generator" if b == "generator" else b)]
+    if key == "candidates" and isinstance(a, list) and isinstance(b, list):
+        return [_candidates_change(a, b)]
+    if key == "direction" and (a in ("minimize", "maximize") or isinstance(a, list)):
+        # Say which argument continues the journal's race (the default is "minimize"),
+        # one direction per objective for a race on several.
+        return [f"direction: journal {a!r}, now {b!r} (pass direction={a!r} to continue it)"]
+    if key == "test":
+        return [_change("test", str(a).rsplit(".", 1)[-1], str(b).rsplit(".", 1)[-1])]
+    if key == "test_params" and "test" in keys:
+        return []  # parameters of two different tests: the class says it
+    if key in ("test_params", "metadata") and isinstance(a, dict) and isinstance(b, dict):
+        return [_change(f"test parameter {sub}" if key == "test_params" else f"metadata[{sub!r}]",
+                        a.get(sub), b.get(sub))
+                for sub in changed_keys(a, b)]
+    return [_change(key, a, b)]
+
+
+def _candidates_change(a: list, b: list) -> str:
+    """``candidates: journal 4, now 5 (#4 is new: 0.9)``: the counts and the first
+    candidate that differs."""
+    at, how = list_difference(a, b)
+    if how == "changed":
+        x, y = _first_difference(a[at], b[at])
+        where = f"#{at}: journal {x}, now {y}"
+    elif how == "new":
+        where = f"#{at} is new: {_short(b[at])}"
+    else:
+        where = f"#{at} is gone: {_short(a[at])}"
+    count = f"journal {len(a)}, now {len(b)}" if len(a) != len(b) else f"{len(a)} each"
+    return f"candidates: {count} ({where})"
 
 
 def read_journal(path: Any) -> dict:
@@ -1065,7 +1115,7 @@ def read_journal(path: Any) -> dict:
     [(0, 0, 1.0, None), (1, 0, 2.0, None), (0, 1, 2.0, None), (1, 1, 4.0, None)]
     >>> race.close()
     """
-    text = _as_path(path, "path")
+    text = as_path(path, "path")
     absolute = _check_location(text, "path", must_exist=True)
     _check_header(absolute, "path", text)
     try:
@@ -1178,16 +1228,65 @@ def result_from_journal(journal: Any) -> RaceResult:
     """
     import numpy as np
 
-    from racer.result import EliminationRecord, RaceResult
-    from racer.stats._ranks import block_ranks
+    from racer.result import RaceResult
 
+    # Read and check: the journal's candidates, instances, scores and eliminations.
     data = journal_data(journal)
     fp = data["fingerprint"]
-    cand_reprs = list(fp.get("candidates", []))
+    candidates, instances = _journal_items(data)
+    scores, evaluated, failures = _journal_scores(data, len(instances), len(candidates))
+    alive, history = _journal_eliminations(data, candidates)
+    if not alive.any():
+        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
+
+    # Compute what the journal does not hold: why the race stopped, and (one objective) the
+    # order of the candidates.
+    survivors = np.flatnonzero(alive)
+    n_evals = int(evaluated.sum())
+    stop = _journal_stop_reason(data, evaluated, survivors, n_evals)
+    budget = fp.get("budget")
+    budget = None if budget is None else int(budget)
+    seed = int(data["seed"]) if data["seed"] is not None else -1
+    winner = data.get("winner")
+    directions = fp.get("direction")
+    if isinstance(directions, list):
+        # Several objectives: the score table is rebuilt as the race filled it (the same
+        # imputation of failures, the same rows counted complete), so the result, its means
+        # and its Pareto front are the live race's own (RaceResult._from_race).
+        table = _replayed_table(data, tuple(directions), len(candidates), evaluated, history)
+        return RaceResult._from_race(
+            table, candidates=candidates, instances=instances, survivors=survivors,
+            winner=winner or "mean", on_error=fp.get("on_error", "worst"), history=history,
+            failures=failures, n_evaluations=n_evals, n_instances_available=None,
+            stop_reason=stop, budget=budget, seed=seed,
+        )
+    maximize = directions == "maximize"
+    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
+    mean_scores, survivor_order, ranking = _journal_ranking(
+        scores, evaluated, alive, n_evaluated, maximize, winner)
+
+    # Assemble the result of a race on one objective.
+    best = int(survivor_order[0])
+    return RaceResult(
+        best=candidates[best], best_index=best,
+        survivors=[candidates[i] for i in survivor_order],
+        survivor_indices=survivor_order.astype(np.int64),
+        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
+        candidates=candidates, instances=instances, scores=scores,
+        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
+        n_instances=len(instances), history=tuple(history), failures=tuple(failures),
+        stop_reason=stop, maximize=maximize, budget=budget, seed=seed,
+        pareto_front_indices=np.array([best], dtype=np.int64),
+    )
+
+
+def _journal_items(data: dict) -> tuple[list, list]:
+    """The journal's candidates and instances as :class:`Repr` objects; instances evaluated
+    but whose repr was not journaled yet (the race was interrupted) get a placeholder."""
+    cand_reprs = list(data["fingerprint"].get("candidates", []))
     n_cand = len(cand_reprs)
     if n_cand == 0:
         raise ValueError("the journal's fingerprint lists no candidates")
-    maximize = fp.get("direction") == "maximize"
     instances = [Repr(t) for t in data["instances"]]
     n_rows = len(instances)
     for cand, inst, _v, _e in data["evaluations"]:
@@ -1196,6 +1295,14 @@ def result_from_journal(journal: Any) -> RaceResult:
                              f"outside its {n_cand} candidates")
         n_rows = max(n_rows, inst + 1)
     instances += [Repr(f"<instance {i}: repr not journaled>") for i in range(len(instances), n_rows)]
+    return [Repr(t) for t in cand_reprs], instances
+
+
+def _journal_scores(data: dict, n_rows: int, n_cand: int) -> tuple[Any, Any, list]:
+    """``(scores, evaluated, failures)``: the score matrix (NaN where not evaluated or
+    failed), which evaluations were run, and the failures as ``(candidate, instance,
+    error)`` in the order of the race (by instance, then candidate)."""
+    import numpy as np
 
     scores = np.full((n_rows, n_cand), np.nan)
     evaluated = np.zeros((n_rows, n_cand), dtype=bool)
@@ -1207,10 +1314,17 @@ def result_from_journal(journal: Any) -> RaceResult:
         else:
             scores[inst, cand] = float(value)
     failures.sort(key=lambda f: (f[1], f[0]))
-    n_evaluated = evaluated.sum(axis=0).astype(np.int64)
+    return scores, evaluated, failures
 
-    candidates = [Repr(t) for t in cand_reprs]
-    alive = np.ones(n_cand, dtype=bool)
+
+def _journal_eliminations(data: dict, candidates: list) -> tuple[Any, list]:
+    """``(alive, history)``: which candidates survive, and an :class:`EliminationRecord`
+    per journaled elimination."""
+    import numpy as np
+
+    from racer.result import EliminationRecord
+
+    alive = np.ones(len(candidates), dtype=bool)
     history = []
     for step, n_inst, cand, reason, by, prob in data["decisions"]:
         alive[cand] = False
@@ -1220,82 +1334,72 @@ def result_from_journal(journal: Any) -> RaceResult:
             by_index=None if by is None else int(by),
             probability=math.nan if prob is None else float(prob), step=int(step),
         ))
+    return alive, history
+
+
+def _journal_ranking(scores: Any, evaluated: Any, alive: Any, n_evaluated: Any,
+                     maximize: bool, winner: str | None) -> tuple[Any, Any, Any]:
+    """``(mean_scores, survivor_order, ranking)`` of a race on one objective, as
+    ``RaceResult._from_race`` orders a live race: survivors by the ``winner`` rule (rank
+    sums for ``"rank_sum"`` and ``"mean_rank"``, else the mean), then the eliminated by
+    instances seen and mean; ties to the earlier candidate."""
+    import numpy as np
+
+    from racer.stats._ranks import block_ranks
 
     with np.errstate(invalid="ignore", divide="ignore"):
         counts = np.sum(np.isfinite(scores), axis=0)
         mean_scores = np.where(counts > 0, np.nansum(scores, axis=0) / np.maximum(counts, 1), np.nan)
     oriented = mean_scores if maximize else -mean_scores
     key = np.where(np.isnan(oriented), -np.inf, oriented)
-    idx = np.arange(n_cand)
+    idx = np.arange(len(alive))
     survivors = idx[alive]
-    surv_sorted = survivors[np.lexsort((survivors, -key[survivors]))]
-    winner = data.get("winner")
-    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1)) if len(survivors) else []
+    survivor_order = survivors[np.lexsort((survivors, -key[survivors]))]
+    complete_rows = np.flatnonzero(np.all(evaluated[:, survivors], axis=1))
     if winner in ("rank_sum", "mean_rank") and len(survivors) > 1 and len(complete_rows):
-            # As Race._order_survivors: rank sums over the instances every survivor completed; a
+        # As Race._order_survivors: rank sums over the instances every survivor completed; a
         # failure ranks last on its instance (its substitute score is not journaled, but any
         # substitute ranks last).
         block = scores[np.ix_(complete_rows, survivors)]
         block = block if maximize else -block
         block = np.where(np.isnan(block), -np.inf, block)
         rank_key = block_ranks(block).sum(axis=0)
-        surv_sorted = survivors[np.lexsort((survivors, rank_key))]
+        survivor_order = survivors[np.lexsort((survivors, rank_key))]
     elim = idx[~alive]
     elim_sorted = elim[np.lexsort((elim, -key[elim], -n_evaluated[elim]))]
-    ranking = np.concatenate([surv_sorted, elim_sorted]).astype(np.int64)
-    if len(surv_sorted) == 0:
-        raise ValueError("the journal eliminates every candidate; it is not a consistent race")
-    best = int(surv_sorted[0])
+    ranking = np.concatenate([survivor_order, elim_sorted]).astype(np.int64)
+    return mean_scores, survivor_order, ranking
 
-    n_evals = int(evaluated.sum())
+
+def _journal_stop_reason(data: dict, evaluated: Any, survivors: Any, n_evals: int) -> str:
+    """Why the journaled race stopped: the journaled reason; for a race that has not
+    stopped, ``"interrupted"`` (its last block is incomplete) or ``"unfinished"``; for a
+    journal of an older racer, which did not record it, the reason inferred from the
+    fingerprint's limits."""
+    import numpy as np
+
+    fp = data["fingerprint"]
+    n_rows = evaluated.shape[0]
     complete = bool(np.all(evaluated[:, survivors])) if n_rows else True
     budget = fp.get("budget")
     max_inst = fp.get("max_instances")
     each = int(fp.get("each_test", 1) or 1)
     journaled = data.get("stop_reason")
     if journaled:
-        stop = str(journaled)
-    elif n_rows == 0:
-        stop = "not_started"
-    elif not complete:
-        stop = "interrupted"
-    elif winner is not None:  # this journal records stops: it has not stopped
-        stop = "unfinished"
-    elif len(survivors) <= int(fp.get("min_survivors", 1)):
-        stop = "min_survivors"
-    elif max_inst is not None and n_rows >= int(max_inst):
-        stop = "max_instances"
-    elif budget is not None and n_evals + len(survivors) * each > int(budget):
-        stop = "budget"
-    else:
-        stop = "stopped_between_blocks"
-
-    directions = fp.get("direction")
-    if isinstance(directions, list):
-        # Several objectives: the score table is rebuilt as the race filled it (the same
-        # imputation of failures, the same rows counted complete), so the result, its means
-        # and its Pareto front are the live race's own (RaceResult._from_race).
-        table = _replayed_table(data, tuple(directions), n_cand, evaluated, history)
-        return RaceResult._from_race(
-            table, candidates=candidates, instances=instances, survivors=survivors,
-            winner=winner or "mean", on_error=fp.get("on_error", "worst"), history=history,
-            failures=failures, n_evaluations=n_evals, n_instances_available=None,
-            stop_reason=stop, budget=None if budget is None else int(budget),
-            seed=int(data["seed"]) if data["seed"] is not None else -1,
-        )
-    return RaceResult(
-        best=candidates[best], best_index=best,
-        survivors=[candidates[i] for i in surv_sorted],
-        survivor_indices=surv_sorted.astype(np.int64),
-        ranking=[candidates[i] for i in ranking], ranking_indices=ranking,
-        candidates=candidates, instances=instances, scores=scores,
-        mean_scores=mean_scores, n_evaluated=n_evaluated, n_evaluations=n_evals,
-        n_instances=n_rows, history=tuple(history), failures=tuple(failures),
-        stop_reason=stop, maximize=maximize,
-        budget=None if budget is None else int(budget),
-        seed=int(data["seed"]) if data["seed"] is not None else -1,
-        pareto_front_indices=np.array([best], dtype=np.int64),
-    )
+        return str(journaled)
+    if n_rows == 0:
+        return "not_started"
+    if not complete:
+        return "interrupted"
+    if data.get("winner") is not None:  # this journal records stops: it has not stopped
+        return "unfinished"
+    if len(survivors) <= int(fp.get("min_survivors", 1)):
+        return "min_survivors"
+    if max_inst is not None and n_rows >= int(max_inst):
+        return "max_instances"
+    if budget is not None and n_evals + len(survivors) * each > int(budget):
+        return "budget"
+    return "stopped_between_blocks"
 
 
 def _replayed_table(data: dict, directions: tuple, n_cand: int, evaluated: Any,

@@ -6,6 +6,7 @@
   command line or the adapters, directly or through another module.
 * No product module named like a test module.
 * No formula implemented twice: the racing tests and the adapters call racer.stats.
+* No function above cyclomatic complexity 20 (radon's count) in racer/ and adapters/.
 * The test suite is laid out as the package is (tests/conftest.py says where each part goes),
   with basenames unique across its folders and no test module importing another.
 
@@ -216,6 +217,45 @@ def test_no_formula_is_implemented_twice():
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, ("statistics defined outside racer.stats (call racer.stats instead):\n"
                            + "\n".join(offenders))
+
+
+# Above this cyclomatic complexity (radon's count: one plus each branch, loop, boolean
+# operator, except clause and comprehension condition) a reader can no longer hold a
+# function: split it into read/validate -> compute -> assemble, where its ideas part.
+MAX_COMPLEXITY = 20
+
+
+def _functions(blocks):
+    """Every function radon found in a module: top-level ones, methods (of nested classes
+    too) and closures, each once."""
+    from radon.visitors import Class
+
+    seen = set()
+    stack = list(blocks)
+    while stack:
+        block = stack.pop()
+        if isinstance(block, Class):
+            stack += [*block.methods, *block.inner_classes]
+            continue
+        stack += block.closures
+        if (block.lineno, block.fullname) not in seen:
+            seen.add((block.lineno, block.fullname))
+            yield block
+
+
+def test_no_function_above_complexity_20():
+    from radon.complexity import cc_visit
+
+    offenders = []
+    for path in sorted(ROOT.glob("racer/**/*.py")) + sorted(ROOT.glob("adapters/**/*.py")):
+        for fn in _functions(cc_visit(path.read_text(encoding="utf-8"))):
+            if fn.complexity > MAX_COMPLEXITY:
+                offenders.append((fn.complexity, f"{path.relative_to(ROOT)}:{fn.lineno} "
+                                                 f"{fn.fullname} ({fn.complexity})"))
+    offenders.sort(key=lambda item: (-item[0], item[1]))
+    assert not offenders, (f"{len(offenders)} functions above cyclomatic complexity "
+                           f"{MAX_COMPLEXITY} (split each into read/validate -> compute -> "
+                           "assemble):\n" + "\n".join(text for _, text in offenders))
 
 
 # ------------------------------------------------------------------------- the test suite

@@ -14,7 +14,7 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial
 
-from racer._validation import _describe, as_race_items
+from racer._validation import as_race_items, describe
 
 __all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "OBJECTIVES_ATTR", "PRUNED_ATTR",
            "PRUNE_REASON_ATTR", "PRUNE_REFERENCE_ATTR", "PRUNE_RISK_ATTR", "SCORES_ATTR",
@@ -72,6 +72,6 @@ def check_instances(instances: Any) -> Any:
     ):
         raise TypeError(
             "`instances` must be an ordered sequence (list, tuple, array); got "
-            f"{type(instances).__name__} {_describe(instances)}"
+            f"{type(instances).__name__} {describe(instances)}"
         )
     return instances

@@ -34,12 +34,13 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
-    _describe,
     check_bool,
     check_int,
     check_option,
     check_positive,
     check_probability,
+    describe,
+    direction_signs,
     seed_from_random_state,
 )
 from racer.adapters.optuna._common import (
@@ -51,7 +52,7 @@ from racer.adapters.optuna._common import (
     PRUNED_ATTR,
     check_instances,
 )
-from racer.stats.pareto import _check_rope, _pareto_dominance, nondominated_mask
+from racer.stats.pareto import check_rope, nondominated_mask, oriented_pareto_dominance
 
 __all__ = ["ParetoPruner", "pareto_instance_objective", "report_objectives",
            "should_prune_objectives"]
@@ -81,7 +82,7 @@ def _record(trial: FrozenTrial, k: int) -> tuple[np.ndarray, np.ndarray]:
     if values is None or values.shape != (len(record), k):
         raise ValueError(
             f"trial {trial.number} recorded score vectors in `{OBJECTIVES_ATTR}` that are not "
-            f"one number per objective ({k}): {_describe(record)}"
+            f"one number per objective ({k}): {describe(record)}"
         )
     return steps[order], values[order]
 
@@ -185,9 +186,9 @@ class ParetoPruner(BasePruner):
                 f"wrong); got {self._credibility}"
             )
         if isinstance(rope, (list, tuple, np.ndarray)):
-            self._rope = _check_rope(rope, len(rope))
+            self._rope = check_rope(rope, len(rope))
         else:
-            self._rope = _check_rope(rope, 1)[0]
+            self._rope = check_rope(rope, 1)[0]
         self._min_instances = check_int(min_instances, "min_instances", minimum=1)
         self._prior_strength = check_positive(prior_strength, "prior_strength")
         self._n_samples = check_int(n_samples, "n_samples", minimum=100)
@@ -217,14 +218,15 @@ class ParetoPruner(BasePruner):
         keep["n_instances"] = int(steps.size)
         if steps.size < self._min_instances or not np.isfinite(values).all():
             return keep
-        sign = np.array([1.0 if d == StudyDirection.MAXIMIZE else -1.0 for d in directions])
+        sign = direction_signs([d.name.lower() for d in directions])
         refs, ref_values = self._references(study, steps, trial.number, k, sign)
         if not refs:
             return keep
         scores = np.concatenate([values[:, None, :], ref_values], axis=1)
         rope = np.broadcast_to(np.asarray(self._rope, dtype=np.float64), (k,))
         rng = np.random.default_rng([self._seed, trial.number, steps.size])
-        res = _pareto_dominance(scores * sign, rope, self._prior_strength, self._n_samples, rng)
+        res = oriented_pareto_dominance(scores * sign, rope, self._prior_strength,
+                                        self._n_samples, rng)
         by_ref = res.prob_dominates[1:, 0]
         against = res.prob_dominates[0, 1:]
         equivalent = res.prob_equivalent[1:, 0]
@@ -256,17 +258,7 @@ class ParetoPruner(BasePruner):
     def _references(self, study, steps, exclude_number, k, sign):
         """The references (see the class) covering ``steps``, and their scores on them
         (n, n_refs, k), in ascending trial number."""
-        completed = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                     if t.number != exclude_number]
-        sizes = [len(t.user_attrs.get(OBJECTIVES_ATTR) or ()) for t in completed]
-        n_full = max(sizes, default=0)
-        full = [
-            t for t, size in zip(completed, sizes)
-            if size == n_full > 0
-            and not t.user_attrs.get(PRUNED_ATTR, False)
-            and t.values is not None and len(t.values) == k
-            and all(math.isfinite(v) for v in t.values)
-        ]
+        full = _full_trials(study, exclude_number, k)
         if not full:
             return [], None
         # The front by returned values is read first, so only its records are parsed.
@@ -274,16 +266,41 @@ class ParetoPruner(BasePruner):
         keys = [str(s) for s in steps.tolist()]
         refs, columns = [], []
         for t in (t for t, on_front in zip(full, front) if on_front):  # the front: a few trials
-            record = t.user_attrs[OBJECTIVES_ATTR]
-            if not all(key in record for key in keys):
-                continue
-            column = np.array([record[key] for key in keys], dtype=np.float64)
-            if column.shape == (len(keys), k) and np.isfinite(column).all():
+            column = _scores_on(t, keys, k)
+            if column is not None:
                 refs.append(t)
                 columns.append(column)
         if not refs:
             return [], None
         return refs, np.stack(columns, axis=1)
+
+
+def _full_trials(study: optuna.Study, exclude_number: int, k: int) -> list[FrozenTrial]:
+    """The COMPLETE trials (``exclude_number`` aside) that recorded as many instances as the
+    one with the most, were not pruned and returned ``k`` finite values."""
+    completed = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+                 if t.number != exclude_number]
+    sizes = [len(t.user_attrs.get(OBJECTIVES_ATTR) or ()) for t in completed]
+    n_full = max(sizes, default=0)
+    return [
+        t for t, size in zip(completed, sizes)
+        if size == n_full > 0
+        and not t.user_attrs.get(PRUNED_ATTR, False)
+        and t.values is not None and len(t.values) == k
+        and all(math.isfinite(v) for v in t.values)
+    ]
+
+
+def _scores_on(trial: FrozenTrial, keys: list[str], k: int) -> np.ndarray | None:
+    """``trial``'s recorded score vectors on the instances ``keys`` (n, k), or None when it
+    lacks one of them or a vector is not ``k`` finite numbers."""
+    record = trial.user_attrs[OBJECTIVES_ATTR]
+    if not all(key in record for key in keys):
+        return None
+    column = np.array([record[key] for key in keys], dtype=np.float64)
+    if column.shape == (len(keys), k) and np.isfinite(column).all():
+        return column
+    return None
 
 
 def _check_trial(trial: Any, who: str) -> None:
@@ -317,10 +334,10 @@ def report_objectives(trial: optuna.Trial, values: Sequence[float], step: int) -
         vector = [float(v) for v in values]
     except (TypeError, ValueError):
         raise TypeError(f"`values` must be a sequence of {k} numbers (one per objective); got "
-                        f"{_describe(values)}") from None
+                        f"{describe(values)}") from None
     if len(vector) != k:
         raise ValueError(f"`values` must hold one number per objective ({k}); got "
-                         f"{len(vector)}: {_describe(values)}")
+                         f"{len(vector)}: {describe(values)}")
     record = dict(trial.user_attrs.get(OBJECTIVES_ATTR) or {})
     if str(step) in record:
         raise ValueError(f"`step` {step} is already recorded for trial {trial.number}")
@@ -426,7 +443,7 @@ def pareto_instance_objective(
     ['0', '1', '2']
     """
     if not callable(evaluate):
-        raise TypeError(f"`evaluate` must be callable; got {_describe(evaluate)}")
+        raise TypeError(f"`evaluate` must be callable; got {describe(evaluate)}")
     instances = list(check_instances(instances))
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")

@@ -26,7 +26,7 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import indexable
 from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
 
-from racer._validation import _describe, check_int, check_random_state
+from racer._validation import check_int, check_random_state, describe
 from racer.adapters.sklearn._fits import Fits
 from racer.adapters.sklearn._results import cv_results, top_level_mean, warn_fit_failures
 from racer.adapters.sklearn._splits import plan_splits
@@ -90,6 +90,24 @@ _SPLITS_DEFAULTS = {"n_repeats": 1, "test": "t-test", "first_test": 2}
 _SUBSAMPLE_DEFAULTS = {"n_repeats": 3, "test": "bayes", "first_test": 4}
 # first_test when the user names the test but not first_test: the default before issue 22.
 _FIRST_TEST_NAMED = 4
+
+
+def _check_test(test: object) -> None:
+    """``test``: None, a name of :data:`_TEST_NAMES` or a racing test (anything with
+    ``decide``)."""
+    if test is None:
+        return
+    if isinstance(test, str):
+        if test not in _TEST_NAMES:
+            raise ValueError(
+                f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
+                f"instance; got {describe(test)}"
+            )
+    elif not hasattr(test, "decide"):
+        raise TypeError(
+            "`test` must be a string or a racer.racing.base.RacingTest instance; got "
+            f"{describe(test)}"
+        )
 
 
 class RaceSearchCV(BaseSearchCV):
@@ -404,11 +422,34 @@ RacingTest, optional
     # ---------------------------------------------------------------------------- checks
 
     def _check_race_params(self):
+        self._check_search_space()
+        check_int(self.n_repeats, "n_repeats", minimum=1, allow_none=True)
+        check_int(self.first_test, "first_test", minimum=1, allow_none=True)
+        check_int(self.budget, "budget", minimum=1, allow_none=True)
+        if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
+            np.isfinite(self.rope) and self.rope >= 0
+        ):
+            raise ValueError(f"`rope` must be a finite number >= 0; got {describe(self.rope)}")
+        _check_test(self.test)
+        if not (
+            (isinstance(self.error_score, str) and self.error_score == "raise")
+            or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
+        ):
+            raise ValueError(
+                f"`error_score` must be 'raise' or a number; got {describe(self.error_score)}"
+            )
+        self._check_execution()
+        if not isinstance(self.random_state, np.random.RandomState):
+            check_random_state(self.random_state)  # a RandomState would advance: fit draws
+
+    def _check_search_space(self):
+        """Exactly one of ``param_grid`` and ``param_distributions``; ``n_iter`` with the
+        latter only."""
         if (self.param_grid is None) == (self.param_distributions is None):
             raise ValueError(
                 "exactly one of `param_grid` and `param_distributions` must be given; got "
-                f"param_grid={_describe(self.param_grid)}, "
-                f"param_distributions={_describe(self.param_distributions)}"
+                f"param_grid={describe(self.param_grid)}, "
+                f"param_distributions={describe(self.param_distributions)}"
             )
         if self.param_grid is not None and self.n_iter is not None:
             raise ValueError(
@@ -416,37 +457,14 @@ RacingTest, optional
                 f"n_iter={self.n_iter!r} with a param_grid"
             )
         check_int(self.n_iter, "n_iter", minimum=1, allow_none=True)
-        check_int(self.n_repeats, "n_repeats", minimum=1, allow_none=True)
-        check_int(self.first_test, "first_test", minimum=1, allow_none=True)
-        check_int(self.budget, "budget", minimum=1, allow_none=True)
-        if isinstance(self.rope, bool) or not isinstance(self.rope, numbers.Real) or not (
-            np.isfinite(self.rope) and self.rope >= 0
-        ):
-            raise ValueError(f"`rope` must be a finite number >= 0; got {_describe(self.rope)}")
-        if self.test is None:
-            pass
-        elif isinstance(self.test, str):
-            if self.test not in _TEST_NAMES:
-                raise ValueError(
-                    f"`test` must be one of {', '.join(map(repr, _TEST_NAMES))} or a RacingTest "
-                    f"instance; got {_describe(self.test)}"
-                )
-        elif not hasattr(self.test, "decide"):
-            raise TypeError(
-                "`test` must be a string or a racer.racing.base.RacingTest instance; got "
-                f"{_describe(self.test)}"
-            )
-        if not (
-            (isinstance(self.error_score, str) and self.error_score == "raise")
-            or (isinstance(self.error_score, numbers.Real) and not isinstance(self.error_score, bool))
-        ):
-            raise ValueError(
-                f"`error_score` must be 'raise' or a number; got {_describe(self.error_score)}"
-            )
+
+    def _check_execution(self):
+        """``executor``, ``timeout`` and ``n_jobs`` as they can go together: a timeout needs
+        racer's own worker processes."""
         if self.executor is not None and not hasattr(self.executor, "submit"):
             raise TypeError(
                 "`executor` must have a submit() method (concurrent.futures.Executor); got "
-                f"{_describe(self.executor)}"
+                f"{describe(self.executor)}"
             )
         timeout = check_timeout(self.timeout)
         if timeout is not None and self.executor is not None:
@@ -456,8 +474,6 @@ RacingTest, optional
             )
         if timeout is not None:
             effective_n_jobs(self.n_jobs)
-        if not isinstance(self.random_state, np.random.RandomState):
-            check_random_state(self.random_state)  # a RandomState would advance: fit draws
 
     def _budget(self):
         """``budget``, or what was given as ``max_fits``, its former name."""

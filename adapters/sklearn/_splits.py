@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from racer._validation import _describe
+from racer._validation import describe
 from racer.adapters.sklearn.datasets import split_datasets
 
 __all__ = ["SplitPlan", "materialise_splits", "plan_splits", "resource_schedule", "visit_order"]
@@ -45,7 +45,7 @@ def materialise_splits(cv, X, y, groups, n_repeats: int, rng: np.random.Generato
     randomisable = splitter_accepts(cv, "random_state") and hasattr(cv, "random_state")
     if n_repeats > 1 and not randomisable:
         warnings.warn(
-            f"`cv`={_describe(cv)} has no random_state, so repeating it would only duplicate "
+            f"`cv`={describe(cv)} has no random_state, so repeating it would only duplicate "
             f"its splits; n_repeats={n_repeats} is ignored and each split is used once.",
             UserWarning,
             # materialise_splits < plan_splits < RaceSearchCV._plan_splits < fit < its
@@ -70,7 +70,7 @@ def materialise_splits(cv, X, y, groups, n_repeats: int, rng: np.random.Generato
             splits.append((np.asarray(train), np.asarray(test)))
             repeat_of_split.append(r)
     if not splits:
-        raise ValueError(f"`cv`={_describe(cv)} yielded no splits")
+        raise ValueError(f"`cv`={describe(cv)} yielded no splits")
     return splits, np.asarray(repeat_of_split, dtype=np.int64), n_repeats
 
 

@@ -184,6 +184,16 @@ def _parse_number(word: str) -> float | None:
     return x
 
 
+def _start_failure(exc: OSError) -> str:
+    """Why the target-runner could not be started, with what to check."""
+    hint = ""
+    if isinstance(exc, PermissionError):
+        hint = " (is it executable? chmod +x it, or set targetRunnerLauncher)"
+    elif isinstance(exc, FileNotFoundError):
+        hint = " (check targetRunner and its #! line)"
+    return f"cannot start the target-runner: {exc}{hint}"
+
+
 class TargetRunner:
     """Runs ``command`` (a list of words: the runner, or launcher words then the runner) with
     irace's arguments appended.
@@ -298,23 +308,31 @@ class TargetRunner:
 
     def _run_once(self, argv: list, tag: object = None) -> RunResult:
         start = time.perf_counter()
+        try:
+            proc = self._start(argv)
+        except OSError as exc:
+            return RunResult("error", None, None, _start_failure(exc), argv, None, "", "",
+                             time.perf_counter() - start)
+        out, err, timed_out = self._wait_for(proc, tag)
+        wall = time.perf_counter() - start
+        return self._outcome(argv, proc.returncode, out, err, wall, timed_out)
+
+    def _start(self, argv: list) -> subprocess.Popen:
+        """Start the run in a session of its own (so its whole group can be killed), with the
+        reaper's token in its environment."""
         env = None
         if self.reaper_token is not None:
             name, _, value = self.reaper_token.partition("=")
             env = {**os.environ, name: value}
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=self.exec_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace",
-                env=env)
-        except OSError as exc:
-            hint = ""
-            if isinstance(exc, PermissionError):
-                hint = " (is it executable? chmod +x it, or set targetRunnerLauncher)"
-            elif isinstance(exc, FileNotFoundError):
-                hint = " (check targetRunner and its #! line)"
-            return RunResult("error", None, None, f"cannot start the target-runner: {exc}{hint}",
-                             argv, None, "", "", time.perf_counter() - start)
+        return subprocess.Popen(
+            argv, cwd=self.exec_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, text=True, errors="replace",
+            env=env)
+
+    def _wait_for(self, proc: subprocess.Popen, tag: object) -> tuple[str, str, bool]:
+        """``(stdout, stderr, timed_out)`` of the started run ``proc``, which is known to the
+        reaper, to :meth:`kill_all` and (with a ``tag``) to :meth:`kill_run` while it runs;
+        its process group is killed when it ends."""
         if self.reaper is not None:
             self.reaper.add(proc.pid)
         with self._lock:
@@ -341,8 +359,12 @@ class TargetRunner:
                 self._live.pop(proc.pid, None)
                 if tag is not None:
                     self._tagged.pop(tag, None)
-        wall = time.perf_counter() - start
-        code = proc.returncode
+        return out, err, timed_out
+
+    def _outcome(self, argv: list, code: int | None, out: str, err: str, wall: float,
+                 timed_out: bool) -> RunResult:
+        """The result of a run that ended with exit status ``code``: a failure of the process
+        (time-out, shutdown, signal, status), or what its last line of stdout says."""
 
         def fail(message: str) -> RunResult:
             return RunResult("error", None, None, message, argv, code, out, err, wall)
@@ -361,12 +383,22 @@ class TargetRunner:
         lines = [ln for ln in out.splitlines() if ln.strip()]
         if not lines:
             return fail("the target-runner printed nothing on stdout (expected `cost [time]` as its last line)")
-        words = lines[-1].split()
         if self.objectives is not None:
             return self._objective_result(argv, code, out, err, wall, lines[-1])
+        return self._cost_result(argv, code, out, err, wall, lines[-1])
+
+    def _cost_result(self, argv: list, code: int, out: str, err: str, wall: float,
+                     line: str) -> RunResult:
+        """The outcome of a run of a tuning on one objective whose last line of stdout is
+        ``line``: the cost, then the time, which is optional unless ``need_time``."""
+
+        def fail(message: str) -> RunResult:
+            return RunResult("error", None, None, message, argv, code, out, err, wall)
+
+        words = line.split()
         numbers = [_parse_number(w) for w in words]
         if len(words) > 2 or any(x is None for x in numbers):
-            return fail(f"the last line of stdout is {lines[-1]!r}; expected `cost` or `cost time` (numbers)")
+            return fail(f"the last line of stdout is {line!r}; expected `cost` or `cost time` (numbers)")
         cost = numbers[0]
         run_time = numbers[1] if len(numbers) == 2 else None
         if math.isnan(cost) or cost == -math.inf:

@@ -104,6 +104,23 @@ def _usable_rows(labels: list) -> tuple[np.ndarray, int]:
     return keep, sum(1 for c in counts.values() if c >= 2)
 
 
+def _group_codes(labels: list) -> tuple[np.ndarray, int]:
+    """Each row's data set as a code ``0 .. n_groups - 1`` (in order of first appearance),
+    and ``n_groups``."""
+    index = {label: k for k, label in enumerate(dict.fromkeys(labels))}
+    return np.array([index[label] for label in labels]), len(index)
+
+
+def _order_by_group_means(scores: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Candidates, best first, by the mean over data sets of their per-data-set mean, so that
+    a data set with more folds raced does not weigh more (the model's delta0 is a mean over
+    data sets); ties keep the earlier candidate."""
+    sums = np.zeros((n_groups, scores.shape[1]))
+    np.add.at(sums, codes, scores)
+    counts = np.bincount(codes, minlength=n_groups)[:, None]
+    return np.argsort(-(sums / counts).mean(axis=0), kind="stable")
+
+
 @dataclasses.dataclass(eq=False)
 class HierarchicalRacingTest(RacingTest):
     """Racing test for instances that are (data set, fold) pairs: Corani et al.'s (2017) model at the top.
@@ -218,61 +235,59 @@ class HierarchicalRacingTest(RacingTest):
         base_rng, model_rng = (np.random.default_rng(int(seed))
                                for seed in rng.integers(0, 2**63 - 1, size=2))
         labels = instance_groups(view.instances, self.group)
-        scores = view.scores
-        m = scores.shape[1]
-        # Order by the mean over data sets of the per-data-set means, so that a data set with
-        # more folds raced does not weigh more (the model's delta0 is a mean over data sets).
-        names = list(dict.fromkeys(labels))
-        index = {label: k for k, label in enumerate(names)}
-        codes = np.array([index[label] for label in labels])
-        sums = np.zeros((len(names), m))
-        np.add.at(sums, codes, scores)
-        counts = np.bincount(codes, minlength=len(names))[:, None]
-        order = np.argsort(-(sums / counts).mean(axis=0), kind="stable")
+        codes, n_groups = _group_codes(labels)
+        order = _order_by_group_means(view.scores, codes, n_groups)
         top = order if self.top is None else order[: self.top]
-        in_top = set(int(c) for c in top)
 
         out = []
-        if self.base is not None and len(top) < m:
-            for dec in self.base.decide(view, base_rng) or ():
-                if int(dec.index) not in in_top:
-                    out.append(dec)
+        if self.base is not None and len(top) < view.scores.shape[1]:
+            in_top = set(int(c) for c in top)
+            out = [dec for dec in self.base.decide(view, base_rng) or ()
+                   if int(dec.index) not in in_top]
 
-        keep, n_groups = _usable_rows(labels)
-        if n_groups < 2:
+        keep, n_usable = _usable_rows(labels)
+        if n_usable < 2:
             return out
-        from racer.stats import ConvergenceError, hierarchical_test
-        from racer.stats._hierarchical import jitter_constant_groups, jitter_scale
-
         rows = np.flatnonzero(keep)
-        kept_labels = [labels[r] for r in rows]
         leader = int(top[0])
         found = []
-        scale = jitter_scale(self.rope)
         for other in (int(c) for c in top[1:]):
-            diffs = scores[rows, other] - scores[rows, leader]
-            diffs = jitter_constant_groups(diffs, kept_labels, scale, model_rng)
-            used = np.unique(codes[rows])
-            means = (np.bincount(codes[rows], weights=diffs, minlength=len(names))[used]
-                     / np.bincount(codes[rows], minlength=len(names))[used])
-            if np.ptp(means) == 0.0:
-                continue  # the prior bound of sigma0 would be 0; no comparison this step
-            try:
-                res = hierarchical_test(
-                    diffs, self.test_fraction, self.rope, groups=kept_labels,
-                    n_warmup=self.n_warmup, n_draws=self.n_draws,
-                    max_retries=self.max_retries, random_state=model_rng,
-                )
-            except ConvergenceError:
-                continue  # the gate refused an answer: decide nothing about this pair now
-            if res.prob_left >= self.credibility:
-                found.append(Elimination(other, "dominated", leader, res.prob_left))
-            elif res.prob_rope >= self.credibility:
-                found.append(Elimination(other, "indistinguishable", leader, res.prob_rope))
-            elif res.prob_right >= self.credibility:
-                found.append(Elimination(leader, "dominated", other, res.prob_right))
+            dec = self._compare(view.scores, rows, labels, codes, n_groups, leader, other,
+                                model_rng)
+            if dec is not None:
+                found.append(dec)
         if any(e.index == leader for e in found):
             # Equivalence to a leader that leaves is no reason to leave; dominance by it is
             # (the other is then worse than a candidate that beats the leader).
             found = [e for e in found if e.reason != "indistinguishable"]
         return out + found
+
+    def _compare(self, scores, rows, labels, codes, n_groups, leader, other, rng):
+        """The elimination that :func:`racer.stats.hierarchical_test` on the ``rows`` of
+        ``other - leader`` supports, or None (no conclusion, or no comparison this step)."""
+        from racer.stats import ConvergenceError, hierarchical_test
+        from racer.stats._hierarchical import jitter_constant_groups, jitter_scale
+
+        kept_labels = [labels[r] for r in rows]
+        diffs = scores[rows, other] - scores[rows, leader]
+        diffs = jitter_constant_groups(diffs, kept_labels, jitter_scale(self.rope), rng)
+        used = np.unique(codes[rows])
+        means = (np.bincount(codes[rows], weights=diffs, minlength=n_groups)[used]
+                 / np.bincount(codes[rows], minlength=n_groups)[used])
+        if np.ptp(means) == 0.0:
+            return None  # the prior bound of sigma0 would be 0; no comparison this step
+        try:
+            res = hierarchical_test(
+                diffs, self.test_fraction, self.rope, groups=kept_labels,
+                n_warmup=self.n_warmup, n_draws=self.n_draws,
+                max_retries=self.max_retries, random_state=rng,
+            )
+        except ConvergenceError:
+            return None  # the gate refused an answer: decide nothing about this pair now
+        if res.prob_left >= self.credibility:
+            return Elimination(other, "dominated", leader, res.prob_left)
+        if res.prob_rope >= self.credibility:
+            return Elimination(other, "indistinguishable", leader, res.prob_rope)
+        if res.prob_right >= self.credibility:
+            return Elimination(leader, "dominated", other, res.prob_right)
+        return None

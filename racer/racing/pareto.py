@@ -15,7 +15,7 @@ import numpy as np
 
 from racer._validation import check_int, check_positive, check_probability
 from racer.racing.base import Elimination, RaceView, RacingTest, check_view
-from racer.stats.pareto import _check_rope, _pareto_dominance
+from racer.stats.pareto import check_rope, oriented_pareto_dominance
 
 __all__ = ["ParetoTest"]
 
@@ -110,9 +110,9 @@ class ParetoTest(RacingTest):
                 f"wrong); got {self.credibility}"
             )
         if isinstance(self.rope, (list, tuple, np.ndarray)):
-            self.rope = tuple(float(r) for r in _check_rope(self.rope, len(self.rope)))
+            self.rope = tuple(float(r) for r in check_rope(self.rope, len(self.rope)))
         else:
-            self.rope = float(_check_rope(self.rope, 1)[0])
+            self.rope = float(check_rope(self.rope, 1)[0])
         self.prior_strength = check_positive(self.prior_strength, "prior_strength")
         self.n_samples = check_int(self.n_samples, "n_samples", minimum=100)
         self.min_instances = check_int(self.min_instances, "min_instances", minimum=1)
@@ -134,7 +134,7 @@ class ParetoTest(RacingTest):
             raise ValueError(
                 f"ParetoTest `rope` has {len(self.rope)} values but the race has {k} objectives"
             )
-        res = _pareto_dominance(objectives, rope, self.prior_strength, self.n_samples, rng)
+        res = oriented_pareto_dominance(objectives, rope, self.prior_strength, self.n_samples, rng)
         return _eliminations(res.prob_dominates, res.prob_equivalent, self.credibility)
 
 

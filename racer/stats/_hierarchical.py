@@ -24,11 +24,11 @@ import numpy as np
 from scipy import special
 
 from racer._validation import (
-    _numeric_array,
     check_int,
     check_nonnegative,
     check_probability,
     check_random_state,
+    numeric_array,
 )
 from racer.stats import _diagnostics
 from racer.stats._result import StatsResult
@@ -161,7 +161,7 @@ class HierarchicalResult(StatsResult):
 def _as_cv_matrix(value, name: str) -> np.ndarray:
     if hasattr(value, "columns") and hasattr(value, "to_numpy"):
         value = value.to_numpy()
-    arr = _numeric_array(value, name, "a 2-D array of numbers (data sets x folds)")
+    arr = numeric_array(value, name, "a 2-D array of numbers (data sets x folds)")
     if arr.ndim != 2:
         raise ValueError(
             f"`{name}` must be 2-D with shape (n_datasets, n_folds); got shape {arr.shape}"
@@ -214,7 +214,7 @@ def _group_rows(values: np.ndarray, groups, name: str):
 
 
 def _as_long(value, name: str) -> np.ndarray:
-    arr = _numeric_array(value, name, "a 1-D array of numbers when `groups` is given")
+    arr = numeric_array(value, name, "a 1-D array of numbers when `groups` is given")
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D when `groups` is given; got shape {arr.shape}")
     bad = np.flatnonzero(~np.isfinite(arr))

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from racer._validation import _describe, as_1d, check_int
+from racer._validation import as_1d, check_int, describe
 
 __all__ = ["block_ranks", "check_rank_sums", "tie_group_sizes_term"]
 
@@ -74,7 +74,7 @@ def check_rank_sums(rank_sums, rank_sq_sum, n_blocks, min_blocks: int = 1):
     if rank_sq_sum is None:
         return sums, None, n, k
     if isinstance(rank_sq_sum, bool) or not isinstance(rank_sq_sum, (numbers.Real, np.floating)):
-        raise TypeError(f"`rank_sq_sum` must be a real number; got {_describe(rank_sq_sum)}")
+        raise TypeError(f"`rank_sq_sum` must be a real number; got {describe(rank_sq_sum)}")
     sum_sq = float(rank_sq_sum)
     low, high = n * k * (k + 1) ** 2 / 4.0, n * k * (k + 1) * (2 * k + 1) / 6.0
     if not low - 1e-9 * high <= sum_sq <= high * (1 + 1e-9):

@@ -29,7 +29,6 @@ from scipy import integrate
 from scipy.special import betainc, betaincinv, gammainc, gammaincinv
 
 from racer._validation import (
-    _describe,
     as_paired,
     as_score_matrix,
     check_bool,
@@ -38,6 +37,7 @@ from racer._validation import (
     check_nonnegative,
     check_positive,
     check_random_state,
+    describe,
     orient,
 )
 from racer.stats import _kernels
@@ -115,10 +115,10 @@ def _as_nonnegative_numbers(value, name):
     # O(size) checks: cheap next to the incomplete beta evaluated on every entry.
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":
-        raise TypeError(f"`{name}` must hold counts (numbers >= 0); got {_describe(value)}")
+        raise TypeError(f"`{name}` must hold counts (numbers >= 0); got {describe(value)}")
     arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"`{name}` must hold finite counts >= 0; got {_describe(value)}")
+        raise ValueError(f"`{name}` must hold finite counts >= 0; got {describe(value)}")
     return arr
 
 
@@ -180,12 +180,12 @@ def _as_count_array(value, name):
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
-        raise TypeError(f"`{name}` must hold non-negative integer counts; got {_describe(value)}")
+        raise TypeError(f"`{name}` must hold non-negative integer counts; got {describe(value)}")
     if np.issubdtype(arr.dtype, np.floating):
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-            raise ValueError(f"`{name}` must hold whole numbers; got {_describe(value)}")
+            raise ValueError(f"`{name}` must hold whole numbers; got {describe(value)}")
     if np.any(arr < 0):
-        raise ValueError(f"`{name}` must be >= 0; got {_describe(value)}")
+        raise ValueError(f"`{name}` must be >= 0; got {describe(value)}")
     return arr.astype(np.int64)
 
 
@@ -314,7 +314,7 @@ def _as_index_array(active, n_candidates, name="active"):
     arr = np.asarray(active)
     if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
         raise TypeError(
-            f"`{name}` must be a 1-D array of integer column indices; got {_describe(active)}"
+            f"`{name}` must be a 1-D array of integer column indices; got {describe(active)}"
         )
     arr = np.ascontiguousarray(arr, dtype=np.int64)
     if arr.size and (arr.min() < 0 or arr.max() >= n_candidates):
@@ -322,7 +322,7 @@ def _as_index_array(active, n_candidates, name="active"):
         raise ValueError(f"`{name}` indices must lie in [0, {n_candidates}); got {bad}")
     # O(k) rather than a sort: this runs on every block of a race.
     if arr.size and np.bincount(arr, minlength=n_candidates).max() > 1:
-        raise ValueError(f"`{name}` must not repeat a candidate; got {_describe(active)}")
+        raise ValueError(f"`{name}` must not repeat a candidate; got {describe(active)}")
     return arr
 
 
@@ -365,7 +365,7 @@ def prob_greater_matrix(wins, n_blocks=None):
         # (a tie matrix, or a pair-block matrix, passed by mistake).
         raise ValueError(
             f"`wins` must have a zero diagonal (no candidate beats itself); got diagonal "
-            f"{_describe(np.diagonal(wins_arr).tolist())}"
+            f"{describe(np.diagonal(wins_arr).tolist())}"
         )
     decided = wins_arr + wins_arr.T
     if n_blocks is not None:
@@ -496,7 +496,7 @@ class SignCounts:
         try:
             arr = np.asarray(rows, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"`rows` must be a 2-D array of scores; got {_describe(rows)}") from exc
+            raise TypeError(f"`rows` must be a 2-D array of scores; got {describe(rows)}") from exc
         if arr.ndim != 2:
             raise ValueError(f"`rows` must be 2-D (blocks, candidates); got shape {arr.shape}")
         if arr.shape[1] == idx.size:

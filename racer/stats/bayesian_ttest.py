@@ -20,12 +20,12 @@ import numpy as np
 from scipy import stats
 
 from racer._validation import (
-    _describe,
-    _numeric_array,
     as_1d,
     check_int,
     check_nonnegative,
     check_probability,
+    describe,
+    numeric_array,
 )
 from racer.stats._result import StatsResult
 
@@ -142,12 +142,12 @@ def bayesian_correlated_ttest_from_moments(mean, variance, n, test_fraction, *, 
     n = check_int(n, "n", minimum=2)
     rho = check_probability(test_fraction, "test_fraction", open_left=False)
     rope = check_nonnegative(rope, "rope")
-    mean = _numeric_array(mean, "mean", "an array of numbers").astype(np.float64)
-    variance = _numeric_array(variance, "variance", "an array of numbers").astype(np.float64)
+    mean = numeric_array(mean, "mean", "an array of numbers").astype(np.float64)
+    variance = numeric_array(variance, "variance", "an array of numbers").astype(np.float64)
     if not np.all(np.isfinite(mean)):
-        raise ValueError(f"`mean` must be finite; got {_describe(mean)}")
+        raise ValueError(f"`mean` must be finite; got {describe(mean)}")
     if not np.all(np.isfinite(variance) & (variance >= 0)):
-        raise ValueError(f"`variance` must be finite and >= 0; got {_describe(variance)}")
+        raise ValueError(f"`variance` must be finite and >= 0; got {describe(variance)}")
     try:
         mean, variance = np.broadcast_arrays(mean, variance)
     except ValueError:

@@ -19,13 +19,13 @@ import numpy as np
 from scipy import stats as _st
 
 from racer._validation import (
-    _describe,
     as_1d,
     check_bool,
     check_int,
     check_option,
     check_probability,
     check_random_state,
+    describe,
 )
 from racer.stats._result import StatsResult
 
@@ -299,7 +299,7 @@ def _metric_value(value, metric_name):
     ):
         if not (isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iuf"):
             raise TypeError(
-                f"`metric` must return a real number; {metric_name} returned {_describe(value)}"
+                f"`metric` must return a real number; {metric_name} returned {describe(value)}"
             )
     return float(value)
 
@@ -418,7 +418,7 @@ def bootstrap_test(
     else:
         raise TypeError(
             f"`metric` must be one of {', '.join(repr(m) for m in _NAMED_METRICS)} or a callable "
-            f"metric(y_true, y_pred) -> float; got {_describe(metric)}"
+            f"metric(y_true, y_pred) -> float; got {describe(metric)}"
         )
     y, a, b = _labels(y_true, pred_a, pred_b)
     n = y.shape[0]

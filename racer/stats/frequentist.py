@@ -32,8 +32,6 @@ import numpy as np
 from scipy import stats as _st
 
 from racer._validation import (
-    _describe,
-    _numeric_array,
     as_1d,
     as_paired,
     as_score_matrix,
@@ -41,6 +39,8 @@ from racer._validation import (
     check_int,
     check_option,
     check_probability,
+    describe,
+    numeric_array,
 )
 from racer.stats._ranks import block_ranks, check_rank_sums, tie_group_sizes_term
 from racer.stats._result import StatsResult
@@ -288,7 +288,7 @@ def _check_p_adjust(method, name: str = "p_adjust", allow_none: bool = True) -> 
     extra = " or None" if allow_none else ""
     raise ValueError(
         f"`{name}` must be one of {', '.join(repr(o) for o in options)}{extra}; "
-        f"got {_describe(method)}"
+        f"got {describe(method)}"
     )
 
 
@@ -712,10 +712,10 @@ def _resolve_control(control, k: int, names) -> int:
         if control in names:
             return names.index(control)
         raise ValueError(
-            f"`control` must be a column of `scores` or an index; got {_describe(control)}"
+            f"`control` must be a column of `scores` or an index; got {describe(control)}"
         )
     if isinstance(control, bool) or not isinstance(control, (numbers.Integral, np.integer)):
-        raise TypeError(f"`control` must be an integer column index; got {_describe(control)}")
+        raise TypeError(f"`control` must be an integer column index; got {describe(control)}")
     control = int(control)
     if not 0 <= control < k:
         raise ValueError(f"`control` must be a column index in [0, {k - 1}]; got {control}")
@@ -858,7 +858,7 @@ def sign_test_from_counts(
     arrays = []
     for name, value in (("n_wins", n_wins), ("n_losses", n_losses), ("n_ties", n_ties)):
         arr = np.asarray(value)
-        message = f"`{name}` must hold non-negative integer counts; got {_describe(value)}"
+        message = f"`{name}` must hold non-negative integer counts; got {describe(value)}"
         if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
             raise TypeError(message)
         # Finite and below 2**53 first: inf and 1e30 pass the whole-number test but turn into
@@ -1147,11 +1147,11 @@ def p_adjust(pvalues, method: str = "holm") -> np.ndarray:
     array([0.04, 0.09, 0.09, 0.2 ])
     """
     method = _check_p_adjust(method, "method", allow_none=False)
-    arr = _numeric_array(pvalues, "pvalues", "an array of numbers")
+    arr = numeric_array(pvalues, "pvalues", "an array of numbers")
     if arr.size == 0:
         raise ValueError("`pvalues` must hold at least one p-value; got an empty array")
     if np.isnan(arr).any():
-        raise ValueError(f"`pvalues` must not contain NaN; got {_describe(pvalues)}")
+        raise ValueError(f"`pvalues` must not contain NaN; got {describe(pvalues)}")
     if np.any((arr < 0) | (arr > 1)):
         bad = arr.ravel()[np.flatnonzero((arr.ravel() < 0) | (arr.ravel() > 1))[0]]
         raise ValueError(f"`pvalues` must lie in [0, 1]; found {bad}")

@@ -193,8 +193,8 @@ def _first_fail_histogram(signs, n_samples, rng, backend="auto", *, stop_below=N
     OpenBLAS workers spinning on 2 cores cost more than they gain.
     """
     n_statements, n_blocks = signs.shape
-    hist = np.zeros(n_statements + 1, dtype=np.int64)
     if n_statements == 0:
+        hist = np.zeros(1, dtype=np.int64)
         hist[0] = n_samples
         return hist if stop_below is None else (hist, 0)
     if stop_below is not None or pseudo_weight is not None:
@@ -204,51 +204,86 @@ def _first_fail_histogram(signs, n_samples, rng, backend="auto", *, stop_below=N
     chunk = _chunk_samples(n_blocks)
     sizes = [min(chunk, n_samples - start) for start in range(0, n_samples, chunk)]
     if stop_below is None:
-        run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
-        # One buffer refilled in place: fresh multi-megabyte arrays would page-fault on
-        # every chunk, which costs about as much as drawing the numbers.
-        buffer = np.empty((sizes[0], n_blocks), dtype=np.float32)
-        with _kernels.blas_single_thread() if backend == "gemm" else contextlib.nullcontext():
-            for size in sizes:
-                weights = buffer[:size]
-                against = _draw_chunk(rng, weights, shapes, pseudo_weight)
-                if against is None:
-                    run_chunk(weights, signs, hist)
-                else:
-                    ids = _gemm_block(weights, signs, hist, 0, np.arange(size), against)
-                    hist[n_statements] += ids.shape[0]
-        return hist
+        return _sample_major_histogram(signs, sizes, rng, backend, shapes, pseudo_weight)
+    chunks = _ChunkWeights(rng, n_samples, n_blocks, sizes, shapes, pseudo_weight)
+    return _statement_major_histogram(signs, chunks, stop_below * n_samples)
 
-    # Statement-major with an early stop: each chunk's surviving samples are carried from
-    # one block of statements to the next. The first block draws every chunk from ``rng``
-    # in order; later blocks reuse the weights when they fit in memory, otherwise they draw
-    # each chunk again from the generator state saved before its first draw.
-    keep = n_samples * n_blocks <= _KEEP_WEIGHTS_ELEMENTS
-    kept, states = [], []
-    buffer = None if keep else np.empty((sizes[0], n_blocks), dtype=np.float32)
-    alive = [np.arange(size) for size in sizes]
-    limit = stop_below * n_samples
+
+def _sample_major_histogram(signs, sizes, rng, backend, shapes, pseudo_weight):
+    """:func:`_first_fail_histogram` without an early stop: every statement on each chunk of
+    samples in turn."""
+    n_statements, n_blocks = signs.shape
+    hist = np.zeros(n_statements + 1, dtype=np.int64)
+    run_chunk = _gemm_chunk if backend == "gemm" else _kernel_chunk
+    # One buffer refilled in place: fresh multi-megabyte arrays would page-fault on
+    # every chunk, which costs about as much as drawing the numbers.
+    buffer = np.empty((sizes[0], n_blocks), dtype=np.float32)
+    with _kernels.blas_single_thread() if backend == "gemm" else contextlib.nullcontext():
+        for size in sizes:
+            weights = buffer[:size]
+            against = _draw_chunk(rng, weights, shapes, pseudo_weight)
+            if against is None:
+                run_chunk(weights, signs, hist)
+            else:
+                ids = _gemm_block(weights, signs, hist, 0, np.arange(size), against)
+                hist[n_statements] += ids.shape[0]
+    return hist
+
+
+class _ChunkWeights:
+    """The weights of each chunk of samples for a statement-major pass: drawn from ``rng``
+    in order for the first block of statements (:meth:`first`); for the later blocks
+    (:meth:`again`) kept from then when they fit in memory, otherwise drawn again from the
+    generator state saved before the first draw."""
+
+    def __init__(self, rng, n_samples, n_blocks, sizes, shapes, pseudo_weight):
+        self.rng, self.n_blocks, self.sizes = rng, n_blocks, sizes
+        self.shapes, self.pseudo_weight = shapes, pseudo_weight
+        self.keep = n_samples * n_blocks <= _KEEP_WEIGHTS_ELEMENTS
+        self.kept, self.states = [], []
+        self.buffer = None if self.keep else np.empty((sizes[0], n_blocks), dtype=np.float32)
+
+    def first(self, size):
+        """Draw the next chunk's ``(weights, against)`` from the race's generator."""
+        if self.keep:
+            weights = np.empty((size, self.n_blocks), dtype=np.float32)
+        else:
+            weights = self.buffer[:size]
+            self.states.append(self.rng.bit_generator.state)
+        against = _draw_chunk(self.rng, weights, self.shapes, self.pseudo_weight)
+        if self.keep:
+            self.kept.append((weights, against))
+        return weights, against
+
+    def again(self, c, size):
+        """Chunk ``c``'s ``(weights, against)`` as :meth:`first` drew them."""
+        if self.keep:
+            return self.kept[c]
+        gen = np.random.Generator(type(self.rng.bit_generator)())
+        gen.bit_generator.state = self.states[c]
+        weights = self.buffer[:size]
+        return weights, _draw_chunk(gen, weights, self.shapes, self.pseudo_weight)
+
+
+def _statement_major_histogram(signs, chunks, limit):
+    """:func:`_first_fail_histogram` with an early stop: each chunk's surviving samples are
+    carried from one block of statements to the next, and the pass stops after the block
+    where at most ``limit`` samples hold every statement so far. Returns ``(hist,
+    n_processed)``."""
+    n_statements = signs.shape[0]
+    hist = np.zeros(n_statements + 1, dtype=np.int64)
+    alive = [np.arange(size) for size in chunks.sizes]
     with _kernels.blas_single_thread():
         for k0 in range(0, n_statements, _STOP_BLOCK):
             block = signs[k0 : k0 + _STOP_BLOCK]
             n_alive = 0
-            for c, size in enumerate(sizes):
+            for c, size in enumerate(chunks.sizes):
                 if k0 == 0:
-                    weights = np.empty((size, n_blocks), dtype=np.float32) if keep else buffer[:size]
-                    if not keep:
-                        states.append(rng.bit_generator.state)
-                    against = _draw_chunk(rng, weights, shapes, pseudo_weight)
-                    if keep:
-                        kept.append((weights, against))
+                    weights, against = chunks.first(size)
                 elif alive[c].shape[0] == 0:
                     continue
-                elif keep:
-                    weights, against = kept[c]
                 else:
-                    gen = np.random.Generator(type(rng.bit_generator)())
-                    gen.bit_generator.state = states[c]
-                    weights = buffer[:size]
-                    against = _draw_chunk(gen, weights, shapes, pseudo_weight)
+                    weights, against = chunks.again(c, size)
                 if alive[c].shape[0]:
                     alive[c] = _gemm_block(weights, block, hist, k0, alive[c], against)
                 n_alive += alive[c].shape[0]

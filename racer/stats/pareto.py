@@ -35,11 +35,12 @@ import dataclasses
 import numpy as np
 
 from racer._validation import (
-    _describe,
-    _numeric_array,
     check_int,
     check_positive,
     check_random_state,
+    describe,
+    direction_signs,
+    numeric_array,
 )
 from racer.stats import _kernels
 from racer.stats._result import StatsResult
@@ -114,26 +115,31 @@ def _check_direction_list(direction, k):
         except TypeError:
             raise TypeError(
                 f"`direction` must be 'maximize', 'minimize' or a sequence of them (one per "
-                f"objective); got {_describe(direction)}"
+                f"objective); got {describe(direction)}"
             ) from None
         if len(items) != k:
             raise ValueError(
                 f"`direction` must name one direction per objective ({k}); got {len(items)}: "
-                f"{_describe(direction)}"
+                f"{describe(direction)}"
             )
     for item in items:
         if item not in _DIRECTIONS:
             raise ValueError(
-                f"`direction` entries must be 'maximize' or 'minimize'; got {_describe(item)}"
+                f"`direction` entries must be 'maximize' or 'minimize'; got {describe(item)}"
             )
     return items
 
 
-def _check_rope(rope, k):
-    """``rope`` as a (k,) float64 array of finite values >= 0 (a scalar is broadcast)."""
+def check_rope(rope, k):
+    """``rope`` as a (k,) float64 array of finite values >= 0 (a scalar is broadcast): the
+    check of every ``rope`` of a comparison on ``k`` objectives.
+
+    >>> check_rope(0.1, 2).tolist(), check_rope([0.0, 0.5], 2).tolist()
+    ([0.1, 0.1], [0.0, 0.5])
+    """
     if isinstance(rope, (bool, np.bool_)):
         raise TypeError(f"`rope` must be a number >= 0 or one per objective; got {rope!r}")
-    arr = _numeric_array(rope, "rope", "a number >= 0 or one per objective")
+    arr = numeric_array(rope, "rope", "a number >= 0 or one per objective")
     if arr.ndim == 0:
         arr = np.full(k, float(arr))
     elif arr.shape != (k,):
@@ -141,14 +147,14 @@ def _check_rope(rope, k):
             f"`rope` must be a scalar or hold one value per objective ({k}); got shape {arr.shape}"
         )
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"`rope` must be finite and >= 0; got {_describe(rope)}")
+        raise ValueError(f"`rope` must be finite and >= 0; got {describe(rope)}")
     return arr
 
 
 def as_objective_scores(scores, name="scores", *, min_candidates=2):
     """``scores`` as a finite float64 array (n_instances, n_candidates, k), k >= 1, n >= 1,
     at least ``min_candidates``; a 2-D array is one objective."""
-    arr = _numeric_array(scores, name, "a 3-D array of numbers (instances, candidates, objectives)")
+    arr = numeric_array(scores, name, "a 3-D array of numbers (instances, candidates, objectives)")
     if arr.ndim == 2:
         arr = arr[:, :, None]
     if arr.ndim != 3:
@@ -276,17 +282,28 @@ def pareto_dominance(scores, *, direction=None, rope=0.0, prior_strength=1.0,
     arr = as_objective_scores(scores)
     k = arr.shape[2]
     directions = _check_direction_list(direction, k)
-    rope_arr = _check_rope(rope, k)
+    rope_arr = check_rope(rope, k)
     s = check_positive(prior_strength, "prior_strength")
     n_samples = check_int(n_samples, "n_samples", minimum=1)
     rng = check_random_state(random_state)
-    sign = np.array([1.0 if d == "maximize" else -1.0 for d in directions])
-    return _pareto_dominance(arr * sign, rope_arr, s, n_samples, rng, sign, directions)
+    sign = direction_signs(directions)
+    return oriented_pareto_dominance(arr * sign, rope_arr, s, n_samples, rng, sign, directions)
 
 
-def _pareto_dominance(oriented, rope, prior_strength, n_samples, rng, sign=None,
-                      directions=None):
-    """The statistic on trusted input (``oriented`` larger-is-better); what racing tests call."""
+def oriented_pareto_dominance(oriented, rope, prior_strength, n_samples, rng, sign=None,
+                              directions=None):
+    """:func:`pareto_dominance` on checked input, what racing tests and pruners call:
+    ``oriented`` (n_instances, n_candidates, k) finite and larger-is-better, ``rope`` a
+    (k,) array from :func:`check_rope`, ``rng`` a Generator. ``sign`` (k,) and
+    ``directions`` restore the user's directions in the result's ``mean_scores`` and
+    ``direction`` (None: every objective maximised).
+
+    >>> scores = np.array([[[1.0, 2.0], [0.0, 1.0]], [[2.0, 2.0], [1.0, 0.0]]])
+    >>> res = oriented_pareto_dominance(scores, np.zeros(2), 1.0, 1000,
+    ...                                 np.random.default_rng(0))
+    >>> res.prob_dominates.tolist()
+    [[0.0, 1.0], [0.0, 0.0]]
+    """
     k = oriented.shape[2]
     if sign is None:
         sign = np.ones(k)
