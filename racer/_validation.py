@@ -41,8 +41,6 @@ __all__ = [
 
 # The short quote of a bad value in every refusal (one implementation: racer._text).
 describe = short_repr
-# The name adapters/optuna/iterated.py still imports.
-_describe = describe
 
 
 def numeric_array(value: Any, name: str, what: str) -> np.ndarray:

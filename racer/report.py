@@ -61,7 +61,7 @@ import numpy as np
 
 from racer._text import short_repr
 from racer.result import EliminationRecord, RaceResult
-from racer.storage import _as_path, journal_data, objective_names, result_from_journal
+from racer.storage import as_path, journal_data, objective_names, result_from_journal
 
 __all__ = ["elimination_statistic", "export_csv", "export_json", "main", "write_report"]
 
@@ -413,7 +413,7 @@ def export_json(journal: Any, path: Any) -> str:
 
 
 def _output_path(path: Any, arg: str) -> str:
-    text = _as_path(path, arg)
+    text = as_path(path, arg)
     absolute = os.path.abspath(text)
     if os.path.isdir(absolute):
         raise IsADirectoryError(f"`{arg}`={text!r} is a folder; pass a file path")
@@ -1173,7 +1173,7 @@ def write_report(journal_path: Any, output_path: Any = "report.html", *, rope: f
     """
     from racer._validation import check_nonnegative, seed_from_random_state
 
-    journal_text = _as_path(journal_path, "journal_path")
+    journal_text = as_path(journal_path, "journal_path")
     out = _output_path(output_path, "output_path")
     rope = check_nonnegative(rope, "rope")
     random_state = seed_from_random_state(random_state)  # one seed shared by the figures

@@ -234,10 +234,6 @@ def as_path(path: Any, arg: str) -> str:
     return text
 
 
-# The name racer/report.py still imports.
-_as_path = as_path
-
-
 def _check_location(text: str, arg: str, *, must_exist: bool) -> str:
     """Return the absolute path after checking that it can be a journal file."""
     absolute = os.path.abspath(text)

@@ -21,10 +21,10 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from racer._validation import (
-    _describe,
     check_bool,
     check_int,
     check_option,
+    describe,
     seed_from_random_state,
 )
 from racer.adapters.optuna._common import (
@@ -612,7 +612,7 @@ class IteratedRace:
         if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
             raise TypeError(
                 f"`sampler` must be an optuna sampler (optuna.samplers.BaseSampler); got "
-                f"{_describe(sampler)}"
+                f"{describe(sampler)}"
             )
         if sampler is None:
             # Optuna seeds a legacy RandomState, which takes 32-bit seeds only.
