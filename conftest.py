@@ -17,7 +17,9 @@
   imported by its installed dotted name, never by its file path: collected by path,
   ``adapters/sklearn/_search.py`` would load a second copy called
   ``adapters.sklearn._search``.
-  A module that needs an optional dependency which is absent is skipped, naming it.
+  A module that needs an optional dependency which is absent is skipped, naming it. The few
+  examples that start processes or run a tuning are listed in ``SLOW_DOCTESTS`` and get the
+  ``slow`` marker too.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from _pytest.doctest import DoctestModule
+from _pytest.doctest import DoctestItem, DoctestModule
 from sybil import Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
@@ -158,11 +160,22 @@ def _marked_slow(example) -> bool:
     return before.rstrip().endswith(SLOW_BLOCK)
 
 
+# Docstring examples (by their doctest name) that start processes or run a tuning.
+SLOW_DOCTESTS = {
+    "racer._tune.tune",                                 # a tuning
+    "racer.adapters.optuna.iterated.IteratedRace",      # a tuning
+    "racer.cli.target_runner",                          # starts a target-runner
+    "racer.execution.WorkerPool",                       # starts worker processes
+}
+
+
 def pytest_collection_modifyitems(config, items):
-    # Sybil makes one item per block; a block marked on its page gets the `slow` marker.
+    # Sybil makes one item per block; a block marked on its page gets the `slow` marker, and so
+    # does a docstring example listed above.
     for item in items:
         example = getattr(item, "example", None)
-        if example is not None and _marked_slow(example):
+        if (example is not None and _marked_slow(example)) or (
+                isinstance(item, DoctestItem) and item.name in SLOW_DOCTESTS):
             item.add_marker(pytest.mark.slow)
 
 

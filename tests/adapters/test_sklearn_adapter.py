@@ -82,6 +82,7 @@ def test_too_few_splits_is_exactly_grid_search(iris):
     assert (race.cv_results_["eliminated_at"] == -1).all()
 
 
+@pytest.mark.slow
 def test_race_saves_fits_and_keeps_the_reference_best(easy_problem):
     X, y = easy_problem
     race = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, first_test=4,

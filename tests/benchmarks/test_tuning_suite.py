@@ -112,6 +112,7 @@ _NEEDS = {"sat-cadical": "pysat", "sat-capped": "pysat", "mip-mkp": "highspy", "
           "bbob-cma": "cma", "pbo-deap": "deap", "ml-sklearn": "sklearn"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_target_runner_prints_one_number_its_seed_fixes(harness, name):
     pytest.importorskip(_NEEDS[name])

@@ -240,6 +240,7 @@ def test_long_values_are_cut_around_their_first_difference(tmp_path):
                     "now ...xxxxx(-5, 9)" + "y" * 28 + "...")
 
 
+@pytest.mark.slow
 def test_an_iterated_race_continues_on_its_study_with_a_larger_budget():
     # IteratedRace rebuilds its state from the study (scores, elites, iteration), so running it
     # again on the same study with a larger budget goes on from its last iteration.

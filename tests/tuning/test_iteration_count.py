@@ -77,6 +77,7 @@ def test_iteration_text_never_exceeds_its_plan():
     assert iteration_text(6, 4) == "iteration 6 (beyond the 4 planned: budget left)"
 
 
+@pytest.mark.slow
 def test_iterated_race_names_the_same_count_as_its_result(capsys):
     optuna = pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution
