@@ -135,14 +135,20 @@ CLIMB = re.compile(r"(?<![\w./-])((?:\.\./)+[\w.-][\w./-]*)")
 DATA_SUFFIXES = {".csv", ".jsonl", ".json", ".tsp", ".cnf", ".lp"}
 
 
-def _tracked_text_files():
+def _tracked_names():
     try:
         listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True,
                                 check=True).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
         return None
+    return [name for name in listed.split("\0") if name]
+
+
+def _tracked_text_files(names):
+    if names is None:
+        return None
     files = []
-    for name in filter(None, listed.split("\0")):
+    for name in names:
         path = ROOT / name
         if not path.is_file() or path.resolve() == THIS or path.suffix in DATA_SUFFIXES:
             continue
@@ -156,7 +162,8 @@ def _tracked_text_files():
     return files
 
 
-FILES = _tracked_text_files()
+TRACKED = _tracked_names()
+FILES = _tracked_text_files(TRACKED)
 needs_git = pytest.mark.skipif(FILES is None, reason="not a git checkout: no list of tracked files")
 
 
@@ -262,8 +269,7 @@ def test_every_markdown_link_to_a_file_finds_it():
 
 @needs_git
 def test_no_wheel_is_tracked():
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.whl"], capture_output=True,
-                            check=True, text=True).stdout.split()
+    listed = [name for name in TRACKED if name.endswith(".whl")]
     assert not listed, f"built or downloaded wheels do not belong in the tree: {listed}"
 
 
