@@ -1,4 +1,4 @@
-"""Start-up (issue 18, "answer at once"): ``import racer``, ``racer --help``, ``--version``,
+"""Start-up ("answer at once"): ``import racer``, ``racer --help``, ``--version``,
 ``--init`` and a scenario mistake load neither SciPy, Numba nor matplotlib; the lazily loaded
 public names are the same objects as before.
 
@@ -200,8 +200,8 @@ DIR_BEFORE_LAZY = [
     "RacingTest", "TRaceTest", "TuneResult", "__all__", "__builtins__", "__cached__", "__doc__", "__file__",
     "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
     "_race_stats", "_validation", "instance_groups", "parameter_space", "race", "racing", "result",
-    "stats", "storage", "tune",  # parameter_space, tune and TuneResult: issue 21, loaded lazily
-    # ParetoTest: issue 23
+    "stats", "storage", "tune",  # parameter_space, tune and TuneResult: loaded lazily
+    # ParetoTest
 ]
 
 

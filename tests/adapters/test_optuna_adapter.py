@@ -178,7 +178,7 @@ def test_mean_guard_keeps_a_trial_that_loses_often_but_wins_big():
 
 
 def test_an_unmarked_partial_trial_with_the_best_value_is_never_a_reference():
-    # Issue 11: an objective that returns the mean of the instances seen when pruned (Optuna's
+    # An objective that returns the mean of the instances seen when pruned (Optuna's
     # advice for WilcoxonPruner) makes a trial pruned on 3 easy instances the study's best.
     # It carries no mark; the pruner must still pair against the best *full* trial.
     study = optuna.create_study()
@@ -593,7 +593,7 @@ def _study_contents(study):
 ], ids=["tpe", "qmc"])
 @pytest.mark.slow
 def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path, make_sampler):
-    # Issue 18: with an RDB storage, Optuna works on an in-memory copy and the storage gets
+    # With an RDB storage, Optuna works on an in-memory copy and the storage gets
     # the same content in fewer calls. The study must end up the same, trial for trial.
     import sqlite3
 

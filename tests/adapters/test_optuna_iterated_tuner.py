@@ -1,4 +1,4 @@
-"""IteratedRace is racer's one Tuner with an Optuna sampler (issue 21 item 3): the same races
+"""IteratedRace is racer's one Tuner with an Optuna sampler: the same races
 as the Tuner driven directly, a resume that replays the interrupted run, a small space raced
 to the end."""
 

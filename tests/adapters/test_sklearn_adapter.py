@@ -416,7 +416,7 @@ def test_correlated_ttest_matches_baycomp():
     n_folds, runs = 5, 3
     base = rng.normal(0.8, 0.03, size=n_folds * runs)
     # Column 2 gets its own noise: a constant difference is a point mass, which the test caps
-    # by the IDP sign test on purpose (issue 11) and baycomp does not.
+    # by the IDP sign test on purpose and baycomp does not.
     scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size),
                               base + 0.005 + rng.normal(0, 0.002, base.size)])
     rope = 0.01
@@ -438,7 +438,7 @@ def test_correlated_ttest_leader_is_never_eliminated_and_zero_variance():
     scores = np.tile([0.9, 0.9, 0.5], (6, 1))
     test = CorrelatedTTestRacing(rho=0.2, rope=0.01)
     out = {e.index: e.reason for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
-    # Six splits tied with the leader are not evidence of equivalence (issue 11: the IDP cap);
+    # Six splits tied with the leader are not evidence of equivalence (the IDP cap);
     # forty are.
     assert out == {2: "dominated"}
     many = np.tile([0.9, 0.9, 0.5], (40, 1))
@@ -521,7 +521,7 @@ def test_score_resolution_turns_small_differences_into_ties():
     assert wrapped.get_params()["rope"] == 0.01
 
 
-# ------------------------------------------------- scikit-learn conventions (issue 11)
+# ---------------------------------------------------------- scikit-learn conventions
 
 
 @pytest.mark.parametrize(
@@ -628,7 +628,7 @@ def test_race_speaks_of_parameters_not_indices(easy_problem):
     assert f"'n_neighbors': {search.best_params_['n_neighbors']}" in text.splitlines()[3]
 
 
-# ------------------------------------------------------------ tied coarse scores (issue 11)
+# --------------------------------------------------------------------- tied coarse scores
 
 
 def test_tied_coarse_scores_give_no_near_certain_elimination_before_ten_splits(iris):
@@ -707,7 +707,7 @@ def test_correlated_t_is_capped_on_tied_splits():
     assert reasons[1][1] == pytest.approx(1 - 0.9**40, abs=1e-4)
 
 
-# ------------------------------------------------------- resource="n_samples" (issue 11)
+# ---------------------------------------------------------------- resource="n_samples"
 
 
 class _CountsTrainingSamples(ClassifierMixin, BaseEstimator):

@@ -1,4 +1,4 @@
-"""racer's racing test when the scenario names no ``testType`` (issue 20): irace's t-test,
+"""racer's racing test when the scenario names no ``testType``: irace's t-test,
 which eliminates and ranks by mean cost, where irace would use its F-test (rank sums)."""
 
 import json

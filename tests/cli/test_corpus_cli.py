@@ -565,7 +565,7 @@ def test_hanging_runner_and_sigterm(in_tmp):
 
 
 def test_corpus_size_and_the_documented_exit_codes():
-    """At least 80 faults (issue 18), and the codes they assert are docs/cli.md's table."""
+    """At least 80 faults, and the codes they assert are docs/cli.md's table."""
     environment = 3 + 4  # racer report cases; read-only execDir, full disk, 2 file-size limits
     assert len(FILE_CASES) + len(WARNED) + environment + 1 >= 80  # + the hanging runner
     assert len({c[0] for c in FILE_CASES + ACCEPTED + WARNED}) == len(FILE_CASES + ACCEPTED + WARNED)

@@ -1,4 +1,4 @@
-"""Containers that iterate surprisingly, given a stated meaning (issue 18).
+"""Containers that iterate surprisingly, given a stated meaning.
 
 A pandas DataFrame passed as ``candidates`` or ``instances`` is one item per row, a dict of
 its column values (iterating it would give the column names); a dict is refused with what to

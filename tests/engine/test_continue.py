@@ -1,6 +1,6 @@
 """Continuing a finished race with a larger budget (``Race``/``race`` on the same ``storage``),
 and the refusals of a resume, which say first how to continue or start over, then what changed,
-in the words of ``Race``'s arguments (issue 18, items 4 and 6)."""
+in the words of ``Race``'s arguments."""
 
 from __future__ import annotations
 

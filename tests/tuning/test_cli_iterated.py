@@ -179,7 +179,7 @@ def _past_segments(result):
 def test_elitist_races_meet_the_old_instances_in_a_new_random_order(tmp_path):
     # irace 3.5 (elitrace.init.instances) shuffles the instances seen before anew for every
     # race; always taking them in stream order put the first test of every iteration, which
-    # judges the new configurations, on the same few old instances (issue 10: racer's worse
+    # judges the new configurations, on the same few old instances (racer's worse
     # choices on optim-mixed / optim-faults).
     result = tuner(tmp_path / "a", FakeRunner(), max_experiments=400).run()
     segments = _past_segments(result)
@@ -262,7 +262,7 @@ def _crashed(runs, result):
 @pytest.mark.slow
 def test_a_failed_configuration_is_rejected_after_one_run(tmp_path):
     # irace runs one instance at a time and rejects an Inf at once: a failing configuration
-    # costs it one run. racer used to run it on its whole first block (issue 10).
+    # costs it one run. racer used to run it on its whole first block.
     runs, on_run = _used_runs()
     result = tuner(tmp_path / "a", CrashingRunner(), on_run=on_run, error_policy="reject").run()
     crashed = _crashed(runs, result)

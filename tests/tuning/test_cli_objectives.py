@@ -1,4 +1,4 @@
-"""The ``racer`` command on several objectives (issue 23, item 2): the ``objectives`` option,
+"""The ``racer`` command on several objectives: the ``objectives`` option,
 a target-runner printing one number per objective, the racing test, the Pareto set of elites,
 the outputs, the bundled two-objective example, and resume after ``kill -9``."""
 

@@ -1,4 +1,4 @@
-"""The number of iterations, said once and the same everywhere (issue 18).
+"""The number of iterations, said once and the same everywhere.
 
 irace's ``nbIterations`` is an estimate; with ``nbIterations = 0`` an iterated race goes on
 past it while budget is left. The header announces the plan, the progress line counts against

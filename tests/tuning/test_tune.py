@@ -1,4 +1,4 @@
-"""``racer.tune``: the command line's tuner for a Python ``evaluate`` (issue 21).
+"""``racer.tune``: the command line's tuner for a Python ``evaluate``.
 
 The acceptance test: on examples/tsp-sa, ``racer --scenario`` (its target-runner) and
 ``racer.tune`` (tsp_sa.evaluate, the solver the target-runner calls) with the same seed end
@@ -375,7 +375,7 @@ def _copy_tsp_sa(tmp_path):
 
 @pytest.mark.slow
 def test_the_command_line_and_racer_tune_give_the_same_elites_on_tsp_sa(tmp_path):
-    # Issue 21's acceptance test. The target-runner and tsp_sa.evaluate call one solver
+    # racer.tune's acceptance test. The target-runner and tsp_sa.evaluate call one solver
     # (examples/tsp-sa/tsp_sa.py); the scenario's files become tune's arguments.
     dest = _copy_tsp_sa(tmp_path)
     budget = 200

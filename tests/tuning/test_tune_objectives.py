@@ -1,4 +1,4 @@
-"""``racer.tune`` on several objectives (issue 23, item 2): ``direction=[...]``, an
+"""``racer.tune`` on several objectives: ``direction=[...]``, an
 ``evaluate`` returning one number per objective, the Pareto front of the result."""
 
 import numpy as np
