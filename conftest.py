@@ -7,12 +7,19 @@
   command of the interpreter running the tests first on ``PATH``; a ``cd`` carries over to the
   page's next blocks, Python ones included. A block that cannot run is preceded by
   ``<!-- skip: next "why" -->`` and the page says why next to it.
+* A block that starts processes or runs a tuning (the ``racer`` command, ``racer.tune``,
+  ``n_jobs=``, an executor) is preceded by ``<!-- slow -->`` on the line before its fence:
+  it gets pytest's ``slow`` marker, as such tests do, so ``pytest -m "not slow"`` leaves it
+  out (``_mark_slow_blocks``). A later block of the page that needs what a slow block made
+  (its files, its ``cd``) is marked slow too.
 * Every docstring example of the package runs with pytest's doctest support. ``adapters/``
   installs as ``racer.adapters`` (the package-dir mapping of pyproject.toml), so each module is
   imported by its installed dotted name, never by its file path: collected by path,
   ``adapters/sklearn/_search.py`` would load a second copy called
   ``adapters.sklearn._search``.
-  A module that needs an optional dependency which is absent is skipped, naming it.
+  A module that needs an optional dependency which is absent is skipped, naming it. The few
+  examples that start processes or run a tuning are listed in ``SLOW_DOCTESTS`` and get the
+  ``slow`` marker too.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from _pytest.doctest import DoctestModule
+from _pytest.doctest import DoctestItem, DoctestModule
 from sybil import Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
@@ -139,6 +146,37 @@ _pages = Sybil(
     name="page",
 )
 _collect_page = _pages.pytest()
+
+SLOW_BLOCK = "<!-- slow -->"
+
+
+def _marked_slow(example) -> bool:
+    """Whether the page's text right before a block's opening fence (blank lines aside) is
+    ``<!-- slow -->``. A fenced block of ``>>>`` lines is one example per prompt: each looks
+    back to the fence that encloses it."""
+    before = example.document.text[:example.start]
+    if before.count("```") % 2:  # inside a fenced block: an example of a doctest block
+        before = before[:before.rfind("```")]
+    return before.rstrip().endswith(SLOW_BLOCK)
+
+
+# Docstring examples (by their doctest name) that start processes or run a tuning.
+SLOW_DOCTESTS = {
+    "racer._tune.tune",                                 # a tuning
+    "racer.adapters.optuna.iterated.IteratedRace",      # a tuning
+    "racer.cli.target_runner",                          # starts a target-runner
+    "racer.execution.WorkerPool",                       # starts worker processes
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    # Sybil makes one item per block; a block marked on its page gets the `slow` marker, and so
+    # does a docstring example listed above.
+    for item in items:
+        example = getattr(item, "example", None)
+        if (example is not None and _marked_slow(example)) or (
+                isinstance(item, DoctestItem) and item.name in SLOW_DOCTESTS):
+            item.add_marker(pytest.mark.slow)
 
 
 # ------------------------------------------------------------------------- docstring examples

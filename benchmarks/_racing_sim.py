@@ -1,6 +1,6 @@
 """Benavoli et al. (2015) §7.1 racing simulation: data, methods, one repetition on the real engine.
 
-Reading I of the protocol (notes/racing-experiment.md): an iteration gives every survivor 5
+Reading I of the protocol (benchmarks/results/paper_racing.md): an iteration gives every survivor 5
 new instances, a test follows every iteration, at most 300 iterations (1500 instances),
 ITER = iterations used / 300. Every method of a repetition races on the same pre-generated
 matrix, so differences between methods are paired.

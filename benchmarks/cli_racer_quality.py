@@ -1,5 +1,5 @@
 """racer alone on the optim scenarios of ``cli_vs_irace.py``: final best's held-out and training
-cost per seed, for racer-side experiments that do not need irace run again (issue 10).
+cost per seed, for racer-side experiments that do not need irace run again.
 
 Runs racer exactly as ``cli_vs_irace.py`` does (its ``run_racer``: same flags, launcher, seeds,
 ``--parallel``) and scores the final best with the same functions: ``held_out`` (test

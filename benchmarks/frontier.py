@@ -1,4 +1,4 @@
-"""The accuracy-cost frontier of racing tests at equal evaluations (issue 9, item 5).
+"""The accuracy-cost frontier of racing tests at equal evaluations.
 
 Every method races the same pre-generated score matrix of a repetition (paired), through the
 real engine (``racer.Race``, ask/tell, 5 instances per block, at most 1500 instances), at
@@ -26,7 +26,7 @@ Families (the truth, i.e. every candidate's true mean score, is known exactly):
   instance effect N(0, 1), noise 0.7 N(0, 1); each run crashes with a candidate-specific
   probability f_j ~ U(0, 0.15) and then scores a fixed penalty -2 (tied among the crashed);
   true mean ``(1 - f_j) mu_j - 2 f_j``.
-* ``reversal`` -- rank reversals (issue 20): q = 50, ``a_j + b_l + s_j (E - 1) + 0.3 N(0, 1)``
+* ``reversal`` -- rank reversals: q = 50, ``a_j + b_l + s_j (E - 1) + 0.3 N(0, 1)``
   with a_j ~ U(0, 0.5) the true mean, a shared instance effect b_l ~ N(0, 1), E ~ Exp(1) and
   a skew s_j ~ U(0, 1.5): rare large wins lift a candidate's mean but not its ranks (its
   median is a_j - 0.31 s_j), so the best mean is often not the best mean rank.
@@ -223,7 +223,7 @@ def method_factories(extra=()):
         "frace_s": (lambda t: FRaceTest(post_hoc="sign"), False),
         "frace_mr": (lambda t: FRaceTest(post_hoc="mean_ranks"), False),
         "bayes": (lambda t: BayesianTest(), False),
-        # Benavoli et al. (2015) read literally (notes/racing-experiment.md, variant A): 0.95,
+        # Benavoli et al. (2015) read literally (variant A of the pilot study): 0.95,
         # every pair's statement in the joint prefix, gate at every step (also with two survivors),
         # equivalence not gated, and the Monte Carlo credible region the paper suggests while
         # eq. 19 is undefined (n <= m - 1).
@@ -511,7 +511,7 @@ def overview(rows, methods):
 
 
 def targets(rows, method, loss_level=None):
-    """Issue 9's targets for `method`, cell by cell (markdown)."""
+    """`PosteriorBestTest`'s targets for `method`, cell by cell (markdown)."""
     by = index_rows(rows)
     fams = [f for f in FAMILIES if any(r["family"] == f and r["method"] == method for r in rows)]
     out = [f"#### Targets for `{method}`\n"]
@@ -790,7 +790,7 @@ def main(argv=None):
     if target_methods:
         text += "\n## Overview\n\n" + overview(rows, target_methods)
     if target_methods:
-        text += "\n## Targets of issue 9, cell by cell\n"
+        text += "\n## Targets of `PosteriorBestTest`, cell by cell\n"
     for m in target_methods:
         text += "\n" + targets(rows, m, float(levels[m]) if m in levels else None)
     if args.md:

@@ -1,4 +1,4 @@
-"""ParetoPruner against no pruning in multi-objective Optuna studies (issue 23, item 3).
+"""ParetoPruner against no pruning in multi-objective Optuna studies.
 
 Target: "a multi-objective Optuna study with the pruner reaches the hypervolume of the
 unpruned study with fewer instance evaluations".

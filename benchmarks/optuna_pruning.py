@@ -3,7 +3,7 @@
 Problems (each with a known oracle, so the *true* regret of what a study returns is exact):
 
 * ``synthetic`` - a smooth 2-D loss with heterogeneous instance hardness (Gamma(2, 2)
-  offsets, as in the pilot of notes/adapters-sklearn-optuna.md section 7.2) and a
+  offsets, as in the adapters' first pilot) and a
   deterministic instance-dependent ripple; 50 instances, minimised. Oracle: a 401 x 401 grid
   refined by Nelder-Mead.
 * ``cv`` - scikit-learn classifiers on breast_cancer with a conditional space (SVC: C x gamma;
@@ -26,14 +26,14 @@ instance, the rule a careful WilcoxonPruner user follows; ``study.best_trial`` i
 evaluations spent, the trials run, and the *wrong prunes*: pruned trials whose true mean over
 all instances beats the returned configuration's.
 
-Issue 11 added instance-wise problems with other hardness structures (``multiplicative``,
+The second round added instance-wise problems with other hardness structures (``multiplicative``,
 ``clusters``, ``conflicting``, ``heavytail``, ``fewhard``, ``noisyridge``; see each class) and
 the ``user`` condition (the objective of Optuna's WilcoxonPruner documentation). Which of them
 were pilot problems and which held out, with seeds, is in ``benchmarks/results/optuna.md``.
 
-Issue 22 added, for RacingPruner conditions, each prune's stated risk (``racer_prune_risk``)
+Later rounds added, for RacingPruner conditions, each prune's stated risk (``racer_prune_risk``)
 against whether its claim was false on the whole instance set (``stated_risk_outcomes``,
-printed by ``risk_table``; see benchmarks/RESULTS.md, "Issue 22 — RacingPruner's stated risk").
+printed by ``risk_table``; see benchmarks/RESULTS.md, "RacingPruner's stated risk").
 
 Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
 ``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
@@ -292,7 +292,7 @@ class TSP(Tabulated):
 
 
 class Multiplicative(Problem):
-    """Held-out (issue 11): instance hardness *multiplies* the loss, heavy-tailed.
+    """Held-out: instance hardness *multiplies* the loss, heavy-tailed.
 
     ``f(x, y, i) = h_i * (1 + (x - a_i)^2 + (y - b_i)^2 + 0.3 sin(3x + 2y + phi_i))`` with
     ``h_i`` log-normal (sigma 1): most instances are easy, a few are very hard, and
@@ -333,7 +333,7 @@ class Multiplicative(Problem):
 
 
 class Clusters(Multiplicative):
-    """Held-out (issue 11): two clusters of instances that disagree on the optimum.
+    """Held-out: two clusters of instances that disagree on the optimum.
 
     70% of the 40 instances are easy (hardness ~ U(0.5, 1.5)) with optimum near (-0.6, 0.5);
     30% are hard (hardness ~ U(4, 8)) with optimum near (0.8, -0.4). The best mean is a
@@ -357,7 +357,7 @@ class Clusters(Multiplicative):
 
 
 class Conflicting(Multiplicative):
-    """Held-out (issue 11): instances that disagree on everything, little hardness spread.
+    """Held-out: instances that disagree on everything, little hardness spread.
 
     Hardness ~ U(0.8, 1.2) (almost none), but each instance's own optimum ``(a_i, b_i)`` is
     drawn N(0, 1.2^2) per coordinate, so two configurations swap order from instance to
@@ -378,7 +378,7 @@ class Conflicting(Multiplicative):
 
 
 class HeavyTail(Multiplicative):
-    """Held out (issue 11, second round): Pareto-tailed instance difficulty.
+    """Held out (second round): Pareto-tailed instance difficulty.
 
     ``f = h_i + sqrt(h_i) * ((x - a_i)^2 + (y - b_i)^2) + 0.2 sin(2x - 3y + phi_i)`` with
     ``h_i = 1 + Pareto(1.3)``: most instances are easy, one or two are tens of times harder,
@@ -407,7 +407,7 @@ class HeavyTail(Multiplicative):
 
 
 class FewHard(Multiplicative):
-    """Held out (issue 11, second round): three very hard instances decide where the optimum is.
+    """Held out (second round): three very hard instances decide where the optimum is.
 
     37 of 40 instances have scale 1 and optimum near (-0.7, -0.5); 3 have scale 15 and optimum
     near (0.9, 0.8). The best mean sits between, pulled towards the three hard instances, so
@@ -431,7 +431,7 @@ class FewHard(Multiplicative):
 
 
 class NoisyRidge(Multiplicative):
-    """Held out (issue 11, second round): optimum moving with an instance feature, noisy scores.
+    """Held out (second round): optimum moving with an instance feature, noisy scores.
 
     Instance ``i`` has a feature ``t_i ~ U(-1.2, 1.2)``; its optimum is ``(t_i, 0.6 t_i^2 -
     0.3)`` (structured rank reversals along a ridge, unlike ``conflicting``'s independent
@@ -561,7 +561,7 @@ def make_pruner(name, seed):
 
 
 def user_objective(evaluate, n_instances, seed):
-    """The loop of Optuna's WilcoxonPruner documentation, as a user writes it (issue 11).
+    """The loop of Optuna's WilcoxonPruner documentation, as a user writes it.
 
     Random instance order per trial, ``trial.report(value, step=i)``, and on
     ``should_prune()`` *return* the mean of the values seen so far. No racer helper, no user
@@ -655,7 +655,7 @@ def summarize_study(problem, study, n_evals, wall):
             **stated_risk_outcomes(problem, study)}
 
 
-# ----------------------------------------------------------- stated risk vs the truth (issue 22)
+# ------------------------------------------------------------------- stated risk vs the truth
 
 
 def _true_theta(test, z):
@@ -681,7 +681,7 @@ def stated_risk_outcomes(problem, study):
     Per study: counts and sums, so seeds are the clusters of the standard error. The
     ``risk_nowin_*`` entries repeat them for the prunes whose record had no win of the trial
     (three straight losses, or ties only): the class the DP posterior stated exactly 0 for
-    before the fitted prior (RESULTS.md, issue 22).
+    before the fitted prior (RESULTS.md, "RacingPruner's stated risk").
     """
     pruner = study.pruner
     out = {"risk_prunes": 0, "risk_sum": 0.0, "risk_wrong_test": 0, "risk_wrong_mean": 0,
@@ -740,7 +740,7 @@ def _ratio_se(num, den):
 
 def risk_table(rows):
     """Stated risk of RacingPruner's prunes against the measured rate of false claims."""
-    out = ["\n### Stated risk vs measured rate of RacingPruner's prunes (issue 22)\n",
+    out = ["\n### Stated risk vs measured rate of RacingPruner's prunes\n",
            "Per prune: stated = `racer_prune_risk`; measured = the prune's claim false on the "
            "whole instance set. SE clustered by seed; `diff` = measured - stated.\n",
            "| problem | view | condition | subset | seeds | prunes (equiv.) | mean stated risk | "
@@ -772,7 +772,7 @@ def risk_table(rows):
 def risk_comparison(rows, baseline):
     """The stated risk now against ``baseline`` rows (same problems, conditions and seeds).
 
-    Issue 22: the baseline rows hold the DP posterior's stated risk; the decisions, hence the
+    The baseline rows hold the DP posterior's stated risk; the decisions, hence the
     prunes and whether each was wrong, must be the same (checked here, row by row), so the
     two stated risks are paired on the same prunes. SE clustered by seed.
     """
@@ -972,7 +972,7 @@ def main(argv=None):
                         help="only print the tables of rows saved by earlier --jsonl runs")
     parser.add_argument("--risk-baseline", nargs="+", default=None,
                         help="with --from-jsonl: rows of the same runs with the DP posterior's "
-                             "stated risk, compared prune for prune (issue 22)")
+                             "stated risk, compared prune for prune")
     args = parser.parse_args(argv)
     if args.from_jsonl:
         rows = [json.loads(line) for f in args.from_jsonl for line in open(f)]

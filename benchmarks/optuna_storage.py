@@ -1,6 +1,6 @@
 """What does an Optuna RDB storage (``sqlite:///``) cost ``IteratedRace``, against in memory?
 
-Issue 18: ``docs/optuna.md``'s ``IteratedRace`` example with ``storage="sqlite:///race.db"``
+``docs/optuna.md``'s ``IteratedRace`` example with ``storage="sqlite:///race.db"``
 took 55.9 s at budget 500 against 1.3 s in memory (43x). This script runs the same iterated
 race (the page's search space, ``x`` in [0, 1] and ``kind`` in {a, b}, a cheap ``evaluate``
 on 50 instances, budget 500, TPE seeded) in memory and on a fresh SQLite file, alternately in

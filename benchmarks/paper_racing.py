@@ -287,7 +287,7 @@ def irace_crosscheck(n_rows=300, reps=2, ties=False):
     """Race the same cost matrices with irace 3.5 (R) and with racer + FRaceTest("conover").
 
     irace is run as a single non-elitist race of the given configurations (first test at 5,
-    a test at every instance, down to one survivor), as notes/irace-frace.md describes; the
+    a test at every instance, down to one survivor), as irace's R sources do; the
     comparison is every candidate's number of instances raced, i.e. each elimination point.
     Needs ``Rscript`` with the irace package (Debian: r-cran-irace).
     """

@@ -1,4 +1,4 @@
-"""Racing on two objectives with ParetoTest: accuracy, cost and risk on a known Pareto set (issue 23).
+"""Racing on two objectives with ParetoTest: accuracy, cost and risk on a known Pareto set.
 
 Simulated candidates, both objectives minimised. Each race draws 10 candidates: 4 on a convex
 front (f2 = (1 - f1)^2, one f1 drawn in each quarter of [0, 1], so no two are near-copies)

@@ -1,4 +1,4 @@
-"""Tuning on two objectives (issue 23): racer's Pareto racing against irace 3.5 on a weighted sum,
+"""Tuning on two objectives: racer's Pareto racing against irace 3.5 on a weighted sum,
 at the same budget, measured by the hypervolume of each method's front on held-out instances.
 
 The scenario is ``benchmarks/tuning/pbo-deap-mo``: DEAP's genetic algorithm on IOHexperimenter's

@@ -18,10 +18,10 @@ pick's rank in the reference ranking, and how often the reference best was elimi
 
 ``--tests`` takes racing tests by name plus ``subsample`` (``resource="n_samples"``); with
 ``--cache DIR`` the reference grids are stored and reused by ``--ablation`` and later runs on
-the same problem-seeds, and ``--table-from`` also prints issue 11's per-problem target table
+the same problem-seeds, and ``--table-from`` also prints the per-problem target table
 and the wall-time comparison with Halving, paired seed by seed.
 
-``--reference grid`` (issue 22) compares ``RaceSearchCV`` with the search its users run:
+``--reference grid`` compares ``RaceSearchCV`` with the search its users run:
 ``GridSearchCV`` on the same user ``cv`` (``--folds 5``: ``StratifiedKFold(5, shuffle=True,
 random_state=seed)``, ``KFold`` for regression; several with ``--folds 3,10``), the race with
 its defaults (or ``--race-kwargs`` JSON), both in the same process, seed by seed. CPU is the
@@ -129,7 +129,7 @@ def problem(name, seed):
         )
         est = make_pipeline(StandardScaler(), KNeighborsRegressor())
         return X, y, est, _knn_grid("kneighborsregressor"), False
-    # Added in issue 11's second round and kept out of every tuning run (held out).
+    # Added in the second round of defaults and kept out of every tuning run (held out).
     if name == "iris-knn":
         X, y = load_iris(return_X_y=True)
         est = make_pipeline(StandardScaler(), KNeighborsClassifier())
@@ -160,7 +160,7 @@ def problem(name, seed):
         grid = {"svr__C": [0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0],
                 "svr__gamma": [1e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0]}
         return X, y, est, grid, False
-    # Added in issue 22, kept out of every choice: families the benchmark did not have (a
+    # Added later, kept out of every choice: families the benchmark did not have (a
     # real regression data set with linear models; a larger synthetic classification).
     if name == "diabetes-elasticnet":
         from sklearn.datasets import load_diabetes
@@ -331,7 +331,7 @@ def run_one(name, seed, tests, rope, grid5fold=True, cache=None):
 def _ablation_tests(rho):
     """Racing-test variants replayed on full-grid score matrices (``--ablation``).
 
-    Issue 11's second round: the default (IDP dominance at 0.975, IDP lower equivalence band
+    The second round of defaults: the default (IDP dominance at 0.975, IDP lower equivalence band
     at 0.975 with eps 0.05) against looser equivalence credibilities and wider bands, each
     wrapped in the default score resolution (rope 0.005) exactly as ``RaceSearchCV`` builds it.
     """
@@ -442,7 +442,7 @@ def ablation(problems, seeds, cache=None):
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------ issue 22: --reference grid
+# ---------------------------------------------------------------------------- --reference grid
 
 def _user_cv(classifier, seed, n_folds):
     """The folds a user passes: shuffled k-fold (stratified for classifiers), seeded."""
@@ -535,7 +535,7 @@ def _grid_variants():
 
 
 def fold2_margin_test(rope=0.005):
-    """The fold-2 rule chosen on the pilot (issue 22): the t-test race where, at fold 2, the
+    """The fold-2 rule chosen on the pilot: the t-test race where, at fold 2, the
     leader must be ahead by more than ``rope`` on both folds (``EarlyMargin``), on scores
     rounded to ``rope``; ``--race-kwargs '{"fold2_margin": true}'`` races with it."""
     from racer.racing.cv import EarlyMargin, ScoreResolution
@@ -583,7 +583,7 @@ class _Fold2Rule:
 
 
 def _fold2_variants(rope=0.005):
-    """Fold-2 rules of the default t-test race (issue 22, after iris-knn): the default
+    """Fold-2 rules of the default t-test race (after iris-knn): the default
     (``cv_racing_test``), the rule chosen on the pilot (:func:`fold2_margin_test`) and the
     alternatives tried."""
     from racer.adapters.sklearn._search import cv_racing_test
@@ -686,7 +686,7 @@ def run_against_grid(name, seed, n_folds=5, race_kwargs=None):
 
 def against_grid_table(rows):
     """Per problem (and user ``cv``): CPU ratio race / grid, regret difference with its SE,
-    and whether issue 22's target holds (ratio <= 0.60 and regret difference <= 2 SE)."""
+    and whether the target holds (ratio <= 0.60 and regret difference <= 2 SE)."""
     lines = [
         "| problem | cv | seeds | CPU ratio race / grid (median; geometric mean) | fits % of "
         "the grid (median) | regret race (mean) | regret grid (mean) | regret race - grid "
@@ -771,7 +771,7 @@ def table(rows, methods):
 
 
 def target_table(rows, methods, held_out=()):
-    """Issue 11's first target per problem: median reference rank <= 2 with a median of at
+    """The target per problem: median reference rank <= 2 with a median of at
     most 50% of the reference grid's fits, for each race method."""
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     head = " | ".join(f"{m}: median rank, median fits % (max), met" for m in methods)
@@ -857,7 +857,7 @@ def main(argv=None):
     )
     parser.add_argument(
         "--reference", choices=["same-splits", "grid"], default="same-splits",
-        help="grid: issue 22's comparison, RaceSearchCV against GridSearchCV on the user's own "
+        help="grid: the comparison of RaceSearchCV against GridSearchCV on the user's own "
              "cv (--folds), CPU ratio and held-out regret paired seed by seed",
     )
     parser.add_argument("--folds", default="5", help="--reference grid: the user's cv=k, "

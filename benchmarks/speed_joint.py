@@ -1,6 +1,6 @@
 """Speed of the joint-prefix Monte Carlo (Benavoli et al. 2015 §5.3) against the machine floor.
 
-The floor of the one-pass first-failure Monte Carlo (notes/kernels-performance.md §7) is
+The floor of the one-pass first-failure Monte Carlo is
 
     t_floor = S * n * L_eff / R_fma + S * n * t_exp
 

@@ -1,4 +1,4 @@
-"""One warm racing-test step with 200 survivors at n = 200..220 instances (issue 9 target).
+"""One warm racing-test step with 200 survivors at n = 200..220 instances (a target of the default).
 
 For each n the matrix is the paper generator's (mu ~ U(0, 1), N(mu, rho^2) scores, 200
 candidates); a step is *warm* when the per-race statistics are already up to date for the

@@ -4,7 +4,7 @@ Each command runs in a fresh process, ``--repeats`` times, the commands interlea
 round (so a burst of load from elsewhere hits all of them alike) after one untimed round that
 writes the byte-code caches. Reported per command: the best and the median wall time, and the
 best as a ratio to the best of ``python -c pass`` measured in the same run — the ratio is what
-carries over between machines and loads. Targets (issue 18): ``racer --help`` ≤ 10× a bare
+carries over between machines and loads. Targets: ``racer --help`` ≤ 10× a bare
 interpreter start; ``import racer`` ≤ 0.2 s on a quiet machine.
 
     python benchmarks/startup.py [--quick] [--repeats N] [--before SRC] [--out FILE]

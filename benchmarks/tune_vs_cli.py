@@ -1,6 +1,6 @@
 """racer.tune with a ConfigSpace space against the ``racer`` command, on examples/tsp-sa.
 
-Issue 21's quality target: ``racer.tune`` with a ``ConfigSpace.ConfigurationSpace``,
+The quality target of ``racer.tune``: ``racer.tune`` with a ``ConfigSpace.ConfigurationSpace``,
 ``n_jobs=2`` and an ``evaluate`` defined in the user's script (this one) runs within its
 budget and is no worse than the command line beyond 2 SE over >= 10 seeds.
 

@@ -86,7 +86,7 @@ class RaceFailedError(EvaluationError, ValueError):
 
     A :class:`ValueError` as well as an :class:`EvaluationError` (a ``RuntimeError``), so that
     code catching either still catches it: scikit-learn raises ``ValueError`` when every fit
-    of a search fails, and ``RaceSearchCV`` raises this error then (issue 22).
+    of a search fails, and ``RaceSearchCV`` raises this error then.
 
     Raised (whatever ``on_error`` is) as soon as the first evaluations of a race all failed
     (see "Failures: `on_error`" in docs/racing.md), and under ``on_error="eliminate"`` when every survivor

@@ -93,7 +93,7 @@ from racer._text import short_repr
 
 # racer._validation (and NumPy behind it) is imported where a check needs it, not here: a
 # worker process imports this module first, and NumPy's import is most of a fresh worker's
-# start-up when ``evaluate`` needs no NumPy (racer.tune's runs, issue 21).
+# start-up when ``evaluate`` needs no NumPy (racer.tune's runs).
 
 __all__ = [
     "WorkerPool",

@@ -180,7 +180,7 @@ class ProgressLine:
 
 
 def iteration_text(iteration: int, planned: int) -> str:
-    """Where an iterated race is, in the words every front end uses (issue 18).
+    """Where an iterated race is, in the words every front end uses.
 
     ``planned`` is the number of iterations announced at the start (irace's
     ``nbIterations``: an estimate from the number of parameters, unless the user fixed it).

@@ -204,6 +204,7 @@ def _iterated(random_state):
     return res.best_params, res.n_evaluations, [t.params for t in res.study.trials]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["RandomState", "SeedSequence"])
 def test_iterated_race_takes_every_seed_type(kind):
     a = _iterated(SEEDS[kind]())

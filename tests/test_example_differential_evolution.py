@@ -76,6 +76,7 @@ def test_tiny_demo_runs_journals_and_resumes(tmp_path, capsys, test_name):
         demo.main(args + ["--maxiter", "4"])  # other settings: refused, --fresh first
 
 
+@pytest.mark.slow
 def test_help_documents_the_options():
     out = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True,
                          check=True).stdout
@@ -84,6 +85,7 @@ def test_help_documents_the_options():
         assert option in out
 
 
+@pytest.mark.slow
 def test_runs_as_a_script_with_worker_processes(tmp_path):
     # Run as a script, the objective is __main__._Evaluate: it reaches the workers by value.
     storage = tmp_path / "demo.sqlite"

@@ -1,4 +1,4 @@
-"""The layout targets of issue 19, checked on the sources as they are.
+"""The layout's targets, checked on the sources as they are.
 
 * No import circle among racer's modules, counting imports inside functions (they run
   later, but a circle there is still a name in the wrong file).

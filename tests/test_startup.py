@@ -1,4 +1,4 @@
-"""Start-up (issue 18, "answer at once"): ``import racer``, ``racer --help``, ``--version``,
+"""Start-up ("answer at once"): ``import racer``, ``racer --help``, ``--version``,
 ``--init`` and a scenario mistake load neither SciPy, Numba nor matplotlib; the lazily loaded
 public names are the same objects as before.
 
@@ -68,17 +68,20 @@ def write_scenario(directory, **replace):
             os.chmod(path, 0o755)
 
 
+@pytest.mark.slow
 def test_import_racer_loads_no_heavy_module(tmp_path):
     outcome, loaded, _ = probe("import racer\noutcome = racer.__version__", tmp_path)
     assert outcome == racer.__version__
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_import_racer_stats_loads_no_heavy_module(tmp_path):
     _, loaded, _ = probe("import racer.stats\noutcome = None", tmp_path)
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_a_public_name_loads_its_module_only_when_used(tmp_path):
     # The laziness is real, not an import of everything on first access: the race engine is
     # numpy only; the Bayesian test brings SciPy.
@@ -88,6 +91,7 @@ def test_a_public_name_loads_its_module_only_when_used(tmp_path):
     assert "scipy" in loaded
 
 
+@pytest.mark.slow
 def test_help_loads_no_heavy_module(tmp_path):
     code, loaded, out = run_cli(["--help"], tmp_path)
     assert code == EXIT_OK
@@ -95,6 +99,7 @@ def test_help_loads_no_heavy_module(tmp_path):
     assert loaded == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--version", "-v"])
 def test_version_loads_no_heavy_module(flag, tmp_path):
     code, loaded, out = run_cli([flag], tmp_path)
@@ -103,6 +108,7 @@ def test_version_loads_no_heavy_module(flag, tmp_path):
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_init_loads_no_heavy_module(tmp_path):
     code, loaded, _ = run_cli(["--init"], tmp_path)
     assert code == EXIT_OK
@@ -132,6 +138,7 @@ SCENARIO_MISTAKES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, files, message", list(SCENARIO_MISTAKES.values()),
                          ids=list(SCENARIO_MISTAKES))
 def test_a_scenario_mistake_is_reported_without_heavy_modules(argv, files, message, tmp_path):
@@ -142,6 +149,7 @@ def test_a_scenario_mistake_is_reported_without_heavy_modules(argv, files, messa
     assert not set(loaded) & set(HEAVY), loaded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("test_type", ["F-test", "t-test"])
 def test_a_budget_too_small_is_caught_from_the_engine_without_scipy(test_type, tmp_path):
     # BudgetError comes from the tuner, imported only once a run starts: the lazy `except`
@@ -156,6 +164,7 @@ def test_a_budget_too_small_is_caught_from_the_engine_without_scipy(test_type, t
     assert not set(loaded) & set(HEAVY), loaded
 
 
+@pytest.mark.slow
 def test_every_public_name_resolves_in_a_fresh_interpreter(tmp_path):
     body = textwrap.dedent("""
         import types
@@ -171,6 +180,7 @@ def test_every_public_name_resolves_in_a_fresh_interpreter(tmp_path):
     assert outcome == {"bad": [], "race": "function", "stats": "racer.stats.frequentist"}
 
 
+@pytest.mark.slow
 def test_star_import_binds_every_public_name(tmp_path):
     body = textwrap.dedent("""
         from racer import *
@@ -190,11 +200,12 @@ DIR_BEFORE_LAZY = [
     "RacingTest", "TRaceTest", "TuneResult", "__all__", "__builtins__", "__cached__", "__doc__", "__file__",
     "__loader__", "__name__", "__package__", "__path__", "__spec__", "__version__",
     "_race_stats", "_validation", "instance_groups", "parameter_space", "race", "racing", "result",
-    "stats", "storage", "tune",  # parameter_space, tune and TuneResult: issue 21, loaded lazily
-    # ParetoTest: issue 23
+    "stats", "storage", "tune",  # parameter_space, tune and TuneResult: loaded lazily
+    # ParetoTest
 ]
 
 
+@pytest.mark.slow
 def test_dir_lists_what_it_did_before_anything_is_loaded(tmp_path):
     outcome, loaded, _ = probe("import racer\noutcome = dir(racer)", tmp_path)
     assert outcome == DIR_BEFORE_LAZY
@@ -207,6 +218,7 @@ def test_dir_lists_what_it_did_before_anything_is_loaded(tmp_path):
     "import racer.tuning.tuner",  # the tuner imports the race engine itself
     "from racer.cli import main; main(['--version'])",
 ])
+@pytest.mark.slow
 def test_racer_race_is_the_function_whoever_imports_the_engine_first(first, tmp_path):
     # The engine module is racer.engine, so no submodule named ``race`` can shadow the function.
     body = (first + "\nimport racer\n"
@@ -215,6 +227,7 @@ def test_racer_race_is_the_function_whoever_imports_the_engine_first(first, tmp_
     assert outcome == ["racer.engine", True, "function"]
 
 
+@pytest.mark.slow
 def test_help_of_the_package_renders_every_public_name(tmp_path):
     body = "import pydoc, racer\ntext = pydoc.render_doc(racer, renderer=pydoc.plaintext)\n" \
            "outcome = [n for n in racer.__all__ if n != '__version__' and n not in text]"

@@ -28,12 +28,12 @@ SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace ca
 ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
 STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
 ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
-# Written by RacingPruner.prune when it prunes (issue 22): the risk that prune took, why, and
+# Written by RacingPruner.prune when it prunes: the risk that prune took, why, and
 # against which trial (see RacingPruner.decide and pruning_risks).
 PRUNE_RISK_ATTR = "racer_prune_risk"
 PRUNE_REASON_ATTR = "racer_prune_reason"
 PRUNE_REFERENCE_ATTR = "racer_prune_reference"
-# A trial's score vectors in a study with several objectives (issue 23), where Optuna refuses
+# A trial's score vectors in a study with several objectives, where Optuna refuses
 # trial.report: {str(instance position): [value per objective]}, written by
 # report_objectives and read by ParetoPruner.
 OBJECTIVES_ATTR = "racer_objectives"

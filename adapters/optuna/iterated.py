@@ -66,7 +66,7 @@ _FLUSH_SECONDS = 1.0
 class _StudyMirror:
     """The study as the driver sees it: Optuna works in memory, the storage gets the result.
 
-    Why (issue 18): Optuna's RDB storage costs a database round trip per call, and a sampler
+    Why: Optuna's RDB storage costs a database round trip per call, and a sampler
     re-reads every RUNNING trial on every ``suggest_*``. An iterated race keeps a batch of
     trials RUNNING for a whole race and writes their scores after every evaluation, so at
     budget 500 a ``sqlite:///`` study took 17-110x the in-memory time. Here the sampler, ask and
@@ -417,7 +417,7 @@ class IteratedRace:
     COMPLETE because a told value cannot change, while a survivor's mean only covers its own
     race's instances.)
 
-    Budget, as in irace (``notes/irace-frace.md``; :class:`racer.tuning.schedule.IraceSchedule`):
+    Budget, as in irace (:class:`racer.tuning.schedule.IraceSchedule`):
     iteration ``j`` may spend ``B_j = remaining / max(1, n_iterations - j + 1)`` evaluations;
     iterations go on while the remaining budget pays for a race of new candidates. A block is
     only started when the budget can pay for all of it, so ``n_evaluations <= budget`` always.

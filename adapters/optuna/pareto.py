@@ -1,4 +1,4 @@
-"""Instance-wise pruning for Optuna studies with several objectives (issue 23).
+"""Instance-wise pruning for Optuna studies with several objectives.
 
 Optuna refuses ``trial.report`` and ``trial.should_prune`` in a study with several
 ``directions`` (``NotImplementedError``; optuna issue #3450), so none of its pruners, nor

@@ -85,7 +85,7 @@ def _sign_posteriors(n_better, n_worse, n_tied, prior_strength, eps):
 
 
 # --------------------------------------------------------------------------------------------
-# The stated risk of a sign-test prune: an empirical-Bayes prior fitted to the study (issue 22)
+# The stated risk of a sign-test prune: an empirical-Bayes prior fitted to the study
 # --------------------------------------------------------------------------------------------
 
 # Compositions are enumerated exactly up to this many instances (496 points at 30, 861 at
@@ -271,7 +271,7 @@ class RacingPruner(BasePruner):
       never pruned, whatever the paired test says; the paired guard above applies as well.
     * Checking after every instance is a sequential test: the chance of a wrong prune over a
       whole trial is larger than ``1 - credibility`` (Benavoli et al. 2015 accepts this for racing).
-    * **Stated risk** (issue 22). When :meth:`prune` prunes, it writes into the trial's user
+    * **Stated risk**. When :meth:`prune` prunes, it writes into the trial's user
       attributes ``racer_prune_risk`` (the ``risk`` of :meth:`decide`: the probability that
       the prune's claim is false), ``racer_prune_reason`` and ``racer_prune_reference`` (the
       reference trial's number). The claim of a *dominated* prune is ``theta < 1/2`` on the
@@ -301,8 +301,8 @@ class RacingPruner(BasePruner):
       ``"mean"`` the risk is ``risk_dp`` (Walsh averages; the mean with ``P(|mean| <=
       rope)``), not fitted, and not measured. :func:`pruning_risks` lists a study's risks;
       their sum estimates the number of wrong prunes. Measured against the truth on seeds
-      not used to choose it (``benchmarks/optuna_pruning.py``, issue 22 in
-      ``benchmarks/RESULTS.md``): within 2 SE of the measured rate in 7 of 12 rows (tsp
+      not used to choose it (``benchmarks/optuna_pruning.py``, "RacingPruner's stated
+      risk" in ``benchmarks/RESULTS.md``): within 2 SE of the measured rate in 7 of 12 rows (tsp
       and cv at 8x; the DP posterior's in 1 of 8), about twice too high on CV folds at 30x,
       too low (0.001 against 0.005) on the synthetic problem at 30x.
     * Values must be finite; a trial that reported NaN or infinity is never pruned, and a
@@ -454,7 +454,7 @@ class RacingPruner(BasePruner):
         else:
             return keep
         if self._test == "sign":
-            # The stated risk (issue 22): computed only once the decision is taken, so it
+            # The stated risk: computed only once the decision is taken, so it
             # never changes one. See the class Notes and _empirical_bayes_sign_risk.
             counts, target, n_full = self._sign_records(study, trial, refs[r], sign)
             keep["risk"] = _empirical_bayes_sign_risk(counts, target, n_full, keep["reason"],

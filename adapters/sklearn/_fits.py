@@ -35,7 +35,7 @@ def _grid_fit_and_score():
     ``check_scoring(raise_exc=...)``); else None and every fit goes through public
     ``cross_validate``. Why: ``cross_validate`` on one split costs about 3 ms of set-up per fit
     (its own Parallel, validation, routing), a quarter of the CPU of a race of small fits,
-    which ``GridSearchCV`` does not pay (issue 22, benchmarks/RESULTS.md)."""
+    which ``GridSearchCV`` does not pay (benchmarks/RESULTS.md)."""
     try:
         from sklearn.model_selection._validation import _fit_and_score
     except ImportError:  # pragma: no cover - a scikit-learn that moved it

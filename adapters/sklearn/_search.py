@@ -49,7 +49,7 @@ class SearchTypeError(RaceFailedError, TypeError):
     estimator cannot take, such as objects where numbers are expected).
 
     A :class:`racer.RaceFailedError` (so a ``ValueError``, as scikit-learn's "All the fits
-    failed", and a ``RuntimeError``, as before issue 22) that is also a ``TypeError``, the
+    failed", and a ``RuntimeError``, as before) that is also a ``TypeError``, the
     type the estimator itself raised: ``GridSearchCV`` reaches its refit, which raises the
     estimator's ``TypeError``, whenever one fit or score of its grid went through, while the
     race stops at its first block of failures (scikit-learn's ``check_dtype_object`` expects
@@ -64,31 +64,31 @@ _TEST_NAMES = tuple(s for name in _CV_TESTS for s in registry.lookup(name).spell
 _BAYES_SMALL_N = "reject"
 # resource="n_samples": cut to Halving's quota at the end of each subsample level.
 _SUBSAMPLE_CUT = True
-# Chosen by replaying variants on the full grids of pilot seeds 100-104 (issue 11, second
-# round; docs/sklearn.md "Tied scores"): the 0.975/0.975/0.05 of the first round picked the
+# Chosen by replaying variants on the full grids of pilot seeds 100-104 (second round of
+# defaults; docs/sklearn.md "Tied scores"): the 0.975/0.975/0.05 of the first round picked the
 # reference best but spent a median 68% of the grid's fits, as the IDP needs 6 straight wins
 # for 0.975 and 22 all-tied splits for the band. These are the loosest values whose picks
 # stayed within reference rank 2 on every pilot problem-seed.
 _DOMINANCE_CREDIBILITY = 0.85
 _EQUIVALENCE_CREDIBILITY = 0.8
 _EQUIVALENCE_EPS = 0.1
-# The defaults of resource="splits" (issue 22): race on the user's own folds, as
+# The defaults of resource="splits": race on the user's own folds, as
 # GridSearchCV(cv=cv) fits them, so that the race's pick is the grid's whenever the grid's
 # winner survives; irace's t-test from the second fold, whose rule "the leader scores at least
 # as well on every fold seen" is what can act on two to five folds (a rank test cannot).
 # Chosen on pilot problems/seeds by replaying designs on the grid's own folds
-# (benchmarks/sklearn_search.py --pilot-grid; benchmarks/RESULTS.md, issue 22): a median 46%
+# (benchmarks/sklearn_search.py --pilot-grid; benchmarks/RESULTS.md): a median 46%
 # of the 5-fold grid's fits, regret -0.0011 +- 0.0008 against the grid's pick.
 _SPLITS_DEFAULTS = {"n_repeats": 1, "test": "t-test", "first_test": 2}
 # Kept after a fold-2 margin was tried (racer.racing.cv.EarlyMargin: at fold 2 the leader must
 # be ahead by more than ``rope`` on both folds; chosen among 18 fold-2 rules on the pilot):
 # on the held-out problems it fixed iris-knn's regret (+0.0039 +- 0.0022, within 2 SE) but
 # cost 62% and 68% of the grid's fits on iris-knn and diabetes-elasticnet (CPU 0.64, 0.73),
-# so the target held on 4 of 6 problems instead of 5 (benchmarks/RESULTS.md, issue 22
+# so the target held on 4 of 6 problems instead of 5 (benchmarks/results/sklearn_vs_grid.md,
 # "after the fold-2 rule"). It stays an opt-in (docs/sklearn.md).
-# resource="n_samples" keeps the design measured against HalvingGridSearchCV (issue 11).
+# resource="n_samples" keeps the design measured against HalvingGridSearchCV.
 _SUBSAMPLE_DEFAULTS = {"n_repeats": 3, "test": "bayes", "first_test": 4}
-# first_test when the user names the test but not first_test: the default before issue 22.
+# first_test when the user names the test but not first_test: the earlier default.
 _FIRST_TEST_NAMED = 4
 
 
@@ -161,11 +161,11 @@ class RaceSearchCV(BaseSearchCV):
         The base splitter (``None``: 5-fold, stratified for classifiers).
     n_repeats : int, optional
         How many times the base splitter is repeated. ``1`` uses ``cv`` exactly as given.
-        Default (None): 1, and 3 with ``resource="n_samples"`` (3 for both before issue 22).
+        Default (None): 1, and 3 with ``resource="n_samples"`` (3 for both in earlier versions).
     test : {"t-test", "bayes", "posterior-best", "frace", "correlated-t", "hierarchical"} or \
 RacingTest, optional
         Default (None): ``"t-test"``, and ``"bayes"`` with ``resource="n_samples"``
-        (``"bayes"`` for both before issue 22). ``"t-test"``: irace's paired t-tests against
+        (``"bayes"`` for both in earlier versions). ``"t-test"``: irace's paired t-tests against
         the leader (:class:`racer.racing.trace.TRaceTest`, no correction, level 0.05; Birattari
         2009) on scores rounded to ``rope``; a candidate the leader beats or ties on every
         fold seen (and whose mean is lower) goes whatever the level: that rule is what decides on few
@@ -200,7 +200,7 @@ RacingTest, optional
         count as ties (see ``docs/sklearn.md``). ``0`` disables it.
     first_test : int, optional
         Splits every candidate is evaluated on before the first test. Default (None): 2 with
-        the ``"t-test"``, 4 with any other test (4 for every test before issue 22).
+        the ``"t-test"``, 4 with any other test (4 for every test in earlier versions).
     budget : int, optional
         Fits the race may start (the final refit not included): a hard limit, racer's
         ``budget`` everywhere (docs/conventions.md). Formerly ``max_fits``, still accepted
@@ -779,7 +779,7 @@ def cv_racing_test(test, rope: float, rho: float, split_datasets):
         # the fits with a median reference rank of 1.
         # prior="idp" for dominance (a 5-0 record is 0.969, not 1; 0.999 needs 10 wins) and
         # the IDP lower band for equivalence: coarse tied scores give no near-certain
-        # elimination from a few splits (issue 11; docs/sklearn.md "Tied scores").
+        # elimination from a few splits (docs/sklearn.md "Tied scores").
         bayes = entry.build(small_n=_BAYES_SMALL_N, prior="idp",
                             credibility=_DOMINANCE_CREDIBILITY, eps=_EQUIVALENCE_EPS)
         inner = ImpreciseEquivalence(bayes, _EQUIVALENCE_CREDIBILITY, bayes.eps,
@@ -792,7 +792,7 @@ def cv_racing_test(test, rope: float, rho: float, split_datasets):
         return ScoreResolution(inner, rope) if rope > 0 else inner
     if entry.name == "hierarchical":
         # Instances are split indices; split_datasets_ names the data set of each.
-        # the base as before issue 20: the hierarchical race decides as it did
+        # the base as before the endgame stop: the hierarchical race decides as it did
         from racer.racing.posterior_best import OPTIONS_BEFORE_ISSUE_20
 
         base = registry.lookup("posterior-best").build(**OPTIONS_BEFORE_ISSUE_20)

@@ -1,6 +1,6 @@
 """Race configurations of SciPy's differential evolution: ``python race_de.py``.
 
-A complete race from Python (README.md, "From Python"). Candidates are settings of
+A complete race from Python (README.md, "What a race does"). Candidates are settings of
 ``scipy.optimize.differential_evolution`` (``strategy``, ``mutation``, ``recombination``,
 ``popsize``); instances are (test function, dimension, seed) triples over five standard
 functions (sphere, Rosenbrock, Rastrigin, Ackley, Griewank, all with minimum 0 at a known

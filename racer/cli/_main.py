@@ -380,7 +380,7 @@ def make_runner(loaded: dict, reaper=None):
 
 #: The racing test when neither ``--racing-test`` nor the scenario's ``testType`` names one.
 #: irace's default there is its F-test; racer's is irace's t-test (Birattari's tNo-race),
-#: chosen on the tuning suite's pilot scenario (issue 20, benchmarks/RESULTS.md): the F-test
+#: chosen on the tuning suite's pilot scenario (benchmarks/RESULTS.md): the F-test
 #: keeps and finally picks the configuration of best rank sum, and on heavy-tailed costs
 #: (a SAT solver's effort) that is at times one that wins most instances by a little and
 #: loses a few by a lot. On sat-cadical's seeds 1-10, racer's F-test ended seed 2 at 733

@@ -58,7 +58,7 @@ class EarlyMargin(RacingTest):
     a candidate that the leader beats *or ties* on every instance seen. On two folds of coarse
     scores (accuracy in steps of ``1/n_test`` on a small data set) that rule removes
     candidates that trail by one tie and one step, and such a candidate is sometimes the one
-    ``GridSearchCV`` picks after five folds (issue 22: ``iris-knn`` 2.06 SE worse than the
+    ``GridSearchCV`` picks after five folds (``iris-knn`` was 2.06 SE worse than the
     grid). Before ``below`` splits a tie or a one-cell difference (``margin`` is the score
     resolution, ``rope``) is therefore not enough; from ``below`` splits on the inner test
     decides alone. ``by`` is the leader for the t-test, so the condition is "the leader
@@ -66,7 +66,7 @@ class EarlyMargin(RacingTest):
     against other fold-2 rules (a mean gap, no elimination at all, p-values only), it is an
     opt-in, not ``RaceSearchCV``'s default: on held-out problems it brought iris-knn's regret
     within 2 SE of the grid's but spent 53% of the grid's fits instead of 44%, above 60% of
-    its CPU on two problems (``benchmarks/RESULTS.md``, issue 22 "after the fold-2 rule").
+    its CPU on two problems (``benchmarks/results/sklearn_vs_grid.md``, "after the fold-2 rule").
     Wrap it inside the score resolution, so that it sees the rounded scores:
     ``RaceSearchCV(..., test=ScoreResolution(EarlyMargin(TRaceTest(), 0.005), 0.005),
     first_test=2)``.

@@ -3,7 +3,7 @@
 Three post-hoc procedures, chosen with ``post_hoc``:
 
 * ``"conover"`` -- irace's F-race (irace 3.5, ``aux2.friedman`` / ``aux_friedman``, read in
-  ``notes/irace-frace.md``): Friedman chi-square with the tie correction at level ``alpha``; if
+  irace's R sources): Friedman chi-square with the tie correction at level ``alpha``; if
   it rejects, every candidate whose rank sum exceeds the best one's by more than Conover's
   ``t* = t_{1-alpha/2, (n-1)(k-1)} sqrt(2 (n A - sum_j R_j^2) / ((n-1)(k-1)))`` goes
   (``A`` = sum of squared ranks). With two survivors irace drops a candidate that is no better
@@ -18,7 +18,7 @@ Three post-hoc procedures, chosen with ``post_hoc``:
 
 ``gate=True`` applies the Friedman test first at every step, as the seed's text says (for
 "sign" and "mean_ranks" also with two survivors, where Friedman reduces to a two-sided sign
-test); ``gate=False`` runs the post-hoc alone. ``notes/racing-experiment.md`` measures both.
+test); ``gate=False`` runs the post-hoc alone. ``benchmarks/results/paper_racing.md`` measures both.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ class HierarchicalRacingTest(RacingTest):
         None: all of them (one fit per survivor and step).
     base : RacingTest or None, default PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20)
         Decides for the survivors outside the top; None: they are kept. The default is
-        :class:`PosteriorBestTest` as it was before issue 20 (``OPTIONS_BEFORE_ISSUE_20``),
+        :class:`PosteriorBestTest` as it was before its endgame stop (``OPTIONS_BEFORE_ISSUE_20``),
         so this test's decisions did not change with the default test's endgame.
     n_warmup, n_draws, max_retries : int, default 500, 1000, 1
         Passed to :func:`racer.stats.hierarchical_test` (half its defaults: its convergence

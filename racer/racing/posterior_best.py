@@ -35,7 +35,7 @@ from racer.stats import rank_posterior_from_sums
 __all__ = ["PosteriorBestTest", "OPTIONS_BEFORE_ISSUE_20"]
 
 #: ``PosteriorBestTest(**OPTIONS_BEFORE_ISSUE_20)`` decides as the default test did before
-#: issue 20 (no endgame stop, the guard at ``1 - gamma``, ``error_rate`` on the best mean
+#: its endgame stop (no endgame stop, the guard at ``1 - gamma``, ``error_rate`` on the best mean
 #: rank). Tests built on it (``HierarchicalRacingTest``'s ``base``) keep their decisions.
 OPTIONS_BEFORE_ISSUE_20 = {"loss_tol": None, "protect": "rank", "guard_level": 0.0}
 
@@ -85,7 +85,7 @@ class PosteriorBestTest(RacingTest):
         ``docs/racing-tests.md``). The posterior mass alone does not give this: measured, its
         sum over steps underestimates the rate of losing the best several-fold.
     protect : {"mean", "rank"}, default "mean"
-        Which best ``error_rate`` protects. ``"rank"`` (the behaviour before issue 20) protects
+        Which best ``error_rate`` protects. ``"rank"`` (the earlier behaviour) protects
         the best mean **rank** with Conover's t on the mean ranks (with three or more
         survivors; with two, the paired t on the scores): when a candidate's mean and
         typical rank disagree (rare large wins, crashes scored as penalties), the best mean
@@ -123,7 +123,7 @@ class PosteriorBestTest(RacingTest):
         standard deviations goes sooner. The tolerance is relative to the instance spread
         of the difference, not to the gaps between candidates: larger values save more
         evaluations among near-tied survivors and lose more ranks in fields whose good
-        candidates are dense. None: no endgame stop (the behaviour before issue 20).
+        candidates are dense. None: no endgame stop (the behaviour before it).
     endgame : int >= 2, default 5
         The most survivors among which ``loss_tol`` acts. With many survivors the leader's
         lead is inflated by selection (the best of many noisy means) and the per-pair
@@ -141,7 +141,7 @@ class PosteriorBestTest(RacingTest):
     Defaults were chosen on the pilot seeds of ``benchmarks/frontier.py`` (repetitions 0-15
     of seven families) and reported on fresh seeds (``docs/racing-tests.md``).
     ``PosteriorBestTest(loss_tol=None, protect="rank", guard_level=0.0)`` is the test as it
-    was before issue 20, decision for decision.
+    was before the endgame stop, decision for decision.
 
     The engine refuses a budget that cannot pay for the first block; when the first test is
     also the last one the race can pay for and it eliminates nobody, the test warns

@@ -1,6 +1,6 @@
 """One table of racing-test names, for the command line, the demo and ``RaceSearchCV``.
 
-``racer --racing-test NAME`` (and the scenario's ``testType``), ``python -m racer --test NAME``
+``racer --racing-test NAME`` (and the scenario's ``testType``), the demo's ``--test NAME``
 and ``RaceSearchCV(test=NAME)`` all look their names up here, so a name means the same test
 everywhere. Each entry says what it builds and which winner rule goes with it:
 

@@ -4,7 +4,7 @@ The data are the within-block rank vectors ``r_1..r_n`` (rank 1 = best, ties ave
 prior is a Dirichlet process of strength ``s`` whose base measure sits on the all-tied point,
 whose rank vector is ``R0 = ((m+1)/2, ..., (m+1)/2)``. The posterior of the expected rank
 vector is then ``mu = w0 R0 + sum_l w_l r_l`` with ``(w0, w_1..w_n) ~ Dir(s, 1, ..., 1)``
-(Theorem 1), with closed-form moments (notes/kernels-performance.md §1(d)), ``a0 = s + n``:
+(Theorem 1), with closed-form moments, ``a0 = s + n``:
 
     mean = (s R0 + sum_l r_l) / a0
     cov  = [(s R0 R0^T + sum_l r_l r_l^T) / a0 - mean mean^T] / (a0 + 1)

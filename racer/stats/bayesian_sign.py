@@ -52,7 +52,7 @@ __all__ = [
     "prob_indistinguishable",
 ]
 
-# Gauss-Legendre order for the band integral: notes/kernels-performance.md section 1(c)
+# Gauss-Legendre order for the band integral: a study of the kernels
 # measured the error against adaptive quadrature at 4e-6 for Q = 48 (9e-6 for Q = 32); on
 # our test grid the worst case is 1.2e-5 (few blocks, many ties), the bound we document.
 _BAND_NODES = 48
@@ -197,7 +197,7 @@ def prob_indistinguishable(n_greater, n_less, n_blocks, prior_strength=1.0, eps=
     ``1/2 - eps < theta < 1/2 + eps`` with high posterior probability. Unlike
     :func:`prob_greater_from_counts`, here ``s`` and the ties *do* matter: they are the
     third Dirichlet cell ``c = s + n_ties`` that pulls theta towards 1/2. Computed by the
-    quantile Gauss-Legendre formula of notes/kernels-performance.md section 1(c) with 48
+    quantile Gauss-Legendre formula (docs/stats-bayesian-sign.md) with 48
     nodes (absolute error below 2e-5, typically a few 1e-6), once per distinct ``(min(n_g, n_l), max(n_g, n_l),
     n_ties)`` present -- the band is symmetric in wins and losses.
 

@@ -547,7 +547,7 @@ def conover(
 
         t_ij = (R_j - R_i) / sqrt(2 (n A - sum_j R_j^2) / df)      (positive when i is better)
 
-    referred to Student's t with ``df`` degrees of freedom (Conover 1999; notes/irace-frace.md).
+    referred to Student's t with ``df`` degrees of freedom (Conover 1999; irace's F-race).
     This is Conover's ``t * [2 n (A - C)/df * (1 - T1 / (n (k - 1)))]^(1/2)`` written without
     the Friedman statistic T1, and it agrees with scikit-posthocs'
     ``posthoc_conover_friedman``. irace compares every candidate with the best rank sum and

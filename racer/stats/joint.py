@@ -6,7 +6,7 @@ marginal probability, and the longest prefix whose *joint* posterior probability
 credibility is accepted (Gelman & Tuerlinckx's (2000) procedure as the paper uses it).
 
 The joint probabilities come from Monte Carlo over Dirichlet weights shared by every
-statement. Two exact simplifications make it cheap (notes/kernels-performance.md §1(b)):
+statement. Two exact simplifications make it cheap:
 
 * the sign trick: ``theta - 1/2 = 1/2 sum_l w_l sgn(x_winner,l - x_loser,l)`` (the prior
   pseudo-observation sits on the tie, so ``w0`` drops out), and the sign of that sum does not

@@ -13,7 +13,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
   - *gating*: unless failures rank worst, a configuration that failed is rejected, so its
     later runs in the block are not made (told as :data:`SKIPPED`, a
     :class:`~racer.race_loop.NotRun`: irace runs one instance at a time and rejects an
-    ``Inf`` at once, so a rejected configuration costs it one run; issue 10). For the same
+    ``Inf`` at once, so a rejected configuration costs it one run). For the same
     seed to skip the same runs whatever the timing, a run of a configuration with no
     success yet waits until its earlier runs in the block have answered;
   - *provisional runs* (``settings.lookahead``): workers that would idle start those gated

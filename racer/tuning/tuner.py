@@ -126,7 +126,7 @@ class Settings:
     # earlier races that were not kept as elites (alive, never eliminated: dropped only by
     # the count of elites; best first, latest race first), on the instances they have not
     # seen, down to one survivor, instead of stopping with elites compared on a few
-    # instances. Decision (issue 22: IteratedRace on 60-72 configurations stalled at 30
+    # instances. Decision (IteratedRace on 60-72 configurations stalled at 30
     # evaluations per instance). Off for the command line (irace's output unchanged); on for
     # Optuna's IteratedRace (racer.adapters.optuna).
     race_used_up: bool = False

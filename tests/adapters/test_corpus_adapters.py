@@ -1,9 +1,9 @@
-"""A corpus of malformed inputs to the racing tests and the adapters (issue 8).
+"""A corpus of malformed inputs to the racing tests and the adapters.
 
 BayesianTest / FRaceTest / CorrelatedTTestRacing (constructors and ``decide``), RaceSearchCV
 parameters, RacingPruner, instance_objective and IteratedRace arguments. Each case must end in a
 ValueError/TypeError whose message names the argument (checked by regex). Cases marked
-``# fixed`` were accepted silently, or failed with a bare error, before issue 8.
+``# fixed`` were accepted silently, or failed with a bare error, before the corpus existed.
 """
 
 from __future__ import annotations

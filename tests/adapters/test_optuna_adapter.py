@@ -178,7 +178,7 @@ def test_mean_guard_keeps_a_trial_that_loses_often_but_wins_big():
 
 
 def test_an_unmarked_partial_trial_with_the_best_value_is_never_a_reference():
-    # Issue 11: an objective that returns the mean of the instances seen when pruned (Optuna's
+    # An objective that returns the mean of the instances seen when pruned (Optuna's
     # advice for WilcoxonPruner) makes a trial pruned on 3 easy instances the study's best.
     # It carries no mark; the pruner must still pair against the best *full* trial.
     study = optuna.create_study()
@@ -424,6 +424,7 @@ def _race_problem(n_instances=20, seed=0):
     return evaluate, list(range(n_instances)), calls
 
 
+@pytest.mark.slow
 def test_iterated_race_respects_budget_and_never_repeats_an_evaluation():
     evaluate, instances, calls = _race_problem()
     res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
@@ -441,6 +442,7 @@ def test_iterated_race_respects_budget_and_never_repeats_an_evaluation():
                                            for t in res.study.trials]) or res.n_iterations > 1
 
 
+@pytest.mark.slow
 def test_iterated_race_tells_every_candidate_once_in_race_order():
     evaluate, instances, _ = _race_problem()
     res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, instances, budget=400,
@@ -470,6 +472,7 @@ def test_iterated_race_tells_every_candidate_once_in_race_order():
         assert trials[number].value == pytest.approx(first.mean_scores[ci])
 
 
+@pytest.mark.slow
 def test_iterated_race_study_best_trial_is_the_race_answer():
     evaluate, instances, _ = _race_problem()
     for seed in (0, 1, 2):
@@ -483,6 +486,7 @@ def test_iterated_race_study_best_trial_is_the_race_answer():
         assert sum(t.state == TrialState.COMPLETE for t in res.study.trials) == 1
 
 
+@pytest.mark.slow
 def test_iterated_race_is_reproducible():
     a_eval, instances, _ = _race_problem()
     b_eval, _, _ = _race_problem()
@@ -493,6 +497,7 @@ def test_iterated_race_is_reproducible():
     assert a.best_params == b.best_params and a.n_evaluations == b.n_evaluations
 
 
+@pytest.mark.slow
 def test_iterated_race_with_a_conditional_define_by_run_space():
     rng = np.random.default_rng(2)
     offset = rng.normal(size=15)
@@ -533,6 +538,7 @@ def test_elites_are_protected_on_old_instances():
     assert len(wrapped.decide(RaceView.from_scores(np.zeros((5, 3)), np.array([3, 1, 2])), None)) == 1
 
 
+@pytest.mark.slow
 def test_iterated_race_resumes_after_a_crash(tmp_path):
     # A journal file (append-only) keeps this fast; SQLite goes through the same storage API.
     from optuna.storages import JournalStorage
@@ -585,8 +591,9 @@ def _study_contents(study):
     # QMC keeps its position in the study's system attributes: they must reach the file too.
     lambda: optuna.samplers.QMCSampler(seed=3, warn_independent_sampling=False),
 ], ids=["tpe", "qmc"])
+@pytest.mark.slow
 def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path, make_sampler):
-    # Issue 18: with an RDB storage, Optuna works on an in-memory copy and the storage gets
+    # With an RDB storage, Optuna works on an in-memory copy and the storage gets
     # the same content in fewer calls. The study must end up the same, trial for trial.
     import sqlite3
 
@@ -613,6 +620,7 @@ def test_iterated_race_on_sqlite_stores_what_the_in_memory_study_holds(tmp_path,
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
 
+@pytest.mark.slow
 def test_iterated_race_on_an_in_memory_sqlite_database():
     # "sqlite://" is a database in memory: no WAL switch (closing its connection would drop it).
     evaluate, instances, _ = _race_problem()
@@ -621,6 +629,7 @@ def test_iterated_race_on_an_in_memory_sqlite_database():
     assert res.study.best_trial.params == res.best_params
 
 
+@pytest.mark.slow
 def test_iterated_race_on_sqlite_resumes_after_a_crash(tmp_path):
     evaluate, instances, calls = _race_problem()
 
@@ -659,6 +668,7 @@ def test_iterated_race_on_sqlite_resumes_after_a_crash(tmp_path):
     assert all(t.state != TrialState.RUNNING for t in res.study.trials)
 
 
+@pytest.mark.slow
 def test_iterated_race_refuses_a_study_another_process_adds_trials_to(tmp_path):
     url = f"sqlite:///{tmp_path / 'race.db'}"
     evaluate, instances, _ = _race_problem()
@@ -697,6 +707,7 @@ def test_iterated_race_arguments_are_checked():
                      study=optuna.create_study(directions=["minimize", "minimize"]))
 
 
+@pytest.mark.slow
 def test_iterated_race_on_an_executor_matches_the_serial_run():
     from concurrent.futures import ThreadPoolExecutor
 
@@ -711,6 +722,7 @@ def test_iterated_race_on_an_executor_matches_the_serial_run():
     assert pooled.n_evaluations == serial.n_evaluations
 
 
+@pytest.mark.slow
 def test_failed_evaluations_are_raced_as_worst_and_recorded():
     evaluate, instances, _ = _race_problem()
 
@@ -728,6 +740,7 @@ def test_failed_evaluations_are_raced_as_worst_and_recorded():
     assert any(np.isnan(v) for v in recorded)  # the failures really happened and were kept
 
 
+@pytest.mark.slow
 def test_iterated_race_with_fewer_instances_than_first_test():
     evaluate, _, calls = _race_problem(n_instances=3)
     res = IteratedRace(evaluate, {"x": FloatDistribution(-1, 1)}, [0, 1, 2], budget=60,
@@ -736,6 +749,7 @@ def test_iterated_race_with_fewer_instances_than_first_test():
     assert len(set(calls)) == len(calls)
 
 
+@pytest.mark.slow
 def test_one_test_object_serves_several_races_like_fresh_ones():
     # A racing test keeps no state (the engine owns the incremental counts), so IteratedRace
     # passes the same object to every race; two runs sharing one object race exactly like
@@ -769,6 +783,7 @@ def test_elite_protection_keeps_the_inner_tests_winner_rule():
     assert ProtectElites(KeepAll(), 2, 10).winner is None
 
 
+@pytest.mark.slow
 def test_iterated_race_whose_every_evaluation_fails_raises_and_leaves_no_trial_running():
     from racer import RaceFailedError
 

@@ -1,4 +1,4 @@
-"""IteratedRace is racer's one Tuner with an Optuna sampler (issue 21 item 3): the same races
+"""IteratedRace is racer's one Tuner with an Optuna sampler: the same races
 as the Tuner driven directly, a resume that replays the interrupted run, a small space raced
 to the end."""
 
@@ -34,6 +34,7 @@ def _problem(n_instances=20, seed=0):
     return evaluate, list(range(n_instances)), calls
 
 
+@pytest.mark.slow
 def test_iterated_race_races_as_the_tuner_with_an_optuna_sampler(tmp_path):
     # Proof that there is one loop: the command line's Tuner, given Optuna's RandomSampler
     # through --sampler optuna's OptunaSampler and racer.tune's runner of a function, races
@@ -84,6 +85,7 @@ def test_iterated_race_races_as_the_tuner_with_an_optuna_sampler(tmp_path):
     # resumed run ends exactly as an uninterrupted one.
     (lambda: optuna.samplers.QMCSampler(seed=2, warn_independent_sampling=False), True),
 ], ids=["tpe", "qmc"])
+@pytest.mark.slow
 def test_a_resumed_run_replays_the_interrupted_one(tmp_path, make_sampler, exact):
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
@@ -125,6 +127,7 @@ def test_a_resumed_run_replays_the_interrupted_one(tmp_path, make_sampler, exact
     assert resumed.study.best_trial.params == resumed.best_params
 
 
+@pytest.mark.slow
 def test_a_used_up_space_races_its_elites_on_every_instance():
     # Four configurations: the space is used up in the first iteration. The shared Tuner then
     # races the elites on the instances they have not seen (race_used_up), down to one,
@@ -146,6 +149,7 @@ def test_a_used_up_space_races_its_elites_on_every_instance():
     assert res.best["k"] == min(truth, key=truth.get)
 
 
+@pytest.mark.slow
 def test_a_used_up_space_revives_survivors_that_were_not_kept_as_elites():
     # Survivors of a race beyond the elites' count were never eliminated, only not kept. Once
     # the space is used up, they race again with the elites (race_used_up): a configuration

@@ -1,4 +1,4 @@
-"""ParetoPruner (issue 23): instance-wise pruning for Optuna studies with several objectives."""
+"""ParetoPruner: instance-wise pruning for Optuna studies with several objectives."""
 
 from __future__ import annotations
 

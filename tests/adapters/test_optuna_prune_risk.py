@@ -1,4 +1,4 @@
-"""RacingPruner's stated risk (issue 22): the ``racer_prune_risk`` attribute and pruning_risks."""
+"""RacingPruner's stated risk: the ``racer_prune_risk`` attribute and pruning_risks."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ def _toy_study(pruner, on_prune, seed=0):
 
 
 class _SilentPruner(RacingPruner):
-    """The pruner before issue 22: the same decision, nothing written."""
+    """The pruner before it stated risks: the same decision, nothing written."""
 
     def prune(self, study, trial):
         return bool(self.decide(study, trial)["prune"])

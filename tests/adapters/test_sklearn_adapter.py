@@ -82,6 +82,7 @@ def test_too_few_splits_is_exactly_grid_search(iris):
     assert (race.cv_results_["eliminated_at"] == -1).all()
 
 
+@pytest.mark.slow
 def test_race_saves_fits_and_keeps_the_reference_best(easy_problem):
     X, y = easy_problem
     race = RaceSearchCV(KNeighborsClassifier(), KNN_GRID, cv=5, n_repeats=3, first_test=4,
@@ -433,7 +434,7 @@ def test_correlated_ttest_matches_baycomp():
     n_folds, runs = 5, 3
     base = rng.normal(0.8, 0.03, size=n_folds * runs)
     # Column 2 gets its own noise: a constant difference is a point mass, which the test caps
-    # by the IDP sign test on purpose (issue 11) and baycomp does not.
+    # by the IDP sign test on purpose and baycomp does not.
     scores = np.column_stack([base + 0.02, base + rng.normal(0, 0.01, base.size),
                               base + 0.005 + rng.normal(0, 0.002, base.size)])
     rope = 0.01
@@ -455,7 +456,7 @@ def test_correlated_ttest_leader_is_never_eliminated_and_zero_variance():
     scores = np.tile([0.9, 0.9, 0.5], (6, 1))
     test = CorrelatedTTestRacing(rho=0.2, rope=0.01)
     out = {e.index: e.reason for e in test.decide(RaceView.from_scores(scores, np.arange(3)), None)}
-    # Six splits tied with the leader are not evidence of equivalence (issue 11: the IDP cap);
+    # Six splits tied with the leader are not evidence of equivalence (the IDP cap);
     # forty are.
     assert out == {2: "dominated"}
     many = np.tile([0.9, 0.9, 0.5], (40, 1))
@@ -538,7 +539,7 @@ def test_score_resolution_turns_small_differences_into_ties():
     assert wrapped.get_params()["rope"] == 0.01
 
 
-# ------------------------------------------------- scikit-learn conventions (issue 11)
+# ---------------------------------------------------------- scikit-learn conventions
 
 
 @pytest.mark.parametrize(
@@ -646,7 +647,7 @@ def test_race_speaks_of_parameters_not_indices(easy_problem):
     assert f"'n_neighbors': {search.best_params_['n_neighbors']}" in text.splitlines()[3]
 
 
-# ------------------------------------------------------------ tied coarse scores (issue 11)
+# --------------------------------------------------------------------- tied coarse scores
 
 
 def test_tied_coarse_scores_give_no_near_certain_elimination_before_ten_splits(iris):
@@ -725,7 +726,7 @@ def test_correlated_t_is_capped_on_tied_splits():
     assert reasons[1][1] == pytest.approx(1 - 0.9**40, abs=1e-4)
 
 
-# ------------------------------------------------------- resource="n_samples" (issue 11)
+# ---------------------------------------------------------------- resource="n_samples"
 
 
 class _CountsTrainingSamples(ClassifierMixin, BaseEstimator):

@@ -1,4 +1,4 @@
-"""RaceSearchCV against the search its users run, GridSearchCV(cv=k) (issue 22): the default
+"""RaceSearchCV against the search its users run, GridSearchCV(cv=k): the default
 races the user's own folds, fits as the grid fits, fails with scikit-learn's error types and
 fails no estimator check that GridSearchCV passes."""
 
@@ -115,7 +115,7 @@ def test_a_search_whose_every_fit_fails_raises_a_value_error():
         warnings.simplefilter("ignore", FitFailedWarning)
         with pytest.raises(ValueError, match="this toy never fits") as caught:
             RaceSearchCV(AlwaysFails(), {"c": [1, 2, 3]}, random_state=0).fit(X, y)
-        # ... and still what it was before issue 22.
+        # ... and still what it was before.
         assert isinstance(caught.value, RaceFailedError)
         assert isinstance(caught.value, RuntimeError)
         assert not isinstance(caught.value, TypeError)
@@ -137,7 +137,7 @@ def _failing_checks(estimator) -> set[str]:
                          ids=["Ridge", "LogisticRegression"])
 def test_check_estimator_fails_no_check_that_grid_search_passes(base, grid):
     # Default options on both sides (5-fold, error_score=nan): the race runs its t-test from
-    # the second fold. Issue 22 measured 7 checks failing on RaceSearchCV alone, all because a
+    # the second fold. Before, 7 checks failed on RaceSearchCV alone, all because a
     # search whose fits all failed raised a RuntimeError.
     race_failures = _failing_checks(RaceSearchCV(base, grid, random_state=0))
     grid_failures = _failing_checks(GridSearchCV(base, grid))
@@ -197,7 +197,7 @@ def test_the_default_loses_the_grids_winner_when_it_ties_then_trails_by_one_step
 
 
 def test_early_margin_keeps_a_candidate_that_ties_then_trails_by_one_step():
-    # The opt-in fold-2 margin (issue 22, "after the fold-2 rule"): the leader must be ahead
+    # The opt-in fold-2 margin ("after the fold-2 rule"): the leader must be ahead
     # by more than rope on both folds, so candidate 1 is raced on and picked, as the grid
     # picks it, while candidate 2 (two steps or more behind on both) still goes at fold 2.
     from racer.racing.cv import EarlyMargin, ScoreResolution

@@ -1,4 +1,4 @@
-"""benchmarks/optuna_pruning.py's stated-risk bookkeeping (issue 22): outcomes per study and the
+"""benchmarks/optuna_pruning.py's stated-risk bookkeeping: outcomes per study and the
 pairing with a baseline run, which must refuse rows whose decisions differ."""
 
 import copy

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/pareto_tuning.py (issue 23): its hypervolume is the 2-D hypervolume
+"""Smoke test of benchmarks/pareto_tuning.py: its hypervolume is the 2-D hypervolume
 computed by hand, its fronts are non-dominated, the two-objective runner prints the same numbers
 in this process, as a script and through its server, and a tiny run of the harness measures
 what it reports."""

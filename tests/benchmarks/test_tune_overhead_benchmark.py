@@ -17,6 +17,7 @@ def bench():
     return mod
 
 
+@pytest.mark.slow
 def test_the_command_line_and_racer_tune_make_the_same_runs(bench, tmp_path):
     # The benchmark compares times only if both make the same tuning: same elites, same runs.
     _, _, cli_elites, cli_runs = bench.run_cli(str(tmp_path / "cli"), 60, 1)

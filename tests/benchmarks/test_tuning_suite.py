@@ -1,4 +1,4 @@
-"""The tuning suite of benchmarks/tuning/ (issue 20): every scenario is a valid irace scenario
+"""The tuning suite of benchmarks/tuning/: every scenario is a valid irace scenario
 for racer's reader, its instances are the generator's and its training and test sets are
 disjoint, the harness's paired statistics are right, and (where the solver packages of the
 ``bench`` extra are installed) each target-runner prints one number that its seed fixes."""
@@ -39,7 +39,7 @@ def harness():
 
 
 ALL_SCENARIOS = sorted(d for d in os.listdir(_TUNING) if os.path.isfile(os.path.join(_TUNING, d, "scenario.txt")))
-# Two objectives (issue 23): compared by benchmarks/pareto_tuning.py, not by tuning_vs_irace.py,
+# Two objectives: compared by benchmarks/pareto_tuning.py, not by tuning_vs_irace.py,
 # and its runner prints `quality work` (tests/benchmarks/test_pareto_tuning_benchmark.py).
 MULTI_OBJECTIVE = ["pbo-deap-mo"]
 SCENARIOS = [d for d in ALL_SCENARIOS if d not in MULTI_OBJECTIVE]
@@ -112,6 +112,7 @@ _NEEDS = {"sat-cadical": "pysat", "sat-capped": "pysat", "mip-mkp": "highspy", "
           "bbob-cma": "cma", "pbo-deap": "deap", "ml-sklearn": "sklearn"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_target_runner_prints_one_number_its_seed_fixes(harness, name):
     pytest.importorskip(_NEEDS[name])

@@ -2,7 +2,7 @@
 continues it: every run already made is kept (runner invocations counted), new iterations use
 the extra budget, the outputs are rewritten; killed with ``kill -9`` it resumes to the same
 outputs. Any other change is refused, saying first how to start over, then each change as
-``name: old -> new`` in the scenario's words (issue 18, items 4 and 6)."""
+``name: old -> new`` in the scenario's words."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""racer's racing test when the scenario names no ``testType`` (issue 20): irace's t-test,
+"""racer's racing test when the scenario names no ``testType``: irace's t-test,
 which eliminates and ranks by mean cost, where irace would use its F-test (rank sums)."""
 
 import json
@@ -37,6 +37,7 @@ def _race_the_two(tmp_path, capsys, extra: str, *args: str) -> tuple[str, list]:
     return out, [e["values"]["mode"] for e in results["elites"]]
 
 
+@pytest.mark.slow
 def test_no_test_type_races_by_mean_cost_with_the_t_test(tmp_path, capsys):
     out, order = _race_the_two(tmp_path, capsys, "")
     assert "test TRaceTest (racer's default, t-test" in out
@@ -44,6 +45,7 @@ def test_no_test_type_races_by_mean_cost_with_the_t_test(tmp_path, capsys):
     assert order[0] == "b"  # 2.0 on average against a's 13.4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["scenario", "option"])
 def test_named_f_test_keeps_irace_s_rank_order(tmp_path, capsys, how):
     extra, args = ('testType = "F-test"\n', ()) if how == "scenario" else ("", ("--racing-test", "F-test"))

@@ -1,7 +1,7 @@
 """``kill -9`` of racer's whole process group at several points of a run, then the same command:
 it resumes, repeats at most the runs that were in flight, loses none, leaves no runner (nor,
 with ``--executor dask``/``ray``, any cluster process) behind, and ends with the same outputs
-as an uninterrupted run of the same seed (issue 10)."""
+as an uninterrupted run of the same seed."""
 
 import os
 import subprocess

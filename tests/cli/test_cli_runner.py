@@ -23,6 +23,7 @@ def script(tmp_path, body, name="runner.py"):
     return str(path)
 
 
+@pytest.mark.slow
 def test_argv_is_irace_order_without_a_shell(tmp_path):
     runner_path = script(tmp_path, """
         import json
@@ -50,6 +51,7 @@ def test_argv_is_irace_order_without_a_shell(tmp_path):
     ('pass', "error", "printed nothing on stdout"),
     ('print("1.0"); print("boom", file=sys.stderr); sys.exit(4)', "error", "exited with status 4"),
 ])
+@pytest.mark.slow
 def test_outcomes(tmp_path, body, status, fragment):
     runner = TargetRunner([script(tmp_path, body)], str(tmp_path))
     res = runner.run(1, 1, 1, Instance("i"), [])
@@ -57,6 +59,7 @@ def test_outcomes(tmp_path, body, status, fragment):
     assert fragment in res.message
 
 
+@pytest.mark.slow
 def test_error_report_shows_command_status_and_output_tails(tmp_path):
     path = script(tmp_path, """
         for i in range(30):
@@ -74,6 +77,7 @@ def test_error_report_shows_command_status_and_output_tails(tmp_path):
     assert "Traceback: solver exploded" in text
 
 
+@pytest.mark.slow
 def test_retries_then_success(tmp_path):
     path = script(tmp_path, """
         n = int(open("count").read()) if os.path.exists("count") else 0
@@ -89,6 +93,7 @@ def test_retries_then_success(tmp_path):
     assert (res.status, res.attempts) == ("error", 2)
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path):
     path = script(tmp_path, """
         import subprocess
@@ -108,6 +113,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert not alive(child)
 
 
+@pytest.mark.slow
 def test_not_executable_and_launcher(tmp_path):
     path = tmp_path / "plain.py"
     path.write_text("print(3)\n")
@@ -139,6 +145,7 @@ runner.run(1, 1, 1, Instance("i"), [])
 """
 
 
+@pytest.mark.slow
 def test_runners_die_with_a_killed_racer(tmp_path):
     import signal
     import subprocess

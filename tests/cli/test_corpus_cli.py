@@ -387,6 +387,7 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, argv, code, pattern",
                          [pytest.param(*case[1:], id=case[0]) for case in FILE_CASES])
 def test_fault_is_reported_with_where_and_what_to_fix(in_tmp, capsys, changes, argv, code, pattern):
@@ -403,6 +404,7 @@ def test_fault_is_reported_with_where_and_what_to_fix(in_tmp, capsys, changes, a
         assert re.search(r"racer: error: |usage: racer", output), output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, argv, pattern", [pytest.param(*case[1:], id=case[0]) for case in ACCEPTED])
 def test_accepted_without_a_warning(in_tmp, capsys, changes, argv, pattern):
     write_scenario(in_tmp, changes)
@@ -411,6 +413,7 @@ def test_accepted_without_a_warning(in_tmp, capsys, changes, argv, pattern):
     assert "warning" not in output, output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("changes, argv, pattern", [pytest.param(*case[1:], id=case[0]) for case in WARNED])
 def test_warning_names_file_and_line_once_and_is_not_fatal(in_tmp, capsys, changes, argv, pattern):
     write_scenario(in_tmp, changes)
@@ -419,6 +422,7 @@ def test_warning_names_file_and_line_once_and_is_not_fatal(in_tmp, capsys, chang
     assert len(re.findall(pattern, output)) == 1, output
 
 
+@pytest.mark.slow
 def test_warnings_are_printed_once_in_a_whole_run(in_tmp, capsys):
     write_scenario(in_tmp, {P: PARAMETERS + 'y "--x " r (0, 1)\n', S: "maxExperiments = 200\n"})
     got, output = run_in_process(["--no-report"], capsys)
@@ -476,6 +480,7 @@ def mount_point(tmp_path):
         subprocess.run(["umount", str(point)], check=False)
 
 
+@pytest.mark.slow
 def test_exec_dir_not_writable(in_tmp, capsys, mount_point):
     # Root ignores permission bits: a read-only file system is what refuses it a write.
     target = mount_point("ro,size=64k")
@@ -497,6 +502,7 @@ def test_exec_dir_without_write_permission(in_tmp, capsys):
     check(got, output, EXIT_SCENARIO, r"option execDir: execDir .*arena is not writable")
 
 
+@pytest.mark.slow
 def test_full_disk_says_disk_full_and_resumes_once_space_is_freed(in_tmp, capsys, mount_point):
     """A real ENOSPC: execDir on a 64 KiB tmpfs (racer's journal needs more), then the same
     command after the tmpfs is grown finishes the run."""
@@ -513,6 +519,7 @@ def test_full_disk_says_disk_full_and_resumes_once_space_is_freed(in_tmp, capsys
     check(got, output, EXIT_OK, r"resuming from the journal(.|\n)*# Best configurations")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [3000, 40000])
 def test_file_size_limit_is_named(in_tmp, limit):
     """A real EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored so that the write fails instead of killing
@@ -558,7 +565,7 @@ def test_hanging_runner_and_sigterm(in_tmp):
 
 
 def test_corpus_size_and_the_documented_exit_codes():
-    """At least 80 faults (issue 18), and the codes they assert are docs/cli.md's table."""
+    """At least 80 faults, and the codes they assert are docs/cli.md's table."""
     environment = 3 + 4  # racer report cases; read-only execDir, full disk, 2 file-size limits
     assert len(FILE_CASES) + len(WARNED) + environment + 1 >= 80  # + the hanging runner
     assert len({c[0] for c in FILE_CASES + ACCEPTED + WARNED}) == len(FILE_CASES + ACCEPTED + WARNED)

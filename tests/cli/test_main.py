@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from racer import __version__
+
+pytestmark = pytest.mark.slow  # every test starts `python -m racer`
 
 
 def _python_m_racer(*args):

@@ -1,4 +1,4 @@
-"""Containers that iterate surprisingly, given a stated meaning (issue 18).
+"""Containers that iterate surprisingly, given a stated meaning.
 
 A pandas DataFrame passed as ``candidates`` or ``instances`` is one item per row, a dict of
 its column values (iterating it would give the column names); a dict is refused with what to
@@ -83,6 +83,7 @@ def test_a_dict_of_instances_is_refused_with_what_to_pass(call):
         call()
 
 
+@pytest.mark.slow
 def test_the_optuna_adapters_read_a_dataframe_of_instances_as_rows():
     optuna = pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution

@@ -1,6 +1,6 @@
 """Continuing a finished race with a larger budget (``Race``/``race`` on the same ``storage``),
 and the refusals of a resume, which say first how to continue or start over, then what changed,
-in the words of ``Race``'s arguments (issue 18, items 4 and 6)."""
+in the words of ``Race``'s arguments."""
 
 from __future__ import annotations
 
@@ -240,6 +240,7 @@ def test_long_values_are_cut_around_their_first_difference(tmp_path):
                     "now ...xxxxx(-5, 9)" + "y" * 28 + "...")
 
 
+@pytest.mark.slow
 def test_an_iterated_race_continues_on_its_study_with_a_larger_budget():
     # IteratedRace rebuilds its state from the study (scores, elites, iteration), so running it
     # again on the same study with a larger budget goes on from its last iteration.

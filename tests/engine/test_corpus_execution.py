@@ -117,6 +117,7 @@ def test_unpicklable_evaluate_is_reported_before_any_evaluation_naming_the_culpr
     assert calls == []
 
 
+@pytest.mark.slow
 def test_evaluate_that_workers_cannot_import_is_reported():
     # A module that exists only in this process, like a function typed into a notebook.
     module = types.ModuleType("racer_corpus_only_here")
@@ -130,6 +131,7 @@ def test_evaluate_that_workers_cannot_import_is_reported():
         del sys.modules[module.__name__]
 
 
+@pytest.mark.slow
 def test_unpicklable_candidate_is_reported_naming_it():
     lock = threading.Lock()
     with pytest.raises(TypeError, match="arguments of candidate #0 .* cannot be pickled"):
@@ -137,6 +139,7 @@ def test_unpicklable_candidate_is_reported_naming_it():
              progress=False)
 
 
+@pytest.mark.slow
 def test_unpicklable_return_value_is_a_recorded_failure():
     # Every evaluation fails here, so the race has no winner (RaceFailedError); each
     # failure was recorded with its reason.
@@ -147,6 +150,7 @@ def test_unpicklable_return_value_is_a_recorded_failure():
     assert all("returned an unpicklable value" in m for _, _, m in info.value.failures)
 
 
+@pytest.mark.slow
 def test_unpicklable_exception_is_a_recorded_failure_quoting_it():
     res = race(raises_unpicklable, [0, 1], range(2), test=KeepAll(), first_test=2,
                n_jobs=2, progress=False, random_state=0)
@@ -161,6 +165,7 @@ def test_worker_pool_bad_n_workers(n_workers, error):
         WorkerPool(linear, n_workers)
 
 
+@pytest.mark.slow
 def test_worker_pool_refuses_a_non_callable_and_use_after_close():
     with pytest.raises(TypeError, match="`evaluate` must be callable"):
         WorkerPool(42, 1)

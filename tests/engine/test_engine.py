@@ -2,7 +2,7 @@
 
 The engine is tested with small deterministic RacingTest subclasses defined here (real tests,
 not stubs of the engine), so that every expectation can be worked out by hand, and against an
-independent re-implementation of irace's race loop (notes/irace-frace.md) driven by the
+independent re-implementation of irace's race loop (irace 3.5's R sources) driven by the
 F-race test.
 """
 
@@ -463,7 +463,7 @@ class _DropFirstTwo(RacingTest):
 
 
 def test_summary_names_each_eliminator():
-    # Issue 18: with parameter dicts sharing a long prefix (python -m racer's), a cut repr made
+    # With parameter dicts sharing a long prefix (python -m racer's), a cut repr made
     # every "dominated by {...}" read the same; each line must name its own eliminator.
     candidates = [{"strategy": "currenttobest1bin", "mutation": (0.5, 1.0), "recombination": r,
                    "popsize": p} for r in (0.3, 0.9) for p in (5, 15)]
@@ -577,7 +577,7 @@ def test_bad_candidates_and_test_decisions():
 
 
 def irace_loop(costs, test, first_test, each_test, min_survival, max_exp):
-    """irace 3.5's race() loop (notes/irace-frace.md, "One race") written independently of
+    """irace 3.5's race() loop (its R function ``race``) written independently of
     racer.Race: returns (elimination points {candidate: n}, experiments used, alive)."""
     n_tasks, q = costs.shape
     alive = list(range(q))

@@ -1,4 +1,4 @@
-"""What Python users write runs on racer's worker processes (issue 18): the README's example
+"""What Python users write runs on racer's worker processes: the README's example
 pasted into a script without a main guard, run under ``python -c``, piped on standard input,
 typed into a notebook; lambdas and closures under ``timeout=``. ``evaluate`` travels by value
 (cloudpickle) to workers that never re-run the user's main module (racer/execution.py).

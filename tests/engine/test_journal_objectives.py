@@ -1,4 +1,4 @@
-"""The journal of a race on several objectives (issue 23): every objective of every evaluation
+"""The journal of a race on several objectives: every objective of every evaluation
 is journaled, a resume after an interruption anywhere ends exactly where the uninterrupted race
 ends, the journal rebuilds the result and its Pareto front, old journals still read."""
 

@@ -1,4 +1,4 @@
-"""Races on several objectives (issue 23): vector scores in the engine, the Pareto front."""
+"""Races on several objectives: vector scores in the engine, the Pareto front."""
 
 import math
 

@@ -315,6 +315,7 @@ def test_a_journal_is_readable_while_its_race_holds_the_lock(tmp_path):
     r.close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_does_not_keep_the_lock(tmp_path):
     path = tmp_path / "race.sqlite"

@@ -141,7 +141,7 @@ def test_same_seed_same_decisions_and_one_object_equals_fresh():
 
 
 def test_reused_test_does_not_decide_from_stale_counts():
-    # Issue 9: a test object that cached counts keyed by ids, validated against the first and
+    # A reported bug: a test object that cached counts keyed by ids, validated against the first and
     # last rows, decided "dominated, p=1.0" on a 6x3 matrix that shared those rows with an
     # earlier 6x3 matrix; a fresh test decided nothing. The test now keeps no counts.
     first = np.array([[0.5, 0.2, 0.1]] + [[1.0, 0.0, -1.0]] * 4 + [[0.3, 0.2, 0.1]])

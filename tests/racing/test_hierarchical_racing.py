@@ -1,4 +1,4 @@
-"""Corani et al.'s (2017) hierarchical model in races over several data sets (issue 13).
+"""Corani et al.'s (2017) hierarchical model in races over several data sets.
 
 ``RaceView.instances``, :class:`racer.HierarchicalRacingTest`, :func:`racer.instance_groups`,
 :meth:`racer.RaceResult.hierarchical_comparison`, and ``RaceSearchCV(test="hierarchical")``

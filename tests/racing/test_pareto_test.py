@@ -1,4 +1,4 @@
-"""racer.ParetoTest: the racing test of races on several objectives (issue 23)."""
+"""racer.ParetoTest: the racing test of races on several objectives."""
 
 import numpy as np
 import pytest

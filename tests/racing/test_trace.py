@@ -63,6 +63,7 @@ def test_the_stored_cases_exercise_every_branch():
     assert sum(len(c["costs"][0]) == 2 for c in CASES) >= 5
 
 
+@pytest.mark.slow
 def test_eliminations_are_irace_s_live():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:

@@ -1,4 +1,4 @@
-"""A racing test states its winner rule; the race's ``winner`` option overrides it (issue 9.4)."""
+"""A racing test states its winner rule; the race's ``winner`` option overrides it."""
 
 from __future__ import annotations
 

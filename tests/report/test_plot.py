@@ -46,6 +46,7 @@ def _markers(fig):
             if (c.get_gid() or "").startswith("elimination-")}
 
 
+@pytest.mark.slow
 def test_import_racer_does_not_import_matplotlib():
     code = "import sys, racer, racer.plot, racer.report; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""The report of a race on several objectives (issue 23): the objectives, the Pareto front drawn
+"""The report of a race on several objectives: the objectives, the Pareto front drawn
 with every candidate's mean vector, each elimination's evidence, and the CSV/JSON exports
 carrying every objective; and the report of an execDir whose races are on several objectives."""
 

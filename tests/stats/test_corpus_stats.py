@@ -1,8 +1,8 @@
-"""A corpus of malformed inputs to every public ``racer.stats`` function (issue 8).
+"""A corpus of malformed inputs to every public ``racer.stats`` function.
 
 Each case is a mistake a user makes; each must end in a ValueError/TypeError whose message names
 the argument (checked by regex), or in the documented behaviour. Cases marked ``# fixed`` were
-accepted silently, or failed with a bare NumPy/SciPy error, before issue 8.
+accepted silently, or failed with a bare NumPy/SciPy error, before the corpus existed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``racer.stats.hierarchical_test``: Corani et al.'s (2017) hierarchical model (issue 13).
+"""``racer.stats.hierarchical_test``: Corani et al.'s (2017) hierarchical model.
 
 Checked three ways: against NumPyro's and PyMC's NUTS on stored cases (``tests/data/
 hierarchical_reference.json``, made by ``benchmarks/hierarchical_reference.py``), by

@@ -1,4 +1,4 @@
-"""racer.stats.pareto_dominance: the Dirichlet-process posterior of Pareto dominance (issue 23).
+"""racer.stats.pareto_dominance: the Dirichlet-process posterior of Pareto dominance.
 
 Cross-checked three ways: (a) with one objective against the closed forms of the Bayesian sign
 test (Benavoli et al. 2015), (b) frequentist calibration on simulated data sets whose truth is

@@ -233,6 +233,7 @@ def test_bounds_and_dominance_agree_with_irace_3_5():
 # ---------------------------------------------------------------------------- the runner
 
 
+@pytest.mark.slow
 def test_the_bound_comes_between_the_instance_and_the_switches(tmp_path):
     # The runner prints the word after the instance as its cost: the bound.
     runner = TargetRunner([sys.executable, "-c", "import sys; print(sys.argv[5])"], str(tmp_path))

@@ -23,6 +23,7 @@ def tuner(tmp_path, runner, prior_times=None, on_run=None, **settings):
                  prior_times=prior_times, on_run=on_run)
 
 
+@pytest.mark.slow
 def test_budget_elites_and_reuse(tmp_path):
     runner = FakeRunner()
     t = tuner(tmp_path, runner)
@@ -39,6 +40,7 @@ def test_budget_elites_and_reuse(tmp_path):
     assert best["mode"] == "a" and abs(best["x"] - 1.0) < 1.0
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_ends_with_the_same_elites(tmp_path):
     ref = tuner(tmp_path / "ref", FakeRunner()).run()
     broken = tuner(tmp_path / "run", FakeRunner(interrupt_after=70))
@@ -58,6 +60,7 @@ def test_too_small_budget_is_refused(tmp_path):
         tuner(tmp_path, FakeRunner(), max_experiments=30).run()
 
 
+@pytest.mark.slow
 def test_fixed_list(tmp_path):
     runner = FakeRunner()
     initial = [{"mode": "a", "x": float(x)} for x in (-3, -1, 0.9, 2, 3.5)]
@@ -99,6 +102,7 @@ def test_quiet_tests_counts_back_to_the_last_elimination():
     assert quiet_tests(R([]), 12, 4, 2) == 4  # tests at 6, 8, 10, 12
 
 
+@pytest.mark.slow
 def test_elitist_limit_shortens_races(tmp_path):
     # Without soft restarts, whose resampling would make this a test of another trajectory.
     limited = tuner(tmp_path / "a", FakeRunner(), elitist_limit=2, soft_restart=False).run()
@@ -109,6 +113,7 @@ def test_elitist_limit_shortens_races(tmp_path):
     assert limited.iterations > unlimited.iterations  # shorter races leave budget for more
 
 
+@pytest.mark.slow
 def test_max_time_spreads_the_reported_time(tmp_path):
     runner = FakeRunner(timed=True)
     result = tuner(tmp_path, runner, max_experiments=0, max_time=120.0).run()
@@ -119,6 +124,7 @@ def test_max_time_spreads_the_reported_time(tmp_path):
                                   "not enough budget to race more than the minimum configurations")
 
 
+@pytest.mark.slow
 def test_max_time_resume_reads_the_times_back(tmp_path):
     ref = tuner(tmp_path / "ref", FakeRunner(timed=True), max_experiments=0, max_time=120.0).run()
     logged = {}
@@ -136,6 +142,7 @@ def test_max_time_resume_reads_the_times_back(tmp_path):
     assert again.time_used == pytest.approx(ref.time_used, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_optuna_sampler_tunes_and_resumes(tmp_path):
     pytest.importorskip("optuna")
     from racer.tuning.sampler import OptunaSampler
@@ -168,10 +175,11 @@ def _past_segments(result):
     return out
 
 
+@pytest.mark.slow
 def test_elitist_races_meet_the_old_instances_in_a_new_random_order(tmp_path):
     # irace 3.5 (elitrace.init.instances) shuffles the instances seen before anew for every
     # race; always taking them in stream order put the first test of every iteration, which
-    # judges the new configurations, on the same few old instances (issue 10: racer's worse
+    # judges the new configurations, on the same few old instances (racer's worse
     # choices on optim-mixed / optim-faults).
     result = tuner(tmp_path / "a", FakeRunner(), max_experiments=400).run()
     segments = _past_segments(result)
@@ -201,6 +209,7 @@ def test_quiet_tests_count_only_once_the_elites_are_unprotected():
     assert quiet_tests(R([]), 9, 5, 1, since=0) == 4  # the first race: nothing protected
 
 
+@pytest.mark.slow
 def test_elitist_races_run_past_the_elites_instances_before_the_limit(tmp_path):
     # irace 3.5: an elitist race with elitistLimit = L, after its elites' old instances are
     # covered (protect_rows = n_seen + 1), runs at least L - 1 more instances before the limit
@@ -250,9 +259,10 @@ def _crashed(runs, result):
         cand.id == c and cand.values["x"] > 2 for _, _, cands in result.races for cand in cands)]
 
 
+@pytest.mark.slow
 def test_a_failed_configuration_is_rejected_after_one_run(tmp_path):
     # irace runs one instance at a time and rejects an Inf at once: a failing configuration
-    # costs it one run. racer used to run it on its whole first block (issue 10).
+    # costs it one run. racer used to run it on its whole first block.
     runs, on_run = _used_runs()
     result = tuner(tmp_path / "a", CrashingRunner(), on_run=on_run, error_policy="reject").run()
     crashed = _crashed(runs, result)
@@ -268,6 +278,7 @@ def test_a_failed_configuration_is_rejected_after_one_run(tmp_path):
     assert [e.id for e in second.elites] == [e.id for e in result.elites]
 
 
+@pytest.mark.slow
 def test_under_worst_a_failed_configuration_runs_on(tmp_path):
     runs, on_run = _used_runs()
     result = tuner(tmp_path, CrashingRunner(), on_run=on_run, error_policy="worst").run()

@@ -1,4 +1,4 @@
-"""The ``racer`` command on several objectives (issue 23, item 2): the ``objectives`` option,
+"""The ``racer`` command on several objectives: the ``objectives`` option,
 a target-runner printing one number per objective, the racing test, the Pareto set of elites,
 the outputs, the bundled two-objective example, and resume after ``kill -9``."""
 
@@ -122,6 +122,7 @@ def _runner(tmp_path, line, need_time=False, objectives="quality,time:max"):
                         need_time=need_time, objectives=parse_objectives(objectives))
 
 
+@pytest.mark.slow
 def test_the_runner_answers_one_number_per_objective_then_the_time(tmp_path):
     res = _runner(tmp_path, "3.5 12").run(4, 2, 7, Instance("inst-2"), [])
     assert (res.status, res.objectives, res.cost, res.time) == ("ok", (3.5, 12.0), 3.5, None)
@@ -137,6 +138,7 @@ def test_the_runner_answers_one_number_per_objective_then_the_time(tmp_path):
     ("nan 12", False, "returned 'nan' for the objective quality"),
     ("3.5 inf", False, "better than any value"),  # time is maximised: inf is no measurement
 ])
+@pytest.mark.slow
 def test_a_wrong_answer_names_the_output_the_configuration_and_the_instance(tmp_path, line, need_time, words):
     res = _runner(tmp_path, line, need_time).run(4, 2, 7, Instance("inst-2"), [])
     assert res.status == "error" and res.objectives is None
@@ -145,6 +147,7 @@ def test_a_wrong_answer_names_the_output_the_configuration_and_the_instance(tmp_
         assert repr(line) in res.message  # the runner's own output
 
 
+@pytest.mark.slow
 def test_the_worst_value_of_an_objective_rejects_the_configuration(tmp_path):
     for line in ("inf 3", "1 -inf"):  # quality minimised, time maximised
         res = _runner(tmp_path, line).run(1, 1, 1, Instance("i"), [])

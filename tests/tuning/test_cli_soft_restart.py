@@ -62,6 +62,7 @@ def _random_cases(n_cases, rng):
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed")
 def test_similar_matches_irace_similar_configurations(tmp_path):
     if subprocess.run(["Rscript", "-e", "library(irace)"], capture_output=True).returncode != 0:
@@ -148,6 +149,7 @@ def _run(tmp_path, name, soft_restart):
     return t.run(), runner
 
 
+@pytest.mark.slow
 def test_tuner_soft_restarts_when_the_race_holds_near_copies(tmp_path):
     # digits = 1: values 0.1 apart on a width of 8 are similar (0.1 / 8 <= 10^-1), which
     # happens once the model has shrunk.

@@ -30,6 +30,7 @@ def test_irace_numbers_of_computeNbConfigurations():
     assert s.n_configurations(10**7, 1) == 1024  # irace's cap
 
 
+@pytest.mark.slow
 def test_each_front_end_races_what_its_schedule_says(tmp_path):
     pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution

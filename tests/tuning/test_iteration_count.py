@@ -1,4 +1,4 @@
-"""The number of iterations, said once and the same everywhere (issue 18).
+"""The number of iterations, said once and the same everywhere.
 
 irace's ``nbIterations`` is an estimate; with ``nbIterations = 0`` an iterated race goes on
 past it while budget is left. The header announces the plan, the progress line counts against
@@ -77,6 +77,7 @@ def test_iteration_text_never_exceeds_its_plan():
     assert iteration_text(6, 4) == "iteration 6 (beyond the 4 planned: budget left)"
 
 
+@pytest.mark.slow
 def test_iterated_race_names_the_same_count_as_its_result(capsys):
     optuna = pytest.importorskip("optuna")
     from optuna.distributions import FloatDistribution

@@ -68,6 +68,7 @@ def test_the_plan_is_the_most_iterations_whose_minimum_fits(n_params):
     assert s.small_budget_plan(floor - 1) is None and s.small_budget_plan(floor) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_params,budget", [(5, 30), (5, 90), (5, 150), (10, 60), (10, 150),
                                              (15, 100), (15, 250)])
 def test_the_tuner_races_the_plan_within_the_budget(tmp_path, n_params, budget):
@@ -90,6 +91,7 @@ def test_the_tuner_races_the_plan_within_the_budget(tmp_path, n_params, budget):
             and f"first race of {plan.first_configurations} configurations" in note)
 
 
+@pytest.mark.slow
 def test_irace_rule_refuses_what_irace_refuses(tmp_path):
     # 150 runs, 5 parameters: irace's first race would have 6 configurations (> 4 elites), so
     # racer used to start it; irace refuses it (minimum 180), and so does irace's rule now.
@@ -160,6 +162,7 @@ def test_command_races_a_budget_irace_refuses_and_says_so(tmp_path, capsys):
     assert len(_runs(tmp_path / "loud")) <= 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra,flags", [('testType = "F-test"\n', []),
                                          ('testType = "t-test"\n', []),
                                          ("", ["--racing-test", "F-test"])])

@@ -1,4 +1,4 @@
-"""``racer.tune``: the command line's tuner for a Python ``evaluate`` (issue 21).
+"""``racer.tune``: the command line's tuner for a Python ``evaluate``.
 
 The acceptance test: on examples/tsp-sa, ``racer --scenario`` (its target-runner) and
 ``racer.tune`` (tsp_sa.evaluate, the solver the target-runner calls) with the same seed end
@@ -47,6 +47,7 @@ def test_racer_tune_is_the_function_once_its_module_is_imported():
     assert racer.tune is module.tune and callable(racer.tune)
 
 
+@pytest.mark.slow
 def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     from racer.tuning.instances import Instance
     from racer.cli.target_runner import Runner, TargetRunner
@@ -117,6 +118,7 @@ def test_a_budget_too_small_to_race_says_so():
 
 # ----------------------------------------------------------------------------- tuning
 
+@pytest.mark.slow
 def test_a_small_tuning_finds_the_known_best_and_the_same_seed_repeats_it():
     res = small()
     assert res.best["k"] == "a" and abs(res.best["x"] - 0.3) < 0.1
@@ -133,6 +135,7 @@ def test_a_small_tuning_finds_the_known_best_and_the_same_seed_repeats_it():
     assert other.runs["seed"].tolist() != runs["seed"].tolist()
 
 
+@pytest.mark.slow
 def test_a_parameter_space_object_instances_of_any_kind_and_a_test_phase():
     space = ParameterSpace([Parameter("x", "", "r", (0.0, 1.0)), Parameter("k", "", "c", ("a", "b"))])
     data = [{"shift": 0.1 * k} for k in range(8)]  # objects without a name: named by position
@@ -147,6 +150,7 @@ def test_a_parameter_space_object_instances_of_any_kind_and_a_test_phase():
     assert space.forbidden == []  # the caller's space is not changed
 
 
+@pytest.mark.slow
 def test_a_configspace_space_gives_evaluate_configurations_and_races_its_default_first():
     cs_module = pytest.importorskip("ConfigSpace")
     cs = cs_module.ConfigurationSpace(seed=0)
@@ -171,6 +175,7 @@ def test_a_configspace_space_gives_evaluate_configurations_and_races_its_default
     assert {"k": "b", "x": 0.9, "w": 5} not in none.configurations.values()
 
 
+@pytest.mark.slow
 def test_a_dict_of_optuna_distributions_is_a_space():
     optuna = pytest.importorskip("optuna")
     space = {"x": optuna.distributions.FloatDistribution(0.0, 1.0),
@@ -188,12 +193,14 @@ def test_a_dict_of_optuna_distributions_is_a_space():
                for name, v in res.best.items())
 
 
+@pytest.mark.slow
 def test_forbidden_rules_and_initial_configurations_are_the_scenario_files():
     res = small(forbidden='k == "b" & w > 3', initial=[{"x": 0.5, "k": "b", "w": 2}])
     assert res.configurations[1] == {"x": 0.5, "k": "b", "w": 2}  # configuration 1
     assert all(c.get("w", 0) <= 3 for c in res.configurations.values())
 
 
+@pytest.mark.slow
 def test_a_failing_evaluate_stops_the_tuning_with_its_traceback_or_is_rejected():
     def evaluate(config, instance, seed):
         if config["k"] == "b":
@@ -212,6 +219,7 @@ def test_a_failing_evaluate_stops_the_tuning_with_its_traceback_or_is_rejected()
     assert res.best["k"] == "a"
 
 
+@pytest.mark.slow
 def test_retries_call_evaluate_again_as_a_target_runner_is_started_again():
     attempts = {}
 
@@ -240,6 +248,7 @@ def test_what_evaluate_returns_is_read_as_a_target_runners_output():
     assert "expected a number" in _read_value(True, False)[3]
 
 
+@pytest.mark.slow
 def test_max_time_counts_the_times_evaluate_reports():
     res = racer.tune(lambda c, i, s: (c["x"] + i, 0.5), SPACE, TRAIN, max_time=60,
                      random_state=1, progress=False)
@@ -247,6 +256,7 @@ def test_max_time_counts_the_times_evaluate_reports():
     assert used["time"].sum() <= 60 * 1.1 and len(used) == res.experiments
 
 
+@pytest.mark.slow
 def test_capping_passes_each_run_its_bound():
     def evaluate(config, instance, seed, bound=None):
         run_time = 1.0 + 10 * config["x"] + instance
@@ -260,6 +270,7 @@ def test_capping_passes_each_run_its_bound():
     assert res.best["x"] < 0.2
 
 
+@pytest.mark.slow
 def test_storage_holds_the_command_lines_files_and_the_report(tmp_path):
     res = small(storage=tmp_path / "run", test_instances=[9.0])
     for name in ("runs.csv", "elites.txt", "results.json", "test.csv", "racer-journal"):
@@ -276,6 +287,7 @@ def test_storage_holds_the_command_lines_files_and_the_report(tmp_path):
         small(storage=tmp_path / "run", test_instances=[9.0], first_test=10)
 
 
+@pytest.mark.slow
 def test_without_storage_the_temporary_folder_goes_with_the_result():
     res = small()
     folder = res.storage
@@ -363,7 +375,7 @@ def _copy_tsp_sa(tmp_path):
 
 @pytest.mark.slow
 def test_the_command_line_and_racer_tune_give_the_same_elites_on_tsp_sa(tmp_path):
-    # Issue 21's acceptance test. The target-runner and tsp_sa.evaluate call one solver
+    # racer.tune's acceptance test. The target-runner and tsp_sa.evaluate call one solver
     # (examples/tsp-sa/tsp_sa.py); the scenario's files become tune's arguments.
     dest = _copy_tsp_sa(tmp_path)
     budget = 200

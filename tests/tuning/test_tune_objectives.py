@@ -1,4 +1,4 @@
-"""``racer.tune`` on several objectives (issue 23, item 2): ``direction=[...]``, an
+"""``racer.tune`` on several objectives: ``direction=[...]``, an
 ``evaluate`` returning one number per objective, the Pareto front of the result."""
 
 import numpy as np
@@ -26,6 +26,7 @@ def tune(**kwargs):
     return racer.tune(trade_off, SPACE, TRAIN, **options)
 
 
+@pytest.mark.slow
 def test_the_result_holds_the_pareto_front_and_its_objective_vectors():
     res = tune(direction=["minimize", "maximize"], test_instances=[0.5, 0.6])
     assert res.pareto_front == res.elites and res.best == res.elites[0]
@@ -47,11 +48,13 @@ def test_the_result_holds_the_pareto_front_and_its_objective_vectors():
     assert (ok["cost"] == ok["cost.objective1"]).all() and ok["cost.objective2"].notna().all()
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_front():
     a, b = tune(), tune()
     assert a.pareto_front == b.pareto_front and a.pareto_objectives == b.pareto_objectives
 
 
+@pytest.mark.slow
 def test_one_objective_is_unchanged():
     one = racer.tune(lambda c, i, s: (c["x"] - 0.3) ** 2 + i, SPACE, TRAIN, budget=200,
                      random_state=1, progress=False)
@@ -65,6 +68,7 @@ def test_an_evaluate_returning_the_wrong_count_stops_naming_it():
                    progress=False, direction=["minimize", "minimize"])
 
 
+@pytest.mark.slow
 def test_max_time_reads_the_time_after_the_objectives():
     res = racer.tune(lambda c, i, s: (*trade_off(c, i, s), 0.5), SPACE, TRAIN, max_time=60,
                      random_state=1, progress=False, direction=["minimize", "minimize"])
@@ -88,6 +92,7 @@ def test_a_single_objective_racing_test_is_refused():
         tune(racing_test="F-test")
 
 
+@pytest.mark.slow
 def test_the_front_keeps_up_to_twice_irace_elites():
     # Noise-free and every x Pareto-optimal: every survivor is on the front, so the elites
     # are exactly the cap. One parameter: minNbSurvival = 2 + log2(1) = 2 (irace), so the
