@@ -408,7 +408,7 @@ class _Block:
         """Workers would idle while gated runs wait for their configuration's earlier run:
         start them provisionally. Their results are told only once the earlier rows have
         answered, so the race sees what one-at-a-time would give (after a failure: SKIPPED,
-        not counted)."""
+        not an experiment, and the run made is logged unused and paid from the budget)."""
         if not (self.waiting and self.d.ahead is not None):
             return
         in_flight = self.in_flight()

@@ -326,7 +326,7 @@ def test_gated_runs_fill_idle_workers_and_decide_as_one_at_a_time(tmp_path):
         assert skipped == ref_skipped and skipped
         if lookahead:
             # The crashing configuration's runs after its crash were made (provisionally)
-            # and are logged as unused, not counted.
+            # and are logged as unused: no experiment, but paid from the budget.
             assert len(runner.calls) == result.experiments + sum(r[4] == UNUSED for r in log)
     assert overlaps[False] <= 3
     assert overlaps[True] >= 5
