@@ -361,7 +361,7 @@ class _Block:
         # Runs paid at the block's start: those of the earlier blocks and every one of this
         # block's (made, or skipped: the bound of what look-ahead may add, conservatively).
         plan = dispatcher.plan
-        self.paid = plan.used_before + real_runs(race, plan.cached) + len(runs)
+        self.paid = plan.used_before + len(real_cells(res, plan.cached)) + len(runs)
         self.futures: dict = {}
         self.ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
         self.busy: dict[int, set] = {}  # gated candidate -> its rows in flight
