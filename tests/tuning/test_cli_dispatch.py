@@ -195,8 +195,12 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
     ref_dir.mkdir()
     run_dir.mkdir()
-    ref = make_scenario(ref_dir, budget=60, params=PARAMS_1, runner=runner)
-    scen = make_scenario(run_dir, budget=60, params=PARAMS_1, runner=runner)
+    # Three iterations of at most 25 runs out of 100: the budget does not bind, so the unused
+    # look-ahead runs (paid from it, in numbers that depend on timing) cannot end the two
+    # tunings at different points.
+    extra = "nbIterations = 3\nnbExperimentsPerIteration = 25\n"
+    ref = make_scenario(ref_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
+    scen = make_scenario(run_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
     assert main(racer_command(ref)[3:]) == EXIT_OK
     proc = subprocess.Popen(racer_command(scen), env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
