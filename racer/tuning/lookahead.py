@@ -8,7 +8,8 @@ a worker is free and every run of the current block is already submitted, the ru
 will ask next -- the next ``eachTest`` instances for the configurations alive and proven (a
 success, no failure) -- and hands their results to the race when it asks. The race sees the
 same values in the same order as without look-ahead (the runner is deterministic given
-configuration, instance and seed), so the same seed gives the same elites.
+configuration, instance and seed), so the same seed gives the same elites while the
+budget does not bind (below, "Budget").
 
 The same setting also lets idle workers start, within the current block, the next runs of a
 configuration that has no success yet before its earlier run answered (:mod:`racer.tuning.dispatch`,
@@ -23,7 +24,7 @@ budget, and never a block the race could not pay once the unused runs are counte
 same count. irace's schedule (the budget of each iteration, the number of configurations) is
 still computed from the runs the races used, so the same seed gives the same races as
 without look-ahead *until the budget binds*: when the unused runs exceed what the tuning
-would have left unspent (at most one block, usually), the last race stops that many runs
+would have left unspent (usually less than one block), the last race stops that many runs
 sooner, or the last iteration is not raced (once runs were unused, the tuner starts a race
 only if what is left pays every configuration's first test, ``firstTest`` runs each), and
 how many were unused depends on timing, so then the same seed may end with other elites. A
@@ -37,7 +38,8 @@ Resume: every finished look-ahead run is appended to ``<race journal>.lookahead.
 before the tuner keeps it, so that after ``kill -9`` a resumed race reuses it instead of
 running it again: the promise "at most the runs in flight are repeated" holds with look-ahead.
 The file also records the runs written to ``runs.csv`` as unused, so a resume does not write
-them twice.
+them twice and counts them against the budget again (:attr:`Lookahead.unused`); only the runs
+in flight at the kill, made again, are paid twice.
 """
 
 from __future__ import annotations
