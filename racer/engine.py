@@ -248,15 +248,18 @@ class _Failures:
         self.all: list[tuple[int, int, str]] = []  # (candidate, instance row, message)
         self.in_block: set[int] = set()  # candidates with a failure in the open block
         self.fail_fast_after: int | None = None
+        self.n_made_failed = 0  # failures of evaluations made (told with charge=True)
         self.fatal: RaceFailedError | None = None  # set once: the race is dead
 
-    def add(self, ci: int, row: int, message: str, n_evaluations: int) -> bool:
-        """Record a failure; True when it makes every evaluation so far a failure, past the
-        fail-fast count."""
+    def add(self, ci: int, row: int, message: str, n_made: int, made: bool) -> bool:
+        """Record a failure; True when it makes every evaluation made so far (``n_made``:
+        not those told with ``charge=False``, which were never made and say nothing about
+        ``evaluate``) a failure, past the fail-fast count."""
         self.all.append((ci, row, message))
         self.in_block.add(ci)
-        return (self.fail_fast_after is not None and n_evaluations >= self.fail_fast_after
-                and len(self.all) == n_evaluations)
+        self.n_made_failed += made
+        return (self.fail_fast_after is not None and n_made >= self.fail_fast_after
+                and self.n_made_failed == n_made)
 
     def raise_if_fatal(self) -> None:
         """A dead race raises the error that killed it on every call."""
@@ -987,7 +990,7 @@ class Race:
             self._n_uncharged += 1
         self._scores.record(ci, row, score, failed=message is not None)
         if message is not None:
-            if self._failures.add(ci, row, message, self._n_evaluations):
+            if self._failures.add(ci, row, message, self.n_charged, charge):
                 self._fail("every evaluation failed: no candidate has a usable score after "
                            f"{self._n_evaluations} evaluations", self._failures.all[0])
         for listener in self._listeners:

@@ -16,6 +16,7 @@ module                         racing tests
 :mod:`racer.racing.frace`      ``FRaceTest``: irace's F-race (Friedman + Conover) and variants
 :mod:`racer.racing.trace`      ``TRaceTest``: irace's t-test races
 :mod:`racer.racing.cv`         ``CorrelatedTTestRacing`` and the cross-validation wrappers
+:mod:`racer.racing.capped`     ``CappedTest``: irace's adaptive capping's dominance elimination
 :mod:`racer.racing.registry`   the names the command line, the demo and ``RaceSearchCV`` accept
 =============================  ===================================================================
 """
@@ -31,6 +32,7 @@ _EXPORTS = {
     "RaceView": "base",
     "RacingTest": "base",
     "BayesianTest": "bayesian",
+    "CappedTest": "capped",
     "CorrelatedTTestRacing": "cv",
     "FRaceTest": "frace",
     "HierarchicalRacingTest": "hierarchical",

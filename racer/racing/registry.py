@@ -62,7 +62,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import difflib
 import importlib
+import inspect
 import re
 from typing import Any, Callable, Mapping
 
@@ -284,35 +286,96 @@ def make_test(spec: str, *, alpha: float | None = None, confidence: float | None
 
     if not isinstance(spec, str):
         raise TypeError(f"a racing-test name must be a str; got {spec!r}")
-    if confidence is not None:
-        # Checked here, not with racer._validation: the command line builds its test before
-        # anything imports NumPy.
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-            raise TypeError(f"`confidence` must be a number in (0, 1); got {confidence!r}")
-        if not 0 < confidence < 1:
-            raise ValueError(f"`confidence` must lie in (0, 1); got {confidence!r}")
+    _check_confidence(confidence)
     head, _, rest = spec.partition(":")
     entry = _BY_NAME.get(head.strip().lower())
     if entry is None and not rest:
         lookup(head.strip())  # raises the error that lists the names
     try:
         if entry is not None:
-            options = parse_options(rest) if rest else {}
-            if entry.irace and alpha is not None:
-                options.setdefault("alpha", alpha)
-            if confidence is not None and entry.confidence_options is not None:
-                for key, value in entry.confidence_options(confidence).items():
-                    options.setdefault(key, value)
-            return entry.build(**options), entry.winner
-        cls_name, _, option_text = rest.partition(":")
-        try:
-            cls = getattr(importlib.import_module(head), cls_name)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ValueError(
-                f"racing test {spec!r}: {exc} (the names are {_valid_names()})") from None
-        test = cls(**(parse_options(option_text) if option_text else {}))
-    except TypeError as exc:  # an option the constructor does not take
+            return _build_entry(entry, rest, alpha, confidence), entry.winner
+        test = _build_class(spec, head, rest)
+    except TypeError as exc:  # an option of the right name the constructor still refuses
         raise ValueError(f"racing test {spec!r}: {exc}") from None
     if not isinstance(test, RacingTest):
         raise ValueError(f"racing test {spec!r} is not a racer RacingTest")
     return test, None
+
+
+def _check_confidence(confidence: float | None) -> None:
+    # Checked here, not with racer._validation: the command line builds its test before
+    # anything imports NumPy.
+    if confidence is None:
+        return
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise TypeError(f"`confidence` must be a number in (0, 1); got {confidence!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"`confidence` must lie in (0, 1); got {confidence!r}")
+
+
+def _build_entry(entry: RacingTestEntry, option_text: str, alpha: float | None,
+                 confidence: float | None):
+    """``entry``'s test with the options of ``option_text``, then ``alpha`` (irace's tests)
+    and ``confidence`` where the text leaves them."""
+    options = parse_options(option_text) if option_text else {}
+    _check_option_names(entry.test_class, options, entry.name, entry)
+    if entry.irace and alpha is not None:
+        options.setdefault("alpha", alpha)
+    if confidence is not None and entry.confidence_options is not None:
+        for key, value in entry.confidence_options(confidence).items():
+            options.setdefault(key, value)
+    return entry.build(**options)
+
+
+def _build_class(spec: str, module: str, rest: str):
+    """The test of ``package.module:Class[:options]``."""
+    cls_name, _, option_text = rest.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(
+            f"racing test {spec!r}: {exc} (the names are {_valid_names()})") from None
+    options = parse_options(option_text) if option_text else {}
+    if isinstance(cls, type):
+        _check_option_names(cls, options, f"{module}:{cls_name}")
+    return cls(**options)
+
+
+def _option_names(cls: type) -> list[str] | None:
+    """The keyword options ``cls``'s constructor takes; None when it takes any (``**kw``)
+    or its signature cannot be read."""
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _check_option_names(cls: type, options: dict, name: str,
+                        entry: RacingTestEntry | None = None) -> None:
+    """Refuse an option ``cls`` does not take, naming it, the test, a close match and the
+    valid options (a scenario's ``confidence`` is not one: say which options it sets).
+
+    >>> _check_option_names(lookup("posterior-best").test_class, {"error_rat": 0.01},
+    ...                     "posterior-best")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: racing test 'posterior-best' has no option 'error_rat' (did you mean 'error_rate'?); its options are ...
+    """
+    valid = _option_names(cls)
+    if valid is None:
+        return
+    for key in options:
+        if key in valid:
+            continue
+        close = difflib.get_close_matches(key, valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        level = ""
+        if key == "confidence" and entry is not None and entry.confidence_options is not None:
+            level = ("; a scenario's confidence (--confidence, racer.tune's confidence=) "
+                     "sets its level through "
+                     f"{', '.join(repr(k) for k in entry.confidence_options(0.95))}")
+        raise ValueError(f"racing test {name!r} has no option {key!r}{hint}; its options are "
+                         f"{', '.join(valid) or 'none'}{level}")

@@ -19,7 +19,9 @@ et al. (2017). In a race with capping:
   best ``minNbSurvival`` by mean cost stand in for them. It runs only while more than
   ``minNbSurvival`` configurations are alive, never removes a protected elite, and is applied
   together with the racing test (a configuration either eliminates is out; if together they
-  would leave nobody, the dominance rule alone decides).
+  would leave nobody, the dominance rule alone decides): at the test, by the racing test
+  :class:`racer.racing.capped.CappedTest`; within a block, after each instance, by the
+  command line's dispatch (:func:`open_block`, :func:`dominated_among`, :func:`group_bounds`).
 
 References
 ----------
@@ -39,9 +41,7 @@ import math
 
 import numpy as np
 
-from racer.racing.base import Elimination, RaceView, RacingTest
-
-__all__ = ["CAPPING_TYPES", "BOUND_TYPES", "DOMINATED", "Capping", "CappedTest", "capped_time",
+__all__ = ["CAPPING_TYPES", "BOUND_TYPES", "DOMINATED", "Capping", "capped_time",
            "ceiling_digits", "dominated", "elite_bound", "execution_bounds", "format_bound",
            "score"]
 
@@ -227,58 +227,59 @@ def format_bound(bound: float) -> str:
     return f"{bound:.15g}"
 
 
-class CappedTest(RacingTest):
-    """A racing test with irace's dominance elimination (:func:`dominated`) at each test step.
+# ---------------------------------------------------------------------------- within a block
+# irace applies dominance elimination after every instance, and bounds each run by the elites'
+# times so far: the command line's dispatch (racer.tuning.dispatch) runs a capped block one
+# instance at a time with these.
 
-    The inner test decides on every survivor; dominance eliminates the survivors whose mean
-    cost exceeds the elites' bound. The elites are the candidates with ids below
-    ``n_elites`` while the race is on its first ``until`` instances (irace's protected
-    elites), else the best ``min_survivors`` by mean. If the two together would eliminate
-    every survivor, only the dominance eliminations stand (irace: ``alive <- cap.alive``).
-    Within a block, the command line applies the same rule after each instance
-    (:mod:`racer.tuning.dispatch`); this is the rule at the block's last instance.
 
-    >>> from racer.racing.base import KeepAll
-    >>> view = RaceView.from_scores(-np.array([[1.0, 2.0, 9.0], [1.0, 3.0, 9.0]]), np.arange(3))
-    >>> [(e.index, e.by) for e in CappedTest(KeepAll(), min_survivors=1).decide(view, None)]
-    [(1, 0), (2, 0)]
+def open_block(n_instances: int, first_test: int, each_test: int) -> tuple[int, int]:
+    """``(first row, stop)`` of the block a race is in once it has registered ``n_instances``
+    rows: the first ``first_test``, then ``each_test`` at a time (the last block shorter when
+    the instances run out).
+
+    >>> open_block(5, 5, 2), open_block(7, 5, 2), open_block(8, 5, 2)
+    ((0, 5), (5, 7), (7, 8))
     """
+    if n_instances <= first_test:
+        return 0, n_instances
+    return first_test + (n_instances - first_test - 1) // each_test * each_test, n_instances
 
-    def __init__(self, inner: RacingTest, *, capping_type: str = "median", min_survivors: int = 1,
-                 n_elites: int = 0, until: int = 0) -> None:
-        if not isinstance(inner, RacingTest):
-            raise TypeError(f"`inner` must be a racer.racing.base.RacingTest; got {inner!r}")
-        if capping_type not in CAPPING_TYPES:
-            raise ValueError(f"`capping_type` must be one of {CAPPING_TYPES}; got {capping_type!r}")
-        self.inner = inner
-        self.capping_type = capping_type
-        self.min_survivors = int(min_survivors)
-        self.n_elites = int(n_elites)
-        self.until = int(until)
-        self.winner = getattr(inner, "winner", None)
 
-    def decide(self, view: RaceView, rng: np.random.Generator) -> list[Elimination]:
-        decisions = self.inner.decide(view, rng)
-        costs = -np.asarray(view.scores, dtype=float)
-        protected = view.scores.shape[0] < self.until
-        elites = [j for j, i in enumerate(view.ids) if protected and int(i) < self.n_elites]
-        out = dominated(costs, elites, self.capping_type, self.min_survivors)
-        if not out.any():
-            return decisions
-        means = costs.mean(axis=0)
-        keep = np.flatnonzero(~out)
-        by = int(keep[np.argmin(means[keep])])
-        capped = [Elimination(int(j), "dominated", by, math.nan) for j in np.flatnonzero(out)]
-        gone = {d.index for d in decisions} | {e.index for e in capped}
-        if len(gone) >= len(view.ids):
-            return capped
-        return capped + [d for d in decisions if not out[d.index]]
+def dominated_among(costs: np.ndarray, alive: list, out: set, n_protected: int,
+                    capping_type: str, min_survivors: int) -> set:
+    """The configurations (candidate indices) irace's ``dom.elim`` eliminates after the rows
+    of ``costs`` (rows the instances so far, columns the survivors ``alive``; NaN: no cost):
+    among those neither in ``out`` nor missing a cost, by :func:`dominated`, the candidates
+    with an index below ``n_protected`` being the protected elites.
 
-    def get_params(self) -> dict:
-        try:
-            inner = self.inner.get_params()
-        except NotImplementedError:
-            inner = {"repr": repr(self.inner)}
-        return {"inner": f"{type(self.inner).__qualname__}{sorted(inner.items())}",
-                "capping_type": self.capping_type, "min_survivors": self.min_survivors,
-                "n_elites": self.n_elites, "until": self.until}
+    >>> costs = np.array([[1.0, 2.0, 5.0, np.nan], [1.0, 2.0, 5.0, 1.0]])
+    >>> sorted(dominated_among(costs, [0, 1, 2, 3], set(), 0, "median", 1))
+    [1, 2]
+    """
+    keep = [j for j, ci in enumerate(alive) if ci not in out and not np.isnan(costs[:, j]).any()]
+    if not keep:
+        return set()
+    cols = [alive[j] for j in keep]
+    elites = [k for k, ci in enumerate(cols) if ci < n_protected]
+    gone = dominated(costs[:, keep], elites, capping_type, min_survivors)
+    return {cols[k] for k in np.flatnonzero(gone)}
+
+
+def group_bounds(times: np.ndarray, n_elites: int, alive_elites: list, capping: Capping) -> list:
+    """The bounds of the runs on the last row of ``times`` of its columns after the first
+    ``n_elites`` (columns: the elites, then the configurations to bound; rows: the race's
+    instances so far; NaN: no time), from the elites ``alive_elites`` (columns) by
+    :func:`execution_bounds`. The runs being bounded have no time on that row yet; one read
+    back after a kill (logged in ``runs.csv``, not yet told) is ignored, so that the run made
+    again gets the bound it got the first time.
+
+    >>> t = np.array([[2.0, 3.0, 1.5], [4.0, 1.0, 9.0]])
+    >>> group_bounds(t, 2, [0, 1], Capping(bound_max=10))   # 9.0, a time read back: ignored
+    [4.0]
+    """
+    times = np.array(times, dtype=float)
+    exe = list(range(n_elites, times.shape[1]))
+    times[-1, exe] = np.nan
+    bounds, _ = execution_bounds(times, alive_elites, exe, capping)
+    return bounds

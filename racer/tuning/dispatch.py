@@ -42,8 +42,9 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from racer.tuning.capping import DOMINATED, capped_time, dominated, execution_bounds, score
-from racer.tuning.lookahead import UNUSED, Lookahead
+from racer.tuning.capping import (DOMINATED, capped_time, dominated_among, group_bounds,
+                                  open_block, score)
+from racer.tuning.lookahead import Lookahead
 from racer.tuning.runner import RunResult, TargetRunnerError
 from racer.race_loop import NotRun, drive
 
@@ -197,16 +198,20 @@ class RacePlan:
         return quiet_tests(race, rows_done, self.first_test, self.each_test,
                            since=self.protect_rows) >= self.elitist_limit
 
-    def over_budget(self, race, n_more: int) -> bool:
-        """Whether ``n_more`` runs beyond those ``race`` made would exceed maxExperiments."""
+    def over_budget(self, race, n_more: int, paid_elsewhere: int = 0) -> bool:
+        """Whether ``n_more`` runs beyond those ``race`` made would exceed maxExperiments,
+        ``paid_elsewhere`` being the runs started that no race counts (look-ahead runs not
+        used, or not yet: :meth:`Dispatcher.paid_elsewhere`)."""
         return (self.max_total is not None
-                and self.used_before + real_runs(race, self.cached) + n_more > self.max_total)
+                and self.used_before + real_runs(race, self.cached) + n_more + paid_elsewhere
+                > self.max_total)
 
 
-def next_block(race, plan: RacePlan) -> list:
+def next_block(race, plan: RacePlan, paid_elsewhere: int = 0) -> list:
     """``(candidate index, row, key)`` of the runs of the block after the current one, as the
     race will ask them, for the configurations alive now; [] when that block may never come:
-    the instances, min_survivors, the race's budget, maxExperiments or elitistLimit would end
+    the instances, min_survivors, the race's budget, maxExperiments (``paid_elsewhere``: runs
+    started that no race counts, see :meth:`RacePlan.over_budget`) or elitistLimit would end
     the race after the current block even if the test eliminated nobody (conservative:
     look-ahead never spends runs on a block that only eliminations could open)."""
     n = race.n_instances
@@ -222,7 +227,7 @@ def next_block(race, plan: RacePlan) -> list:
     runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
             for row in rows for ci in alive]
     runs = [run for run in runs if not plan.is_known(*run[2])]
-    if plan.over_budget(race, untold + len(runs)):
+    if plan.over_budget(race, untold + len(runs), paid_elsewhere):
         return []
     return runs
 
@@ -246,6 +251,26 @@ class Dispatcher:
         self.workers = max(1, tuner.settings.parallel)
         self.gate = tuner.settings.error_policy != "worst"
         self._switches: dict = {}
+        # Runs started ahead and not used by the tuning's earlier races (see unused_runs).
+        self.unused_before = tuner.state.get("unused", 0)
+
+    def unused_runs(self) -> int:
+        """Runs the tuning started ahead and did not use, this race's included: paid from
+        maxExperiments like any run (racer.tuning.lookahead, "Budget")."""
+        return self.unused_before + (self.ahead.unused if self.ahead is not None else 0)
+
+    def paid_elsewhere(self, race, runs: list = ()) -> int:
+        """Runs started that no race counts: those unused (:meth:`unused_runs`) and the
+        look-ahead runs not yet settled, other than the cells of ``runs`` (which the block
+        about to run counts) and those ``race`` already holds (a resumed race's)."""
+        ahead = self.ahead
+        if ahead is None:
+            return self.unused_before
+        keys = {(ev.candidate.id, ev.instance) for ev in runs}
+        if ahead.entries and race.n_evaluations:
+            is_told = told(race.result())
+            keys |= {key for key in ahead.entries if is_told(*key)}
+        return self.unused_runs() + ahead.outstanding(exclude=keys)
 
     def command(self, cand) -> list:
         if cand.id not in self._switches:
@@ -333,6 +358,10 @@ class _Block:
         # Candidates look-ahead may run: a success (this block's count too), no failure.
         self.sure = set(self.proven) - {ci for ci, _, _ in res.failures}
         self.waiting = list(runs)
+        # Runs paid at the block's start: those of the earlier blocks and every one of this
+        # block's (made, or skipped: the bound of what look-ahead may add, conservatively).
+        plan = dispatcher.plan
+        self.paid = plan.used_before + len(real_cells(res, plan.cached)) + len(runs)
         self.futures: dict = {}
         self.ready: list = []  # (Evaluation, RunResult) of look-ahead runs already finished
         self.busy: dict[int, set] = {}  # gated candidate -> its rows in flight
@@ -379,7 +408,7 @@ class _Block:
         """Workers would idle while gated runs wait for their configuration's earlier run:
         start them provisionally. Their results are told only once the earlier rows have
         answered, so the race sees what one-at-a-time would give (after a failure: SKIPPED,
-        not counted)."""
+        not an experiment, and the run made is logged unused and paid from the budget)."""
         if not (self.waiting and self.d.ahead is not None):
             return
         in_flight = self.in_flight()
@@ -405,14 +434,20 @@ class _Block:
         if free <= 0:
             return
         if ahead.plan is None:
-            ahead.plan = next_block(self.d.race, self.d.plan)
+            ahead.plan = next_block(self.d.race, self.d.plan, self.d.paid_elsewhere(self.d.race))
         for ci, _row, key in ahead.plan:
-            if free <= 0:
+            if free <= 0 or not self.may_start():
                 break
             if ci in self.sure and ci not in self.failed and key not in ahead.entries:
                 cand = self.d.race.candidates[ci]
                 ahead.start(self.d.pool, cand, key[1], self.d.command(cand))
                 free -= 1
+
+    def may_start(self) -> bool:
+        """Whether one more run may start ahead: the runs started (used, unused, this
+        block's, running ahead) stay below maxExperiments."""
+        limit = self.d.plan.max_total
+        return limit is None or self.paid + self.d.unused_runs() + self.d.ahead.outstanding() < limit
 
     def arrivals(self) -> list:
         """Wait for runs to finish; return ``(Evaluation, RunResult or Future)`` of this
@@ -484,12 +519,10 @@ class _Block:
         self.held[ci] = pending
 
     def _log_unused(self, ev, res_run: RunResult, failed_row: int) -> None:
-        on_run = self.d.tuner.on_run
-        if on_run is not None:
-            on_run(self.d.plan.iteration, ev.candidate, ev.instance, dataclasses.replace(
-                res_run, status=UNUSED,
-                message=f"provisional run not used: the configuration failed on instance "
-                        f"row {failed_row}"))
+        # Provisional runs start only with look-ahead on (self.d.ahead), which counts them.
+        self.d.ahead.log_unused(ev.candidate, ev.instance, res_run,
+                                f"provisional run not used: the configuration failed on "
+                                f"instance row {failed_row}")
 
     def cancel(self) -> None:
         """Stop everything of the block: futures cancelled, running target runners killed."""
@@ -507,90 +540,82 @@ class _Block:
 def _capped_results(d: Dispatcher, runs: list, capping) -> Iterator[tuple]:
     """A block of a race with capping, as irace 3.5 runs it: one instance (row) after the
     other; on each, the protected elites' runs first with bound boundMax, then the others
-    with the bounds the elites' times give (:func:`racer.tuning.capping.execution_bounds`);
+    with the bounds the elites' times give (:func:`racer.tuning.capping.group_bounds`);
     after each row but the block's last (where the race's test applies the same rule,
-    :class:`racer.tuning.capping.CappedTest`), the configurations dominated on the rows so far
+    :class:`racer.racing.capped.CappedTest`), the configurations dominated on the rows so far
     lose their later runs of the block (:data:`racer.tuning.capping.DOMINATED`, not run, not
     charged). A configuration that failed loses them too, unless failures rank worst
     (as in :class:`_Block`). Everything is recomputed from the race's results and the
     tuner's capped times, so a resumed block (only some of its runs pending) decides alike."""
     if not runs:
         return
-    race, plan, tuner = d.race, d.plan, d.tuner
-    # The open block's rows: the first firstTest, then eachTest at a time (the last block
-    # shorter when the instances run out).
-    block_stop = race.n_instances
-    block_start = (0 if block_stop <= plan.first_test else
-                   plan.first_test + (block_stop - plan.first_test - 1) // plan.each_test * plan.each_test)
+    plan = d.plan
+    block_start, block_stop = open_block(d.race.n_instances, plan.first_test, plan.each_test)
     by_row: dict = {}
     for ev in runs:
         by_row.setdefault(ev.instance_index, []).append(ev)
+    failed_row: dict = {}  # candidate index -> the row it failed on in this block
     out: set = set()  # candidate indices dominated or failed earlier in this block
-    failed_row: dict = {}
     for row in range(block_start, block_stop):
         # Rows of the block already told before an interruption still decide who is out.
         if row > block_start and (not capping.after_first_test or row >= plan.first_test):
-            _drop_dominated(d, row, out, capping)
+            out |= _dominated_so_far(d, row, out, capping)
         batch = by_row.get(row, [])
-        skip = [ev for ev in batch if ev.candidate_index in out]
-        for ev in skip:
+        for ev in batch:
             ci = ev.candidate_index
-            msg = (f"{SKIPPED} (it failed on instance row {failed_row[ci]})" if ci in failed_row
-                   else DOMINATED)
-            yield ev, False, NotRun(msg)
+            if ci in out:
+                yield ev, False, NotRun(f"{SKIPPED} (it failed on instance row {failed_row[ci]})"
+                                        if ci in failed_row else DOMINATED)
         batch = [ev for ev in batch if ev.candidate_index not in out]
-        protected = row < plan.protect_rows
-        elites = [ev for ev in batch if protected and ev.candidate_index < plan.n_elites]
-        others = [ev for ev in batch if not (protected and ev.candidate_index < plan.n_elites)]
-        for group, bounds in ((elites, None), (others, "compute")):
-            if not group:
-                continue
-            if bounds == "compute":
-                bounds = _row_bounds(d, row, group, protected, capping)
-            futures = {d.submit(ev, None if bounds is None else bounds[k]): ev
-                       for k, ev in enumerate(group)}
-            done_order = []
-            try:
-                pending = set(futures)
-                while pending:
-                    done, pending = cf.wait(pending, timeout=_INTERRUPT_POLL,
-                                            return_when=cf.FIRST_COMPLETED)
-                    if INTERRUPTED.is_set():
-                        raise KeyboardInterrupt
-                    done_order.extend(done)
-                    for fut in sorted(done, key=lambda f: futures[f].candidate_index):
-                        ev = futures[fut]
-                        res_run = fut.result()
-                        yield ev, res_run.status == "ok", res_run
-                        if res_run.status != "ok" and d.gate:
-                            out.add(ev.candidate_index)
-                            failed_row[ev.candidate_index] = row
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                tuner.runner.kill_all()
-                raise
+        for ev, res_run in _capped_row(d, row, batch, capping):
+            yield ev, res_run.status == "ok", res_run
+            if res_run.status != "ok" and d.gate:
+                out.add(ev.candidate_index)
+                failed_row[ev.candidate_index] = row
 
 
-def _costs_so_far(race, stop: int) -> tuple:
-    """``(costs, alive)``: the survivors' costs on rows ``0 .. stop - 1`` (failures NaN)."""
-    res = race.result()
-    alive = [int(ci) for ci in race.survivor_indices]
-    return res.scores[:stop, alive], alive
-
-
-def _drop_dominated(d: Dispatcher, row: int, out: set, capping) -> None:
-    """Add to ``out`` the configurations irace's ``dom.elim`` eliminates after row
-    ``row - 1``: among those alive with a cost on every row so far."""
-    costs, alive = _costs_so_far(d.race, row)
-    keep = [j for j, ci in enumerate(alive) if ci not in out and not np.isnan(costs[:, j]).any()]
-    if not keep:
-        return
-    cols = [alive[j] for j in keep]
+def _capped_row(d: Dispatcher, row: int, batch: list, capping) -> Iterator[tuple]:
+    """``(Evaluation, RunResult)`` of ``batch``'s runs on ``row``: the protected elites' first
+    (bound boundMax), then the others' (bounds from the elites' times)."""
     protected = row < d.plan.protect_rows
-    elites = [k for k, ci in enumerate(cols) if protected and ci < d.plan.n_elites]
-    gone = dominated(costs[:, keep], elites, capping.type, d.plan.min_survivors)
-    out.update(cols[k] for k in np.flatnonzero(gone))
+    is_elite = [protected and ev.candidate_index < d.plan.n_elites for ev in batch]
+    elites = [ev for ev, e in zip(batch, is_elite) if e]
+    others = [ev for ev, e in zip(batch, is_elite) if not e]
+    if elites:
+        yield from _run_group(d, elites, [None] * len(elites))
+    if others:
+        yield from _run_group(d, others, _row_bounds(d, row, others, protected, capping))
+
+
+def _run_group(d: Dispatcher, group: list, bounds: list) -> Iterator[tuple]:
+    """Run ``group`` with ``bounds`` (None: boundMax); yield ``(Evaluation, RunResult)`` as
+    they finish (those finishing together in candidate order). On an exception the runs
+    left are cancelled and the running target runners killed."""
+    futures = {d.submit(ev, bound): ev for ev, bound in zip(group, bounds)}
+    try:
+        pending = set(futures)
+        while pending:
+            done, pending = cf.wait(pending, timeout=_INTERRUPT_POLL,
+                                    return_when=cf.FIRST_COMPLETED)
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
+            for fut in sorted(done, key=lambda f: futures[f].candidate_index):
+                yield futures[fut], fut.result()
+    except BaseException:
+        for fut in futures:
+            fut.cancel()
+        d.tuner.runner.kill_all()
+        raise
+
+
+def _dominated_so_far(d: Dispatcher, row: int, out: set, capping) -> set:
+    """The configurations irace's ``dom.elim`` eliminates after row ``row - 1``: among the
+    survivors with a cost on every row so far (:func:`racer.tuning.capping.dominated_among`)."""
+    res = d.race.result()
+    alive = [int(ci) for ci in d.race.survivor_indices]
+    n_protected = d.plan.n_elites if row < d.plan.protect_rows else 0
+    return dominated_among(res.scores[:row, alive], alive, out, n_protected, capping.type,
+                           d.plan.min_survivors)
 
 
 def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) -> list:
@@ -598,20 +623,12 @@ def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) 
     on rows ``0 .. row`` (none protected: boundMax)."""
     if not protected or d.plan.n_elites == 0:
         return [capping.bound_max] * len(group)
-    tasks = d.plan.tasks[:row + 1]
-    cids = [c.id for c in d.plan.candidates[:d.plan.n_elites]] + [ev.candidate.id for ev in group]
+    n_elites = d.plan.n_elites
+    cids = [c.id for c in d.plan.candidates[:n_elites]] + [ev.candidate.id for ev in group]
     alive = set(int(ci) for ci in d.race.survivor_indices)
-    elites = [k for k in range(d.plan.n_elites) if k in alive]
     times = np.array([[d.tuner.capped_times.get((cid, t.index), np.nan) for cid in cids]
-                      for t in tasks], dtype=float)
-    exe = list(range(d.plan.n_elites, len(cids)))
-    # The runs being bounded have no time on this row yet. A resumed session may hold one
-    # (read back from runs.csv for a run logged but not yet told to the journal when racer
-    # was killed): it is run again and must get the bound it got the first time, not one
-    # shortened by its own earlier time.
-    times[-1, exe] = np.nan
-    bounds, _ = execution_bounds(times, elites, exe, capping)
-    return bounds
+                      for t in d.plan.tasks[:row + 1]], dtype=float)
+    return group_bounds(times, n_elites, [k for k in range(n_elites) if k in alive], capping)
 
 
 # ---------------------------------------------------------------------------- one race
@@ -619,12 +636,15 @@ def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) 
 
 def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead | None) -> None:
     """Drive ``race`` to its end (or to maxExperiments) with the one race loop, on the
-    tuner's pool; ``tuner.experiments`` counts the target-runner calls made."""
+    tuner's pool, then stop its look-ahead runs left (``ahead.close``); ``tuner.experiments``
+    counts the target-runner calls the races used, ``tuner.state["unused"]`` (with a
+    maxExperiments budget) those started ahead and not used."""
     dispatcher = Dispatcher(tuner, race, plan, pool, ahead)
 
     def can_pay(race, runs: list) -> bool:
-        if plan.over_budget(race, len(runs)):
-            # irace never exceeds maxExperiments: stop before a block it cannot pay.
+        if plan.over_budget(race, len(runs), dispatcher.paid_elsewhere(race, runs)):
+            # irace never exceeds maxExperiments: stop before a block it cannot pay, counting
+            # the runs started ahead and not used (racer.tuning.lookahead, "Budget").
             race.stop("budget")
             return False
         tuner.state["experiments"] = tuner.experiments
@@ -635,3 +655,11 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
 
     drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
           before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
+    if ahead is not None:
+        # Stop the runs left ahead now, so that the unused ones are counted before the
+        # tuner sizes its next iteration (the tuner's own close is then a no-op).
+        ahead.close(told(race.result()) if race.n_evaluations else lambda cid, task: False)
+    if plan.max_total is not None:
+        # state["unused"]: runs started ahead and not used, paid from maxExperiments (the
+        # tuner does not start a race whose first test the rest cannot pay).
+        tuner.state["unused"] = dispatcher.unused_runs()

@@ -8,22 +8,38 @@ a worker is free and every run of the current block is already submitted, the ru
 will ask next -- the next ``eachTest`` instances for the configurations alive and proven (a
 success, no failure) -- and hands their results to the race when it asks. The race sees the
 same values in the same order as without look-ahead (the runner is deterministic given
-configuration, instance and seed), so the same seed gives the same elites.
+configuration, instance and seed), so the same seed gives the same elites while the
+budget does not bind (below, "Budget").
 
 The same setting also lets idle workers start, within the current block, the next runs of a
 configuration that has no success yet before its earlier run answered (:mod:`racer.tuning.dispatch`,
 "provisional" runs: told only once the earlier rows answered, discarded after a failure).
 
-A look-ahead run counts as an experiment (maxExperiments, maxTime) only when the race uses it.
-A run of a configuration that the test then eliminates, or of a block the race never opens, is
-cancelled if not started, else its process group is killed, and it appears in ``runs.csv``
-with status ``speculative-unused``.
+**Budget.** Every run started counts against ``maxExperiments`` (``budget`` in
+:func:`racer.tune`), used or not: a user who pays per run paid for a look-ahead run the race
+never used, so the runs started -- used, unused and in flight -- never exceed the budget.
+Look-ahead starts a run only while the runs started so far plus those in flight are below the
+budget, and never a block the race could not pay once the unused runs are counted
+(:func:`racer.tuning.dispatch.next_block`); a race stops before a block it cannot pay on the
+same count. irace's schedule (the budget of each iteration, the number of configurations) is
+still computed from the runs the races used, so the same seed gives the same races as
+without look-ahead *until the budget binds*: when the unused runs exceed what the tuning
+would have left unspent (usually less than one block), the last race stops that many runs
+sooner, or the last iteration is not raced (once runs were unused, the tuner starts a race
+only if what is left pays every configuration's first test, ``firstTest`` runs each), and
+how many were unused depends on timing, so then the same seed may end with other elites. A
+tuning whose every run costs money and that must repeat exactly should turn look-ahead off
+(``--no-lookahead``, ``lookahead=False``). Under ``maxTime`` nothing changes: an unused
+run's time is not counted. An unused run is cancelled if not started, else its process group
+is killed, and it appears in ``runs.csv`` with status ``speculative-unused`` (the result's
+``experiments`` counts the runs the races used; ``runs.csv`` lists the others).
 
 Resume: every finished look-ahead run is appended to ``<race journal>.lookahead.jsonl``
 before the tuner keeps it, so that after ``kill -9`` a resumed race reuses it instead of
 running it again: the promise "at most the runs in flight are repeated" holds with look-ahead.
 The file also records the runs written to ``runs.csv`` as unused, so a resume does not write
-them twice.
+them twice and counts them against the budget again (:attr:`Lookahead.unused`); only the runs
+in flight at the kill, made again, are paid twice.
 """
 
 from __future__ import annotations
@@ -82,33 +98,44 @@ class Lookahead:
         self.dying: dict[cf.Future, Ahead] = {}  # no longer needed, being stopped
         self.plan: list | None = None  # the next block's (candidate index, row, key), per block
         self.started = 0
+        # Runs of this race started and not used, earlier sessions' included (one "discard"
+        # line of the journal each): paid from maxExperiments like any run.
         self.unused = 0
         self.row_of = {t: row for row, t in enumerate(tasks)}  # the race's rows
-        by_id = {c.id: c for c in candidates}
-        by_task = {(t.index, t.seed): t for t in tasks}
-        discarded = set()
+        self._closed = False
         torn = False
         if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    torn = not line.endswith("\n")
-                    try:
-                        rec = json.loads(line)
-                    except ValueError:
-                        continue  # a line torn by kill -9: that run counts as in flight
-                    if "discard" in rec:
-                        discarded.add(tuple(rec["discard"]))
-                        continue
-                    cand, task = by_id.get(rec["c"]), by_task.get((rec["i"], rec["s"]))
-                    if cand is not None and task is not None:
-                        self.entries[(cand.id, task)] = Ahead(cand, task, result=RunResult(**rec["r"]))
-            for cid, index, seed in discarded:
-                task = by_task.get((index, seed))
-                if task is not None:
-                    self.entries.pop((cid, task), None)
+            torn = self._read_journal(path, candidates, tasks)
         self._file = open(path, "a", encoding="utf-8")
         if torn:  # end the torn line, so that the next record is a line of its own
             self._file.write("\n")
+
+    def _read_journal(self, path: str, candidates: list, tasks: list) -> bool:
+        """Take back the finished runs an interrupted session journaled, less those it
+        discarded, and count the discarded ones as unused; True if the last line is torn."""
+        by_id = {c.id: c for c in candidates}
+        by_task = {(t.index, t.seed): t for t in tasks}
+        discarded = []
+        torn = False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                torn = not line.endswith("\n")
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue  # a line torn by kill -9: that run counts as in flight
+                if "discard" in rec:
+                    discarded.append(tuple(rec["discard"]))
+                    continue
+                cand, task = by_id.get(rec["c"]), by_task.get((rec["i"], rec["s"]))
+                if cand is not None and task is not None:
+                    self.entries[(cand.id, task)] = Ahead(cand, task, result=RunResult(**rec["r"]))
+        for cid, index, seed in discarded:
+            task = by_task.get((index, seed))
+            if task is not None:
+                self.entries.pop((cid, task), None)
+        self.unused = len(discarded)
+        return torn
 
     # ------------------------------------------------------------------ runs
 
@@ -118,6 +145,12 @@ class Lookahead:
 
     def n_running(self) -> int:
         return sum(e.future is not None for e in self.entries.values()) + len(self.dying)
+
+    def outstanding(self, exclude: Any = ()) -> int:
+        """Runs started and not yet settled: neither taken by the race nor logged unused
+        (running, finished and waiting, being stopped), less those whose key is in
+        ``exclude`` (counted elsewhere)."""
+        return sum(key not in exclude for key in self.entries) + len(self.dying)
 
     def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
         tag = next(_TAGS)
@@ -187,14 +220,18 @@ class Lookahead:
         self._file.flush()
 
     def _log_unused(self, entry: Ahead) -> None:
+        self.log_unused(entry.cand, entry.task, entry.result, "look-ahead run not used by the race"
+                        + (f" ({entry.result.message})" if entry.result.message else ""))
+
+    def log_unused(self, cand: Any, task: Any, result: RunResult, message: str) -> None:
+        """A run made and not used (a look-ahead run, or the dispatcher's provisional run
+        of a configuration that then failed): logged with status ``speculative-unused``,
+        counted in :attr:`unused`, and journaled, so that a resumed session counts it too."""
         self.unused += 1
         if self.on_run is not None:
-            res = dataclasses.replace(
-                entry.result, status=UNUSED,
-                message=("look-ahead run not used by the race"
-                         + (f" ({entry.result.message})" if entry.result.message else "")))
-            self.on_run(self.iteration, entry.cand, entry.task, res)
-        self._write({"discard": [entry.cand.id, entry.task.index, entry.task.seed]})
+            self.on_run(self.iteration, cand, task,
+                        dataclasses.replace(result, status=UNUSED, message=message))
+        self._write({"discard": [cand.id, task.index, task.seed]})
 
     # ------------------------------------------------------------------ end of the race
 
@@ -202,7 +239,10 @@ class Lookahead:
         """End of the race. ``told(cid, task)`` says whether the race holds that cell (used in
         an earlier session, before a resume): every other run left is stopped and logged as
         unused. ``told=None`` (an interruption): cancel what has not started and keep the
-        journal as it is, for the resume."""
+        journal as it is, for the resume. Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             if told is None:
                 for entry in self.entries.values():

@@ -30,7 +30,7 @@ import dataclasses
 import math
 import re
 import shlex
-from typing import Any
+from typing import Any, Callable
 
 from racer.tuning import rexpr
 from racer.tuning.instances import read_text
@@ -389,40 +389,53 @@ def _parse_param_line(line: str, lineno: int, path: str, previous: list[Paramete
     log = m.group("log") is not None
     if log and ptype not in ("i", "r"):
         raise ParameterFileError(path, lineno, f"{name}: ',log' applies to i and r only, not {ptype}")
+
+    def error(message: str) -> ParameterFileError:
+        return ParameterFileError(path, lineno, f"{name}: {message}")
+
+    text = m.group("domain")
     try:
-        values = _split_domain(m.group("domain"))
+        values = _split_domain(text)
     except ValueError as exc:
-        raise ParameterFileError(path, lineno, f"{name}: cannot read the domain: {exc}") from None
-    if ptype in ("c", "o"):
-        if not values:
-            raise ParameterFileError(path, lineno, f"{name}: empty domain")
-        if len(set(values)) != len(values):
-            raise ParameterFileError(path, lineno, f"{name}: repeated values in {values}")
-        domain: tuple = tuple(values)
-    else:
-        if len(values) != 2:
-            raise ParameterFileError(
-                path, lineno, f"{name}: type {ptype} needs (lower, upper); got ({m.group('domain')}) "
-                "(dependent domains of irace 4 are not supported)")
-        try:
-            lo, hi = (float(v) for v in values)
-        except ValueError:
-            raise ParameterFileError(path, lineno, f"{name}: bounds must be numbers; got ({m.group('domain')})") from None
-        if ptype == "i" and not (lo.is_integer() and hi.is_integer()):
-            raise ParameterFileError(path, lineno, f"{name}: integer bounds must be integers; got ({m.group('domain')})")
-        if lo > hi:
-            raise ParameterFileError(path, lineno, f"{name}: lower bound {values[0]} > upper bound {values[1]}")
-        if log and lo <= 0:
-            raise ParameterFileError(path, lineno, f"{name}: a log-scale domain must be positive; got ({m.group('domain')})")
-        domain = (int(lo), int(hi)) if ptype == "i" else (lo, hi)
+        raise error(f"cannot read the domain: {exc}") from None
+    domain = (_categorical_domain(values, error) if ptype in ("c", "o")
+              else _numeric_domain(values, text, ptype, log, error))
     cond_text = (m.group("cond") or "").strip()
     cond = None
     if cond_text:
         try:
             cond = rexpr.parse(cond_text)
         except rexpr.RSyntaxError as exc:
-            raise ParameterFileError(path, lineno, f"{name}: condition: {exc}") from None
+            raise error(f"condition: {exc}") from None
     return Parameter(name, m.group("switch")[1:-1], ptype, domain, log, cond, cond_text, line=lineno)
+
+
+def _categorical_domain(values: list, error: Callable[[str], Exception]) -> tuple:
+    """The domain of a c or o parameter: its values, none repeated."""
+    if not values:
+        raise error("empty domain")
+    if len(set(values)) != len(values):
+        raise error(f"repeated values in {values}")
+    return tuple(values)
+
+
+def _numeric_domain(values: list, text: str, ptype: str, log: bool,
+                    error: Callable[[str], Exception]) -> tuple:
+    """The ``(lower, upper)`` of an i or r parameter (``text``: the domain as written)."""
+    if len(values) != 2:
+        raise error(f"type {ptype} needs (lower, upper); got ({text}) "
+                    "(dependent domains of irace 4 are not supported)")
+    try:
+        lo, hi = (float(v) for v in values)
+    except ValueError:
+        raise error(f"bounds must be numbers; got ({text})") from None
+    if ptype == "i" and not (lo.is_integer() and hi.is_integer()):
+        raise error(f"integer bounds must be integers; got ({text})")
+    if lo > hi:
+        raise error(f"lower bound {values[0]} > upper bound {values[1]}")
+    if log and lo <= 0:
+        raise error(f"a log-scale domain must be positive; got ({text})")
+    return (int(lo), int(hi)) if ptype == "i" else (lo, hi)
 
 
 def _diagnose(line: str) -> str:
@@ -459,17 +472,7 @@ def read_configurations(path: str, space: ParameterSpace, discarded: list | None
     parameters take their value). Each row is checked against conditions and domains. A
     forbidden row is an error, or, when a ``discarded`` list is given, dropped and recorded
     there as ``(line, rule)`` (irace discards them with a warning)."""
-    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
-    rows = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        try:
-            words = shlex.split(raw, comments=True)
-        except ValueError as exc:
-            raise ParameterFileError(path, lineno, str(exc)) from None
-        if words:
-            rows.append((lineno, words))
-    if not rows:
-        raise ParameterFileError(path, None, "no header line")
+    rows = _configuration_rows(path)
     header_line, header = rows[0]
     for name in header:
         if name not in space.by_name:
@@ -479,22 +482,7 @@ def read_configurations(path: str, space: ParameterSpace, discarded: list | None
     configs = []
     seen: dict[tuple, int] = {}
     for lineno, words in rows[1:]:
-        if len(words) != len(header):
-            raise ParameterFileError(path, lineno, f"{len(words)} values for {len(header)} columns")
-        values: dict = {p.name: None for p in space.declared}
-        for name, word in zip(header, words):
-            p = space.by_name[name]
-            try:
-                values[name] = space.parse_value(p, word)
-            except ValueError as exc:
-                raise ParameterFileError(path, lineno, f"{name}: {exc}") from None
-        for p in space.declared:
-            if p.name not in header and p.is_fixed:
-                values[p.name] = p.domain[0]
-        # Fixed parameters whose condition fails are NA.
-        for p in space.params:
-            if p.is_fixed and p.name not in header and not space.is_active(p, values):
-                values[p.name] = None
+        values = _configuration_values(path, lineno, words, header, space)
         problem = space.check(values)
         if problem is not None and discarded is not None and problem.startswith("it is forbidden"):
             discarded.append((lineno, space.forbidding_rule(values)))
@@ -509,6 +497,45 @@ def read_configurations(path: str, space: ParameterSpace, discarded: list | None
     if not configs and not discarded:
         raise ParameterFileError(path, None, "no configurations after the header")
     return configs
+
+
+def _configuration_rows(path: str) -> list[tuple[int, list[str]]]:
+    """``(line number, words)`` of the non-empty lines of a configurations file (shell
+    quoting and ``#`` comments), the header first."""
+    text = read_text(path, lambda line, message: ParameterFileError(path, line, message))
+    rows = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        try:
+            words = shlex.split(raw, comments=True)
+        except ValueError as exc:
+            raise ParameterFileError(path, lineno, str(exc)) from None
+        if words:
+            rows.append((lineno, words))
+    if not rows:
+        raise ParameterFileError(path, None, "no header line")
+    return rows
+
+
+def _configuration_values(path: str, lineno: int, words: list, header: list,
+                          space: ParameterSpace) -> dict:
+    """Every parameter's value on one row: the header's columns parsed, a fixed parameter
+    left out taking its value (NA when its condition fails), the others NA."""
+    if len(words) != len(header):
+        raise ParameterFileError(path, lineno, f"{len(words)} values for {len(header)} columns")
+    values: dict = {p.name: None for p in space.declared}
+    for name, word in zip(header, words):
+        try:
+            values[name] = space.parse_value(space.by_name[name], word)
+        except ValueError as exc:
+            raise ParameterFileError(path, lineno, f"{name}: {exc}") from None
+    for p in space.declared:
+        if p.name not in header and p.is_fixed:
+            values[p.name] = p.domain[0]
+    # Fixed parameters whose condition fails are NA.
+    for p in space.params:
+        if p.is_fixed and p.name not in header and not space.is_active(p, values):
+            values[p.name] = None
+    return values
 
 
 def is_finite_number(x: Any) -> bool:

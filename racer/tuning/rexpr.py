@@ -334,26 +334,18 @@ def _call(name: str, args: list):
     if len(args) != 1 and not (name == "round" and len(args) == 2):
         raise ValueError(f"{name}() takes one argument; got {len(args)}")
     x = args[0]
-    if name == "is.na":
-        return _elementwise(lambda v, _: v is None or (isinstance(v, float) and math.isnan(v)), x, 0)
     if name == "isTRUE":
         return x is True
     if name == "isFALSE":
         return x is False
-    if name == "as.character":
-        return _elementwise(lambda v, _: None if v is None else _fmt(v), x, 0)
-    if name == "nchar":
-        return _elementwise(lambda v, _: None if v is None else float(len(_fmt(v))), x, 0)
     if name == "round":
         digits = int(_num(args[1]) or 0) if len(args) == 2 else 0
         return _elementwise(lambda v, _: None if _num(v) is None else round(_num(v), digits), x, 0)
-    funcs = {
-        "abs": abs, "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp,
-        "sqrt": math.sqrt, "floor": math.floor, "ceiling": math.ceil,
-        "as.numeric": float, "as.integer": lambda v: float(int(v)),
-    }
-    f = funcs[name]
+    return _elementwise(_ELEMENTWISE[name], x, 0)
 
+
+def _numeric(f):
+    """R's numeric function ``f`` of one element: NA stays NA, a domain error is NaN."""
     def one(v, _):
         n = _num(v)
         if n is None:
@@ -363,7 +355,20 @@ def _call(name: str, args: list):
         except (ValueError, OverflowError):
             return math.nan
 
-    return _elementwise(one, x, 0)
+    return one
+
+
+# The functions of one argument applied element by element, as ``_elementwise`` calls them.
+_ELEMENTWISE = {
+    "is.na": lambda v, _: v is None or (isinstance(v, float) and math.isnan(v)),
+    "as.character": lambda v, _: None if v is None else _fmt(v),
+    "nchar": lambda v, _: None if v is None else float(len(_fmt(v))),
+    **{name: _numeric(f) for name, f in {
+        "abs": abs, "log": math.log, "log2": math.log2, "log10": math.log10, "exp": math.exp,
+        "sqrt": math.sqrt, "floor": math.floor, "ceiling": math.ceil,
+        "as.numeric": float, "as.integer": lambda v: float(int(v)),
+    }.items()},
+}
 
 
 def _fmt(v) -> str:
@@ -380,10 +385,10 @@ def _eval(node, env: dict):
         if node[1] not in env:
             raise KeyError(node[1])
         return env[node[1]]
-    if tag == "neg":
-        return _elementwise(lambda v, _: None if _num(v) is None else -_num(v), _eval(node[1], env), 0)
     if tag == "pos":
         return _eval(node[1], env)
+    if tag == "neg":
+        return _elementwise(lambda v, _: None if _num(v) is None else -_num(v), _eval(node[1], env), 0)
     if tag == "not":
         return _elementwise(lambda v, _: None if _logical(v) is None else not _logical(v),
                             _eval(node[1], env), 0)
@@ -391,15 +396,23 @@ def _eval(node, env: dict):
         return _call(node[1], [_eval(a, env) for a in node[2]])
     op, left, right = node[1], node[2], node[3]
     if op in ("&&", "||"):
-        # Short-circuit as R does: `FALSE && x` never evaluates x.
-        a = _logical(_first(_eval(left, env)))
-        if op == "&&" and a is False:
-            return False
-        if op == "||" and a is True:
-            return True
-        b = _logical(_first(_eval(right, env)))
-        return _and(a, b) if op == "&&" else _or(a, b)
-    a, b = _eval(left, env), _eval(right, env)
+        return _short_circuit(op, left, right, env)
+    return _binary(op, _eval(left, env), _eval(right, env))
+
+
+def _short_circuit(op: str, left, right, env: dict):
+    """``&&`` and ``||`` as R evaluates them: ``FALSE && x`` never evaluates x."""
+    a = _logical(_first(_eval(left, env)))
+    if op == "&&" and a is False:
+        return False
+    if op == "||" and a is True:
+        return True
+    b = _logical(_first(_eval(right, env)))
+    return _and(a, b) if op == "&&" else _or(a, b)
+
+
+def _binary(op: str, a, b):
+    """``a op b`` element by element (R's recycling: ``_elementwise``)."""
     if op == "%in%":
         table = _vec(b)
         return _elementwise(lambda v, _: any(_equal(v, t) for t in table), a, 0)

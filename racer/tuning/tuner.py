@@ -43,7 +43,8 @@ from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.engine import Race
 from racer.tuning.parameters import ParameterSpace, format_value
 from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
-from racer.tuning.capping import CappedTest, capped_time, score
+from racer.racing.capped import CappedTest
+from racer.tuning.capping import capped_time, score
 from racer.tuning.lookahead import Lookahead
 from racer.tuning.objectives import elite_cap, pareto_elites
 from racer.tuning.sampler import Sampler
@@ -637,7 +638,8 @@ class Tuner:
             need = (n_conf - n_elites) * mu + n_elites * min(s.elitist_new_instances, mu)
         else:
             need = n_conf * mu
-        if need > current:
+        unused = self.state.get("unused", 0)  # runs started ahead, not used: paid (tuning.lookahead)
+        if max(need, n_conf * s.first_test if unused else 0) > min(current, money.remaining - unused):
             if first_race:
                 raise BudgetError(f"maxExperiments = {money.budget} cannot pay for the first race "
                                   f"({n_conf} configurations x {mu} instances)")

@@ -72,7 +72,7 @@ def test_options_in_a_name():
     ("posterior-best:error_rate", r"options must read key=value"),
     ("posterior-best:1x=2", r"options must read key=value"),
     ("posterior-best:spending=1,spending=2", r"'spending' given twice"),
-    ("posterior-best:alpha=0.1", r"'posterior-best:alpha=0.1': .*unexpected keyword.*'alpha'"),
+    ("posterior-best:alpha=0.1", r"'posterior-best' has no option 'alpha'; its options are .*error_rate"),
     ("posterior-best:error_rate=2", r"error_rate"),
     ("hierarchical", r"test_fraction"),
     ("no_such_module_xyz:Test", r"No module named 'no_such_module_xyz'.*the names are"),

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
-from racer.tuning.capping import (Capping, CappedTest, capped_time, ceiling_digits, dominated,
-                               execution_bounds, score)
+from racer.racing.capped import CappedTest
+from racer.tuning.capping import (Capping, capped_time, ceiling_digits, dominated, execution_bounds,
+                                  score)
 from racer.tuning.instances import Instance
 from racer.cli.target_runner import TargetRunner
 from racer.racing.base import KeepAll, RaceView

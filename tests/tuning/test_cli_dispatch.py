@@ -1,7 +1,7 @@
 """Look-ahead dispatch (racer.tuning.lookahead): runs of a race's next block started while workers
-would idle must change nothing the race sees (same elites, same runs used), must not count
-in the budget unless used, must be visible when unused, must fill idle workers, and must
-survive kill -9 without repeating more than the runs in flight."""
+would idle must change nothing the race sees while the budget does not bind (same elites,
+same runs used), must be paid from the budget and visible when unused, must fill idle
+workers, and must survive kill -9 without repeating more than the runs in flight."""
 
 import os
 import random
@@ -57,6 +57,12 @@ class SleepyRunner:
         pass
 
 
+# Settings under which the budget never binds: two iterations of at most 60 runs out of 1,000
+# (an unused run ahead is paid from the budget, so where the budget binds look-ahead may end a
+# tuning sooner: racer/tuning/lookahead.py, "Budget"; tests/tuning/test_budget_cap.py).
+NOT_BINDING = dict(max_experiments=1000, n_iterations=2, experiments_per_iteration=60)
+
+
 def run_tuner(tmp_path, runner, *, initial=None, **settings):
     s = Settings(**{"max_experiments": 200, "seed": 5, "parallel": 2, **settings})
     log = []
@@ -83,16 +89,17 @@ def max_overlap(intervals):
 
 @pytest.mark.parametrize("parallel", [2, 4])
 def test_lookahead_changes_neither_elites_nor_runs_used(tmp_path, parallel):
-    off, log_off = run_tuner(tmp_path / "off", SleepyRunner(), parallel=1, lookahead=False)
+    off, log_off = run_tuner(tmp_path / "off", SleepyRunner(), parallel=1, lookahead=False,
+                             **NOT_BINDING)
     runner = SleepyRunner(delay=0.002)
-    on, log_on = run_tuner(tmp_path / "on", runner, parallel=parallel)
+    on, log_on = run_tuner(tmp_path / "on", runner, parallel=parallel, **NOT_BINDING)
     assert [(e.id, e.values) for e in on.elites] == [(e.id, e.values) for e in off.elites]
     assert used(log_on) == used(log_off)
-    assert on.experiments == off.experiments == len(used(log_on)) <= 200
-    # Every call is logged once: used, or marked unused (and then not an experiment).
+    assert on.experiments == off.experiments == len(used(log_on)) <= 120
+    # Every call is logged once: used, or marked unused (not an experiment, but paid).
     assert len(runner.calls) == len(log_on)
     unused = [row for row in log_on if row[4] == UNUSED]
-    assert len(runner.calls) == on.experiments + len(unused)
+    assert len(runner.calls) == on.experiments + len(unused) <= 1000
 
 
 def test_lookahead_fills_idle_workers(tmp_path):
@@ -110,17 +117,19 @@ def test_lookahead_fills_idle_workers(tmp_path):
     assert overlaps[True] == 4
 
 
-def test_unused_lookahead_runs_are_marked_and_not_counted(tmp_path):
+def test_unused_lookahead_runs_are_marked_and_paid(tmp_path):
     # The x = 3.5 configuration is eliminated by the test after a few blocks; its look-ahead
-    # runs of the block after are not used.
+    # runs of the block after are not used. Ten instances (deterministic), at most 30 runs
+    # used: a budget of 45 does not bind.
     initial = [{"mode": "a", "x": x} for x in (0.9, 1.1, 3.5)]
+    kwargs = dict(initial=initial, fixed_list=True, max_experiments=45, deterministic=True)
     runner = SleepyRunner(delay=0.01)
-    result, log = run_tuner(tmp_path, runner, initial=initial, parallel=4, fixed_list=True,
-                            max_experiments=30)
+    result, log = run_tuner(tmp_path, runner, parallel=4, **kwargs)
     unused = [row for row in log if row[4] == UNUSED]
     assert result.experiments == len(log) - len(unused) <= 30
-    ref, ref_log = run_tuner(tmp_path / "ref", SleepyRunner(), initial=initial, parallel=1,
-                             fixed_list=True, max_experiments=30, lookahead=False)
+    assert len(runner.calls) == len(log) <= 45
+    ref, ref_log = run_tuner(tmp_path / "ref", SleepyRunner(), parallel=1, lookahead=False,
+                             **kwargs)
     assert used(log) == used(ref_log)
     # Unused runs are of cells the race never told: none of them is among the used ones.
     assert not {r[1:4] for r in unused} & {r[1:4] for r in used(log)}
@@ -139,9 +148,9 @@ class CrashingRunner(SleepyRunner):
 
 def test_lookahead_with_failures_uses_the_same_runs(tmp_path):
     off, log_off = run_tuner(tmp_path / "off", CrashingRunner(), parallel=1, lookahead=False,
-                             error_policy="reject")
+                             error_policy="reject", **NOT_BINDING)
     on, log_on = run_tuner(tmp_path / "on", CrashingRunner(delay=0.002), parallel=4,
-                           error_policy="reject")
+                           error_policy="reject", **NOT_BINDING)
     assert [e.id for e in on.elites] == [e.id for e in off.elites]
     assert used(log_on) == used(log_off)
     assert on.experiments == off.experiments
@@ -186,8 +195,12 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
     ref_dir.mkdir()
     run_dir.mkdir()
-    ref = make_scenario(ref_dir, budget=60, params=PARAMS_1, runner=runner)
-    scen = make_scenario(run_dir, budget=60, params=PARAMS_1, runner=runner)
+    # Three iterations of at most 25 runs out of 100: the budget does not bind, so the unused
+    # look-ahead runs (paid from it, in numbers that depend on timing) cannot end the two
+    # tunings at different points.
+    extra = "nbIterations = 3\nnbExperimentsPerIteration = 25\n"
+    ref = make_scenario(ref_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
+    scen = make_scenario(run_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
     assert main(racer_command(ref)[3:]) == EXIT_OK
     proc = subprocess.Popen(racer_command(scen), env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -292,9 +305,10 @@ def test_gated_runs_fill_idle_workers_and_decide_as_one_at_a_time(tmp_path):
     # instance at a time, so without speculation at most three runs overlap. Provisional runs
     # fill the other workers; after a crash their results are discarded and told as SKIPPED,
     # so the runs used, the skips and the elites are those of one worker.
+    # Ten instances (deterministic), at most 30 runs used: a budget of 45 does not bind.
     initial = [{"mode": "a", "x": x} for x in (0.0, 1.0, 2.5)]
     kwargs = dict(initial=initial, fixed_list=True, max_experiments=45, error_policy="reject",
-                  sample_instances=False)
+                  sample_instances=False, deterministic=True)
     ref, ref_log = run_tuner(tmp_path / "ref", LateCrashRunner(), parallel=1, lookahead=False,
                              **kwargs)
     assert any(row[4] == "error" for row in ref_log), "nothing crashed: the test checks nothing"
@@ -316,7 +330,7 @@ def test_gated_runs_fill_idle_workers_and_decide_as_one_at_a_time(tmp_path):
         assert skipped == ref_skipped and skipped
         if lookahead:
             # The crashing configuration's runs after its crash were made (provisionally)
-            # and are logged as unused, not counted.
+            # and are logged as unused: no experiment, but paid from the budget.
             assert len(runner.calls) == result.experiments + sum(r[4] == UNUSED for r in log)
     assert overlaps[False] <= 3
     assert overlaps[True] >= 5

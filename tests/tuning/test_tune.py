@@ -313,7 +313,7 @@ def test_n_jobs_2_runs_a_function_of_a_script_without_a_main_guard(tmp_path):
         pids = set()
         res = racer.tune(lambda c, i, s: evaluate(c, i, s)[0], 'x "" r (0, 1)',
                          [0.1 * k for k in range(10)], budget=120, random_state=5,
-                         n_jobs=2, progress=False)
+                         n_jobs=2, progress=False, n_iterations=2, experiments_per_iteration=40)
         print(json.dumps({"best": res.best, "ids": res.elite_ids, "runs": res.experiments}))
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -321,8 +321,10 @@ def test_n_jobs_2_runs_a_function_of_a_script_without_a_main_guard(tmp_path):
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     one = racer.tune(lambda c, i, s: (c["x"] - 0.3) ** 2 + i, 'x "" r (0, 1)',
-                     [0.1 * k for k in range(10)], budget=120, random_state=5, progress=False)
-    # Look-ahead and worker processes change when runs are made, never which ones count.
+                     [0.1 * k for k in range(10)], budget=120, random_state=5, progress=False,
+                     n_iterations=2, experiments_per_iteration=40)
+    # Look-ahead and worker processes change when runs are made, never which ones count
+    # while the budget does not bind (80 of 120 runs here: look-ahead's unused runs are paid).
     assert got["ids"] == one.elite_ids and got["runs"] == one.experiments
     assert got["best"] == one.best
 
@@ -412,8 +414,11 @@ def evaluate(config, instance, seed):
     time.sleep(0.02)
     return (config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance
 
+# Three iterations of at most 40 runs: the budget does not bind, so look-ahead's unused runs
+# (paid from it) cannot end the reference and the resumed tuning at different points.
 res = racer.tune(evaluate, {space!r}, [0.1 * k for k in range(10)], budget=150,
-                 random_state=7, storage=sys.argv[1], progress=False, n_jobs={n_jobs})
+                 random_state=7, storage=sys.argv[1], progress=False, n_jobs={n_jobs},
+                 n_iterations=3, experiments_per_iteration=40)
 print(res.elite_ids, res.experiments)
 """
 
