@@ -36,6 +36,7 @@ _EXPORTS = {
     "HierarchicalRacingTest": "hierarchical",
     "instance_groups": "hierarchical",
     "ParetoTest": "pareto",
+    "OutlierGuard": "outliers",
     "PosteriorBestTest": "posterior_best",
     "TRaceTest": "trace",
 }
