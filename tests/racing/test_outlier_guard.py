@@ -255,7 +255,10 @@ def test_a_journaled_race_resumes_to_the_same_decisions(tmp_path):
     ref = _run(test, costs)
     assert any(h.probability > 1 for h in ref.history) and len(ref.history) > 1
     path = tmp_path / "race.sqlite"
-    assert _run(test, costs, storage=path, stop_after=3 * M) is None  # mid-race
+    # interrupted after the first test (5 instances x 6), inside a later block
+    assert _run(test, costs, storage=path, stop_after=5 * M + 8) is None
+    journaled = read_journal(str(path))["decisions"]
+    assert [d[2] for d in journaled if d[5] > 1] == [VICTIM]  # the guard's, before the stop
     resumed = _run(OutlierGuard(TRaceTest(), factor=100.0), costs, storage=path)
     assert resumed.history == ref.history
     assert resumed.n_evaluations == ref.n_evaluations
