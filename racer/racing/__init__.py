@@ -38,6 +38,7 @@ _EXPORTS = {
     "HierarchicalRacingTest": "hierarchical",
     "instance_groups": "hierarchical",
     "ParetoTest": "pareto",
+    "OutlierGuard": "outliers",
     "PosteriorBestTest": "posterior_best",
     "TRaceTest": "trace",
 }

@@ -13,6 +13,7 @@ import racer.racing
 from racer import Race, report
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.racing.cv import EarlyMargin, HalvingFloor, ImpreciseEquivalence, ScoreResolution
+from racer.racing.outliers import OutlierGuard
 from racer.racing.posterior_best import PosteriorBestTest
 from racer.racing.registry import RACING_TESTS
 from racer.racing.trace import TRaceTest
@@ -71,6 +72,7 @@ WRAPPERS = {
     ImpreciseEquivalence: lambda inner: ImpreciseEquivalence(inner, credibility=0.9, eps=0.05),
     HalvingFloor: lambda inner: HalvingFloor(inner, n_candidates=8, splits_per_level=2,
                                              n_levels=3, factor=2),
+    OutlierGuard: lambda inner: OutlierGuard(inner, factor=1000.0),
 }
 
 
