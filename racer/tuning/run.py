@@ -12,6 +12,7 @@ Nothing here prints but the progress line, and nothing imports the command line.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import shutil
@@ -495,13 +496,25 @@ def _time_too_small(tuner, settings: Settings) -> str | None:
     spent = sum(times)
     mean = max(spent / len(times), settings.min_measurable_time)
     n = settings.name
-    seconds = spent + needed * mean
+    seconds = _round_up(spent + needed * mean)
     return (f"{n('max_time')} = {settings.max_time:g} s is too small: runs took {mean:.3g} s "
             f"each (the mean time reported, at least {n('min_measurable_time')} = "
             f"{settings.min_measurable_time:g} s), so it pays for about "
             f"{max(0, round((settings.max_time - spent) / mean))} runs, and the first iteration "
-            f"needs {needed} to race more configurations than the {tuner.min_survival} it keeps "
-            f"({n('min_survivors')}); give {n('max_time')} = {seconds:.3g} s or more")
+            f"needs {needed} runs to race more configurations than the {tuner.min_survival} it "
+            f"keeps ({n('min_survivors')}); give {n('max_time')} = {seconds:g} s or more")
+
+
+def _round_up(x: float, digits: int = 3) -> float:
+    """``x`` rounded up to ``digits`` significant digits (a time that is enough, shown short).
+
+    >>> _round_up(3.6549), _round_up(0.012301), _round_up(120.0)
+    (3.66, 0.0124, 120.0)
+    """
+    if x <= 0:
+        return x
+    step = 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return float(f"{math.ceil(round(x / step, 9)) * step:.{digits}g}")
 
 
 def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
