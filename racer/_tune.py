@@ -340,16 +340,39 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     (True, True)
     """
     from racer._validation import check_bool, check_int
-    from racer.execution import check_timeout, effective_n_jobs
-    from racer.tuning.settings import Settings
 
     # First the keywords themselves: a caller who wrote the command line's name of the
     # budget (maxExperiments=) is told which keyword it is here, not that it is missing.
-    options, racing_test = _check_options(options)
-    if racing_test is not None:
-        if test is not None:
-            raise TypeError("give `test` only (`racing_test` is its former name)")
-        test = racing_test
+    options, test = _check_options(options, test)
+    _check_budget(evaluate, budget, max_time)
+    train = _check_sequence(instances, "instances")
+    test_objects = _check_sequence(test_instances, "test_instances", allow_none=True) or []
+    workers, timeout = _check_where(executor, n_jobs, timeout)
+    retries = check_int(retries, "retries", minimum=0)
+    capping = check_bool(capping, "capping")
+    if (capping or bound_max) and not _accepts_bound(evaluate):
+        raise TypeError("`evaluate` must accept a `bound` keyword argument with "
+                        + ("`capping`" if capping else "`bound_max`"))
+    settings = _settings(
+        options, budget=budget or 0, max_time=max_time or 0.0, n_jobs=workers,
+        seed=_seed(random_state), digits=4 if digits is None else digits, capping=capping,
+        bound_max=0 if bound_max is None else bound_max,
+        objectives=_objectives_spec(direction) or "", test=test,
+        on_error=_check_on_error(on_error), sampler=sampler,
+        lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress"))
+    pspace, start = _space(space, forbidden, digits, initial)
+    exec_dir, cleanup = _storage(storage)
+    need_time = "max_time" if max_time else "capping" if capping else False
+    return _run(evaluate, pspace, train, test_objects, start, settings, exec_dir, cleanup,
+                executor, {"n_workers": (workers if executor is None
+                                         and (workers > 1 or timeout is not None) else 0),
+                           "timeout": timeout, "retries": retries, "need_time": need_time})
+
+
+def _check_budget(evaluate: Any, budget: Any, max_time: Any) -> None:
+    """``evaluate`` is callable and exactly one budget is given, positive."""
+    from racer._validation import check_int
+
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable (config, instance, seed); got {evaluate!r}")
     if (budget is None) == (max_time is None):
@@ -360,8 +383,13 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     if max_time is not None:
         if isinstance(max_time, bool) or not isinstance(max_time, numbers.Real) or not max_time > 0:
             raise ValueError(f"`max_time` must be a positive number of seconds; got {max_time!r}")
-    train = _check_sequence(instances, "instances")
-    test_objects = _check_sequence(test_instances, "test_instances", allow_none=True) or []
+
+
+def _check_where(executor: Any, n_jobs: Any, timeout: Any) -> tuple[int, float | None]:
+    """``(workers, timeout)`` checked: where runs go (``executor`` or ``n_jobs``, not both,
+    as ``racer.race`` has it) and how long one may take (not on an executor)."""
+    from racer.execution import check_timeout, effective_n_jobs
+
     if executor is not None and n_jobs not in (None, 1):
         raise ValueError(f"give either `executor` or `n_jobs`, not both; got n_jobs={n_jobs!r} "
                          "with an executor (runs then go where the executor sends them)")
@@ -372,42 +400,39 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
                          "it handed to another executor")
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(f"`executor` must be a concurrent.futures.Executor; got {executor!r}")
-    retries = check_int(retries, "retries", minimum=0)
-    capping = check_bool(capping, "capping")
-    on_error = _check_on_error(on_error)
-    if test is not None and not isinstance(test, str):
-        raise TypeError(f"`test` must be a racing test's name (str), as --racing-test; got "
-                        f"{test!r}")
-    objectives = _objectives_spec(direction)
-    if (capping or bound_max) and not _accepts_bound(evaluate):
-        raise TypeError("`evaluate` must accept a `bound` keyword argument with "
-                        + ("`capping`" if capping else "`bound_max`"))
-    seed = random_state
+    return workers, timeout
+
+
+def _seed(random_state: Any) -> Any:
+    """The tuning's seed: an int as given (checked by Settings), a Generator's one draw."""
     if random_state is not None and not isinstance(random_state, numbers.Integral):
         from racer._validation import seed_from_random_state
 
-        seed = seed_from_random_state(random_state)  # a Generator: one draw
-    settings = Settings(
-        budget=budget or 0, max_time=max_time or 0.0, n_jobs=workers, seed=seed,
-        digits=4 if digits is None else digits, capping=capping,
-        bound_max=0 if bound_max is None else bound_max, objectives=objectives or "",
-        test=test, on_error=on_error, sampler=sampler,
-        lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress"),
-        names=_NAMES, advice=_ADVICE, **options)
+        return seed_from_random_state(random_state)
+    return random_state
+
+
+def _settings(options: dict, **fields: Any):
+    """The tuning's :class:`racer.tuning.settings.Settings`: ``fields`` and irace's options
+    (``options``), checked there; a refusal names tune's keyword."""
+    from racer.tuning.settings import Settings
+
+    if fields["test"] is not None and not isinstance(fields["test"], str):
+        raise TypeError(f"`test` must be a racing test's name (str), as --racing-test; got "
+                        f"{fields['test']!r}")
+    return Settings(**fields, **options, names=_NAMES, advice=_ADVICE)
+
+
+def _space(space: Any, forbidden: Any, digits: Any, initial: Any) -> tuple:
+    """``(parameter space, initial configurations as the tuner's values)``. No ``initial``
+    but a space that declares a default (ConfigSpace's): the default is raced first, as irace
+    races a configurationsFile's."""
     from racer.tuning.spaces import parameter_space
 
     pspace = parameter_space(space, forbidden=forbidden, digits=digits)
-    # No initial configurations but a space that declares a default (ConfigSpace's): the
-    # default is raced first, as irace races a configurationsFile's.
     if initial is None and pspace.default is not None:
         initial = [pspace.default]
-    start = [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
-    exec_dir, cleanup = _storage(storage)
-    need_time = "max_time" if max_time else "capping" if capping else False
-    return _run(evaluate, pspace, train, test_objects, start, settings, exec_dir, cleanup,
-                executor, {"n_workers": (workers if executor is None
-                                         and (workers > 1 or timeout is not None) else 0),
-                           "timeout": timeout, "retries": retries, "need_time": need_time})
+    return pspace, [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
 
 
 def _objectives_spec(direction: Any) -> str | None:
@@ -436,15 +461,18 @@ def _command_names() -> dict:
     return {**names, **_COMMAND_NAMES}
 
 
-def _check_options(options: dict) -> tuple[dict, Any]:
+def _check_options(options: dict, test: Any) -> tuple[dict, Any]:
     """tune's ``**options``: irace's options by their keywords, and ``racing_test`` (the
-    former name of ``test``; a FutureWarning). Returns ``(options, racing_test)``; an
-    unknown keyword is a TypeError naming the keyword to use."""
+    former name of ``test``; a FutureWarning). Returns ``(options, test)``; an unknown
+    keyword is a TypeError naming the keyword to use."""
     options = dict(options)
     racing_test = options.pop("racing_test", None)
     if racing_test is not None:
         warnings.warn("tune(racing_test=...) is now tune(test=...); `racing_test` will be "
                       "removed", FutureWarning, stacklevel=3)
+        if test is not None:
+            raise TypeError("give `test` only (`racing_test` is its former name)")
+        test = racing_test
     for key in sorted(set(options) - set(OPTION_KEYWORDS)):
         keyword = _command_names().get(key)
         if keyword is not None and keyword != key:
@@ -455,7 +483,7 @@ def _check_options(options: dict) -> tuple[dict, Any]:
         hint = (f"; did you mean `{close[0]}`?" if close
                 else f" (irace's options here: {', '.join(OPTION_KEYWORDS)})")
         raise TypeError(f"tune() got an unexpected keyword argument {key!r}{hint}")
-    return options, racing_test
+    return options, test
 
 
 # on_error's former words (the command line's), still accepted.
