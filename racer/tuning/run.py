@@ -55,7 +55,8 @@ def run_tuning(settings: Settings, space, runner, train: list, test: list = (), 
         The tuner's options, checked; its ``names`` are the words of the refusals below.
     space : racer.tuning.parameters.ParameterSpace
     runner : racer.tuning.runner.Runner
-        Makes the runs (started and closed by the caller).
+        Makes the runs (started and closed by the caller); its ``command`` (a list) is what
+        the journal records as the target-runner.
     train, test : list of racer.tuning.instances.Instance
         The training instances, and the test instances the elites run on at the end.
     exec_dir : str
@@ -87,6 +88,26 @@ def run_tuning(settings: Settings, space, runner, train: list, test: list = (), 
         A budget too small to race, in the same words.
     racer.tuning.resume.ResumeError
         ``exec_dir`` holds a tuning of other settings.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from racer.tuning.instances import Instance
+    >>> from racer.tuning.parameters import read_parameters
+    >>> from racer.tuning.runner import CallableRunner
+    >>> space = read_parameters("", text='x "" r (0, 1)')
+    >>> train = [Instance(f"i{k}") for k in range(6)]
+    >>> runner = CallableRunner(lambda config, instance, seed: (config["x"] - 0.3) ** 2 + instance,
+    ...                         [0.1 * k for k in range(6)], {t: k for k, t in enumerate(train)},
+    ...                         n_workers=0, timeout=None, retries=0, need_time=False,
+    ...                         exec_dir=".", name="python:f")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     run = run_tuning(Settings(budget=60, seed=1, progress=False), space, runner, train,
+    ...                      exec_dir=folder)
+    >>> run.result.experiments <= 60, len(run.runs) >= run.result.experiments, run.seed
+    (True, True, 1)
+    >>> abs(run.result.elites[0].values["x"] - 0.3) < 0.2
+    True
     """
     from racer.tuning.tuner import JOURNAL_DIR
 
