@@ -131,3 +131,31 @@ def test_on_error_takes_racer_races_words():
     with pytest.raises(ValueError, match="`on_error` must be one of 'raise', 'eliminate', "
                                          "'worst'; got 'ignore'"):
         tune(budget=150, on_error="ignore")
+
+
+@pytest.mark.slow
+def test_racer_tune_neither_imports_nor_raises_the_command_lines_errors():
+    import json
+    import subprocess
+    import sys
+
+    from _helpers.cli import ENV
+
+    script = f"""
+import json, sys, racer
+caught = []
+for kw in ({{"first_test": 0}}, {{"test": "pareto"}}, {{"budget": 8}}):
+    try:
+        racer.tune(lambda c, i, s: c["x"] + i, {SPACE!r}, {TRAIN!r}, progress=False,
+                   **{{"budget": 100, **kw}})
+    except Exception as exc:
+        caught.append([type(exc).__module__, type(exc).__name__, isinstance(exc, ValueError)])
+print(json.dumps({{"caught": caught, "cli": sorted(m for m in sys.modules if m.startswith("racer.cli"))}}))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["cli"] == []
+    assert len(got["caught"]) == 3 and all(valueerror for _, _, valueerror in got["caught"])
+    assert all(not module.startswith("racer.cli") for module, _, _ in got["caught"])
