@@ -133,6 +133,46 @@ def test_on_error_takes_racer_races_words():
         tune(budget=150, on_error="ignore")
 
 
+def test_one_rule_is_refused_in_each_callers_words():
+    from racer._tune import _NAMES
+    from racer.cli._main import COMMAND_NAMES
+    from racer.tuning.settings import Settings, SettingsError
+
+    for names, words in ((_NAMES, ("`first_test`", "`each_test`", "`min_survivors`",
+                                   "`random_state`", "`budget`", "`max_time`")),
+                         (COMMAND_NAMES, ("firstTest", "eachTest", "minNbSurvival", "seed",
+                                          "maxExperiments", "maxTime"))):
+        first, each, survivors, seed, budget, max_time = words
+        with pytest.raises(SettingsError, match=f"^{first} = 4 must be a multiple of {each} = 3$"):
+            Settings(budget=10, first_test=4, each_test=3, names=names)
+        with pytest.raises(SettingsError, match=f"^{survivors} must be an integer >= 0; got -1$"):
+            Settings(budget=10, min_survivors=-1, names=names)
+        with pytest.raises(SettingsError, match=f"^{seed} must be None or an integer >= 0"):
+            Settings(budget=10, seed=-3, names=names)
+        with pytest.raises(SettingsError, match=f"^set only one of {budget} and {max_time}$"):
+            Settings(budget=10, max_time=5.0, names=names)
+    with pytest.raises(TypeError, match="^`mu` must be an integer >= 1; got 2.5$"):
+        Settings(budget=10, mu=2.5)
+
+
+def test_every_setting_has_its_constraints_and_irace_options_name_settings():
+    import dataclasses
+
+    from racer.cli.scenario import OPTIONS
+    from racer.tuning.settings import CONSTRAINTS, IRACE_OPTIONS, Settings
+
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"names", "advice"}
+    assert set(CONSTRAINTS) == fields and set(IRACE_OPTIONS) <= fields
+    # The defaults are irace's, and pass their own constraints (with a budget).
+    default = Settings(budget=1)
+    for field, irace in IRACE_OPTIONS.items():
+        expected = OPTIONS[irace].default
+        got = getattr(default, field)
+        if field in ("budget", "confidence"):
+            continue  # a budget is required; None: each test keeps its own level
+        assert got == expected or (field == "n_jobs" and expected == 0), field
+
+
 @pytest.mark.slow
 def test_racer_tune_neither_imports_nor_raises_the_command_lines_errors():
     import json
