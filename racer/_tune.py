@@ -290,7 +290,8 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         -1 one per CPU.
     executor : concurrent.futures.Executor, optional
         Where runs go instead (Dask's ``client.get_executor()``, racer's ``RayExecutor``);
-        ``evaluate`` and the instances travel with each run. Not with ``timeout``.
+        ``evaluate`` and the instances travel with each run. Not with ``timeout``, nor with
+        ``n_jobs`` other than 1 (runs go where the executor sends them).
     timeout : float, optional
         Seconds before a run is stopped (its worker killed) and counted as failed.
     storage : str or path, optional
