@@ -25,7 +25,7 @@ __all__ = ["tune", "TuneResult"]
 #: irace's options that :func:`tune` takes as keywords of their own (``**options``), by their
 #: :class:`racer.tuning.settings.Settings` field (irace's name in
 #: :data:`racer.tuning.settings.IRACE_OPTIONS`).
-OPTION_KEYWORDS = (
+OPTION_NAMES = (
     "first_test", "each_test", "mu", "min_survivors", "n_iterations", "n_configurations",
     "experiments_per_iteration", "elitist", "elitist_new_instances", "elitist_limit",
     "deterministic", "sample_instances", "soft_restart", "soft_restart_threshold",
@@ -250,7 +250,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
                                       ``bound=``; see below)
     ================================  ==========================================
 
-    irace's other options are keywords of their own (``**options``, :data:`OPTION_KEYWORDS`):
+    irace's other options are keywords of their own (``**options``, :data:`OPTION_NAMES`):
     ``first_test`` (firstTest), ``each_test``, ``mu``, ``min_survivors`` (minNbSurvival),
     ``n_iterations`` (nbIterations), ``n_configurations`` (nbConfigurations),
     ``experiments_per_iteration`` (nbExperimentsPerIteration), ``elitist``,
@@ -467,6 +467,11 @@ def _check_options(options: dict, test: Any) -> tuple[dict, Any]:
     former name of ``test``; a FutureWarning). Returns ``(options, test)``; an unknown
     keyword is a TypeError naming the keyword to use."""
     options = dict(options)
+    if "test_type" in options:
+        # irace's testType, kept as it was (it names one of irace's tests, as `test` can).
+        warnings.warn("tune(test_type=...) is irace's testType; racer names the racing test "
+                      "tune(test=...), which takes irace's tests too; `test_type` will be "
+                      "removed", FutureWarning, stacklevel=3)
     racing_test = options.pop("racing_test", None)
     if racing_test is not None:
         warnings.warn("tune(racing_test=...) is now tune(test=...); `racing_test` will be "
@@ -474,15 +479,15 @@ def _check_options(options: dict, test: Any) -> tuple[dict, Any]:
         if test is not None:
             raise TypeError("give `test` only (`racing_test` is its former name)")
         test = racing_test
-    for key in sorted(set(options) - set(OPTION_KEYWORDS)):
+    for key in sorted(set(options) - set(OPTION_NAMES)):
         keyword = _command_names().get(key)
         if keyword is not None and keyword != key:
             raise TypeError(f"tune() got an unexpected keyword argument {key!r}: the command "
                             f"line's {key} is `{keyword}` here")
-        known = [*inspect.signature(tune).parameters, *OPTION_KEYWORDS]
+        known = [*inspect.signature(tune).parameters, *OPTION_NAMES]
         close = difflib.get_close_matches(key, known, n=1)
         hint = (f"; did you mean `{close[0]}`?" if close
-                else f" (irace's options here: {', '.join(OPTION_KEYWORDS)})")
+                else f" (irace's options here: {', '.join(OPTION_NAMES)})")
         raise TypeError(f"tune() got an unexpected keyword argument {key!r}{hint}")
     return options, test
 

@@ -87,8 +87,8 @@ def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
      "`random_state` must be None or an integer >= 0; got -1"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, confidence=1.5), ValueError,
      "`confidence` must be None or a number in (0, 1); got 1.5"),
-    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, test_type="wilcoxon"), ValueError,
-     "`test_type` must be one of ''"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, test="wilcoxon"), ValueError,
+     "`test` 'wilcoxon': "),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, firstTest=2), TypeError, "'firstTest'"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, on_error="ignore"), ValueError,
      "`on_error`"),
@@ -116,11 +116,11 @@ def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
     from racer.tuning.resume import _TUNING_OPTIONS
     from racer.tuning.settings import IRACE_OPTIONS
     from racer.cli.scenario import OPTIONS
-    from racer._tune import _NAMES, OPTION_KEYWORDS
+    from racer._tune import _NAMES, OPTION_NAMES
 
     assert set(_TUNING_OPTIONS) <= set(IRACE_OPTIONS.values()) <= set(OPTIONS)
     # Every setting is one of tune's keywords (by its own name or the one _NAMES gives it).
-    keywords = set(inspect.signature(racer.tune).parameters) | set(OPTION_KEYWORDS)
+    keywords = set(inspect.signature(racer.tune).parameters) | set(OPTION_NAMES)
     shown = {_NAMES.get(field, f"`{field}`").strip("`") for field in IRACE_OPTIONS}
     assert shown <= keywords
 
@@ -131,7 +131,7 @@ def test_a_budget_too_small_to_race_says_so_in_tunes_words():
     with pytest.raises(ValueError, match=r"`budget` = 20 is too small: irace would need at "
                                          r"least \d+ runs \(\(`min_survivors` \+ 1\) x "
                                          r"`n_iterations` x"):
-        small(budget=20, test_type="F-test")
+        small(budget=20, test="F-test")
 
 
 # ----------------------------------------------------------------------------- tuning

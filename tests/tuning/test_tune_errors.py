@@ -103,6 +103,15 @@ def test_racing_test_is_the_former_name_of_test():
         tune(budget=120, racing_test="F-test", test="t-test")
 
 
+def test_irace_test_type_warns_naming_test_and_races_as_before():
+    with pytest.warns(FutureWarning, match="tune\\(test=...\\)"):
+        typed = tune(budget=120, test_type="F-test")
+    assert typed.elite_ids == tune(budget=120, test="F-test").elite_ids
+    with pytest.warns(FutureWarning), pytest.raises(ValueError,
+                                                    match="`test_type` must be one of ''"):
+        tune(budget=120, test_type="wilcoxon")
+
+
 def failing(config, instance, seed):
     if config["k"] == "b":
         raise ZeroDivisionError("k = b")
