@@ -28,6 +28,7 @@ def tune(evaluate=quadratic, **kw):
     return racer.tune(evaluate, SPACE, TRAIN, **{"random_state": 1, "progress": False, **kw})
 
 
+@pytest.mark.slow  # runs a tuning
 def test_a_max_time_too_small_says_how_many_seconds_are_needed():
     with pytest.raises(BudgetError) as info:
         tune(timed, max_time=2)
@@ -94,6 +95,7 @@ def test_an_executor_with_n_jobs_is_refused_naming_both():
             tune(budget=100, executor=executor, n_jobs=2)
 
 
+@pytest.mark.slow  # runs a tuning
 def test_racing_test_is_the_former_name_of_test():
     with pytest.warns(FutureWarning, match="tune\\(test=...\\)"):
         former = tune(budget=120, racing_test="F-test")
@@ -103,6 +105,7 @@ def test_racing_test_is_the_former_name_of_test():
         tune(budget=120, racing_test="F-test", test="t-test")
 
 
+@pytest.mark.slow  # runs a tuning
 def test_irace_test_type_warns_naming_test_and_races_as_before():
     with pytest.warns(FutureWarning, match="tune\\(test=...\\)"):
         typed = tune(budget=120, test_type="F-test")
@@ -118,6 +121,7 @@ def failing(config, instance, seed):
     return quadratic(config, instance, seed)
 
 
+@pytest.mark.slow  # runs a tuning
 @pytest.mark.parametrize("former, new", [("stop", "raise"), ("reject", "eliminate")])
 def test_on_errors_former_words_warn_and_mean_the_new_ones(former, new):
     with pytest.warns(FutureWarning, match=f"on_error={new!r}"):
@@ -132,6 +136,7 @@ def test_on_errors_former_words_warn_and_mean_the_new_ones(former, new):
     assert got == expected and (got == "raised") == (new == "raise")
 
 
+@pytest.mark.slow  # runs a tuning
 def test_on_error_takes_racer_races_words():
     with pytest.raises(racer.EvaluationError, match="on_error='eliminate' or 'worst'"):
         tune(failing, budget=150)  # "raise" by default

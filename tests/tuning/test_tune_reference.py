@@ -135,6 +135,7 @@ def reference():
     return json.loads(REFERENCE.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_racer_tune_makes_the_recorded_runs_and_elites(reference, name):
     _same(tune_case(name), reference["tune"][name])
