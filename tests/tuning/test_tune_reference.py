@@ -14,6 +14,7 @@ the runs is intended, and said so in the commit)::
 import csv
 import json
 import math
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -130,6 +131,14 @@ def _close(a, b):
     return a == b
 
 
+def _dumps(data) -> str:
+    """The reference as JSON, one run a line (a diff of it then shows which runs changed)."""
+    text = json.dumps(data, indent=1)
+    # Each run's list on one line: [iteration, configuration, instance, seed, cost, status].
+    return re.sub(r"\[\s+(-?\d+),\s+(-?\d+),\s+(-?\d+),\s+(-?\d+),\s+([^\s,]+),\s+(\"[^\"]*\")\s+\]",
+                  r"[\1, \2, \3, \4, \5, \6]", text) + "\n"
+
+
 @pytest.fixture(scope="module")
 def reference():
     return json.loads(REFERENCE.read_text())
@@ -156,5 +165,5 @@ if __name__ == "__main__":
         data = {"made_with": f"racer at commit {commit}",
                 "tune": {name: tune_case(name) for name in CASES},
                 "tsp_sa": tsp_sa_case(tmp)}
-    REFERENCE.write_text(json.dumps(data, indent=0) + "\n")
+    REFERENCE.write_text(_dumps(data))
     print(f"wrote {REFERENCE}")
