@@ -90,7 +90,7 @@ def worker_startup(n_jobs: int) -> float:
     all started before the first is used) and run one task on each: the fixed cost a
     tuning with ``n_jobs > 1`` pays once."""
     from racer.execution import WorkerPool
-    from racer._tune import _Evaluate
+    from racer.tuning.runner import _Evaluate
 
     start = time.perf_counter()
     pools = [WorkerPool(_Evaluate(evaluate, INSTANCES), 1) for _ in range(n_jobs)]

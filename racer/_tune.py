@@ -1,82 +1,56 @@
 """``racer.tune``: irace's iterated racing of a Python function, by the command line's tuner.
 
-:func:`tune` runs the tuning ``racer --scenario`` runs (:func:`racer.cli._main.run_tuning`:
+:func:`tune` runs the tuning ``racer --scenario`` runs (:func:`racer.tuning.run.run_tuning`:
 the same :class:`racer.tuning.tuner.Tuner`, sampler, elitist races, soft restarts,
 journals, resume, capping and output files) with one difference: a run calls ``evaluate``
 instead of starting a target-runner. Both are implementations of one protocol,
-:class:`racer.tuning.runner.Runner`; :class:`_CallableRunner` is this one. Where the
-target-runner gets irace's switches, ``evaluate`` gets the configuration itself, a dict of
-its active parameters (:meth:`_CallableRunner.arguments`).
-
-Where runs go: ``n_jobs=1`` without ``timeout``, in this process; ``n_jobs > 1`` or a
-``timeout``, on racer's :class:`~racer.execution.WorkerPool` (fresh interpreters that get
-``evaluate`` by value, so a function of a script without a main guard, of a notebook or a
-lambda works; a run past ``timeout`` has its worker killed and is an error; a worker that
-dies is charged to its run), one single-worker pool per slot of the tuner's ``n_jobs``
-threads; ``executor``, on any ``concurrent.futures.Executor`` (Dask's
-``client.get_executor()``, :class:`racer.ray_executor.RayExecutor`), in the executor's
-worker, as the command line ships its runner there.
+:class:`racer.tuning.runner.Runner`; :class:`racer.tuning.runner.CallableRunner` is this one.
+:func:`tune` checks its arguments, makes the tuning's :class:`racer.tuning.settings.Settings`
+(whose refusals name tune's keywords) and reads the result from what ``run_tuning`` returns.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
+import difflib
 import inspect
-import math
 import numbers
 import os
-import queue
-import signal
-import threading
-import time
-import traceback
-import types
+import warnings
 import weakref
 from typing import Any, Callable
 
 __all__ = ["tune", "TuneResult"]
 
-# racer.tune's keyword -> irace's scenario option, for the options passed through as they are
-# (tune's own arguments are mapped in its docstring's table). The journal records them in
-# irace's names, as the command line does.
-OPTION_NAMES = {
-    "first_test": "firstTest",
-    "each_test": "eachTest",
-    "mu": "mu",
-    "min_survivors": "minNbSurvival",
-    "n_iterations": "nbIterations",
-    "n_configurations": "nbConfigurations",
-    "experiments_per_iteration": "nbExperimentsPerIteration",
-    "elitist": "elitist",
-    "elitist_new_instances": "elitistNewInstances",
-    "elitist_limit": "elitistLimit",
-    "deterministic": "deterministic",
-    "sample_instances": "sampleInstances",
-    "soft_restart": "softRestart",
-    "soft_restart_threshold": "softRestartThreshold",
-    "test_n_elites": "testNbElites",
-    "test_type": "testType",
-    "confidence": "confidence",
-    "min_measurable_time": "minMeasurableTime",
-    "capping_type": "cappingType",
-    "capping_after_first_test": "cappingAfterFirstTest",
-    "bound_type": "boundType",
-    "bound_digits": "boundDigits",
-    "bound_par": "boundPar",
-    "bound_as_timeout": "boundAsTimeout",
-}
-# tune's own arguments with an irace option behind them (for error messages).
-_ARGUMENT_NAMES = {
-    "budget": "maxExperiments", "max_time": "maxTime", "n_jobs": "parallel",
-    "random_state": "seed", "digits": "digits", "capping": "capping", "bound_max": "boundMax",
-    "retries": "targetRunnerRetries", "timeout": "targetRunnerTimeout",
-    "direction": "objectives",
-}
+#: irace's options that :func:`tune` takes as keywords of their own (``**options``), by their
+#: :class:`racer.tuning.settings.Settings` field (irace's name in
+#: :data:`racer.tuning.settings.IRACE_OPTIONS`).
+OPTION_NAMES = (
+    "first_test", "each_test", "mu", "min_survivors", "n_iterations", "n_configurations",
+    "experiments_per_iteration", "elitist", "elitist_new_instances", "elitist_limit",
+    "deterministic", "sample_instances", "soft_restart", "soft_restart_threshold",
+    "test_n_elites", "test_type", "confidence", "min_measurable_time", "capping_type",
+    "capping_after_first_test", "bound_type", "bound_digits", "bound_par", "bound_as_timeout",
+)
 
-# The message of a run stopped by kill_run (a look-ahead run no longer needed), as the
-# target-runner's.
-_STOPPED = "stopped: the run was no longer needed (look-ahead)"
+# The settings whose keyword is not the field's name; the others are named as the field.
+_NAMES = {"seed": "`random_state`", "objectives": "`direction`"}
+_ADVICE = {"objectives": "`direction` one direction per objective, e.g. "
+                         "direction=[\"minimize\", \"minimize\"] (evaluate then returns one "
+                         "number per objective)"}
+
+# The command line's names (irace's options, racer's flags) of tune's keywords, for a caller
+# who writes one of them: refused, naming the keyword to use.
+_COMMAND_NAMES = {
+    "maxExperiments": "budget", "max_experiments": "budget", "maxTime": "max_time",
+    "parallel": "n_jobs", "seed": "random_state", "objectives": "direction",
+    "execDir": "storage", "exec_dir": "storage", "targetRunner": "evaluate",
+    "targetRunnerRetries": "retries", "targetRunnerTimeout": "timeout",
+    "parameterFile": "space", "forbiddenFile": "forbidden", "configurationsFile": "initial",
+    "trainInstancesFile": "instances", "trainInstancesDir": "instances",
+    "testInstancesFile": "test_instances", "testInstancesDir": "test_instances",
+    "quiet": "progress", "no_lookahead": "lookahead",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,231 +116,6 @@ class TuneResult:
         return write_report(self.storage, out)
 
 
-class _Evaluate:
-    """``evaluate`` with the instances: what a worker process gets, once, by value. A run
-    then sends only the configuration, the instance's position and the seed."""
-
-    def __init__(self, evaluate: Callable, objects: list) -> None:
-        self.evaluate = evaluate
-        self.objects = objects
-
-    def __call__(self, config: dict, index: int, seed: int, bound: float | None = None) -> Any:
-        # A copy of a dict: the tuner hands the same one to every run of a configuration.
-        config = dict(config) if isinstance(config, dict) else config
-        if bound is None:
-            return self.evaluate(config, self.objects[index], seed)
-        return self.evaluate(config, self.objects[index], seed, bound=bound)
-
-
-def _read_value(value: Any, need_time: Any, directions: tuple | None = None) -> tuple:
-    """``(status, cost, time, message)`` of what ``evaluate`` returned: a number (the cost)
-    or a pair ``(cost, time)``; statuses and messages as the target-runner's. With
-    ``directions`` (k >= 2 objectives): k numbers, then optionally the time; ``cost`` is
-    then the tuple of the k."""
-    from racer._text import short_repr
-
-    if directions is not None:
-        return _read_objectives(value, need_time, directions)
-    pair = isinstance(value, (tuple, list)) and len(value) == 2
-    cost, run_time = (value if pair else (value, None))
-    for x in (cost, run_time):
-        # (The cost may not be None: an evaluate that returns nothing has failed.)
-        if (x is not None or x is cost) and (isinstance(x, bool)
-                                             or not isinstance(x, numbers.Real)):
-            return ("error", None, None, f"evaluate returned {short_repr(value)}; expected a "
-                    "number (the cost) or a pair (cost, time) of numbers")
-    cost = float(cost)
-    run_time = None if run_time is None else float(run_time)
-    if math.isnan(cost) or cost == -math.inf:
-        return "error", None, run_time, f"evaluate returned the cost {cost!r}"
-    if need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
-        return ("error", None, None, f"{need_time} needs the time of each run: evaluate must "
-                "return (cost, time)")
-    if cost == math.inf:
-        return "inf", cost, run_time, "cost Inf: configuration rejected"
-    return "ok", cost, run_time, ""
-
-
-def _read_objectives(value: Any, need_time: Any, directions: tuple) -> tuple:
-    """:func:`_read_value` on k >= 2 objectives (see there)."""
-    from racer._text import short_repr
-    from racer.tuning.objectives import infinite_objectives
-
-    k = len(directions)
-    expected = (f"{k} numbers, one per objective of `direction`"
-                + (", then the time" if need_time else " (then, optionally, the time)"))
-    if (isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__")
-            or len(value) not in (k, k + 1)
-            or any(isinstance(x, bool) or not isinstance(x, numbers.Real) for x in value)):
-        return "error", None, None, f"evaluate returned {short_repr(value)}; expected {expected}"
-    values = tuple(float(x) for x in value[:k])
-    run_time = float(value[k]) if len(value) > k else None
-    if any(math.isnan(x) for x in values):
-        return "error", None, run_time, f"evaluate returned {short_repr(value)}: NaN"
-    if need_time and (run_time is None or not math.isfinite(run_time) or run_time < 0):
-        return "error", None, None, f"{need_time} needs the time of each run: {expected}"
-    rejecting, impossible = infinite_objectives(values, directions)
-    if impossible is not None:
-        return "error", None, run_time, f"evaluate returned {short_repr(value)}: an infinite best value"
-    if rejecting is not None:
-        return ("inf", values, run_time,
-                f"objective {rejecting + 1} is {values[rejecting]!r}: configuration rejected")
-    return "ok", values, run_time, ""
-
-
-class _CallableRunner:
-    """The tuner's runner of a Python ``evaluate`` (:class:`racer.tuning.runner.Runner`).
-
-    ``instances`` maps each training and test :class:`~racer.tuning.instances.Instance` to its
-    position in ``objects`` (the user's instances). With ``n_workers`` > 0 runs go to that
-    many single-worker :class:`~racer.execution.WorkerPool`, one per thread of the tuner's
-    pool (a worker runs one task at a time, so a run can be stopped by killing its worker;
-    the pool charges the death to that run and starts a replacement); else ``evaluate``
-    runs in the calling thread. Errors are retried ``retries`` times, as a target-runner's.
-    """
-
-    def __init__(self, evaluate: Callable, objects: list, instances: dict, *, n_workers: int,
-                 timeout: float | None, retries: int, need_time: Any, exec_dir: str,
-                 name: str, directions: tuple | None = None) -> None:
-        self.command = [name]  # what the journal and settings.json record as targetRunner
-        self.exec_dir = exec_dir
-        self.call = _Evaluate(evaluate, objects)
-        self.instances = instances
-        self.timeout = timeout
-        self.retries = retries
-        self.need_time = need_time
-        self.directions = directions  # several objectives: evaluate returns k numbers
-        self.n_workers = n_workers
-        self._free: queue.SimpleQueue | None = None
-        self._pools: list = []
-        self._busy: dict = {}  # pool -> tag of the run it runs (None: untagged)
-        self._killed: dict = {}  # pool -> pids kill_run killed while it ran a run
-        self._stopped: set = set()
-        self._lock = threading.Lock()
-        self._closing = False
-
-    def __getstate__(self) -> dict:
-        # Shipped to a Dask or Ray worker: evaluate runs there, in that worker's process.
-        state = dict(self.__dict__)
-        state.update(_free=None, _pools=[], _busy={}, _killed={}, _stopped=set(), _lock=None,
-                     _closing=False, n_workers=0)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        """Start the worker pools (all at once: their interpreters start in parallel)."""
-        if self.n_workers <= 0:
-            return
-        from racer.execution import WorkerPool
-
-        self._free = queue.SimpleQueue()
-        for _ in range(self.n_workers):
-            pool = WorkerPool(self.call, 1, name="evaluate")
-            self._pools.append(pool)
-            self._free.put(pool)
-
-    def close(self) -> None:
-        for pool in self._pools:
-            pool.close()
-        self._pools = []
-
-    def arguments(self, space: Any, values: dict) -> Any:
-        """What ``run`` gets for a configuration: the configuration as the user's space
-        writes one (``space.native``): its active parameters, typed (inactive ones, None in
-        the tuner, are left out, as ConfigSpace leaves them out); for a space translated
-        from ConfigSpace, a ``ConfigSpace.Configuration``, which SMAC's target functions take."""
-        return space.native(values)
-
-    def run(self, config_id: int, instance_id: int, seed: int, instance: Any, arguments: dict,
-            tag: object = None, bound: float | None = None) -> Any:
-        from racer.tuning.runner import RunResult
-
-        index = self.instances[instance]
-        start = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            status, cost, run_time, message, detail = self._once(arguments, index, seed, bound, tag)
-            if (status != "error" or attempts > self.retries or self._closing
-                    or message == _STOPPED):
-                break
-        if status == "error" and message != _STOPPED:
-            message = (f"evaluate({arguments!r}, <instance {instance.name}>, {seed}"
-                       + ("" if bound is None else f", bound={bound!r}") + f"): {message}")
-        with self._lock:
-            self._stopped.discard(tag)
-        objectives = cost if isinstance(cost, tuple) else None
-        return RunResult(status, cost[0] if objectives else cost, run_time, message,
-                         list(self.command), None, "", detail, time.perf_counter() - start,
-                         attempts, bound, objectives)
-
-    def _once(self, config: dict, index: int, seed: int, bound: Any, tag: object) -> tuple:
-        """One call: ``(status, cost, time, message, traceback text)``."""
-        if self._free is None:
-            try:
-                value = self.call(config, index, seed, bound)
-            except Exception as exc:  # noqa: BLE001 - a failing run, reported as the CLI's
-                return ("error", None, None, f"raised {type(exc).__name__}: {exc}",
-                        traceback.format_exc())
-            return (*_read_value(value, self.need_time, self.directions), "")
-        pool = self._free.get()
-        try:
-            with self._lock:
-                if tag is not None and tag in self._stopped:
-                    return "error", None, None, _STOPPED, ""
-                self._busy[pool] = tag
-            args = (config, index, seed) if bound is None else (config, index, seed, bound)
-            got = list(pool.imap_unordered([(0, args)], timeout=self.timeout))
-        finally:
-            with self._lock:
-                self._busy.pop(pool, None)
-                killed = self._killed.pop(pool, ())
-            if killed:
-                # Killed maybe after its run ended: a new worker before the next run, which
-                # would otherwise be charged with this death.
-                pool.replace_killed(killed)
-            self._free.put(pool)
-        _key, ok, value = got[0]
-        if tag is not None and tag in self._stopped:
-            return "error", None, None, _STOPPED, ""
-        if ok:
-            return (*_read_value(value, self.need_time, self.directions), "")
-        if isinstance(value, BaseException):
-            cause = value.__cause__
-            return ("error", None, None, f"raised {type(value).__name__}: {value}",
-                    str(cause) if cause is not None else "")
-        return "error", None, None, str(value), ""  # timed out, or its worker died
-
-    def _kill(self, pool: Any) -> None:
-        for pid in pool.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-    def kill_run(self, tag: object) -> None:
-        """Stop the look-ahead run ``tag``: kill its worker if it runs, or make it return at
-        once if it has not started (look-ahead runs only on racer's own pools)."""
-        with self._lock:
-            self._stopped.add(tag)
-            # Under the lock: a pool still busy with this run cannot be handed another run
-            # before the kill, which would then stop that one instead.
-            for pool, running in self._busy.items():
-                if running == tag:
-                    self._killed[pool] = set(pool.pids())
-                    self._kill(pool)
-
-    def kill_all(self) -> None:
-        """Stop every run in flight (an interruption): their workers are killed. A run in
-        this process (``n_jobs=1``, no timeout) cannot be stopped: it ends on its own."""
-        self._closing = True
-        with self._lock:
-            pools = list(self._busy)
-        for pool in pools:
-            self._kill(pool)
 
 
 def _configuration(space: Any, values: Any, k: int) -> dict:
@@ -448,27 +197,6 @@ def _check_sequence(value: Any, name: str, *, allow_none: bool = False) -> list 
     return out
 
 
-def _read_runs(path: str) -> list:
-    """runs.csv as dicts, numbers typed (a torn last line of a killed session skipped)."""
-    ints = ("iteration", "configuration", "instance_id", "seed", "attempts")
-    floats = ["cost", "time", "wall", "bound"]
-    rows = []
-    if not os.path.exists(path):
-        return rows
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        floats += [c for c in reader.fieldnames or () if c.startswith("cost.")]
-        for row in reader:
-            try:
-                for k in ints:
-                    row[k] = int(row[k])
-                for k in floats:
-                    row[k] = float(row[k]) if row[k] not in ("", None) else None
-            except (TypeError, ValueError, KeyError):
-                continue
-            rows.append(row)
-    return rows
-
 
 def _as_table(rows: list, objective_names: tuple = ()) -> Any:
     try:
@@ -480,24 +208,15 @@ def _as_table(rows: list, objective_names: tuple = ()) -> Any:
     return pd.DataFrame(rows, columns=RUN_FIELDS + objective_columns(objective_names))
 
 
-def _settable(sc: Any, name: str, value: Any, python_name: str) -> None:
-    """Set irace option ``name`` of ``sc``; a bad value is a ValueError naming the argument."""
-    from racer.cli.scenario import ScenarioError
-
-    try:
-        sc.set(name, value, origin=(None, None))
-    except ScenarioError as exc:
-        raise ValueError(f"`{python_name}` (irace's {name}): "
-                         f"{str(exc).partition(': ')[2] or exc}") from None
 
 
 def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None = None,
          max_time: float | None = None, test_instances: Any = None, n_jobs: int | None = 1,
          executor: Any = None, timeout: float | None = None, storage: Any = None,
-         random_state: Any = None, racing_test: str | None = None, sampler: str = "irace",
+         random_state: Any = None, test: str | None = None, sampler: str = "irace",
          initial: list | None = None, forbidden: Any = None, digits: int | None = None,
          capping: bool = False, bound_max: int | None = None, retries: int = 0,
-         on_error: str = "stop", lookahead: bool = True, progress: bool = True,
+         on_error: str = "raise", lookahead: bool = True, progress: bool = True,
          direction: Any = "minimize", **options: Any) -> TuneResult:
     """Tune the parameters of ``evaluate`` over ``instances`` with irace's iterated racing,
     exactly as ``racer --scenario`` does it (docs/tune.md).
@@ -507,10 +226,12 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``seed`` (an int; use it for the run's randomness), smaller is better; or ``(cost,
     time)`` when the budget is ``max_time`` or with capping. ``inf`` rejects the
     configuration as irace rejects it; an exception, ``nan`` or anything but a number is a
-    failed run: retried ``retries`` times, then ``on_error`` decides: "stop" (default, as
-    irace) raises :class:`racer.EvaluationError` naming the configuration, instance and
-    seed with ``evaluate``'s traceback; "reject" rejects the configuration; "worst" ranks
-    it worst on that instance. Every failure is in ``runs``.
+    failed run: retried ``retries`` times, then ``on_error`` decides: "raise" (default, as
+    irace stops) raises :class:`racer.EvaluationError` naming the configuration, instance
+    and seed with ``evaluate``'s traceback; "eliminate" eliminates the configuration (irace's
+    rejection); "worst" ranks it worst on that instance, as ``racer.race`` does. Every
+    failure is in ``runs``. (The former "stop" and "reject" still work, with a
+    FutureWarning.)
 
     The command line's options and their names here:
 
@@ -529,9 +250,10 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``timeout``, ``retries``          targetRunnerTimeout, targetRunnerRetries
     ``storage`` (a folder)            execDir
     ``random_state`` (int)            seed
-    ``racing_test`` (name)            --racing-test
+    ``test`` (name)                   --racing-test
     ``sampler`` ("irace", "optuna")   --sampler
-    ``on_error``                      --on-error
+    ``on_error``                      --on-error ("raise", "eliminate" and
+                                      "worst" for its stop, reject, worst)
     ``lookahead=False``               --no-lookahead
     ``progress=False``                quiet
     ``direction`` (a list)            objectives (racer's; see below)
@@ -579,7 +301,8 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         -1 one per CPU.
     executor : concurrent.futures.Executor, optional
         Where runs go instead (Dask's ``client.get_executor()``, racer's ``RayExecutor``);
-        ``evaluate`` and the instances travel with each run. Not with ``timeout``.
+        ``evaluate`` and the instances travel with each run. Not with ``timeout``, nor with
+        ``n_jobs`` other than 1 (runs go where the executor sends them).
     timeout : float, optional
         Seconds before a run is stopped (its worker killed) and counted as failed.
     storage : str or path, optional
@@ -598,9 +321,10 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         default is raced first; ``initial=[]`` races none.
     random_state : int, optional
         The seed (irace's seed); None draws one (kept in ``storage`` for a resume).
-    racing_test : str, optional
+    test : str, optional
         A racing test by name, as ``--racing-test`` (default racer's t-test; "F-test" for
-        irace's).
+        irace's; :mod:`racer.racing.registry`). Formerly ``racing_test``, still accepted
+        with a FutureWarning.
     capping, bound_max : bool, int
         irace's adaptive capping for running-time tuning: ``evaluate(config, instance, seed,
         bound=...)`` gets each run's time bound and returns ``(cost, time)``. ``bound_max``
@@ -628,7 +352,38 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     (True, True)
     """
     from racer._validation import check_bool, check_int
-    from racer.execution import check_timeout, effective_n_jobs
+
+    # First the keywords themselves: a caller who wrote the command line's name of the
+    # budget (maxExperiments=) is told which keyword it is here, not that it is missing.
+    options, test = _check_options(options, test)
+    _check_budget(evaluate, budget, max_time)
+    train = _check_sequence(instances, "instances")
+    test_objects = _check_sequence(test_instances, "test_instances", allow_none=True) or []
+    workers, timeout = _check_where(executor, n_jobs, timeout)
+    retries = check_int(retries, "retries", minimum=0)
+    capping = check_bool(capping, "capping")
+    if (capping or bound_max) and not _accepts_bound(evaluate):
+        raise TypeError("`evaluate` must accept a `bound` keyword argument with "
+                        + ("`capping`" if capping else "`bound_max`"))
+    settings = _settings(
+        options, budget=budget or 0, max_time=max_time or 0.0, n_jobs=workers,
+        seed=_seed(random_state), digits=4 if digits is None else digits, capping=capping,
+        bound_max=0 if bound_max is None else bound_max,
+        objectives=_objectives_spec(direction) or "", test=test,
+        on_error=_check_on_error(on_error), sampler=sampler,
+        lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress"))
+    pspace, start = _space(space, forbidden, digits, initial)
+    exec_dir, cleanup = _storage(storage)
+    need_time = "max_time" if max_time else "capping" if capping else False
+    return _run(evaluate, pspace, train, test_objects, start, settings, exec_dir, cleanup,
+                executor, {"n_workers": (workers if executor is None
+                                         and (workers > 1 or timeout is not None) else 0),
+                           "timeout": timeout, "retries": retries, "need_time": need_time})
+
+
+def _check_budget(evaluate: Any, budget: Any, max_time: Any) -> None:
+    """``evaluate`` is callable and exactly one budget is given, positive."""
+    from racer._validation import check_int
 
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable (config, instance, seed); got {evaluate!r}")
@@ -640,8 +395,16 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     if max_time is not None:
         if isinstance(max_time, bool) or not isinstance(max_time, numbers.Real) or not max_time > 0:
             raise ValueError(f"`max_time` must be a positive number of seconds; got {max_time!r}")
-    train = _check_sequence(instances, "instances")
-    test = _check_sequence(test_instances, "test_instances", allow_none=True) or []
+
+
+def _check_where(executor: Any, n_jobs: Any, timeout: Any) -> tuple[int, float | None]:
+    """``(workers, timeout)`` checked: where runs go (``executor`` or ``n_jobs``, not both,
+    as ``racer.race`` has it) and how long one may take (not on an executor)."""
+    from racer.execution import check_timeout, effective_n_jobs
+
+    if executor is not None and n_jobs not in (None, 1):
+        raise ValueError(f"give either `executor` or `n_jobs`, not both; got n_jobs={n_jobs!r} "
+                         "with an executor (runs then go where the executor sends them)")
     workers = effective_n_jobs(n_jobs)
     timeout = check_timeout(timeout)
     if executor is not None and timeout is not None:
@@ -649,42 +412,39 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
                          "it handed to another executor")
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(f"`executor` must be a concurrent.futures.Executor; got {executor!r}")
-    retries = check_int(retries, "retries", minimum=0)
-    capping = check_bool(capping, "capping")
-    if on_error not in ("stop", "reject", "worst"):
-        raise ValueError(f"`on_error` must be 'stop', 'reject' or 'worst'; got {on_error!r}")
-    if sampler not in ("irace", "optuna"):
-        raise ValueError(f"`sampler` must be 'irace' or 'optuna'; got {sampler!r}")
-    if racing_test is not None and not isinstance(racing_test, str):
-        raise TypeError(f"`racing_test` must be a test's name (str), as --racing-test; got "
-                        f"{racing_test!r}")
-    objectives = _objectives_spec(direction)
-    unknown = sorted(set(options) - set(OPTION_NAMES))
-    if unknown:
-        raise TypeError(f"tune() got an unexpected keyword argument {unknown[0]!r} (irace's "
-                        f"options here: {', '.join(OPTION_NAMES)})")
-    if (capping or bound_max) and not _accepts_bound(evaluate):
-        raise TypeError("`evaluate` must accept a `bound` keyword argument with "
-                        + ("`capping`" if capping else "`bound_max`"))
-    from racer.tuning.spaces import parameter_space
+    return workers, timeout
 
-    pspace = parameter_space(space, forbidden=forbidden, digits=digits)
-    # No initial configurations but a space that declares a default (ConfigSpace's): the
-    # default is raced first, as irace races a configurationsFile's.
-    if initial is None and pspace.default is not None:
-        initial = [pspace.default]
-    start = [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
-    seed = random_state
+
+def _seed(random_state: Any) -> Any:
+    """The tuning's seed: an int as given (checked by Settings), a Generator's one draw."""
     if random_state is not None and not isinstance(random_state, numbers.Integral):
         from racer._validation import seed_from_random_state
 
-        seed = seed_from_random_state(random_state)  # a Generator: one draw
-    return _run(evaluate, pspace, train, test, start, storage, executor, seed, {
-        "budget": budget, "max_time": max_time, "n_jobs": workers, "random_state": seed,
-        "digits": digits, "capping": capping, "bound_max": bound_max, "retries": retries,
-        "timeout": timeout, "direction": objectives, **options},
-        dict(racing_test=racing_test, on_error=on_error, sampler=sampler,
-             lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress")))
+        return seed_from_random_state(random_state)
+    return random_state
+
+
+def _settings(options: dict, **fields: Any):
+    """The tuning's :class:`racer.tuning.settings.Settings`: ``fields`` and irace's options
+    (``options``), checked there; a refusal names tune's keyword."""
+    from racer.tuning.settings import Settings
+
+    if fields["test"] is not None and not isinstance(fields["test"], str):
+        raise TypeError(f"`test` must be a racing test's name (str), as --racing-test; got "
+                        f"{fields['test']!r}")
+    return Settings(**fields, **options, names=_NAMES, advice=_ADVICE)
+
+
+def _space(space: Any, forbidden: Any, digits: Any, initial: Any) -> tuple:
+    """``(parameter space, initial configurations as the tuner's values)``. No ``initial``
+    but a space that declares a default (ConfigSpace's): the default is raced first, as irace
+    races a configurationsFile's."""
+    from racer.tuning.spaces import parameter_space
+
+    pspace = parameter_space(space, forbidden=forbidden, digits=digits)
+    if initial is None and pspace.default is not None:
+        initial = [pspace.default]
+    return pspace, [_configuration(pspace, c, k) for k, c in enumerate(initial or [])]
 
 
 def _objectives_spec(direction: Any) -> str | None:
@@ -703,91 +463,139 @@ def _objectives_spec(direction: Any) -> str | None:
     return ",".join(f"objective{j + 1}:{d[:3]}" for j, d in enumerate(directions))
 
 
-def _run(evaluate, space, train, test, start, storage, executor, seed, values: dict,
-         flags: dict) -> TuneResult:
-    """The tuning of :func:`tune`, its arguments checked: a scenario in irace's names, the
-    command line's :func:`racer.cli._main.run_tuning` with a :class:`_CallableRunner`."""
-    import shutil
+
+
+def _command_names() -> dict:
+    """irace's option names (and a few of the command's flags) -> tune's keyword."""
+    from racer.tuning.settings import IRACE_OPTIONS
+
+    names = {irace: field for field, irace in IRACE_OPTIONS.items() if irace != field}
+    return {**names, **_COMMAND_NAMES}
+
+
+def _check_options(options: dict, test: Any) -> tuple[dict, Any]:
+    """tune's ``**options``: irace's options by their keywords, and ``racing_test`` (the
+    former name of ``test``; a FutureWarning). Returns ``(options, test)``; an unknown
+    keyword is a TypeError naming the keyword to use."""
+    options = dict(options)
+    if "test_type" in options:
+        # irace's testType, kept as it was (it names one of irace's tests, as `test` can).
+        warnings.warn("tune(test_type=...) is irace's testType; racer names the racing test "
+                      "tune(test=...), which takes irace's tests too; `test_type` will be "
+                      "removed", FutureWarning, stacklevel=3)
+    racing_test = options.pop("racing_test", None)
+    if racing_test is not None:
+        warnings.warn("tune(racing_test=...) is now tune(test=...); `racing_test` will be "
+                      "removed", FutureWarning, stacklevel=3)
+        if test is not None:
+            raise TypeError("give `test` only (`racing_test` is its former name)")
+        test = racing_test
+    for key in sorted(set(options) - set(OPTION_NAMES)):
+        keyword = _command_names().get(key)
+        if keyword is not None and keyword != key:
+            raise TypeError(f"tune() got an unexpected keyword argument {key!r}: the command "
+                            f"line's {key} is `{keyword}` here")
+        known = [*inspect.signature(tune).parameters, *OPTION_NAMES]
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = (f"; did you mean `{close[0]}`?" if close
+                else f" (irace's options here: {', '.join(OPTION_NAMES)})")
+        raise TypeError(f"tune() got an unexpected keyword argument {key!r}{hint}")
+    return options, test
+
+
+# on_error's former words (the command line's), still accepted.
+_FORMER_ON_ERROR = {"stop": "raise", "reject": "eliminate"}
+
+
+def _check_on_error(on_error: Any) -> str:
+    from racer.tuning.settings import ON_ERROR
+
+    if isinstance(on_error, str) and on_error in _FORMER_ON_ERROR:
+        new = _FORMER_ON_ERROR[on_error]
+        warnings.warn(f"tune(on_error={on_error!r}) is now tune(on_error={new!r}); "
+                      f"{on_error!r} will be removed", FutureWarning, stacklevel=3)
+        return new
+    if on_error not in ON_ERROR:
+        raise ValueError(f"`on_error` must be one of {', '.join(map(repr, ON_ERROR))}; got "
+                         f"{on_error!r}")
+    return on_error
+
+
+def _storage(storage: Any) -> tuple[str, str | None]:
+    """``(execution directory, folder to remove with the result or None)``: ``storage``
+    made if need be, or a new temporary folder."""
     import tempfile
-    import warnings
 
-    from racer.cli import _main as cli
-    from racer.tuning.checks import check_space
-    from racer.tuning.tuner import BudgetError
-    from racer.cli.scenario import Instance, ScenarioError, defaults
-    from racer.tuning.runner import TargetRunnerError
-    from racer.engine import EvaluationError
-
-    cleanup = None
     if storage is None:
-        exec_dir = tempfile.mkdtemp(prefix="racer-tune-")
-        cleanup = exec_dir
-    else:
-        try:
-            exec_dir = os.path.abspath(os.fspath(storage))
-        except TypeError:
-            raise TypeError(f"`storage` must be a folder path (str or os.PathLike); got "
-                            f"{storage!r}") from None
-        os.makedirs(exec_dir, exist_ok=True)
-    objects = train + test
-    names = _instance_names(objects, len(train))
-    insts = [Instance(n) for n in names]
-    name = _callable_name(evaluate)
-    sc = defaults()
-    irace = {**_ARGUMENT_NAMES, **OPTION_NAMES}
-    for key, value in values.items():
-        if value is None or (key == "capping" and not value):
-            continue
-        _settable(sc, irace[key], value, key)
-    for option, text in (("execDir", exec_dir), ("targetRunner", name),
-                         ("parameterFile", space.source),
-                         ("trainInstancesFile", "(racer.tune instances)"),
-                         ("testInstancesFile", "(racer.tune test_instances)" if test else "")):
-        sc.set(option, text, origin=(None, None))
-    sc.set("quiet", not flags["progress"], origin=(None, None))
+        folder = tempfile.mkdtemp(prefix="racer-tune-")
+        return folder, folder
     try:
-        cli._check_values(sc)
-    except ScenarioError as exc:
-        python = {v: k for k, v in irace.items()}.get(exc.option, exc.option)
-        raise ValueError(f"`{python}` (irace's {exc.option}): "
-                         f"{str(exc).partition(': ')[2] or exc}") from None
+        folder = os.path.abspath(os.fspath(storage))
+    except TypeError:
+        raise TypeError(f"`storage` must be a folder path (str or os.PathLike); got "
+                        f"{storage!r}") from None
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise ValueError(f"`storage` must be a folder (the tuning's journals and files go "
+                         f"there); {folder} is a file")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"`storage`: cannot make the folder {folder} ({exc.strerror or exc})") from None
+    return folder, None
+
+
+def _run(evaluate, space, train, test, start, settings, exec_dir: str, cleanup: str | None,
+         executor, runner_options: dict) -> TuneResult:
+    """The tuning of :func:`tune`, its arguments checked: :func:`racer.tuning.run.run_tuning`
+    with a :class:`racer.tuning.runner.CallableRunner`."""
+    import shutil
+
+    from racer.engine import EvaluationError
+    from racer.tuning.checks import check_space
+    from racer.tuning.instances import Instance
+    from racer.tuning.run import run_tuning
+    from racer.tuning.runner import CallableRunner, TargetRunnerError
+
+    objects = train + test
+    insts = [Instance(n) for n in _instance_names(objects, len(train))]
     for message in check_space(space):
         warnings.warn(message, stacklevel=3)
-    need_time = "max_time" if values["max_time"] else "capping" if values["capping"] else False
-    objectives = cli.objectives_of(sc)
-    runner = _CallableRunner(
-        evaluate, objects, {inst: k for k, inst in enumerate(insts)},
-        n_workers=(values["n_jobs"] if executor is None and (values["n_jobs"] > 1
-                                                             or values["timeout"] is not None)
-                   else 0),
-        timeout=values["timeout"], retries=values["retries"], need_time=need_time,
-        exec_dir=exec_dir, name=name,
-        directions=None if objectives is None else objectives.directions)
-    loaded = {"scenario": sc, "space": space, "initial": start, "train": insts[:len(train)],
-              "test": insts[len(train):], "exec_dir": exec_dir, "runner_path": name,
-              "warnings": []}
-    args = types.SimpleNamespace(
-        racing_test=flags["racing_test"], on_error=flags["on_error"], sampler=flags["sampler"],
-        fixed_list=False, no_lookahead=not flags["lookahead"], fresh=False, no_report=True,
-        executor="threads", opt_quiet=None, argv=[],
-        start_over=f"racer.tune(..., storage=<a new folder>), or delete {exec_dir}")
+    objectives = settings.parsed_objectives()
+    name = _callable_name(evaluate)
+    runner = CallableRunner(evaluate, objects, {inst: k for k, inst in enumerate(insts)},
+                            exec_dir=exec_dir, name=name,
+                            directions=None if objectives is None else objectives.directions,
+                            **runner_options)
     finished = False
     try:
         runner.start()
-        tuner, result, _test, _winner = cli.run_tuning(loaded, args, runner=runner,
-                                                       executor=executor, announce=False)
+        run = run_tuning(
+            settings, space, runner, insts[:len(train)], insts[len(train):], exec_dir=exec_dir,
+            initial=start, executor=executor,
+            start_over=f"racer.tune(..., storage=<a new folder>), or delete {exec_dir}",
+            sources={"parameterFile": space.source, "trainInstances": "(racer.tune instances)",
+                     "testInstances": "(racer.tune test_instances)" if test else ""})
         finished = True
-    except BudgetError as exc:
-        raise BudgetError(f"`{'max_time' if values['max_time'] else 'budget'}`: {exc}") from None
     except TargetRunnerError as exc:
         res = exc.result
         raise EvaluationError(f"{res.message}" + (f"\n{res.stderr.rstrip()}" if res.stderr else "")
-                              + "\n(on_error='reject' or 'worst', or retries=, to go on despite "
-                              "failures; the same call on the same storage resumes)") from None
+                              + "\n(on_error='eliminate' or 'worst', or retries=, to go on "
+                              "despite failures; the same call on the same storage resumes)") from None
     finally:
         runner.close()
         if not finished and cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
+    out = _result_from_run(run, runner, space, exec_dir)
+    if cleanup is not None:
+        object.__setattr__(out, "_cleanup", weakref.finalize(out, shutil.rmtree, cleanup, True))
+    return out
+
+
+def _result_from_run(run, runner, space, exec_dir: str) -> TuneResult:
+    """The :class:`TuneResult` of a :class:`racer.tuning.run.TuningRun`: configurations as
+    ``evaluate`` got them, the elites, the runs, the test phase, the Pareto front."""
+    result = run.result
+
     def as_dict(values: dict) -> dict:
         # What evaluate got, as a plain dict (a ConfigSpace Configuration is a Mapping).
         return dict(runner.arguments(space, values))
@@ -797,22 +605,20 @@ def _run(evaluate, space, train, test, start, storage, executor, seed, values: d
         for c in candidates:
             configurations.setdefault(c.id, as_dict(c.values))
     elites = [as_dict(e.values) for e in result.elites]
-    names = () if objectives is None else objectives.names
+    names = run.tuner.settings.objective_names
+    several = run.tuner.settings.directions is not None
     front_objectives = None
-    if objectives is not None and result.elites:
+    if several and result.elites:
         from racer.tuning.output import front_means
 
         means = front_means(result, names)
         front_objectives = [means[e.id][1] for e in result.elites]
-    out = TuneResult(
+    return TuneResult(
         best=dict(elites[0]) if elites else {}, elites=elites,
         elite_ids=[e.id for e in result.elites], configurations=configurations,
-        runs=_as_table(_read_runs(os.path.join(exec_dir, "runs.csv")), names),
+        runs=_as_table(run.runs, names),
         test=None if result.test is None else dict(result.test["costs"]),
         experiments=result.experiments, iterations=result.iterations,
-        stop_reason=result.stop_reason, seed=tuner.settings.seed, storage=exec_dir,
-        pareto_front=[dict(e) for e in elites] if objectives is not None else elites[:1],
+        stop_reason=result.stop_reason, seed=run.seed, storage=exec_dir,
+        pareto_front=[dict(e) for e in elites] if several else elites[:1],
         pareto_objectives=front_objectives)
-    if cleanup is not None:
-        object.__setattr__(out, "_cleanup", weakref.finalize(out, shutil.rmtree, cleanup, True))
-    return out

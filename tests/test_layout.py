@@ -173,19 +173,36 @@ def test_no_import_circle_in_the_package():
 STATS_MAY_IMPORT = ("racer._validation", "racer._text")
 
 
+def _reached(graph: dict[str, dict[str, int]], name: str) -> dict:
+    """Every module ``name`` imports, directly or through others: module -> (the module that
+    imports it first found, line), ``name`` -> None."""
+    seen = {name: None}
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        for target, line in graph[current].items():
+            if target not in seen:
+                seen[target] = (current, line)
+                todo.append(target)
+    return seen
+
+
+def _chain(seen: dict, target: str) -> str:
+    """How ``target`` is reached: each import on the way, from the start."""
+    steps = []
+    while seen[target] is not None:
+        current, line = seen[target]
+        steps.append(f"{_where(current, line)} imports {target}")
+        target = current
+    return "; ".join(reversed(steps))
+
+
 def test_the_statistics_import_nothing_of_the_engine():
     graph = _graph()
     offenders = []
     for name in sorted(n for n in SOURCES if n == "racer.stats" or n.startswith("racer.stats.")):
         # Everything racer.stats reaches, and through which import first.
-        seen = {name: None}
-        todo = [name]
-        while todo:
-            current = todo.pop()
-            for target, line in graph[current].items():
-                if target not in seen:
-                    seen[target] = (current, line)
-                    todo.append(target)
+        seen = _reached(graph, name)
         for target, via in sorted(seen.items()):
             if via is None or target.startswith("racer.stats") or target == "racer.stats":
                 continue
@@ -196,6 +213,29 @@ def test_the_statistics_import_nothing_of_the_engine():
     offenders = sorted(set(offenders))
     assert not offenders, ("racer.stats may import only racer.stats.*, " + ", ".join(STATS_MAY_IMPORT)
                            + f"; {len(offenders)} reach further:\n" + "\n".join(offenders))
+
+
+def _command_free(name: str) -> bool:
+    """The tuner (racer/tuning/), racer.tune (racer/_tune.py) and the adapters: what the
+    command line is built on, never the other way round."""
+    return (name == "racer.tuning" or name.startswith(("racer.tuning.", "racer.adapters"))
+            or name == "racer._tune")
+
+
+def test_the_tuner_racer_tune_and_the_adapters_import_nothing_of_the_command_line():
+    graph = _graph()
+    starts = sorted(n for n in SOURCES if _command_free(n))
+    assert "racer.tuning.run" in starts and "racer._tune" in starts and "racer.adapters.optuna" in starts
+    offenders = []
+    for name in starts:
+        seen = _reached(graph, name)
+        for target in sorted(seen):
+            if target == "racer.cli" or target.startswith("racer.cli."):
+                offenders.append(f"{name} reaches {target}: {_chain(seen, target)}")
+                break
+    assert not offenders, ("racer/tuning/, racer/_tune.py and adapters/ may not import racer.cli "
+                           f"(directly or through another module); {len(offenders)} do:\n"
+                           + "\n".join(offenders))
 
 
 def test_no_product_module_is_named_like_a_test():

@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 from racer.adapters.optuna._common import ITERATION_ATTR, N_INSTANCES_ATTR
 from racer.tuning.parameters import Parameter, ParameterSpace
 from racer.tuning.sampler import OptunaSampler, Sampler
-from racer._tune import _CallableRunner
+from racer.tuning.runner import CallableRunner
 
 __all__ = ["StudySampler", "StudyRunner", "schedule_space", "PARAMS_ATTR"]
 
@@ -214,7 +214,7 @@ class _WithoutSeed:
         return value
 
 
-class StudyRunner(_CallableRunner):
+class StudyRunner(CallableRunner):
     """racer.tune's runner of a Python callable, for IteratedRace: ``arguments`` names the
     trial (``number_of``: the sampler's map) and carries its scores recorded in the study
     (``recorded``); a run whose instance has a recorded score is answered from it, not run."""

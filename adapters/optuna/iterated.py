@@ -565,7 +565,7 @@ class IteratedRace:
         self._direction = check_option(direction, "direction", ("minimize", "maximize"))
         self._winner = None  # the test's own winner rule
         if test is None:
-            from racer.cli._main import DEFAULT_TEST
+            from racer.racing.registry import DEFAULT_TUNING_TEST as DEFAULT_TEST
             from racer.racing.registry import make_test
 
             # Decision: the shared Tuner's default, racer's t-test (the command line's and

@@ -1,7 +1,9 @@
 """The ``racer`` command's parts: the parser, loading a scenario, ``--check``, the run,
 ``--init`` and :func:`main`, which dispatches between them (the package face,
-:mod:`racer.cli`, re-exports :func:`main` and the exit codes). The tuning itself is
-:mod:`racer.tuning.tuner`; its parallel dispatcher, :mod:`racer.tuning.dispatch`.
+:mod:`racer.cli`, re-exports :func:`main` and the exit codes). The command translates the
+scenario and its flags into the tuning's typed settings (:func:`tuning_settings`) and calls
+:func:`racer.tuning.run.run_tuning`, the entry ``racer.tune`` calls too; the tuner itself is
+:mod:`racer.tuning.tuner`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import traceback
 
 from racer.racing import registry
+from racer.tuning.settings import IRACE_OPTIONS, ON_ERROR
 
 # numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
 # that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
@@ -35,7 +38,7 @@ class UsageError(ValueError):
 
 # --on-error's values, racer's one failure vocabulary (docs/conventions.md), and the tuner's
 # error policy each stands for; "stop" and "reject" are their former names here.
-ON_ERROR_POLICIES = {"raise": "stop", "eliminate": "reject", "worst": "worst"}
+ON_ERROR_POLICIES = ON_ERROR
 _ON_ERROR_RENAMED = {"stop": "raise", "reject": "eliminate"}
 
 
@@ -215,7 +218,7 @@ def _check_values(sc) -> None:
     _check_counts_and_paths(sc)
 
 
-def objectives_of(sc):
+def _objectives(sc):
     """The scenario's objectives (:class:`racer.tuning.objectives.Objectives`), or None for
     one objective (irace's tuning). The value was checked by :func:`_check_values`."""
     from racer.tuning.objectives import parse_objectives
@@ -373,120 +376,79 @@ def make_runner(loaded: dict, reaper=None):
     command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
-                        timeout=timeout, reaper=reaper, objectives=objectives_of(sc),
+                        timeout=timeout, reaper=reaper, objectives=_objectives(sc),
                         need_time=("maxTime" if sc.values["maxTime"] > 0 else
                                    "capping" if sc.values["capping"] else False))
 
 
-#: The racing test when neither ``--racing-test`` nor the scenario's ``testType`` names one.
-#: irace's default there is its F-test; racer's is irace's t-test (Birattari's tNo-race),
-#: chosen on the tuning suite's pilot scenario (benchmarks/RESULTS.md): the F-test
-#: keeps and finally picks the configuration of best rank sum, and on heavy-tailed costs
-#: (a SAT solver's effort) that is at times one that wins most instances by a little and
-#: loses a few by a lot. On sat-cadical's seeds 1-10, racer's F-test ended seed 2 at 733
-#: (3.6x the untuned default, 4.5x the median), the t-test, which eliminates and picks by
-#: mean cost (what the scenario asks to minimise), no seed above 174 (irace's worst: 204).
-#: A scenario that names ``testType`` gets that test, irace's F-test included.
-DEFAULT_TEST = "t-test"
+# The tuning's settings (racer.tuning.settings.Settings) as the command names them: the
+# scenario's options, racer's own flags; and how the command sets what a refusal advises.
+COMMAND_NAMES = {
+    **IRACE_OPTIONS, "test": "--racing-test", "on_error": "--on-error", "sampler": "--sampler",
+    "fixed_list": "--fixed-list", "lookahead": "--no-lookahead", "progress": "quiet",
+}
+COMMAND_ADVICE = {
+    "objectives": "the scenario option objectives or --objectives, e.g. --objectives "
+                  "quality,time (the target-runner then prints one number per objective)",
+    "initial": "configurationsFile",
+}
+# The parsed --on-error (the tuner's policy word, as resume's settings.json records it) ->
+# the tuning's word (racer.tuning.settings.ON_ERROR, the inverse).
+_ON_ERROR = {policy: word for word, policy in ON_ERROR.items()}
 
 
-def irace_procedure_requested(racing_test: str | None, test_type: str) -> bool:
-    """Whether a run asks for irace's procedure: ``--racing-test`` names one of irace's tests
-    (a registry entry with ``irace=True``, options allowed), or, without ``--racing-test``,
-    the scenario sets ``testType``. Then racer keeps irace's rules where irace and racer
-    differ (a budget below irace's minimum is refused, as irace refuses it). Otherwise the
-    run is racer's own: racer's default test when both are empty (:func:`make_test`), and
-    :meth:`racer.tuning.schedule.IraceSchedule.small_budget_plan` for a small budget.
-    ``--racing-test`` wins over ``testType``, as it does for the test itself.
+def tuning_settings(sc, args):
+    """The tuning's :class:`racer.tuning.settings.Settings` for a scenario checked by
+    :func:`_check_values` and the command's flags; refusals name the option."""
+    from racer.tuning.settings import Settings
 
-    >>> irace_procedure_requested(None, "F-test"), irace_procedure_requested("t.holm:alpha=0.1", "")
-    (True, True)
-    >>> irace_procedure_requested(None, ""), irace_procedure_requested("bayesian", "F-test")
-    (False, False)
-    """
-    if racing_test:
-        try:
-            return registry.lookup(racing_test.partition(":")[0].strip()).irace
-        except ValueError:  # package.module:Class is racer's own
-            return False
-    return bool(test_type)
+    v = sc.values
+    fields = {field: v[irace] for field, irace in IRACE_OPTIONS.items()}
+    fields["n_jobs"] = max(1, v["parallel"])
+    # A confidence the scenario leaves at irace's default leaves each test its own level.
+    fields["confidence"] = v["confidence"] if "confidence" in sc.origin else None
+    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
+    return Settings(**fields, test=args.racing_test, on_error=_ON_ERROR[args.on_error],
+                    sampler=args.sampler, fixed_list=args.fixed_list,
+                    lookahead=not args.no_lookahead, progress=not quiet,
+                    names=COMMAND_NAMES, advice=COMMAND_ADVICE)
 
 
 def make_test(name: str | None, confidence: float, *, confidence_given: bool = False):
-    """``(racing test, Race winner rule)`` for ``--racing-test`` or, without it, irace's
-    ``testType`` (empty: racer's :data:`DEFAULT_TEST`; :func:`irace_procedure_requested` is
-    then False), looked up in :mod:`racer.racing.registry`: the F-race orders survivors by
-    rank sum, the t-test races by mean cost (irace's ``overall.ranks``); irace's tests take
-    ``alpha = 1 - confidence``.
-
-    ``confidence_given`` (the scenario or ``--confidence`` set it): the other tests take it
-    too, each through its own level (the registry's ``confidence_options``: BayesianTest's
-    credibilities, PosteriorBestTest's ``error_rate = 1 - confidence``, ...); an option in
-    ``--racing-test name:key=value`` wins. Left at irace's default 0.95, those tests keep
-    their own defaults: 0.95 is the F-test's level, chosen for irace, while theirs were
-    chosen on racer's pilot seeds, and a scenario that says nothing about confidence asks
-    for no change.
+    """:func:`racer.tuning.run.make_test` for ``--racing-test`` (or the scenario's
+    ``testType``), a bad name or option a UsageError naming ``--racing-test``.
 
     >>> test, winner = make_test("", 0.95)
-    >>> type(test).__name__, test.adjust, round(test.alpha, 2), winner
-    ('TRaceTest', 'none', 0.05, 'mean')
-    >>> type(make_test("F-test", 0.9)[0]).__name__
-    'FRaceTest'
-    >>> make_test("bayesian", 0.95)[0].credibility  # irace's default: the test's own 0.975
-    0.975
-    >>> make_test("bayesian", 0.9, confidence_given=True)[0].credibility
-    0.9
+    >>> type(test).__name__, winner
+    ('TRaceTest', 'mean')
     """
-    from racer.racing.registry import make_test as build
+    from racer.tuning.run import make_test as build
 
     try:
-        return build(name or DEFAULT_TEST, alpha=1.0 - confidence,
-                     confidence=confidence if confidence_given else None)
+        return build(name, confidence, confidence_given=confidence_given)
     except (ValueError, TypeError) as exc:
         source = f" (with confidence = {confidence:g})" if confidence_given else ""
         raise UsageError(f"--racing-test {name!r}{source}: {exc}") from None
 
 
-#: The racing test of a tuning on several objectives when ``--racing-test`` names none.
-DEFAULT_MULTI_TEST = "pareto"
-
-
 def racing_test(args, sc):
-    """``(racing test, winner rule)`` of a run: ``--racing-test``, else the scenario's
-    ``testType`` (:func:`make_test`). A tuning on several objectives (``objectives``) gets
-    :data:`DEFAULT_MULTI_TEST` unless ``--racing-test`` names another test on several
-    objectives; irace's ``testType`` (one cost) is refused there, and a test on several
-    objectives without ``objectives`` too (UsageError or ScenarioError saying what to set)."""
+    """``(racing test, winner rule)`` of a run (:func:`racer.tuning.run.racing_test`):
+    ``--racing-test``, else the scenario's ``testType``; for several objectives racer's
+    default for them. A test that does not fit is refused naming the option: a
+    ScenarioError where the scenario's ``testType`` is at fault, else a UsageError."""
     from racer.cli.scenario import ScenarioError
+    from racer.tuning.run import racing_test as choose
+    from racer.tuning.settings import SettingsError
 
     v = sc.values
-    objectives = objectives_of(sc)
-    name = args.racing_test if args.racing_test is not None else v["testType"]
-    if objectives is not None and args.racing_test is None:
-        if v["testType"]:
-            raise ScenarioError(
-                f"testType = {v['testType']!r} is one of irace's tests, which compare one cost, "
-                f"but objectives names {objectives.k} ({', '.join(objectives.names)}); leave "
-                f"testType unset (racer's test for several objectives is "
-                f"{DEFAULT_MULTI_TEST!r}) or give --racing-test", option="testType",
-                **sc.where("testType"))
-        name = DEFAULT_MULTI_TEST
-    test, winner = make_test(name, v["confidence"], confidence_given="confidence" in sc.origin)
-    kind = getattr(test, "objectives", "single")
-    if objectives is not None and kind == "single":
-        raise UsageError(f"--racing-test {name!r} compares one cost per run, but objectives "
-                         f"names {objectives.k} ({', '.join(objectives.names)}); use "
-                         f"--racing-test {DEFAULT_MULTI_TEST} (the default for several "
-                         "objectives)")
-    if objectives is None and kind == "multi":
-        raise UsageError(f"--racing-test {name!r} races on several objectives: name them with "
-                         "the scenario option objectives or --objectives, e.g. "
-                         "--objectives quality,time (the target-runner then prints one number "
-                         "per objective)")
-    if objectives is not None and args.sampler == "optuna":
-        raise UsageError("--sampler optuna proposes configurations for one cost; a tuning on "
-                         "several objectives uses irace's sampler (leave --sampler unset)")
-    return test, winner
+    confidence = v["confidence"] if "confidence" in sc.origin else None
+    try:
+        return choose(args.racing_test, v["testType"], confidence, objectives=_objectives(sc),
+                      sampler=args.sampler, names=COMMAND_NAMES, advice=COMMAND_ADVICE)
+    except SettingsError as exc:
+        if exc.field == "test_type":
+            raise ScenarioError(str(exc), option="testType", **sc.where("testType")) from None
+        raise UsageError(str(exc)) from None
 
 
 def make_executor(spec: str, parallel: int):
@@ -528,23 +490,6 @@ def make_executor(spec: str, parallel: int):
     raise UsageError(f"--executor must be 'threads', 'dask', 'dask:ADDRESS', 'ray' or 'ray:ADDRESS'; got {spec!r}")
 
 
-def _seed(sc, journal_dir: str) -> int:
-    if sc.values["seed"] is not None:
-        return int(sc.values["seed"])
-    path = os.path.join(journal_dir, "seed.txt")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return int(f.read().strip())
-    import numpy as np
-
-    seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
-    os.makedirs(journal_dir, exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(f"{seed}\n")
-    os.replace(path + ".tmp", path)
-    return seed
-
-
 def write_run_report(exec_dir: str) -> str | None:
     """Write ``<execDir>/report.html``; never fails the run: without matplotlib, or on any
     error, it warns (saying how to get the report) and returns None. The one place where the
@@ -575,7 +520,7 @@ def do_check(loaded: dict, args) -> int:
     sc, space = loaded["scenario"], loaded["space"]
     # The racing test is checked too (a bad --racing-test would otherwise wait for the run).
     racing_test(args, sc)
-    objectives = objectives_of(sc)
+    objectives = _objectives(sc)
     print(f"scenario: {sc.file or '(command line only)'}")
     print(f"parameters: {len(space.declared)} ({space.n_variable} variable), "
           f"{len(space.forbidden)} forbidden rules, digits = {space.digits}")
@@ -610,178 +555,60 @@ def do_check(loaded: dict, args) -> int:
 
 
 def do_run(loaded: dict, args) -> int:
-    """Tune (or race the configurations file): resume or continue from the journal, run the
-    Tuner, write the output files, print the elites and the test."""
-    v = loaded["scenario"].values
+    """Tune (or race the configurations file): the scenario's settings, the target-runner and
+    the executor, then :func:`racer.tuning.run.run_tuning` (resume or continue from the
+    journal, the Tuner, the output files); print the elites and the test, write the report."""
+    from racer.cli.target_runner import Reaper
+    from racer.tuning.run import run_tuning
+
+    sc = loaded["scenario"]
+    v = sc.values
     exec_dir = loaded["exec_dir"]
-    tuner, result, test, winner = run_tuning(loaded, args)
-    _print_summary(result, tuner, v, test, winner)
-    written = write_run_report(exec_dir) if not getattr(args, "no_report", False) else None
+    settings = tuning_settings(sc, args)
+    racing_test(args, sc)  # refused before a runner or a cluster starts, in the scenario's words
+    report = not getattr(args, "no_report", False)
+
+    def announce(tuner, resuming: bool, earlier: list) -> None:
+        _announce(tuner, args, v, tuner.test, tuner.settings.seed, resuming, earlier)
+
+    def report_so_far() -> None:
+        if not report:
+            return
+        # What the journals hold so far; a second Ctrl-C skips it.
+        path = os.path.join(exec_dir, "report.html")
+        print(f"racer: interrupted; writing the report of the run so far to {path} (Ctrl-C "
+              "again to skip)", file=sys.stderr, flush=True)
+        try:
+            if write_run_report(exec_dir):
+                print(f"racer: report: {path}", file=sys.stderr)
+        except KeyboardInterrupt:
+            pass
+
+    reaper = Reaper()
+    closers = [reaper.close]
+    try:
+        runner = make_runner(loaded, reaper)
+        executor, close_executor = make_executor(args.executor, settings.n_jobs)
+        closers.insert(0, close_executor)
+        run = run_tuning(
+            settings, loaded["space"], runner, loaded["train"], loaded["test"],
+            exec_dir=exec_dir, initial=loaded["initial"], executor=executor,
+            on_announce=announce if settings.progress else None, on_interrupt=report_so_far,
+            fresh=args.fresh, start_over=shlex.join(["racer", *getattr(args, "argv", []), "--fresh"]),
+            sources={"parameterFile": v["parameterFile"], "forbiddenFile": v["forbiddenFile"],
+                     "configurationsFile": v["configurationsFile"],
+                     "trainInstances": v["trainInstancesFile"] or v["trainInstancesDir"],
+                     "testInstances": v["testInstancesFile"] or v["testInstancesDir"]})
+    finally:
+        for close in closers:
+            close()
+    _print_summary(run.result, run.tuner, v, run.test, run.winner)
+    written = write_run_report(exec_dir) if report else None
     print(f"# Files in {exec_dir}: elites.txt runs.csv eliminations.csv results.json"
-          + (" test.csv" if result.test is not None else "") + (" report.html" if written else ""))
+          + (" test.csv" if run.result.test is not None else "") + (" report.html" if written else ""))
     if written:
         print(f"# Report: {written}")
     return EXIT_OK
-
-
-def run_tuning(loaded: dict, args, *, runner=None, executor=None, announce: bool = True):
-    """The tuning of a loaded scenario, as ``racer --scenario`` runs it: the seed (drawn and
-    kept in the journal when the scenario has none), the racing test, the settings, the
-    resume check, the Tuner, its run and the output files in execDir. Returns ``(tuner,
-    result, test, winner)``. racer.tune calls it with its own ``runner`` and ``executor``
-    (see :func:`_make_tuner`): one tuning behind the command line and Python."""
-    from racer.tuning.tuner import JOURNAL_DIR
-
-    sc, space = loaded["scenario"], loaded["space"]
-    v = sc.values
-    exec_dir = loaded["exec_dir"]
-    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
-    if args.fresh:
-        _start_afresh(exec_dir, journal_dir)
-    resuming = os.path.isdir(journal_dir) and any(f.endswith(".sqlite") for f in os.listdir(journal_dir))
-    seed = _seed(sc, journal_dir)
-    # racer's own --racing-test, when given, overrides the scenario's testType.
-    test, winner = racing_test(args, sc)
-    if args.fixed_list and not loaded["initial"]:
-        raise UsageError("--fixed-list needs configurationsFile")
-    settings = _settings(v, args, seed)
-    settings.budget_rule = ("irace" if irace_procedure_requested(args.racing_test, v["testType"])
-                            else "racer")
-    quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
-    tuner, closing = _make_tuner(loaded, args, settings, test, winner, seed, resuming, quiet,
-                                 runner=runner, executor=executor, announce=announce)
-    result = _tune(tuner, closing, exec_dir, report=not getattr(args, "no_report", False))
-    header = {"seed": seed, "budget": v["maxExperiments"], "max_time": v["maxTime"],
-              "soft_restarts": result.soft_restarts}
-    if settings.directions is not None:
-        header["objectives"] = {"names": list(settings.objective_names),
-                                "directions": list(settings.directions)}
-    _write_outputs(exec_dir, space, result, header)
-    return tuner, result, test, winner
-
-
-def _start_afresh(exec_dir: str, journal_dir: str) -> None:
-    """``--fresh``: forget the journal and the run log of an earlier run."""
-    if os.path.isdir(journal_dir):
-        shutil.rmtree(journal_dir)
-        for name in ("runs.csv",):
-            if os.path.exists(os.path.join(exec_dir, name)):
-                os.remove(os.path.join(exec_dir, name))
-
-
-def _settings(v: dict, args, seed: int):
-    """The tuner's Settings from the scenario's values and the command line."""
-    from racer.tuning.tuner import Settings
-
-    return Settings(
-        max_experiments=v["maxExperiments"], max_time=v["maxTime"],
-        min_measurable_time=v["minMeasurableTime"], first_test=v["firstTest"], each_test=v["eachTest"],
-        mu=v["mu"], min_survival=v["minNbSurvival"], n_iterations=v["nbIterations"],
-        n_configurations=v["nbConfigurations"], experiments_per_iteration=v["nbExperimentsPerIteration"],
-        elitist=v["elitist"], elitist_new_instances=v["elitistNewInstances"],
-        elitist_limit=v["elitistLimit"],
-        deterministic=v["deterministic"], sample_instances=v["sampleInstances"], seed=seed,
-        parallel=max(1, v["parallel"]), test_n_elites=max(1, v["testNbElites"]),
-        error_policy=args.on_error, fixed_list=args.fixed_list,
-        lookahead=not getattr(args, "no_lookahead", False),
-        soft_restart=v["softRestart"], soft_restart_threshold=v["softRestartThreshold"],
-        capping=_capping(v), **_objective_settings(v))
-
-
-def _objective_settings(v: dict) -> dict:
-    """Settings' ``directions`` and ``objective_names`` (none for one objective)."""
-    from racer.tuning.objectives import parse_objectives
-
-    objectives = parse_objectives(v["objectives"])
-    if objectives is None:
-        return {}
-    return {"directions": objectives.directions, "objective_names": objectives.names}
-
-
-def _capping(v: dict):
-    """The capping options (racer.tuning.capping.Capping), or None when the scenario sets
-    neither capping nor boundMax."""
-    from racer.tuning.capping import Capping
-
-    if not v["capping"] and v["boundMax"] <= 0:
-        return None
-    return Capping(enabled=bool(v["capping"]), type=v["cappingType"], bound_type=v["boundType"],
-                   bound_max=float(v["boundMax"]), digits=v["boundDigits"], par=v["boundPar"],
-                   as_timeout=bool(v["boundAsTimeout"]), min_measurable_time=v["minMeasurableTime"],
-                   after_first_test=bool(v["cappingAfterFirstTest"]))
-
-
-def _make_tuner(loaded: dict, args, settings, test, winner, seed: int, resuming: bool,
-                quiet: bool, *, runner=None, executor=None, announce: bool = True):
-    """The Tuner of this run, after the resume check (racer.tuning.resume), and the run log,
-    reaper and executor it needs; announces the run unless ``quiet`` (or not ``announce``).
-    Returns ``(tuner, closing)``: ``closing`` holds what to close at the end, and
-    ``progress``. racer.tune passes its own ``runner`` (then no reaper: nothing runs in a
-    session of its own) and ``executor`` (an Executor object, not ``--executor``'s text)."""
-    from racer.tuning.tuner import JOURNAL_DIR, Tuner
-    from racer.tuning.output import Progress, RunLog
-    from racer.tuning.resume import check_resume, settings_of
-    from racer.cli.target_runner import Reaper
-
-    space, v = loaded["space"], loaded["scenario"].values
-    exec_dir = loaded["exec_dir"]
-    journal_dir = os.path.join(exec_dir, JOURNAL_DIR)
-    reaper = Reaper() if runner is None else None
-    runner = make_runner(loaded, reaper) if runner is None else runner
-    prior_times = read_prior_times(os.path.join(exec_dir, "runs.csv")) if v["maxTime"] > 0 else {}
-    # Capping: the times (cut at their bounds) that earlier runs left for the bounds to come.
-    prior_capped = (read_prior_capped_times(os.path.join(exec_dir, "runs.csv"), settings.capping)
-                    if settings.capping is not None and settings.capping.enabled else {})
-    log = RunLog(os.path.join(exec_dir, "runs.csv"), settings.objective_names)
-    closing = {"log": log, "reaper": reaper, "executor": None, "progress": Progress(quiet=quiet)}
-    metadata = {"targetRunner": " ".join(runner.command), "space": repr([(p.name, p.switch, p.type, p.domain, p.log, p.condition_text) for p in space.declared]),
-                "forbidden": repr([t for t, _ in space.forbidden])}
-    try:
-        # Before anything runs: the same settings resume, a larger budget continues, anything
-        # else is refused in the scenario's words (racer.tuning.resume).
-        earlier = check_resume(journal_dir, settings_of(loaded, args, seed, runner.command),
-                               resuming=resuming, exec_dir=exec_dir,
-                               command=(args.argv if getattr(args, "argv", None) is not None
-                                        else sys.argv[1:]),
-                               start_over=getattr(args, "start_over", None))
-        settings.earlier_budgets = tuple(earlier)
-        sampler = _sampler(args, space, seed, metadata)
-        if executor is None:
-            executor, closing["executor"] = make_executor(args.executor, settings.parallel)
-        tuner = Tuner(space, runner, loaded["train"], settings, test, initial=loaded["initial"],
-                      sampler=sampler, executor=executor,
-                      test_instances=loaded["test"], journal_dir=journal_dir, on_run=log,
-                      progress=closing["progress"], winner=winner, metadata=metadata,
-                      prior_times=prior_times, prior_capped=prior_capped)
-    except BaseException:
-        # Nothing ran yet, but the run log, the reaper and a started cluster are open.
-        _close(closing)
-        raise
-    if not quiet and announce:
-        _announce(tuner, args, v, test, seed, resuming, earlier)
-    return tuner, closing
-
-
-def _sampler(args, space, seed: int, metadata: dict):
-    """``--sampler optuna``: Optuna's TPE instead of irace's model (None: irace's)."""
-    if args.sampler != "optuna":
-        return None
-    from racer.tuning.sampler import OptunaSampler
-
-    try:
-        sampler = OptunaSampler(space, seed=seed)
-    except ImportError as exc:
-        raise UsageError(str(exc)) from None
-    metadata["sampler"] = "optuna-tpe"
-    return sampler
-
-
-def _close(closing: dict) -> None:
-    closing["log"].close()
-    if closing["reaper"] is not None:
-        closing["reaper"].close()
-    if closing["executor"] is not None:
-        closing["executor"]()
 
 
 def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: list) -> None:
@@ -795,12 +622,12 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
         + f", minNbSurvival = {tuner.min_survival}")
     budget_text = (f"maxTime = {v['maxTime']:g} s" if v["maxTime"] > 0
                    else f"maxExperiments = {v['maxExperiments']}")
-    # Where the test came from: racer's default differs from irace's (DEFAULT_TEST).
+    # Where the test came from: racer's default differs from irace's (DEFAULT_TUNING_TEST).
     chosen = ("--racing-test" if getattr(args, "racing_test", None) is not None
               else "testType" if v["testType"] else
-              f"racer's default for {len(settings.directions)} objectives, {DEFAULT_MULTI_TEST}"
+              f"racer's default for {len(settings.directions)} objectives, {registry.DEFAULT_PARETO_TEST}"
               if settings.directions is not None else
-              f"racer's default, {DEFAULT_TEST}; testType = \"F-test\" for irace's")
+              f"racer's default, {registry.DEFAULT_TUNING_TEST}; testType = \"F-test\" for irace's")
     print(f"# racer: {mode}; {budget_text}; seed = {seed}; "
           f"parallel = {settings.parallel}; test {type(test).__name__} ({chosen})"
           + ("; resuming from the journal" if resuming else ""), flush=True)
@@ -812,49 +639,6 @@ def _announce(tuner, args, v: dict, test, seed: int, resuming: bool, earlier: li
         print(f"# racer: continuing the tuning of {kind} = {earlier[-1]:g} with {kind} = "
               f"{v[kind]:g}: every run already made is kept, new iterations use the rest",
               flush=True)
-
-
-def _tune(tuner, closing: dict, exec_dir: str, *, report: bool):
-    """Run the tuning; on Ctrl-C write the report of the run so far (unless ``report`` is
-    off), then let the interrupt through. Closes what ``closing`` holds."""
-    from racer.progress import iterations_done_text
-
-    progress = closing["progress"]
-    try:
-        result = tuner.run()
-    except KeyboardInterrupt:
-        progress.end()
-        if report:
-            # What the journals hold so far; a second Ctrl-C skips it.
-            print(f"racer: interrupted; writing the report of the run so far to "
-                  f"{os.path.join(exec_dir, 'report.html')} (Ctrl-C again to skip)",
-                  file=sys.stderr, flush=True)
-            try:
-                if write_run_report(exec_dir):
-                    print(f"racer: report: {os.path.join(exec_dir, 'report.html')}", file=sys.stderr)
-            except KeyboardInterrupt:
-                pass
-        raise
-    except BaseException:
-        progress.end()
-        raise
-    finally:
-        _close(closing)
-    done = iterations_done_text(result.iterations, result.planned_iterations)
-    progress.end(f"done: {result.stop_reason}; {result.experiments} runs; {done}")
-    return result
-
-
-def _write_outputs(exec_dir: str, space, result, header: dict) -> None:
-    """elites.txt, eliminations.csv, test.csv (with test instances) and results.json."""
-    from racer.tuning.output import write_eliminations, write_elites, write_results, write_test
-
-    write_elites(os.path.join(exec_dir, "elites.txt"), space, result.elites)
-    write_eliminations(os.path.join(exec_dir, "eliminations.csv"), result.races)
-    if result.test is not None:
-        names = (header.get("objectives") or {}).get("names") or ()
-        write_test(os.path.join(exec_dir, "test.csv"), result.test, tuple(names))
-    write_results(os.path.join(exec_dir, "results.json"), space, result, header)
 
 
 def _print_summary(result, tuner, v: dict, test, winner) -> None:
@@ -885,54 +669,6 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
             costs = [c for c in result.test["costs"][e.id] if c is not None]
             mean = f"{np.mean(costs):.6g}" if costs else "NA"
             print(f"{e.id}  {mean}")
-
-
-def _prior_training_runs(path: str):
-    """``(iteration, configuration, instance id, time, row)`` of each training run with a
-    readable time in an existing runs.csv (an interrupted session), in file order; a torn
-    or timeless line is skipped."""
-    import csv
-
-    if not os.path.exists(path):
-        return
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            try:
-                it, cid, iid = int(row["iteration"]), int(row["configuration"]), int(row["instance_id"])
-                t = float(row["time"])
-            except (TypeError, ValueError, KeyError):
-                continue
-            if it > 0:
-                yield it, cid, iid, t, row
-
-
-def read_prior_times(path: str) -> dict:
-    """Reported times of the training runs in an existing runs.csv (an interrupted session),
-    by (iteration, configuration, instance id); the last line of a key wins (a run repeated
-    after a kill). A torn last line is skipped."""
-    from racer.tuning.lookahead import UNUSED
-
-    # an unused look-ahead run is no run
-    return {(it, cid, iid): t for it, cid, iid, t, row in _prior_training_runs(path)
-            if row.get("status") != UNUSED}
-
-
-def read_prior_capped_times(path: str, capping) -> dict:
-    """Capping: the time of each training run in an existing runs.csv (an interrupted
-    session), cut at its bound (:func:`racer.tuning.capping.capped_time`), by (configuration,
-    instance id); the last line of a key wins (a run repeated after a kill)."""
-    from racer.tuning.capping import capped_time
-
-    times: dict = {}
-    for _it, cid, iid, t, row in _prior_training_runs(path):
-        if row.get("status") != "ok":
-            continue
-        try:
-            bound = float(row["bound"]) if row.get("bound") else None
-        except ValueError:
-            continue
-        times[(cid, iid)] = capped_time(t, bound, capping)
-    return times
 
 
 INIT_FILES = {
@@ -1139,6 +875,7 @@ def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | Non
     from racer.tuning.rexpr import RSyntaxError
     from racer.cli.scenario import ScenarioError
     from racer.tuning.runner import TargetRunnerError
+    from racer.tuning.settings import SettingsError
     from racer.storage import JournalInUseError
 
     if isinstance(exc, _if_imported("racer.tuning.tuner", "BudgetError", _NotRaised)):
@@ -1153,6 +890,7 @@ def _failed(exc: Exception, loaded: dict | None, argv: list, exec_dir: str | Non
         _error(f"{prefix}{exc}")
         return EXIT_SCENARIO
     if isinstance(exc, (ScenarioError, ParameterFileError, RSyntaxError, UsageError, ResumeError,
+                        SettingsError,
                         _if_imported("racer.tuning.sampler", "SamplingError", _NotRaised))):
         _error(str(exc))
         return EXIT_SCENARIO

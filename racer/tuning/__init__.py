@@ -3,6 +3,10 @@
 
 Where things are:
 
+* :mod:`racer.tuning.run` -- :func:`~racer.tuning.run.run_tuning`, the one entry of the
+  command and of :func:`racer.tune`: typed :class:`~racer.tuning.settings.Settings` in
+  (:mod:`racer.tuning.settings`, checked, refusals in the caller's words), the Tuner's result
+  and runs out;
 * :mod:`racer.tuning.tuner` -- the :class:`~racer.tuning.tuner.Tuner`: iterations, races,
   elites, the test phase;
 * :mod:`racer.tuning.schedule` -- irace's budget schedule (iterations, configurations per
@@ -16,10 +20,43 @@ Where things are:
   :mod:`racer.tuning.spaces` -- irace's parameter language and the translation of Optuna's and
   ConfigSpace's spaces into it;
 * :mod:`racer.tuning.runner` -- the runner protocol (what the tuner asks of whatever makes its
-  runs); :mod:`racer.tuning.instances` -- what it races on;
+  runs) and :class:`~racer.tuning.runner.CallableRunner`, the runner of a Python function;
+  :mod:`racer.tuning.instances` -- what it races on;
 * :mod:`racer.tuning.resume`, :mod:`racer.tuning.output`, :mod:`racer.tuning.record` -- a
   tuning's files: resuming one, writing its outputs, reading them back.
 
 The command line (:mod:`racer.cli`) only reads scenario files and arguments, runs the
 target-runner and prints; it imports this package, never the other way round.
+
+The names below are exported lazily (importing the package loads none of its modules):
+
+>>> import racer.tuning
+>>> racer.tuning.run_tuning is racer.tuning.run.run_tuning
+True
 """
+
+import importlib
+
+_EXPORTS = {
+    "Tuner": "tuner",
+    "Settings": "settings",
+    "run_tuning": "run",
+    "Runner": "runner",
+    "RunResult": "runner",
+    "CallableRunner": "runner",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

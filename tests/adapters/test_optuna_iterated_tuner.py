@@ -47,7 +47,7 @@ def test_iterated_race_races_as_the_tuner_with_an_optuna_sampler(tmp_path):
     from racer.tuning.instances import Instance
     from racer.racing.registry import make_test
     from racer.tuning.spaces import parameter_space
-    from racer._tune import _CallableRunner
+    from racer.tuning.runner import CallableRunner as _CallableRunner
 
     evaluate, instances, _ = _problem()
     res = IteratedRace(evaluate, SPACE, instances, budget=400, random_state=3,

@@ -281,6 +281,19 @@ def test_max_time_budget(tmp_path, capsys, monkeypatch):
     assert results["time_used"] == pytest.approx(0.5 * results["experiments"])
 
 
+def test_a_max_time_too_small_says_how_many_seconds_in_the_scenarios_words(tmp_path, capsys,
+                                                                          monkeypatch):
+    scen = make_scenario(tmp_path, budget=0, extra="maxTime = 2\n")
+    monkeypatch.setenv("RUNNER_TIME", "0.05")
+    assert main(["--scenario", scen]) == EXIT_SCENARIO
+    err = capsys.readouterr().err
+    # Named where it was set, in the scenario's words, in seconds: not "maxExperiments = 0".
+    assert f"{scen}:11: maxTime = 2 s is too small: runs took 0.05 s each" in err
+    assert "maxExperiments" not in err and "minNbSurvival" in err
+    seconds = float(err.split("give maxTime = ")[1].split(" s or more")[0])
+    assert main(["--scenario", scen, "--max-time", str(seconds), "--fresh"]) == EXIT_OK
+
+
 def test_a_hanging_configuration_is_killed_and_rejected(tmp_path, monkeypatch):
     scen = make_scenario(tmp_path, extra="targetRunnerTimeout = 0.5\n")
     monkeypatch.setenv("RUNNER_HANG", "2")

@@ -8,7 +8,7 @@ import pytest
 
 from racer.tuning.schedule import IraceSchedule
 from racer.cli import EXIT_OK, EXIT_SCENARIO, main
-from racer.cli._main import irace_procedure_requested
+from racer.tuning.run import irace_procedure_requested
 from racer.tuning.tuner import BudgetError, Settings, Tuner
 from racer.tuning.parameters import Parameter, ParameterSpace
 from racer.racing.frace import FRaceTest

@@ -51,10 +51,10 @@ def test_racer_tune_is_the_function_once_its_module_is_imported():
 def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     from racer.tuning.instances import Instance
     from racer.cli.target_runner import Runner, TargetRunner
-    from racer._tune import _CallableRunner
+    from racer.tuning.runner import CallableRunner
 
     inst = Instance("i")
-    callable_runner = _CallableRunner(quadratic, [0.5], {inst: 0}, n_workers=0, timeout=None,
+    callable_runner = CallableRunner(quadratic, [0.5], {inst: 0}, n_workers=0, timeout=None,
                                       retries=0, need_time=False, exec_dir=str(tmp_path),
                                       name="python:quadratic")
     target_runner = TargetRunner([sys.executable, "-c", "print(0.5)"], str(tmp_path))
@@ -79,7 +79,17 @@ def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, n_jobs=0), ValueError, "`n_jobs`"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, timeout=-1), ValueError, "`timeout`"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, first_test=0), ValueError,
-     "`first_test` (irace's firstTest): must be >= 1"),
+     "`first_test` must be an integer >= 1; got 0"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, first_test=4, each_test=3),
+     ValueError, "`first_test` = 4 must be a multiple of `each_test` = 3"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, elitist=1), TypeError,
+     "`elitist` must be True or False; got 1"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, random_state=-1), ValueError,
+     "`random_state` must be None or an integer >= 0; got -1"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, confidence=1.5), ValueError,
+     "`confidence` must be None or a number in (0, 1); got 1.5"),
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, test="wilcoxon"), ValueError,
+     "`test` 'wilcoxon': "),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, firstTest=2), TypeError, "'firstTest'"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, on_error="ignore"), ValueError,
      "`on_error`"),
@@ -102,18 +112,27 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, words):
 
 
 def test_every_scenario_option_that_decides_the_runs_has_a_python_name():
+    import inspect
+
     from racer.tuning.resume import _TUNING_OPTIONS
+    from racer.tuning.settings import IRACE_OPTIONS
     from racer.cli.scenario import OPTIONS
-    from racer._tune import _ARGUMENT_NAMES, OPTION_NAMES
+    from racer._tune import _NAMES, OPTION_NAMES
 
-    reachable = set(OPTION_NAMES.values()) | set(_ARGUMENT_NAMES.values())
-    assert set(_TUNING_OPTIONS) - reachable == set()
-    assert reachable <= set(OPTIONS)
+    assert set(_TUNING_OPTIONS) <= set(IRACE_OPTIONS.values()) <= set(OPTIONS)
+    # Every setting is one of tune's keywords (by its own name or the one _NAMES gives it).
+    keywords = set(inspect.signature(racer.tune).parameters) | set(OPTION_NAMES)
+    shown = {_NAMES.get(field, f"`{field}`").strip("`") for field in IRACE_OPTIONS}
+    assert shown <= keywords
 
 
-def test_a_budget_too_small_to_race_says_so():
-    with pytest.raises(ValueError, match="`budget`: maxExperiments = 8 is too small"):
+def test_a_budget_too_small_to_race_says_so_in_tunes_words():
+    with pytest.raises(ValueError, match="`budget` = 8 is too small: racer races at least 2"):
         small(budget=8)
+    with pytest.raises(ValueError, match=r"`budget` = 20 is too small: irace would need at "
+                                         r"least \d+ runs \(\(`min_survivors` \+ 1\) x "
+                                         r"`n_iterations` x"):
+        small(budget=20, test="F-test")
 
 
 # ----------------------------------------------------------------------------- tuning
@@ -130,7 +149,9 @@ def test_a_small_tuning_finds_the_known_best_and_the_same_seed_repeats_it():
     assert (runs.status != "speculative-unused").sum() == res.experiments
     again = small()
     assert again.elites == res.elites and again.elite_ids == res.elite_ids
-    assert again.runs["cost"].tolist() == runs["cost"].tolist()
+    order = ["iteration", "configuration", "instance_id"]  # runs are logged as they answer
+    assert (again.runs.sort_values(order)["cost"].tolist()
+            == runs.sort_values(order)["cost"].tolist())
     other = small(random_state=4)
     assert other.runs["seed"].tolist() != runs["seed"].tolist()
 
@@ -213,7 +234,7 @@ def test_a_failing_evaluate_stops_the_tuning_with_its_traceback_or_is_rejected()
     assert "raised ZeroDivisionError: the solver divided by zero" in text
     assert "'k': 'b'" in text and "Traceback" in text and "on_error=" in text
     res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
-                     on_error="reject")
+                     on_error="eliminate")
     failed = res.runs[res.runs.status == "error"]
     assert len(failed) > 0 and all("ZeroDivisionError" in m for m in failed.message)
     assert res.best["k"] == "a"
@@ -233,11 +254,16 @@ def test_retries_call_evaluate_again_as_a_target_runner_is_started_again():
     res = racer.tune(flaky, SPACE, TRAIN, budget=150, random_state=3, progress=False, retries=1)
     assert set(res.runs["status"]) == {"ok"} and set(res.runs["attempts"]) == {2}
     plain = small()
-    assert res.elites == plain.elites and res.runs["cost"].tolist() == plain.runs["cost"].tolist()
+    # Runs are logged as they answer (two that end together, in either order): compare them
+    # in one order.
+    order = ["iteration", "configuration", "instance_id"]
+    assert res.elites == plain.elites
+    assert (res.runs.sort_values(order)["cost"].tolist()
+            == plain.runs.sort_values(order)["cost"].tolist())
 
 
 def test_what_evaluate_returns_is_read_as_a_target_runners_output():
-    from racer._tune import _read_value
+    from racer.tuning.runner import _read_value
 
     assert _read_value(2, False) == ("ok", 2.0, None, "")
     assert _read_value((2, 0.5), "max_time") == ("ok", 2.0, 0.5, "")
@@ -339,7 +365,7 @@ def test_a_timeout_kills_the_run_and_it_is_a_failed_run():
         return config["x"] + instance
 
     res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
-                     timeout=1.0, on_error="reject")
+                     timeout=1.0, on_error="eliminate")
     slow = res.runs[res.runs.status == "error"]
     assert len(slow) > 0 and all("timed out after 1.0 s" in m for m in slow.message)
     assert res.best["k"] == "a"

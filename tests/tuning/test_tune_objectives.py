@@ -89,7 +89,7 @@ def test_bad_directions_are_refused_naming_the_argument(direction, error, words)
 
 def test_a_single_objective_racing_test_is_refused():
     with pytest.raises(ValueError, match="compares one cost per run"):
-        tune(racing_test="F-test")
+        tune(test="F-test")
 
 
 @pytest.mark.slow
@@ -117,7 +117,7 @@ def test_the_front_keeps_up_to_twice_irace_elites():
     ((1.0, 2.0), "ok"),
 ])
 def test_an_infinite_objective_rejects_or_fails_as_the_target_runner_does(value, status):
-    from racer._tune import _read_value
+    from racer.tuning.runner import _read_value
 
     got = _read_value(value, False, ("maximize", "minimize") if value[0] == float("-inf")
                       else ("minimize", "minimize"))
