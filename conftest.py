@@ -165,6 +165,7 @@ SLOW_DOCTESTS = {
     "racer._tune.tune",                                 # a tuning
     "racer.adapters.optuna.iterated.IteratedRace",      # a tuning
     "racer.cli.target_runner",                          # starts a target-runner
+    "racer.tuning.run.run_tuning",                      # a tuning
     "racer.execution.WorkerPool",                       # starts worker processes
 }
 
