@@ -726,25 +726,41 @@ def _io_failure(exc: BaseException, exec_dir: str | None) -> str | None:
     limit, a read-only or unwritable folder), or None for any other error. SQLite reports a
     full disk as "database or disk is full", or as "disk I/O error" when the WAL's shared
     memory could not grow; the free space of execDir's file system tells which."""
-    import errno
+    failure = _write_failure(exc, exec_dir)
+    return None if failure is None else _write_failure_message(failure, exc)
 
+
+def _write_failure(exc: BaseException, exec_dir: str | None) -> dict | None:
+    """What the error chain of ``exc`` says about a refused write: the errno codes, the file,
+    its folder, the free space there, whether SQLite found the disk full; None when ``exc``
+    is no refused write."""
     oserrors, sqlite_text, from_sqlite = _storage_errors(exc)
     codes = {e.errno for e in oserrors if e.errno}
     if not codes and not from_sqlite:
         return None
     path = next((e.filename for e in oserrors if e.filename), None)
     folder = exec_dir or (os.path.dirname(os.path.abspath(path)) if path else os.getcwd())
-    writing = f" while writing {path}" if path else ""
-    free = _free_bytes(folder)
+    return {"codes": codes, "path": path, "folder": folder,
+            "writing": f" while writing {path}" if path else "",
+            "free": _free_bytes(folder),
+            "sqlite_full": "disk is full" in sqlite_text or "disk I/O error" in sqlite_text,
+            "strerror": next((e.strerror for e in oserrors if e.errno in codes), None)}
+
+
+def _write_failure_message(failure: dict, exc: BaseException) -> str | None:
+    """The message for a refused write (:func:`_write_failure`), by its cause."""
+    import errno
+
+    codes, path, folder = failure["codes"], failure["path"], failure["folder"]
+    writing, free, strerror = failure["writing"], failure["free"], failure["strerror"]
     resume = "then run the same command again (racer resumes from its journal)"
-    sqlite_full = "disk is full" in sqlite_text or "disk I/O error" in sqlite_text
-    if codes & {errno.ENOSPC, errno.EDQUOT} or (sqlite_full and free is not None and free < 1 << 20):
+    disk_full = failure["sqlite_full"] and free is not None and free < 1 << 20
+    if codes & {errno.ENOSPC, errno.EDQUOT} or disk_full:
         return (f"disk full: no space left on the file system of {folder} "
                 f"({free if free is not None else '?'} bytes free){writing}. "
                 f"Free some space or set execDir to another disk, {resume}.\n({exc})")
-    if errno.EFBIG in codes or sqlite_full:
+    if errno.EFBIG in codes or failure["sqlite_full"]:
         return _write_refused(errno.EFBIG in codes, folder, writing, resume, exc)
-    strerror = next((e.strerror for e in oserrors if e.errno in codes), None)
     if codes & {errno.EISDIR, errno.ENOTDIR}:
         return (f"cannot write {path or 'a file in ' + folder}: a folder or file is in the way "
                 f"({strerror}). Move it away, {resume}.")
