@@ -31,6 +31,7 @@ OPTION_NAMES = (
     "deterministic", "sample_instances", "soft_restart", "soft_restart_threshold",
     "test_n_elites", "test_type", "confidence", "min_measurable_time", "capping_type",
     "capping_after_first_test", "bound_type", "bound_digits", "bound_par", "bound_as_timeout",
+    "outlier_factor",
 )
 
 # The settings whose keyword is not the field's name; the others are named as the field.
@@ -269,7 +270,10 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``soft_restart``, ``soft_restart_threshold``, ``test_n_elites`` (testNbElites),
     ``test_type``, ``confidence``, ``min_measurable_time``, ``capping_type``,
     ``capping_after_first_test``, ``bound_type``, ``bound_digits``, ``bound_par``,
-    ``bound_as_timeout``. Not here: the command line's ways of naming files and folders
+    ``bound_as_timeout``; and racer's ``outlier_factor`` (--outlier-factor; default 1000,
+    None for none): a configuration with a run at least that many times the median
+    configuration's cost on the same instance leaves the race at once, whatever the racing
+    test (:class:`racer.racing.OutlierGuard`). Not here: the command line's ways of naming files and folders
     (instances dirs, launchers), ``--fixed-list``, and irace's options racer does not
     implement.
 

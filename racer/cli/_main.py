@@ -42,6 +42,19 @@ ON_ERROR_POLICIES = ON_ERROR
 _ON_ERROR_RENAMED = {"stop": "raise", "reject": "eliminate"}
 
 
+def _outlier_factor(value: str) -> float | None:
+    """``--outlier-factor X``: a number above 1, or 0 for none (None)."""
+    try:
+        x = float(value)
+    except ValueError:
+        x = float("nan")
+    if x == 0:
+        return None
+    if not (x > 1 and x < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a number above 1, or 0 for none; got {value!r}")
+    return x
+
+
 def _on_error_policy(value: str) -> str:
     """``--on-error VALUE`` as the tuner's error policy; a former name works, with a warning
     on stderr naming the new one."""
@@ -102,6 +115,10 @@ def _parser():
                         "'dask:ADDRESS' (an existing Dask scheduler, e.g. dask:tcp://host:8786), "
                         "'ray' (a local Ray instance of --parallel CPUs) or 'ray:ADDRESS' (an "
                         "existing Ray cluster, e.g. ray:auto)")
+    g.add_argument("--outlier-factor", type=_outlier_factor, default=1000.0, metavar="X",
+                   help="drop at once a configuration with a run at least X times the median "
+                        "configuration's cost on that instance, whatever the racing test "
+                        "(default 1000; 0: never; one objective, positive costs)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")
@@ -386,6 +403,7 @@ def make_runner(loaded: dict, reaper=None):
 COMMAND_NAMES = {
     **IRACE_OPTIONS, "test": "--racing-test", "on_error": "--on-error", "sampler": "--sampler",
     "fixed_list": "--fixed-list", "lookahead": "--no-lookahead", "progress": "quiet",
+    "outlier_factor": "--outlier-factor",
 }
 COMMAND_ADVICE = {
     "objectives": "the scenario option objectives or --objectives, e.g. --objectives "
@@ -411,6 +429,7 @@ def tuning_settings(sc, args):
     return Settings(**fields, test=args.racing_test, on_error=_ON_ERROR[args.on_error],
                     sampler=args.sampler, fixed_list=args.fixed_list,
                     lookahead=not args.no_lookahead, progress=not quiet,
+                    outlier_factor=args.outlier_factor,
                     names=COMMAND_NAMES, advice=COMMAND_ADVICE)
 
 

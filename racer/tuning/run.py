@@ -310,7 +310,7 @@ def _tuner_settings(settings: Settings, seed: int):
         error_policy=on_error_policy(s.on_error), fixed_list=s.fixed_list,
         lookahead=s.lookahead, soft_restart=s.soft_restart,
         soft_restart_threshold=s.soft_restart_threshold, capping=_capping(s),
-        **_objective_settings(s))
+        outlier_factor=s.outlier_factor, **_objective_settings(s))
 
 
 def _objective_settings(settings: Settings) -> dict:
@@ -361,7 +361,8 @@ def _recorded_settings(settings: Settings, space, initial, train, test, sources:
     # settings.json keeps the command's words for racer's own options, whoever runs the
     # tuning, so that an execDir resumes under either.
     own = types.SimpleNamespace(racing_test=settings.test, on_error=on_error_policy(settings.on_error),
-                                sampler=settings.sampler, fixed_list=settings.fixed_list)
+                                sampler=settings.sampler, fixed_list=settings.fixed_list,
+                                outlier_factor=settings.outlier_factor)
     loaded = {"scenario": _Scenario(values), "space": space, "initial": list(initial),
               "train": list(train), "test": list(test)}
     return settings_of(loaded, own, seed, command)

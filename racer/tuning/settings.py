@@ -25,6 +25,7 @@ racer.tuning.settings.SettingsError: firstTest must be an integer >= 1; got 0
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from typing import Any, Mapping
 
@@ -204,6 +205,7 @@ CONSTRAINTS: dict[str, list] = {
     "fixed_list": [BOOL],
     "lookahead": [BOOL],
     "progress": [BOOL],
+    "outlier_factor": [NONE, Interval(_REAL, 1, math.inf, open="both")],
 }
 
 # Checked only with capping on, as irace checks them (checkScenario).
@@ -279,6 +281,10 @@ class Settings:
     fixed_list: bool = False
     lookahead: bool = True
     progress: bool = True
+    # racer: a configuration with a run at least this many times costlier than the median
+    # survivor's on the same instance leaves the race at once, whatever the racing test
+    # (racer.racing.OutlierGuard); None: never. One objective only.
+    outlier_factor: float | None = 1000.0
     names: Mapping = dataclasses.field(default_factory=dict, compare=False, repr=False)
     advice: Mapping = dataclasses.field(default_factory=dict, compare=False, repr=False)
 

@@ -44,6 +44,7 @@ from racer.engine import Race
 from racer.tuning.parameters import ParameterSpace, format_value
 from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.racing.capped import CappedTest
+from racer.racing.outliers import OutlierGuard
 from racer.tuning.capping import capped_time, score
 from racer.tuning.lookahead import Lookahead
 from racer.tuning.objectives import elite_cap, pareto_elites
@@ -150,6 +151,10 @@ class Settings:
     # are a Pareto set (racer.tuning.objectives.pareto_elites).
     directions: tuple | None = None
     objective_names: tuple = ()
+    # racer: drop at once a configuration with a run at least this many times the median
+    # survivor's cost on that instance (racer.racing.OutlierGuard; one objective, positive
+    # costs); None: only the racing test eliminates. racer.tune and the command set 1000.
+    outlier_factor: float | None = None
 
 
 @dataclasses.dataclass
@@ -751,11 +756,16 @@ class Tuner:
         return elites + new + revived, new, min_survivors
 
     def _iteration_test(self, n_elites: int, protect_rows: int) -> RacingTest:
-        """The racing test of an iteration's race: with capping, irace's dominance elimination
+        """The racing test of an iteration's race: a configuration orders of magnitude costlier
+        than the median survivor on some instance dropped at once (``outlier_factor``); with
+        capping, irace's dominance elimination
         at each test step (within a block: dispatch); in an elitist race, the elites kept
         until they have covered the instances they have results for."""
         s = self.settings
         test = self.test
+        if s.outlier_factor is not None and s.directions is None:
+            # Innermost, so that the protected elites stay protected (ProtectElites outside).
+            test = OutlierGuard(test, factor=s.outlier_factor)
         capping = s.capping if s.capping is not None and s.capping.enabled else None
         if capping is not None:
             test = CappedTest(test, capping_type=capping.type, min_survivors=self.min_survival,
