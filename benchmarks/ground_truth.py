@@ -599,6 +599,41 @@ def format_table(rows, reference: str = "racer") -> str:
     return "\n".join(lines)
 
 
+ANCHORS = ("optuna-tpe", "optuna-wilcoxon", "random", "smac", "irace")
+
+
+def cell_summary(rows) -> list:
+    """Per (phase, method): over the (table, budget) cells the method ran in, how often its
+    median regret is at or below the best anchor's median there (the anchors that ran in the
+    cell), and how often it is better / worse than the reference beyond 2 SE (paired)."""
+    cells: dict = {}
+    for r in rows:
+        if r["n"]:
+            cells.setdefault((r["phase"], r["table"], r["budget"]), {})[r["method"]] = r
+    out: dict = {}
+    for (ph, _, _), methods in cells.items():
+        for m, r in methods.items():
+            o = out.setdefault((ph, m), {"phase": ph, "method": m, "cells": 0, "vs_anchor": 0,
+                                         "at_or_below": 0, "better": 0, "worse": 0})
+            o["cells"] += 1
+            others = [methods[a]["median"] for a in ANCHORS if a in methods and a != m]
+            if others:
+                o["vs_anchor"] += 1
+                o["at_or_below"] += r["median"] <= min(others)
+            if "diff" in r and abs(r["diff"]) > 2 * r["diff_se"]:
+                o["better" if r["diff"] < 0 else "worse"] += 1
+    return sorted(out.values(), key=lambda o: (o["phase"] != "pilot", _order(o["method"])))
+
+
+def format_cells(summary, reference: str = "racer") -> str:
+    lines = [f"| phase | method | cells | median ≤ best other anchor's | better / worse than "
+             f"{reference} beyond 2 SE |", "| --- | --- | ---: | ---: | ---: |"]
+    for o in summary:
+        lines.append(f"| {o['phase']} | {o['method']} | {o['cells']} | "
+                     f"{o['at_or_below']}/{o['vs_anchor']} | {o['better']} / {o['worse']} |")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------------
 
 def _budgets(text: str, table: Table) -> list:
@@ -629,7 +664,10 @@ def main(argv=None) -> int:
     p.add_argument("--reference", default="racer")
     a = p.parse_args(argv)
     if a.table:
-        print(format_table(summarize(read_records(a.table), a.reference), a.reference))
+        rows = summarize(read_records(a.table), a.reference)
+        print(format_table(rows, a.reference))
+        print()
+        print(format_cells(cell_summary(rows), a.reference))
         return 0
     if a.quick:
         a.tables, a.budgets, a.seeds = "hpobench/car@3", "40,120", 2

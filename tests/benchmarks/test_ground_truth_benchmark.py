@@ -130,3 +130,9 @@ def test_summary_statistics_and_pairing(bench):
     assert pilot["random"]["diff_se"] == pytest.approx(d.std(ddof=1) / 2)
     fresh = [r for r in rows if r["phase"] == "fresh"]
     assert len(fresh) == 1 and fresh[0]["n"] == 1 and "diff" not in fresh[0]
+    # racer's median 0.15 is below random's 0.25 (the only anchor of the pilot cell)
+    cells = {(o["phase"], o["method"]): o for o in bench.cell_summary(rows)}
+    assert pilot["random"]["median"] == pytest.approx(0.25)
+    assert cells["pilot", "racer"]["at_or_below"] == 1 and cells["pilot", "racer"]["vs_anchor"] == 1
+    assert cells["pilot", "random"]["vs_anchor"] == 0  # no other anchor in the cell
+    assert cells["fresh", "random"]["cells"] == 1
