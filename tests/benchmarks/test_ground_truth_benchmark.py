@@ -117,6 +117,9 @@ def test_summary_statistics_and_pairing(bench):
         for method, reg in (("racer", a), ("random", b)):
             recs.append({"table": "t", "budget": 10, "method": method, "seed": seed,
                          "regret": reg, "is_best": reg == 0, "runs": 10, "n_configs": 2})
+    recs.append({"table": "t", "budget": 10, "method": "random", "seed": 150, "regret": 8.0,
+                 "is_best": False, "runs": 10, "n_configs": 2})
+    # the same tuning run again (SMAC3 does not repeat itself by seed): the later one counts
     recs.append({"table": "t", "budget": 10, "method": "random", "seed": 150, "regret": 9.0,
                  "is_best": False, "runs": 10, "n_configs": 2})
     rows = bench.summarize(recs)
@@ -130,6 +133,7 @@ def test_summary_statistics_and_pairing(bench):
     assert pilot["random"]["diff_se"] == pytest.approx(d.std(ddof=1) / 2)
     fresh = [r for r in rows if r["phase"] == "fresh"]
     assert len(fresh) == 1 and fresh[0]["n"] == 1 and "diff" not in fresh[0]
+    assert fresh[0]["reruns"] == 1 and fresh[0]["mean"] == 9.0 and pilot["racer"]["reruns"] == 0
     # racer's median 0.15 is below random's 0.25 (the only anchor of the pilot cell)
     cells = {(o["phase"], o["method"]): o for o in bench.cell_summary(rows)}
     assert pilot["random"]["median"] == pytest.approx(0.25)
