@@ -35,6 +35,9 @@ class CappedTest(RacingTest):
     [(1, 0), (2, 0)]
     """
 
+    # The inner test's numbers; the dominance eliminations record NaN (no statistic).
+    elimination_statistic = None
+
     def __init__(self, inner: RacingTest, *, capping_type: str = "median", min_survivors: int = 1,
                  n_elites: int = 0, until: int = 0) -> None:
         if not isinstance(inner, RacingTest):

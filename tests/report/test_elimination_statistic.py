@@ -18,7 +18,7 @@ from racer.racing.posterior_best import PosteriorBestTest
 from racer.racing.registry import RACING_TESTS
 from racer.racing.trace import TRaceTest
 from racer.storage import journal_data, race_fingerprint
-from racer.tuning.capping import CappedTest
+from racer.racing.capped import CappedTest
 
 STATISTICS = ("posterior probability", "p-value")
 
