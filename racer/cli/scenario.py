@@ -25,10 +25,11 @@ import re
 import shlex
 from typing import Any
 
+from racer.cli.target_runner import DEFAULT_CMDLINE
 from racer.tuning import rexpr
 from racer.tuning.instances import Instance, read_text
 
-__all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
+__all__ = ["OPTIONS", "R_ONLY", "DEFAULT_CMDLINE", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
            "read_instances", "read_text"]
 
 
@@ -62,9 +63,13 @@ def _o(name, typ, flag, default, implemented=True, help=""):
     return Option(name, typ, flag, default, implemented, help)
 
 
-# irace 3.5's options (irace:::.irace.params.def) plus irace 4's targetRunnerTimeout and
-# cappingAfterFirstTest, with
-# racer's status. Not implemented = named in a warning when set to a non-default value.
+# irace 3.5's options (irace:::.irace.params.def) and irace 4.4's (scripts/irace_options.json:
+# targetRunnerTimeout, cappingAfterFirstTest, minExperiments, targetCmdline, blockSize,
+# postselection), with racer's status. Not implemented = named in a warning when set to a
+# non-default value. irace 4.4's options that only R can give (an R object or function) are in
+# R_ONLY, refused with what to use instead. The defaults are irace 3.5's where irace 4.4 changed
+# them (trainInstancesDir, budgetEstimation, softRestartThreshold, capping, postselection):
+# docs/cli.md says what each does here.
 OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("execDir", "p", "--exec-dir", "./", help="directory where runs happen and outputs go"),
     _o("parameterFile", "p", "--parameter-file", "./parameters.txt"),
@@ -85,13 +90,21 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("eachTest", "i", "--each-test", 1),
     _o("targetRunner", "p", "--target-runner", "./target-runner"),
     _o("targetRunnerLauncher", "p", "--target-runner-launcher", ""),
-    _o("targetRunnerLauncherArgs", "s", "--target-runner-args", "{targetRunner} {targetRunnerArgs}"),
+    _o("targetRunnerLauncherArgs", "s", "--target-runner-args", "{targetRunner} {targetRunnerArgs}",
+       help="racer (before irace 4's targetCmdline): the launcher's words, ending with "
+            "{targetRunnerArgs}"),
+    _o("targetCmdline", "s", "--target-cmdline", DEFAULT_CMDLINE,
+       help="irace 4: the runner's arguments, a template of {configurationID} {instanceID} "
+            "{seed} {instance} {bound} {targetRunnerArgs} (and {targetRunner})"),
     _o("targetRunnerRetries", "i", "--target-runner-retries", 0),
     _o("targetRunnerTimeout", "r", "--target-runner-timeout", 0,
        help="seconds before a run's whole process group is killed (0: none)"),
     _o("targetEvaluator", "p", "--target-evaluator", "", False),
     _o("deterministic", "b", "--deterministic", False),
     _o("maxExperiments", "i", "--max-experiments", 0),
+    _o("minExperiments", "i", "--min-experiments", None,
+       help="irace 4: the budget is the larger of this and irace's minimum for the parameters "
+            "(maxExperiments is then ignored)"),
     _o("maxTime", "r", "--max-time", 0),
     _o("budgetEstimation", "r", "--budget-estimation", 0.02, False),
     _o("minMeasurableTime", "r", "--min-measurable-time", 0.01),
@@ -120,7 +133,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("boundDigits", "i", "--bound-digits", 0),
     _o("boundPar", "i", "--bound-par", 1),
     _o("boundAsTimeout", "b", "--bound-as-timeout", True),
-    _o("postselection", "r", "--postselection", 0, False),
+    _o("postselection", "r", "--postselection", 0,
+       help="a post-selection race of the final elites on the remaining budget (> 0: on; "
+            "irace 4's default is on, racer's off)"),
     _o("aclib", "b", "--aclib", False, False),
     _o("nbIterations", "i", "--iterations", 0),
     _o("nbExperimentsPerIteration", "i", "--experiments-per-iteration", 0),
@@ -128,12 +143,40 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("nbConfigurations", "i", "--num-configurations", 0),
     _o("mu", "i", "--mu", 5),
     _o("confidence", "r", "--confidence", 0.95),
-    _o("blockSize", "i", "--block-size", 1, False),
+    _o("blockSize", "i", "--block-size", 1,
+       help="irace 4: instances come in blocks of this many (one per class); it multiplies "
+            "firstTest, eachTest and elitistNewInstances"),
     # racer's own: tuning on several objectives (racer.tuning.objectives; irace has none).
     _o("objectives", "s", "--objectives", "",
        help="racer: several objectives, e.g. \"quality,time:max\" (the target-runner then "
             "prints one number per objective; docs/cli.md)"),
 ]}
+
+#: irace 4.4's options that hold an R object or function (R's ``scenario()`` only): racer reads
+#: files and runs commands, so each is refused with what to use instead.
+R_ONLY: dict[str, str] = {
+    "parameters": "R objects cannot be given to racer: parameters is irace's "
+                  "readParameters() result; racer reads the parameters from a file: write "
+                  "them to one and set parameterFile",
+    "initConfigurations": "R objects cannot be given to racer: initConfigurations is a data "
+                          "frame; racer reads configurations from a file: write them to one and "
+                          "set configurationsFile",
+    "instances": "R objects cannot be given to racer: instances is a vector of training "
+                 "instances; racer reads them from a file or a folder: set trainInstancesFile "
+                 "or trainInstancesDir",
+    "testInstances": "R objects cannot be given to racer: testInstances is a vector of test "
+                     "instances; racer reads them from a file or a folder: set "
+                     "testInstancesFile or testInstancesDir",
+    "targetRunnerData": "R functions cannot be given to racer: targetRunnerData is data for a "
+                        "targetRunner written in R; racer runs targetRunner as a command: put "
+                        "the data in a file the runner reads, or pass it in targetCmdline",
+    "targetRunnerParallel": "R functions cannot be given to racer: targetRunnerParallel "
+                            "parallelises an R targetRunner; racer runs the runs itself: set "
+                            "parallel (threads), or --executor (Dask, Ray)",
+    "repairConfiguration": "R functions cannot be given to racer: repairConfiguration repairs "
+                           "configurations in R; state the rule as a forbidden expression in "
+                           "forbiddenFile, or as a parameter's condition",
+}
 
 _LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
 
@@ -236,9 +279,11 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
         if not m:
             raise ScenarioError(f"expected `name = value`; got {line!r}", path=path, line=lineno)
         name, value_text = m.group(1), m.group(2)
+        if name in R_ONLY:
+            if value_text.strip() in ("NULL", '""', "''"):
+                continue  # irace's default: unset
+            raise ScenarioError(R_ONLY[name], path=path, line=lineno, option=name)
         if name not in OPTIONS:
-            if name in ("targetRunnerData", "targetRunnerParallel", "repairConfiguration"):
-                raise ScenarioError("R functions cannot be given to racer", path=path, line=lineno, option=name)
             close = ([o for o in OPTIONS if o.lower() == name.lower()]
                      or difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.75))
             hint = f" (did you mean {close[0]}?)" if close else " (irace's options are listed by racer --help)"
