@@ -222,6 +222,9 @@ class Scenario:
     base: dict  # option -> base directory for relative paths
     origin: dict  # option -> (path, line) or ("command line", None)
     file: str | None = None
+    # Options set to NA or NULL (irace's "unset"): their value is the default, but irace 4
+    # decides some of them from the others (resolve_irace4: capping).
+    na: set = dataclasses.field(default_factory=set)
 
     def path(self, name: str) -> str:
         """Absolute path of a path option ("" when unset)."""
@@ -243,7 +246,60 @@ class Scenario:
         option = OPTIONS[name]
         self.values[name] = convert(option, value, {"path": origin[0], "line": origin[1]})
         self.origin[name] = origin
+        if value is None:
+            self.na.add(name)
+        else:
+            self.na.discard(name)
         self.base[name] = base if base is not None else os.getcwd()
+
+    def resolve_irace4(self, warnings: list | None = None) -> None:
+        """What irace 4's ``checkScenario`` derives once every option is read (the file, then
+        the command line): call it before the checks and before the options are used.
+
+        * ``capping`` left unset or NA (irace 4's default: NA) is on when ``elitist``, ``maxTime > 0`` and
+          ``boundMax > 0``, as irace 4 decides; set, it is what it says.
+        * ``minExperiments``: ``maxExperiments`` becomes the larger of the two (irace 4 does
+          the same, then ignores ``maxExperiments``: :meth:`tuner_options`).
+        * ``postselection`` without ``elitist`` is turned off, named in ``warnings`` (irace
+          warns too).
+
+        ScenarioError for ``blockSize`` or ``minExperiments`` below 1 and a negative
+        ``postselection``.
+
+        >>> sc = defaults()
+        >>> sc.set("maxTime", 100); sc.set("boundMax", 10); sc.resolve_irace4()
+        >>> sc.values["capping"], sc.origin["capping"][0]
+        (True, "irace 4's default (elitist, maxTime > 0, boundMax > 0)")
+        """
+        v = self.values
+        for name in ("blockSize", "minExperiments"):
+            if v[name] is not None and v[name] < 1:
+                raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **self.where(name))
+        if v["postselection"] < 0:
+            raise ScenarioError(f"must be 0 (off) or positive (on); got {v['postselection']}",
+                                option="postselection", **self.where("postselection"))
+        unset = "capping" not in self.origin or "capping" in self.na
+        if unset and v["elitist"] and v["maxTime"] > 0 and v["boundMax"] > 0:
+            v["capping"] = True
+            self.origin["capping"] = ("irace 4's default (elitist, maxTime > 0, boundMax > 0)", None)
+        if v["minExperiments"] is not None:
+            v["maxExperiments"] = max(v["maxExperiments"], v["minExperiments"])
+        if v["postselection"] > 0 and not v["elitist"]:
+            v["postselection"] = 0.0
+            if warnings is not None:
+                warnings.append("postselection needs elitist racing: it is off (as irace turns it off)")
+
+    def tuner_options(self) -> dict:
+        """The :class:`racer.tuning.tuner.Tuner` keyword arguments of irace 4's options:
+        ``min_experiments`` (None when unset), ``block_size``, ``postselection``.
+
+        >>> sc = defaults(); sc.set("minExperiments", 500); sc.set("blockSize", 3)
+        >>> sorted(sc.tuner_options().items())
+        [('block_size', 3), ('min_experiments', 500), ('postselection', False)]
+        """
+        v = self.values
+        return {"min_experiments": v["minExperiments"], "block_size": int(v["blockSize"]),
+                "postselection": bool(v["postselection"] > 0)}
 
     def unimplemented(self) -> list[str]:
         """Options set to a value racer does not implement (for the warning)."""

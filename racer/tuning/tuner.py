@@ -336,8 +336,9 @@ class Tuner:
     def n_tasks_available(self, remaining: int) -> int:
         if self.settings.deterministic:
             return len(self.train)
-        # irace makes ceiling(remaining / minSurvival) pairs available.
-        return max(len(self.train), int(math.ceil(remaining / max(self.min_survival, 1))))
+        # irace makes ceiling(remaining / minSurvival) pairs available; whole blocks of them.
+        n = max(len(self.train), int(math.ceil(remaining / max(self.min_survival, 1))))
+        return n if self.block_size == 1 else -(-n // self.block_size) * self.block_size
 
     # ------------------------------------------------------------------ one race
 
@@ -887,8 +888,9 @@ class Tuner:
         ``firstTest = nrow(elite_data)``, which its own comment says should be one more):
         the iterations' races already judged the elites on those, and the point is to see
         them on instances they were not chosen on. No elitistLimit (irace sets it to 0), the
-        tuning's racing test, at least one survivor. Elites that cannot each pay one new
-        block are left out, worst first; with fewer than two, or with no new instance
+        tuning's racing test, at least one survivor. The elites raced are the best ones whose
+        missing runs on the instances seen and one new block each, plus one more block for
+        two survivors, the budget pays; with fewer than two, or with no new instance
         (``deterministic`` and every instance seen), it is skipped and the record says why.
         The new elites are the race's survivors in its order, then the eliminated elites in
         their former order: the tuning's best can change. Updates ``result`` (elites,
@@ -901,9 +903,11 @@ class Tuner:
         seen = [self.task(k) for k in range(n_seen)]
         # Runs each elite needs: its missing cells on the tasks seen, then one new block.
         needs = [sum((e.id, t) not in self.cache for t in seen) + self.each_test for e in elites]
-        chosen, paid = [], 0
+        # A race is one that can test after its first block: two survivors must be able to
+        # pay one more block of new instances (irace asks for two blocks left, too).
+        chosen, paid, spare = [], 0, 2 * self.each_test
         for elite, need in zip(elites, needs):
-            if paid + need <= remaining:
+            if paid + need + spare <= remaining:
                 chosen.append(elite)
                 paid += need
         n_new = self._new_postselection_tasks(n_seen, remaining, len(chosen))
@@ -915,8 +919,8 @@ class Tuner:
         elif s.directions is not None:
             why = "several objectives (the final elites are a Pareto set, not a ranking)"
         elif len(chosen) < 2:
-            why = (f"{remaining} runs left pay one new block ({self.each_test} instances) for "
-                   f"fewer than two elites")
+            why = (f"{remaining} runs left do not pay two elites on the instances they have "
+                   f"seen and two blocks of {self.each_test} new instances each")
         elif n_new == 0:
             why = "no new training instance (deterministic, every instance seen)"
         journal = "postselection.sqlite"
