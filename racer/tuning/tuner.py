@@ -258,11 +258,7 @@ class Tuner:
         self.new_instances = settings.elitist_new_instances * self.block_size
         self.postselection = bool(postselection)
         # irace's schedule (racer/tuning/schedule.py, shared with Optuna's IteratedRace).
-        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
-        if self.block_size > 1:
-            self.schedule = dataclasses.replace(
-                self.schedule, first_test=self.first_test, each_test=self.each_test,
-                new_instances=self.new_instances)
+        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable, self.block_size)
         # minExperiments (irace 4): the budget is at least irace's minimum for the schedule.
         self.min_experiments = min_experiments
         self.max_experiments = settings.max_experiments
