@@ -893,7 +893,9 @@ class Tuner:
         experiments, ``postselection``) and the record (:class:`PostSelectionRecord`)."""
         s = self.settings
         run, money = self._ended
-        remaining = 0 if money.timed else money.budget - self.experiments
+        # Runs started ahead and not used are paid too (where the look-ahead counts them).
+        remaining = (0 if money.timed else
+                     max(0, money.budget - self.experiments - self.state.get("unused", 0)))
         elites = list(result.elites)
         n_seen = run.n_seen
         seen = [self.task(k) for k in range(n_seen)]
