@@ -29,7 +29,8 @@ from racer.cli.target_runner import DEFAULT_CMDLINE
 from racer.tuning import rexpr
 from racer.tuning.instances import Instance, read_text
 
-__all__ = ["OPTIONS", "R_ONLY", "DEFAULT_CMDLINE", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
+__all__ = ["OPTIONS", "R_ONLY", "DEFAULT_CMDLINE", "Option", "Scenario", "ScenarioError",
+           "read_scenario", "Instance",
            "read_instances", "read_text"]
 
 
@@ -256,8 +257,8 @@ class Scenario:
         """What irace 4's ``checkScenario`` derives once every option is read (the file, then
         the command line): call it before the checks and before the options are used.
 
-        * ``capping`` left unset or NA (irace 4's default: NA) is on when ``elitist``, ``maxTime > 0`` and
-          ``boundMax > 0``, as irace 4 decides; set, it is what it says.
+        * ``capping`` left unset or NA (irace 4's default: NA) is on when ``elitist``,
+          ``maxTime > 0`` and ``boundMax > 0``, as irace 4 decides; set, it is what it says.
         * ``minExperiments``: ``maxExperiments`` becomes the larger of the two (irace 4 does
           the same, then ignores ``maxExperiments``: :meth:`tuner_options`).
         * ``postselection`` without ``elitist`` is turned off, named in ``warnings`` (irace
@@ -281,13 +282,15 @@ class Scenario:
         unset = "capping" not in self.origin or "capping" in self.na
         if unset and v["elitist"] and v["maxTime"] > 0 and v["boundMax"] > 0:
             v["capping"] = True
-            self.origin["capping"] = ("irace 4's default (elitist, maxTime > 0, boundMax > 0)", None)
+            self.origin["capping"] = ("irace 4's default (elitist, maxTime > 0, boundMax > 0)",
+                                      None)
         if v["minExperiments"] is not None:
             v["maxExperiments"] = max(v["maxExperiments"], v["minExperiments"])
         if v["postselection"] > 0 and not v["elitist"]:
             v["postselection"] = 0.0
             if warnings is not None:
-                warnings.append("postselection needs elitist racing: it is off (as irace turns it off)")
+                warnings.append("postselection needs elitist racing: it is off (as irace turns "
+                                "it off)")
 
     def tuner_options(self) -> dict:
         """The :class:`racer.tuning.tuner.Tuner` keyword arguments of irace 4's options:
