@@ -25,10 +25,12 @@ import re
 import shlex
 from typing import Any
 
+from racer.cli.target_runner import DEFAULT_CMDLINE
 from racer.tuning import rexpr
 from racer.tuning.instances import Instance, read_text
 
-__all__ = ["OPTIONS", "Option", "Scenario", "ScenarioError", "read_scenario", "Instance",
+__all__ = ["OPTIONS", "R_ONLY", "DEFAULT_CMDLINE", "Option", "Scenario", "ScenarioError",
+           "read_scenario", "Instance",
            "read_instances", "read_text"]
 
 
@@ -62,9 +64,13 @@ def _o(name, typ, flag, default, implemented=True, help=""):
     return Option(name, typ, flag, default, implemented, help)
 
 
-# irace 3.5's options (irace:::.irace.params.def) plus irace 4's targetRunnerTimeout and
-# cappingAfterFirstTest, with
-# racer's status. Not implemented = named in a warning when set to a non-default value.
+# irace 3.5's options (irace:::.irace.params.def) and irace 4.4's (scripts/irace_options.json:
+# targetRunnerTimeout, cappingAfterFirstTest, minExperiments, targetCmdline, blockSize,
+# postselection), with racer's status. Not implemented = named in a warning when set to a
+# non-default value. irace 4.4's options that only R can give (an R object or function) are in
+# R_ONLY, refused with what to use instead. The defaults are irace 3.5's where irace 4.4 changed
+# them (trainInstancesDir, budgetEstimation, softRestartThreshold, capping, postselection):
+# docs/cli.md says what each does here.
 OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("execDir", "p", "--exec-dir", "./", help="directory where runs happen and outputs go"),
     _o("parameterFile", "p", "--parameter-file", "./parameters.txt"),
@@ -85,13 +91,21 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("eachTest", "i", "--each-test", 1),
     _o("targetRunner", "p", "--target-runner", "./target-runner"),
     _o("targetRunnerLauncher", "p", "--target-runner-launcher", ""),
-    _o("targetRunnerLauncherArgs", "s", "--target-runner-args", "{targetRunner} {targetRunnerArgs}"),
+    _o("targetRunnerLauncherArgs", "s", "--target-runner-args", "{targetRunner} {targetRunnerArgs}",
+       help="racer (before irace 4's targetCmdline): the launcher's words, ending with "
+            "{targetRunnerArgs}"),
+    _o("targetCmdline", "s", "--target-cmdline", DEFAULT_CMDLINE,
+       help="irace 4: the runner's arguments, a template of {configurationID} {instanceID} "
+            "{seed} {instance} {bound} {targetRunnerArgs} (and {targetRunner})"),
     _o("targetRunnerRetries", "i", "--target-runner-retries", 0),
     _o("targetRunnerTimeout", "r", "--target-runner-timeout", 0,
        help="seconds before a run's whole process group is killed (0: none)"),
     _o("targetEvaluator", "p", "--target-evaluator", "", False),
     _o("deterministic", "b", "--deterministic", False),
     _o("maxExperiments", "i", "--max-experiments", 0),
+    _o("minExperiments", "i", "--min-experiments", None,
+       help="irace 4: the budget is the larger of this and irace's minimum for the parameters "
+            "(maxExperiments is then ignored)"),
     _o("maxTime", "r", "--max-time", 0),
     _o("budgetEstimation", "r", "--budget-estimation", 0.02, False),
     _o("minMeasurableTime", "r", "--min-measurable-time", 0.01),
@@ -120,7 +134,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("boundDigits", "i", "--bound-digits", 0),
     _o("boundPar", "i", "--bound-par", 1),
     _o("boundAsTimeout", "b", "--bound-as-timeout", True),
-    _o("postselection", "r", "--postselection", 0, False),
+    _o("postselection", "r", "--postselection", 0,
+       help="a post-selection race of the final elites on the remaining budget (> 0: on; "
+            "irace 4's default is on, racer's off)"),
     _o("aclib", "b", "--aclib", False, False),
     _o("nbIterations", "i", "--iterations", 0),
     _o("nbExperimentsPerIteration", "i", "--experiments-per-iteration", 0),
@@ -128,12 +144,40 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("nbConfigurations", "i", "--num-configurations", 0),
     _o("mu", "i", "--mu", 5),
     _o("confidence", "r", "--confidence", 0.95),
-    _o("blockSize", "i", "--block-size", 1, False),
+    _o("blockSize", "i", "--block-size", 1,
+       help="irace 4: instances come in blocks of this many (one per class); it multiplies "
+            "firstTest, eachTest and elitistNewInstances"),
     # racer's own: tuning on several objectives (racer.tuning.objectives; irace has none).
     _o("objectives", "s", "--objectives", "",
        help="racer: several objectives, e.g. \"quality,time:max\" (the target-runner then "
             "prints one number per objective; docs/cli.md)"),
 ]}
+
+#: irace 4.4's options that hold an R object or function (R's ``scenario()`` only): racer reads
+#: files and runs commands, so each is refused with what to use instead.
+R_ONLY: dict[str, str] = {
+    "parameters": "R objects cannot be given to racer: parameters is irace's "
+                  "readParameters() result; racer reads the parameters from a file: write "
+                  "them to one and set parameterFile",
+    "initConfigurations": "R objects cannot be given to racer: initConfigurations is a data "
+                          "frame; racer reads configurations from a file: write them to one and "
+                          "set configurationsFile",
+    "instances": "R objects cannot be given to racer: instances is a vector of training "
+                 "instances; racer reads them from a file or a folder: set trainInstancesFile "
+                 "or trainInstancesDir",
+    "testInstances": "R objects cannot be given to racer: testInstances is a vector of test "
+                     "instances; racer reads them from a file or a folder: set "
+                     "testInstancesFile or testInstancesDir",
+    "targetRunnerData": "R functions cannot be given to racer: targetRunnerData is data for a "
+                        "targetRunner written in R; racer runs targetRunner as a command: put "
+                        "the data in a file the runner reads, or pass it in targetCmdline",
+    "targetRunnerParallel": "R functions cannot be given to racer: targetRunnerParallel "
+                            "parallelises an R targetRunner; racer runs the runs itself: set "
+                            "parallel (threads), or --executor (Dask, Ray)",
+    "repairConfiguration": "R functions cannot be given to racer: repairConfiguration repairs "
+                           "configurations in R; state the rule as a forbidden expression in "
+                           "forbiddenFile, or as a parameter's condition",
+}
 
 _LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
 
@@ -179,6 +223,9 @@ class Scenario:
     base: dict  # option -> base directory for relative paths
     origin: dict  # option -> (path, line) or ("command line", None)
     file: str | None = None
+    # Options set to NA or NULL (irace's "unset"): their value is the default, but irace 4
+    # decides some of them from the others (resolve_irace4: capping).
+    na: set = dataclasses.field(default_factory=set)
 
     def path(self, name: str) -> str:
         """Absolute path of a path option ("" when unset)."""
@@ -200,7 +247,62 @@ class Scenario:
         option = OPTIONS[name]
         self.values[name] = convert(option, value, {"path": origin[0], "line": origin[1]})
         self.origin[name] = origin
+        if value is None:
+            self.na.add(name)
+        else:
+            self.na.discard(name)
         self.base[name] = base if base is not None else os.getcwd()
+
+    def resolve_irace4(self, warnings: list | None = None) -> None:
+        """What irace 4's ``checkScenario`` derives once every option is read (the file, then
+        the command line): call it before the checks and before the options are used.
+
+        * ``capping`` left unset or NA (irace 4's default: NA) is on when ``elitist``,
+          ``maxTime > 0`` and ``boundMax > 0``, as irace 4 decides; set, it is what it says.
+        * ``minExperiments``: ``maxExperiments`` becomes the larger of the two (irace 4 does
+          the same, then ignores ``maxExperiments``: :meth:`tuner_options`).
+        * ``postselection`` without ``elitist`` is turned off, named in ``warnings`` (irace
+          warns too).
+
+        ScenarioError for ``blockSize`` or ``minExperiments`` below 1 and a negative
+        ``postselection``.
+
+        >>> sc = defaults()
+        >>> sc.set("maxTime", 100); sc.set("boundMax", 10); sc.resolve_irace4()
+        >>> sc.values["capping"], sc.origin["capping"][0]
+        (True, "irace 4's default (elitist, maxTime > 0, boundMax > 0)")
+        """
+        v = self.values
+        for name in ("blockSize", "minExperiments"):
+            if v[name] is not None and v[name] < 1:
+                raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **self.where(name))
+        if v["postselection"] < 0:
+            raise ScenarioError(f"must be 0 (off) or positive (on); got {v['postselection']}",
+                                option="postselection", **self.where("postselection"))
+        unset = "capping" not in self.origin or "capping" in self.na
+        if unset and v["elitist"] and v["maxTime"] > 0 and v["boundMax"] > 0:
+            v["capping"] = True
+            self.origin["capping"] = ("irace 4's default (elitist, maxTime > 0, boundMax > 0)",
+                                      None)
+        if v["minExperiments"] is not None:
+            v["maxExperiments"] = max(v["maxExperiments"], v["minExperiments"])
+        if v["postselection"] > 0 and not v["elitist"]:
+            v["postselection"] = 0.0
+            if warnings is not None:
+                warnings.append("postselection needs elitist racing: it is off (as irace turns "
+                                "it off)")
+
+    def tuner_options(self) -> dict:
+        """The :class:`racer.tuning.tuner.Tuner` keyword arguments of irace 4's options:
+        ``min_experiments`` (None when unset), ``block_size``, ``postselection``.
+
+        >>> sc = defaults(); sc.set("minExperiments", 500); sc.set("blockSize", 3)
+        >>> sorted(sc.tuner_options().items())
+        [('block_size', 3), ('min_experiments', 500), ('postselection', False)]
+        """
+        v = self.values
+        return {"min_experiments": v["minExperiments"], "block_size": int(v["blockSize"]),
+                "postselection": bool(v["postselection"] > 0)}
 
     def unimplemented(self) -> list[str]:
         """Options set to a value racer does not implement (for the warning)."""
@@ -236,9 +338,11 @@ def read_scenario(path: str, scenario: Scenario | None = None) -> Scenario:
         if not m:
             raise ScenarioError(f"expected `name = value`; got {line!r}", path=path, line=lineno)
         name, value_text = m.group(1), m.group(2)
+        if name in R_ONLY:
+            if value_text.strip() in ("NULL", '""', "''"):
+                continue  # irace's default: unset
+            raise ScenarioError(R_ONLY[name], path=path, line=lineno, option=name)
         if name not in OPTIONS:
-            if name in ("targetRunnerData", "targetRunnerParallel", "repairConfiguration"):
-                raise ScenarioError("R functions cannot be given to racer", path=path, line=lineno, option=name)
             close = ([o for o in OPTIONS if o.lower() == name.lower()]
                      or difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.75))
             hint = f" (did you mean {close[0]}?)" if close else " (irace's options are listed by racer --help)"

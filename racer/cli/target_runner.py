@@ -55,7 +55,8 @@ from racer.tuning.objectives import infinite_objectives
 from racer.tuning.instances import Instance
 from racer.tuning.runner import RunResult, Runner, TargetRunnerError, death_cause
 
-__all__ = ["RunResult", "Runner", "TargetRunner", "TargetRunnerError", "Reaper"]
+__all__ = ["RunResult", "Runner", "TargetRunner", "TargetRunnerError", "Reaper", "build_command",
+           "runner_command", "expand_cmdline", "DEFAULT_CMDLINE"]
 
 # The message of a run stopped by ``TargetRunner.kill_run`` (a look-ahead run no longer needed).
 _STOPPED = "stopped: the run was no longer needed (look-ahead)"
@@ -216,18 +217,27 @@ class TargetRunner:
     objectives : racer.tuning.objectives.Objectives, optional
         A tuning on several objectives: the runner prints one number per objective (then
         the time). None: one cost.
+    cmdline : str or None
+        irace 4's ``targetCmdline``: the template of the arguments after ``command``
+        (:func:`expand_cmdline`; ``{targetRunner}`` already replaced, see
+        :func:`runner_command`). None: irace's fixed order (module docstring).
     """
 
     def __init__(self, command: list, exec_dir: str, *, retries: int = 0,
                  timeout: float | None = None, need_time: bool | str = False,
-                 reaper: Reaper | None = None, objectives: Any = None) -> None:
+                 reaper: Reaper | None = None, objectives: Any = None,
+                 cmdline: str | None = None) -> None:
         if not command or not all(isinstance(w, str) for w in command):
             raise TypeError(f"`command` must be a non-empty list of str; got {command!r}")
         if retries < 0:
             raise ValueError(f"`retries` must be >= 0; got {retries}")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"`timeout` must be positive or None; got {timeout}")
+        if cmdline is not None and not isinstance(cmdline, str):
+            raise TypeError(f"`cmdline` must be a str or None; got {cmdline!r}")
         self.command = list(command)
+        # Split once: a template word is expanded alone, so no value is ever split again.
+        self.cmdline = None if cmdline is None else shlex.split(cmdline)
         self.exec_dir = exec_dir
         self.retries = retries
         self.timeout = timeout
@@ -261,6 +271,11 @@ class TargetRunner:
              switches: list, bound: float | None = None) -> list:
         # irace: paste(id, instance id, seed, instance, bound, switches); no bound, no word.
         words = [] if bound is None else [format_bound(bound)]
+        if self.cmdline is not None:
+            return self.command + expand_cmdline(self.cmdline, {
+                "configurationID": [str(config_id)], "instanceID": [str(instance_id)],
+                "seed": [str(seed)], "instance": [instance.name, *instance.extra],
+                "bound": words, "targetRunnerArgs": list(switches)})
         return (self.command + [str(config_id), str(instance_id), str(seed), instance.name]
                 + list(instance.extra) + words + list(switches))
 
@@ -420,8 +435,10 @@ class TargetRunner:
         words = line.split()
         numbers = [_parse_number(w) for w in words]
         n = len(argv) - len(self.command)
+        # Under a targetCmdline the words are where the template puts them.
         where = (f"configuration {argv[len(self.command)]} on instance "
-                 f"{argv[len(self.command) + 3]}" if n >= 4 else "the run")
+                 f"{argv[len(self.command) + 3]}" if n >= 4 and self.cmdline is None
+                 else "the run")
         expected = (f"{k} numbers ({' '.join(names)})"
                     + (", then the run time" if self.need_time else ", optionally then the run time"))
 
@@ -493,3 +510,82 @@ def build_command(target_runner: str, launcher: str = "", launcher_args: str = "
         raise ValueError(
             f"targetRunnerLauncherArgs must end with {{targetRunnerArgs}}; got {template!r}")
     return [launcher] + [w.replace("{targetRunner}", target_runner) for w in words[:-1]]
+
+
+#: irace 4's default ``targetCmdline``: the arguments in irace 3.5's fixed order.
+DEFAULT_CMDLINE = "{configurationID} {instanceID} {seed} {instance} {bound} {targetRunnerArgs}"
+_FIELDS = ("configurationID", "instanceID", "seed", "instance", "bound", "targetRunnerArgs")
+
+
+def expand_cmdline(template: list, values: dict) -> list:
+    """The words of one run from the words of a ``targetCmdline`` template: a word that is
+    exactly ``{name}`` becomes the value's words (``{instance}``: the instance, then its
+    extra arguments; ``{bound}`` without a bound and ``{targetRunnerArgs}`` without an
+    active switch: no word); ``{name}`` inside a word is replaced by the value's words
+    joined by blanks (``--cutoff={bound}``). irace pastes the values into one string and
+    lets the shell split it; racer runs no shell, so an instance name with a blank stays
+    one word, as it does without a template. Other ``{...}`` are left as they are (irace
+    does too).
+
+    >>> expand_cmdline(["-i", "{instance}", "--seed={seed}", "{bound}", "{targetRunnerArgs}"],
+    ...                {"instance": ["a.cnf", "x"], "seed": ["7"], "bound": [],
+    ...                 "targetRunnerArgs": ["--p", "1"]})
+    ['-i', 'a.cnf', 'x', '--seed=7', '--p', '1']
+    """
+    out: list = []
+    for word in template:
+        name = word[1:-1] if word.startswith("{") and word.endswith("}") else None
+        if name in values:
+            out.extend(values[name])
+            continue
+        for key, value in values.items():
+            word = word.replace("{" + key + "}", " ".join(value))
+        out.append(word)
+    return out
+
+
+def runner_command(target_runner: str, launcher: str = "", launcher_args: str = "",
+                   cmdline: str = DEFAULT_CMDLINE, *, capping: bool = False) -> tuple:
+    """``(command, template)`` for :class:`TargetRunner`: the leading words and the
+    ``cmdline`` argument, from the scenario's ``targetRunner``, ``targetRunnerLauncher``,
+    ``targetRunnerLauncherArgs`` and ``targetCmdline``.
+
+    irace 4's default ``targetCmdline`` gives today's words: ``(build_command(...), None)``,
+    ``targetRunnerLauncherArgs`` included. Any other ``targetCmdline`` is irace 4's way: the
+    runner (or the launcher) followed by the template, where ``{targetRunner}`` stands for
+    the runner (with a launcher and no ``{targetRunner}``, it is put first, as irace 4 does
+    for irace 3.5's scenarios). A template without ``{seed}``, ``{instance}`` or
+    ``{targetRunnerArgs}`` (``{bound}`` too under ``capping``) is refused, as irace refuses
+    it; so is a ``targetCmdline`` beside a ``targetRunnerLauncherArgs`` of its own (which of
+    the two would say where the arguments go?). ValueError naming the option.
+
+    >>> runner_command("/r/run.py", "python3", cmdline="-m {targetRunner} {instance} {seed} {targetRunnerArgs}")
+    (['python3'], '-m /r/run.py {instance} {seed} {targetRunnerArgs}')
+    >>> runner_command("/r/run", cmdline="{instance} {seed} {targetRunnerArgs}")
+    (['/r/run'], '{instance} {seed} {targetRunnerArgs}')
+    >>> runner_command("/r/run")
+    (['/r/run'], None)
+    """
+    if not isinstance(cmdline, str):
+        raise TypeError(f"targetCmdline must be a str; got {cmdline!r}")
+    if " ".join(cmdline.split()) == DEFAULT_CMDLINE:
+        return build_command(target_runner, launcher, launcher_args), None
+    if launcher_args and " ".join(launcher_args.split()) != "{targetRunner} {targetRunnerArgs}":
+        raise ValueError(f"targetCmdline = {cmdline!r} and targetRunnerLauncherArgs = "
+                         f"{launcher_args!r} both say where the runner's arguments go: keep "
+                         "targetCmdline (irace 4's) and leave targetRunnerLauncherArgs unset")
+    required = ("seed", "instance", "targetRunnerArgs") + (("bound",) if capping else ())
+    for name in required:
+        if "{" + name + "}" not in cmdline:
+            why = " (capping passes each run its bound)" if name == "bound" else ""
+            raise ValueError(f"targetCmdline = {cmdline!r} must contain {{{name}}}{why}, as "
+                             "irace requires")
+    try:
+        shlex.split(cmdline)
+    except ValueError as exc:
+        raise ValueError(f"targetCmdline = {cmdline!r} cannot be split into words: {exc}") from None
+    template = cmdline
+    if launcher and "{targetRunner}" not in template:
+        template = "{targetRunner} " + template
+    template = template.replace("{targetRunner}", shlex.quote(target_runner))
+    return [launcher or target_runner], template

@@ -58,7 +58,8 @@ import numpy as np
 from racer.result import RaceResult
 
 __all__ = ["SCHEMA", "JOURNAL_DIR", "RUN_FILE", "RecordError", "CandidateRecord",
-           "IterationRecord", "ScheduleRecord", "TestRecord", "RunRecord", "RunRecorder",
+           "IterationRecord", "ScheduleRecord", "TestRecord", "PostSelectionRecord", "RunRecord",
+           "RunRecorder",
            "read_record", "write_record", "IteratedRun", "ParameterInfo", "from_iterated_race",
            "read_exec_dir"]
 
@@ -165,13 +166,36 @@ class TestRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class PostSelectionRecord:
+    """The post-selection race (irace 4's ``postselection``), after the last iteration: the
+    final elites (``candidates``, ids best first) raced on the ``n_seen`` training instances
+    they have results for (reused, not run again) and new ones, on the ``budget`` runs the
+    iterations left. ``elites`` (ids, best first: the tuning's answer), ``n_instances``,
+    ``n_runs`` and ``stop_reason`` are None until it has ended. ``skipped`` says why it did
+    not run (then ``candidates`` are the elites it would have raced, and nothing else is
+    set)."""
+
+    journal: str | None
+    budget: int
+    candidates: tuple
+    n_seen: int
+    elites: tuple | None = None
+    n_instances: int | None = None
+    n_runs: int | None = None
+    stop_reason: str | None = None
+    skipped: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class RunRecord:
     """What the Tuner decided in a tuning (see the module docstring).
 
     ``mode`` is ``"iterated"`` or ``"fixed-list"``; ``directions`` the direction of each
     objective (None for one objective, a cost to minimise) and ``objective_names`` their
     names; ``stop_reason`` and ``final_elites`` are None until the iterations have stopped,
-    and ``complete`` is True once the test phase (if any) has ended too. ``earlier_tests``
+    and ``complete`` is True once the test phase (if any) has ended too. ``postselection``
+    is the post-selection race (None when the tuning has none); ``final_elites`` are then its
+    elites once it has ended. ``earlier_tests``
     are the test phases of earlier sessions of a tuning continued with a larger budget whose
     journals are kept (``test-earlier-<k>.sqlite``; the Tuner reuses their runs), or the
     journaled test phase of the previous session until this one's starts."""
@@ -194,6 +218,7 @@ class RunRecord:
     complete: bool = False
     started_at: str = ""
     written_at: str = ""
+    postselection: PostSelectionRecord | None = None
 
     @property
     def iteration_budgets(self) -> list:
@@ -359,6 +384,15 @@ def _parse_test(f: _Fields) -> TestRecord:
                                           else float(c)) for c in row) for row in costs))
 
 
+def _parse_postselection(f: _Fields) -> PostSelectionRecord:
+    return PostSelectionRecord(
+        journal=f.text("journal", optional=True), budget=f.int("budget"),
+        candidates=f.ints("candidates"), n_seen=f.int("n_seen"),
+        elites=f.ints("elites", optional=True), n_instances=f.int("n_instances", optional=True),
+        n_runs=f.int("n_runs", optional=True), stop_reason=f.text("stop_reason", optional=True),
+        skipped=f.text("skipped", optional=True))
+
+
 def _parse_record(f: _Fields) -> RunRecord:
     schema = f.data.get("schema")
     if schema != SCHEMA:
@@ -367,6 +401,8 @@ def _parse_record(f: _Fields) -> RunRecord:
                           f"racer reads schema {SCHEMA}: run the tuning again with this racer")
     directions = f.items("directions", optional=True)
     test = f.child("test", optional=True)
+    # Optional: a record written before post-selection existed has none.
+    post = f.child("postselection", optional=True) if "postselection" in f.data else None
     return RunRecord(
         schema=schema, racer_version=f.text("racer_version"), mode=f.text("mode"),
         seed=f.int("seed"), parameters=tuple(_parse_parameter(p) for p in f.children("parameters")),
@@ -380,7 +416,8 @@ def _parse_record(f: _Fields) -> RunRecord:
         test=None if test is None else _parse_test(test),
         earlier_tests=tuple(_parse_test(t) for t in f.children("earlier_tests")),
         complete=bool(f.get("complete", (bool,))),
-        started_at=f.text("started_at"), written_at=f.text("written_at"))
+        started_at=f.text("started_at"), written_at=f.text("written_at"),
+        postselection=None if post is None else _parse_postselection(post))
 
 
 def _record_path(path: Any) -> str:
@@ -515,6 +552,27 @@ class RunRecorder:
              time_used: float) -> None:
         """The iterations have stopped: why, and the tuning's answer (ids, best first)."""
         self._update(stop_reason=stop_reason, final_elites=tuple(int(e) for e in final_elites),
+                     experiments=int(experiments), time_used=float(time_used))
+
+    def start_postselection(self, post: PostSelectionRecord) -> None:
+        """The post-selection race is about to start (or, ``post.skipped`` set, will not)."""
+        self._update(postselection=post)
+
+    def end_postselection(self, experiments: int, time_used: float, **ended: Any) -> None:
+        """The post-selection race has ended: ``ended`` holds the fields
+        :class:`PostSelectionRecord` leaves None until then; its elites become the tuning's
+        final elites. A resumed race must end as the record says."""
+        current = dataclasses.replace(self.record.postselection, **ended)
+        previous = None if self.previous is None else self.previous.postselection
+        if (previous is not None and previous.elites is not None and self.path is not None
+                and previous.journal is not None and current.elites != previous.elites
+                and os.path.exists(os.path.join(os.path.dirname(self.path), previous.journal))):
+            raise RecordError(
+                f"{self.path}: the resumed tuning's post-selection race keeps the elites "
+                f"{list(current.elites)}, but the run record says {list(previous.elites)}: the "
+                "race journals and the record disagree; start the tuning afresh or in another "
+                "execDir")
+        self._update(postselection=current, final_elites=current.elites,
                      experiments=int(experiments), time_used=float(time_used))
 
     def start_test(self, test: TestRecord, earlier: tuple) -> None:

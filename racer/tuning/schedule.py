@@ -118,14 +118,25 @@ class IraceSchedule:
     round_to_each_test: bool = True
 
     @classmethod
-    def from_scenario(cls, settings, n_params: int) -> IraceSchedule:
+    def from_scenario(cls, settings, n_params: int, block_size: int = 1) -> IraceSchedule:
         """The ``racer`` command's schedule: the scenario's ``firstTest``, ``eachTest``,
         ``mu``, ``nbIterations``, ``minNbSurvival`` and ``elitistNewInstances`` (a
-        :class:`racer.tuning.tuner.Settings`), irace's rules otherwise."""
-        return cls(n_params=n_params, first_test=settings.first_test,
-                   each_test=settings.each_test, mu=settings.mu,
+        :class:`racer.tuning.tuner.Settings`), irace's rules otherwise. irace 4's
+        ``blockSize`` multiplies ``firstTest``, ``eachTest`` and ``elitistNewInstances``
+        (the schedule counts instances), so irace 4's minimum budget
+        (``computeMinimumBudget``, where ``minExperiments`` is compared) follows it:
+
+        >>> from racer.tuning.tuner import Settings
+        >>> s = Settings(first_test=2, mu=4)
+        >>> IraceSchedule.from_scenario(s, 2).minimum_budget()
+        84
+        >>> IraceSchedule.from_scenario(s, 2, block_size=2).minimum_budget()
+        120
+        """
+        return cls(n_params=n_params, first_test=settings.first_test * block_size,
+                   each_test=settings.each_test * block_size, mu=settings.mu,
                    n_iterations=settings.n_iterations, min_survival=settings.min_survival,
-                   new_instances=settings.elitist_new_instances)
+                   new_instances=settings.elitist_new_instances * block_size)
 
     @property
     def planned_iterations(self) -> int:

@@ -52,7 +52,8 @@ from racer.tuning.sampler import Sampler
 from racer.tuning.instances import Instance
 from racer.tuning.runner import Runner, TargetRunnerError
 from racer.tuning.record import (JOURNAL_DIR, RUN_FILE, SCHEMA, CandidateRecord,
-                                 IterationRecord, ParameterInfo, RecordError, RunRecord,
+                                 IterationRecord, ParameterInfo, PostSelectionRecord,
+                                 RecordError, RunRecord,
                                  RunRecorder, ScheduleRecord, TestRecord, read_record)
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
@@ -170,6 +171,9 @@ class TuningResult:
     # The iterations announced at the start (Tuner.n_iterations); ``iterations`` may exceed
     # it when budget is left (nbIterations = 0, as irace), or fall short when budget is not.
     planned_iterations: int = 0
+    # The post-selection race, when one ran: {"iteration", "result" (its Race result),
+    # "candidates"}; ``elites`` are then its answer (Tuner._postselection).
+    postselection: dict | None = None
 
 
 def _derived_seed(*key: int) -> int:
@@ -211,6 +215,20 @@ class Tuner:
     winner : str or None
         ``Race(winner=...)``: "rank_sum" (irace's order, for the F-test), "mean", or None
         (the rule the test states).
+    min_experiments : int or None
+        irace 4's ``minExperiments``: the budget is then the larger of it and irace's minimum
+        for this space and ``minNbSurvival`` (:meth:`IraceSchedule.minimum_budget`), and
+        ``settings.max_experiments`` is ignored. None: ``settings.max_experiments``.
+    block_size : int, default 1
+        irace 4's ``blockSize``: the training instances come in blocks of this many (one
+        instance of each class), sampled as blocks; ``first_test``, ``each_test`` and
+        ``elitist_new_instances`` count blocks, so a race eliminates only after complete
+        blocks. The number of training instances must be a multiple of it.
+    postselection : bool, default False
+        irace 4's ``postselection``: after the last iteration, race the final elites on the
+        instances they have seen and new ones, spending the runs the iterations left
+        (:meth:`_postselection`). Only in an elitist tuning on one objective under
+        ``max_experiments``, as irace (otherwise recorded as skipped, with why).
     """
 
     def __init__(self, space: ParameterSpace, runner: Runner, train: list,
@@ -219,7 +237,10 @@ class Tuner:
                  on_run: Callable | None = None, progress: Callable | None = None,
                  winner: str | None = "rank_sum", metadata: dict | None = None,
                  prior_times: dict | None = None, sampler: Sampler | None = None,
-                 executor: cf.Executor | None = None, prior_capped: dict | None = None) -> None:
+                 executor: cf.Executor | None = None, prior_capped: dict | None = None,
+                 min_experiments: int | None = None, block_size: int = 1,
+                 postselection: bool = False) -> None:
+        _check_irace4(settings, train, min_experiments, block_size, postselection)
         self.space = space
         self.runner = runner
         self.train = list(train)
@@ -234,8 +255,22 @@ class Tuner:
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
         self.executor = executor
+        # blockSize: the races, the schedule and the elites' new instances count instances,
+        # blockSize of them per block (irace 4 multiplies firstTest, eachTest and
+        # elitistNewInstances by it).
+        self.block_size = int(block_size)
+        self.first_test = settings.first_test * self.block_size
+        self.each_test = settings.each_test * self.block_size
+        self.new_instances = settings.elitist_new_instances * self.block_size
+        self.postselection = bool(postselection)
         # irace's schedule (racer/tuning/schedule.py, shared with Optuna's IteratedRace).
-        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable)
+        self.schedule = IraceSchedule.from_scenario(settings, space.n_variable, self.block_size)
+        # minExperiments (irace 4): the budget is at least irace's minimum for the schedule.
+        self.min_experiments = min_experiments
+        self.max_experiments = settings.max_experiments
+        if min_experiments is not None:
+            self.max_experiments = max(int(min_experiments), 0 if settings.fixed_list else
+                                       self.schedule.minimum_budget(settings.elitist))
         if settings.budget_rule not in ("irace", "racer"):
             raise ValueError(f"`settings.budget_rule` must be 'irace' or 'racer'; got "
                              f"{settings.budget_rule!r}")
@@ -244,8 +279,8 @@ class Tuner:
         # larger one replays its first session as it ran (then goes on as irace does past
         # its planned iterations).
         self.budget_plan = None
-        if settings.budget_rule == "racer" and settings.max_experiments > 0 and not settings.fixed_list:
-            first_budget = int((settings.earlier_budgets or (settings.max_experiments,))[0])
+        if settings.budget_rule == "racer" and self.max_experiments > 0 and not settings.fixed_list:
+            first_budget = int((settings.earlier_budgets or (self.max_experiments,))[0])
             self.budget_plan = self.schedule.small_budget_plan(first_budget, settings.elitist)
             if self.budget_plan is not None:
                 self.schedule = dataclasses.replace(
@@ -270,7 +305,7 @@ class Tuner:
         self._timed: set = set()
         self._tasks: list[Task] = []
         self.recorder: RunRecorder | None = None  # set by run()
-        self.state: dict = {"iteration": 0, "experiments": 0, "budget": settings.max_experiments}
+        self.state: dict = {"iteration": 0, "experiments": 0, "budget": self.max_experiments}
 
     def run_arguments(self, values: dict) -> Any:
         """What ``runner.run`` gets for a configuration of ``values``: the runner's own
@@ -290,6 +325,8 @@ class Tuner:
             rep = len(self._tasks) // n
             rng = np.random.default_rng([self.settings.seed, 1, rep])
             order = rng.permutation(n) if self.settings.sample_instances else np.arange(n)
+            if self.block_size > 1 and self.settings.sample_instances:
+                order = _block_order(rng, n, self.block_size)
             seeds = rng.integers(1, 2**31 - 1, size=n)
             for pos in range(n):
                 self._tasks.append(Task(len(self._tasks) + 1, self.train[int(order[pos])], int(seeds[pos])))
@@ -301,8 +338,9 @@ class Tuner:
     def n_tasks_available(self, remaining: int) -> int:
         if self.settings.deterministic:
             return len(self.train)
-        # irace makes ceiling(remaining / minSurvival) pairs available.
-        return max(len(self.train), int(math.ceil(remaining / max(self.min_survival, 1))))
+        # irace makes ceiling(remaining / minSurvival) pairs available; whole blocks of them.
+        n = max(len(self.train), int(math.ceil(remaining / max(self.min_survival, 1))))
+        return n if self.block_size == 1 else -(-n // self.block_size) * self.block_size
 
     # ------------------------------------------------------------------ one race
 
@@ -326,7 +364,7 @@ class Tuner:
         race = Race(
             candidates, test=test, direction=list(settings.directions) if multi else "minimize",
             budget=budget, first_test=first_test,
-            each_test=settings.each_test, min_survivors=min_survivors, instances=tasks,
+            each_test=self.each_test, min_survivors=min_survivors, instances=tasks,
             on_error="worst" if settings.error_policy == "worst" else "eliminate",
             winner=self.winner, random_state=_derived_seed(settings.seed, 4, iteration),
             storage=self._journal(journal), metadata={
@@ -335,7 +373,7 @@ class Tuner:
         )
         cached_before = dict(self.cache)
         used_before = self.experiments
-        plan = RacePlan(iteration, candidates, tasks, first_test, settings.each_test,
+        plan = RacePlan(iteration, candidates, tasks, first_test, self.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
                         elitist_limit, protect_rows, n_elites)
         ahead = None
@@ -382,6 +420,10 @@ class Tuner:
         if not self.settings.sample_instances:
             return list(range(n_seen))
         rng = np.random.default_rng([self.settings.seed, 6, iteration])
+        if self.block_size > 1:
+            # Whole blocks, so that every test falls after complete blocks (irace 4 shuffles
+            # the instances one by one here, which its own comment calls a shortcoming).
+            return _block_order(rng, n_seen, self.block_size)
         return [int(k) for k in rng.permutation(n_seen)]
 
     def _new_configurations(self, values_list: list, parents: list, next_id: int) -> list:
@@ -416,7 +458,7 @@ class Tuner:
             directions=None if s.directions is None else tuple(s.directions),
             objective_names=tuple(s.objective_names),
             schedule=ScheduleRecord(
-                max_experiments=int(s.max_experiments), max_time=float(s.max_time),
+                max_experiments=int(self.max_experiments), max_time=float(s.max_time),
                 iterations_planned=1 if s.fixed_list else int(self.n_iterations),
                 min_survival=int(self.min_survival),
                 elites_kept=int(elite_cap(self.min_survival, s.directions)),
@@ -436,6 +478,8 @@ class Tuner:
                     result = self._fixed(pool)
                 else:
                     result = self._iterated(pool)
+                    if self.postselection:
+                        self._postselection(pool, result)
                 if self.test_instances and result.elites:
                     # Several objectives: the whole final front is tested (a Pareto set has
                     # no "best testNbElites").
@@ -453,8 +497,8 @@ class Tuner:
         return result
 
     def _budget(self) -> int:
-        if self.settings.max_experiments > 0:
-            return self.settings.max_experiments
+        if self.max_experiments > 0:
+            return self.max_experiments
         if self.settings.max_time > 0 and not self.settings.fixed_list:
             return 0
         raise BudgetError("set maxExperiments (or maxTime, not with a fixed list) to a positive budget")
@@ -500,7 +544,7 @@ class Tuner:
             raise BudgetError("a fixed list needs configurationsFile with at least one configuration")
         cands = self._new_configurations(self.initial, [None] * len(self.initial), 1)
         budget = self._budget()
-        first = min(max(s.first_test, 1), self.n_tasks_available(budget))
+        first = min(max(self.first_test, 1), self.n_tasks_available(budget))
         if budget < len(cands) * first:
             raise BudgetError(
                 f"maxExperiments = {budget} cannot pay for the first test: {len(cands)} "
@@ -560,6 +604,7 @@ class Tuner:
                 break
         self.recorder.stop(run.stop_reason, [e.id for e in run.elites], self.experiments,
                            self.time_used)
+        self._ended = (run, money)  # where the post-selection race starts from
         return TuningResult(run.elites, len(run.races), self.experiments, run.stop_reason,
                             run.races, soft_restarts=run.soft_restarts,
                             planned_iterations=self.n_iterations)
@@ -599,7 +644,7 @@ class Tuner:
                 f"iteration{'s' if plan.n_iterations != 1 else ''} keeping "
                 f"{plan.survivors} elite{'s' if plan.survivors != 1 else ''} instead, the first "
                 f"race of {plan.first_configurations} configurations, firstTest = "
-                f"{self.settings.first_test} (the most iterations whose minimum fits; set "
+                f"{self.first_test} (the most iterations whose minimum fits; set "
                 "testType for irace's rule)")
 
     def _size_iteration(self, run: _Iterations, money: _Budget):
@@ -634,13 +679,13 @@ class Tuner:
                     f"maxExperiments = {money.budget} is too small: the first iteration could "
                     f"race only {n_conf} configurations, not more than minNbSurvival = "
                     f"{self.min_survival}; irace would need about "
-                    f"{(self.min_survival + 1) * run.n_iterations * (schedule.instances_per_configuration + 5 * s.each_test)} runs")
+                    f"{(self.min_survival + 1) * run.n_iterations * (schedule.instances_per_configuration + 5 * self.each_test)} runs")
             return money.retry_or("not enough budget to race more than the minimum configurations")
         if not first_race and n_conf <= n_elites:
             return money.retry_or("not enough budget left to race newly sampled configurations")
         mu = schedule.instances_per_configuration
         if elitist:
-            need = (n_conf - n_elites) * mu + n_elites * min(s.elitist_new_instances, mu)
+            need = (n_conf - n_elites) * mu + n_elites * min(self.new_instances, mu)
         else:
             need = n_conf * mu
         unused = self.state.get("unused", 0)  # runs started ahead, not used: paid (tuning.lookahead)
@@ -701,7 +746,7 @@ class Tuner:
                 return list(range(0, len(self.train)))
             start = n_seen if not s.elitist else 0
             return list(range(start, max(available + start, start)))
-        stop_new = min(n_seen + s.elitist_new_instances, max(available, n_seen))
+        stop_new = min(n_seen + self.new_instances, max(available, n_seen))
         return (list(range(n_seen, stop_new)) + self._past_order(run.iteration, n_seen)
                 + list(range(stop_new, max(available, stop_new))))
 
@@ -717,9 +762,10 @@ class Tuner:
         candidates, new, min_survivors = chosen
         order = self._task_order(run, money.remaining)
         tasks = [self.task(i) for i in order]
-        if len(tasks) < self.settings.first_test:
+        if len(tasks) < self.first_test:
             raise BudgetError(f"only {len(tasks)} training instances for firstTest = "
-                              f"{self.settings.first_test}")
+                              f"{self.settings.first_test}"
+                              + (f" x blockSize = {self.block_size}" if self.block_size > 1 else ""))
         self.recorder.start_iteration(IterationRecord(
             run.iteration, _journal_name(self.journal_dir, f"iteration-{run.iteration}.sqlite"),
             int(current), tuple(CandidateRecord.of(c) for c in candidates),
@@ -785,12 +831,12 @@ class Tuner:
         # not against run.n_iterations, which irace moves along when it runs past the plan.
         self.state.update(iteration=iteration, planned=self.n_iterations, budget=money.budget)
         run.used_before = self.experiments
-        protect_rows = min(run.n_seen + s.elitist_new_instances, len(tasks)) if n_elites else 0
+        protect_rows = min(run.n_seen + self.new_instances, len(tasks)) if n_elites else 0
         return self.run_race(
             iteration, candidates, tasks,
             budget=self.schedule.race_budget(current, len(candidates), n_elites, run.n_seen),
             min_survivors=min_survivors, test=self._iteration_test(n_elites, protect_rows),
-            first_test=s.first_test, journal=f"iteration-{iteration}.sqlite", pool=pool,
+            first_test=self.first_test, journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
             preset=preset, n_elites=n_elites)
@@ -832,6 +878,98 @@ class Tuner:
             self.experiments, self.time_used, elites=tuple(e.id for e in elites),
             elite_means=tuple(means), elite_instances=tuple(int(result.n_evaluated[i]) for i in cols),
             n_instances=int(result.n_instances), n_runs=int(n_runs), stop_reason=result.stop_reason)
+
+    # ------------------------------------------------------------------ post-selection
+
+    def _postselection(self, pool, result: TuningResult) -> None:
+        """irace 4's post-selection race, after the last iteration: the final elites (best
+        first) raced on the training instances they have results for, which are not run
+        again, then on new ones from the training stream (the instances after those seen,
+        with fresh seeds; the list again, reshuffled, once it is used up, as the iterations
+        draw them), down to one survivor or until the runs the iterations left are spent.
+
+        Decisions (irace's ``psRace`` differs where said): the candidates are the final
+        elites only -- irace also takes elites of earlier iterations and any configuration
+        the budget can complete; an earlier elite was beaten in a later race, and the final
+        elites are the answer being checked. The first test comes after one block of new
+        instances (``eachTest x blockSize``), not on the instances seen (irace's
+        ``firstTest = nrow(elite_data)``, which its own comment says should be one more):
+        the iterations' races already judged the elites on those, and the point is to see
+        them on instances they were not chosen on. No elitistLimit (irace sets it to 0), the
+        tuning's racing test, at least one survivor. The elites raced are the best ones whose
+        missing runs on the instances seen and one new block each, plus one more block for
+        two survivors, the budget pays; with fewer than two, or with no new instance
+        (``deterministic`` and every instance seen), it is skipped and the record says why.
+        The new elites are the race's survivors in its order, then the eliminated elites in
+        their former order: the tuning's best can change. Updates ``result`` (elites,
+        experiments, ``postselection``) and the record (:class:`PostSelectionRecord`)."""
+        s = self.settings
+        run, money = self._ended
+        # Runs started ahead and not used are paid too (where the look-ahead counts them).
+        remaining = (0 if money.timed else
+                     max(0, money.budget - self.experiments - self.state.get("unused", 0)))
+        elites = list(result.elites)
+        n_seen = run.n_seen
+        seen = [self.task(k) for k in range(n_seen)]
+        # Runs each elite needs: its missing cells on the tasks seen, then one new block.
+        needs = [sum((e.id, t) not in self.cache for t in seen) + self.each_test for e in elites]
+        # A race is one that can test after its first block: two survivors must be able to
+        # pay one more block of new instances (irace asks for two blocks left, too).
+        chosen, paid, spare = [], 0, 2 * self.each_test
+        for elite, need in zip(elites, needs):
+            if paid + need + spare <= remaining:
+                chosen.append(elite)
+                paid += need
+        n_new = self._new_postselection_tasks(n_seen, remaining, len(chosen))
+        why = None
+        if money.timed:
+            why = "maxTime budget (irace runs post-selection only under maxExperiments)"
+        elif not s.elitist:
+            why = "elitist = 0 (post-selection needs an elitist tuning, as in irace)"
+        elif s.directions is not None:
+            why = "several objectives (the final elites are a Pareto set, not a ranking)"
+        elif len(chosen) < 2:
+            why = (f"{remaining} runs left do not pay two elites on the instances they have "
+                   f"seen and two blocks of {self.each_test} new instances each")
+        elif n_new == 0:
+            why = "no new training instance (deterministic, every instance seen)"
+        journal = "postselection.sqlite"
+        record = PostSelectionRecord(None if why else _journal_name(self.journal_dir, journal),
+                                     int(remaining), tuple(e.id for e in chosen or elites),
+                                     int(n_seen), skipped=why)
+        self.recorder.start_postselection(record)
+        if why is not None:
+            return
+        iteration = (run.races[-1][0] if run.races else 0) + 1
+        tasks = seen + [self.task(k) for k in range(n_seen, n_seen + n_new)]
+        cached = sum((e.id, t) in self.cache for e in chosen for t in seen)
+        self.state.update(iteration=iteration, planned=self.n_iterations, budget=money.budget)
+        used_before = self.experiments
+        race = self.run_race(
+            iteration, chosen, tasks, budget=remaining + cached, min_survivors=1,
+            test=self._iteration_test(len(chosen), n_seen), first_test=n_seen + self.each_test,
+            journal=journal, pool=pool, max_total=money.budget, protect_rows=n_seen,
+            n_elites=len(chosen))
+        survivors = list(race.survivors)
+        best = survivors + [e for e in elites if all(e is not c for c in survivors)]
+        result.elites = best[:len(elites)]
+        result.experiments = self.experiments
+        result.postselection = {"iteration": iteration, "result": race, "candidates": chosen}
+        self.recorder.end_postselection(
+            self.experiments, self.time_used, elites=tuple(e.id for e in result.elites),
+            n_instances=int(race.n_instances), n_runs=int(self.experiments - used_before),
+            stop_reason=race.stop_reason)
+
+    def _new_postselection_tasks(self, n_seen: int, remaining: int, n_elites: int) -> int:
+        """New training tasks the post-selection race may need: what ``remaining`` runs
+        pay for two survivors, in whole blocks; under ``deterministic``, only instances not
+        seen yet."""
+        if n_elites < 2:
+            return 0
+        n = remaining // 2 // self.each_test * self.each_test
+        if self.settings.deterministic:
+            n = min(n, max(0, len(self.train) - n_seen))
+        return n
 
     def _test_phase(self, pool, elites: list) -> dict:
         rng = np.random.default_rng([self.settings.seed, 5])
@@ -882,6 +1020,44 @@ class Tuner:
                     earlier.append(dataclasses.replace(journaled, journal=kept))
         self.recorder.start_test(test, tuple(earlier))
         return _earlier_runs(self.journal_dir, earlier, test, tasks)
+
+
+def _block_order(rng: np.random.Generator, n: int, block_size: int) -> list:
+    """A random order of positions ``0 .. n-1`` that keeps blocks of ``block_size``
+    consecutive positions together, in their order (a last, partial block as well)."""
+    n_blocks = -(-n // block_size)
+    return [k for b in rng.permutation(n_blocks)
+            for k in range(int(b) * block_size, min(n, (int(b) + 1) * block_size))]
+
+
+def _check_irace4(settings: Settings, train: list, min_experiments: Any, block_size: Any,
+                  postselection: Any) -> None:
+    """The Tuner's irace 4 arguments, checked (ValueError/TypeError naming the option)."""
+    for name, value in (("min_experiments", min_experiments), ("block_size", block_size)):
+        if value is None and name == "min_experiments":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"`{name}` must be an int; got {value!r}")
+        if value < 1:
+            raise ValueError(f"`{name}` must be >= 1; got {value}")
+    if not isinstance(postselection, (bool, np.bool_)):
+        raise TypeError(f"`postselection` must be a bool; got {postselection!r}")
+    if min_experiments is not None and settings.max_time > 0:
+        raise ValueError(f"`min_experiments` = {min_experiments} is a budget of runs; it "
+                         f"cannot be combined with max_time = {settings.max_time:g} (irace "
+                         "refuses two budgets too)")
+    if len(train) % block_size:
+        raise ValueError(f"blockSize = {block_size}: the {len(train)} training instances are "
+                         f"not a whole number of blocks (irace requires a multiple too)")
+    mu = settings.mu
+    if block_size > 1 and mu >= settings.first_test * block_size and mu % block_size:
+        raise ValueError(f"mu = {mu} must be a multiple of blockSize = {block_size} (as in "
+                         "irace)")
+    capping = settings.capping
+    if block_size > 1 and capping is not None and capping.enabled:
+        raise ValueError(f"capping with blockSize = {block_size} is not implemented: racer's "
+                         "capping eliminates dominated configurations after every instance, "
+                         "irace only after complete blocks; set blockSize = 1 or capping = 0")
 
 
 def _set_aside(journal_dir: str) -> str:

@@ -94,10 +94,10 @@ def test_too_small_budget_is_a_scenario_error(tmp_path, capsys):
 
 
 def test_unimplemented_options_are_named_in_a_warning(tmp_path, capsys):
-    scen = make_scenario(tmp_path, extra="postselection = 1\nsoftRestart = 0\ntargetEvaluator = \"./ev\"\n")
+    scen = make_scenario(tmp_path, extra="aclib = 1\nsoftRestart = 0\ntargetEvaluator = \"./ev\"\n")
     assert main(["--scenario", scen, "--check"]) == EXIT_OK
     err = capsys.readouterr().err
-    assert "not implemented by racer, ignored: postselection = 1.0" in err
+    assert "not implemented by racer, ignored: aclib = True" in err
     assert "not implemented by racer, ignored: targetEvaluator = " in err
     assert "softRestart" not in err  # implemented: turning it off is honoured, not warned
 

@@ -217,7 +217,7 @@ def test_scenario_values_paths_and_errors(tmp_path):
         confidence = 0.9
         trainInstancesDir = "inst"
         trainInstancesFile = "train.txt"
-        postselection = 1
+        aclib = 1
         """)
     write(sub, "train.txt", "# comment\na.tsp --opt 5\n\n/abs/b.tsp\n")
     sc = read_scenario(path)
@@ -225,7 +225,7 @@ def test_scenario_values_paths_and_errors(tmp_path):
     assert sc.path("targetRunner") == str(sub / "bin" / "runner")
     assert sc.values["maxExperiments"] == 1000 and sc.values["deterministic"] is True
     assert sc.values["confidence"] == pytest.approx(0.9)
-    assert any(u.startswith("postselection = 1.0") and ":9)" in u for u in sc.unimplemented())
+    assert any(u.startswith("aclib = True") and ":9)" in u for u in sc.unimplemented())
     inst = read_instances(sc, "train")
     assert [i.name for i in inst] == [str(sub / "inst" / "a.tsp"), "/abs/b.tsp"]
     assert inst[0].extra == ("--opt", "5")

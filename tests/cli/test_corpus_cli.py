@@ -141,7 +141,7 @@ FILE_CASES = [
     ("unterminated-string", {S: 'parameterFile = "parameters.txt\n'}, [], 2,
      rf"scenario\.txt:{E}: option parameterFile: cannot read the value"),
     ("variable-value", {S: "maxExperiments = budget\n"}, [], 2, r"a value must be a constant"),
-    ("r-function", {S: "repairConfiguration = NULL\n"}, [], 2,
+    ("r-function", {S: "repairConfiguration = repair\n"}, [], 2,
      r"option repairConfiguration: R functions cannot be given to racer"),
     ("nan", {S: "confidence = NaN\n"}, [], 2, r"option confidence: expected a finite number"),
     ("inf", {S: "maxExperiments = 0\nmaxTime = Inf\n"}, [], 2, r"option maxTime: expected a finite number"),
@@ -374,7 +374,7 @@ WARNED = [
      r"instances\.txt:1: 3 of the 3 instances are no files: .*inst/i1 does not exist \(trainInstancesDir = "
      r"'inst' is put before each name\)\. racer passes them to the runner anyway, as irace does; "
      r"if the instances are not files, set trainInstancesDir = \"\""),
-    ("unimplemented-option", {S: "postselection = 1\n"}, [], r"option not implemented by racer, ignored: postselection = 1.0"),
+    ("unimplemented-option", {S: "aclib = 1\n"}, [], r"option not implemented by racer, ignored: aclib = True"),
     ("configuration-forbidden", {"c.txt": "mode x\na 1\na 2\n", P: PARAMETERS + "[forbidden]\nx > 1.5\n",
                                  S: 'configurationsFile = "c.txt"\n'}, [],
      r"c\.txt:3: configuration discarded: it is forbidden by the rule 'x > 1.5' \(as irace does\)"),
