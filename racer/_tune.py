@@ -31,7 +31,7 @@ OPTION_NAMES = (
     "deterministic", "sample_instances", "soft_restart", "soft_restart_threshold",
     "test_n_elites", "test_type", "confidence", "min_measurable_time", "capping_type",
     "capping_after_first_test", "bound_type", "bound_digits", "bound_par", "bound_as_timeout",
-    "outlier_factor",
+    "outlier_factor", "min_experiments", "block_size", "postselection",
 )
 
 # The settings whose keyword is not the field's name; the others are named as the field.
@@ -360,7 +360,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     # First the keywords themselves: a caller who wrote the command line's name of the
     # budget (maxExperiments=) is told which keyword it is here, not that it is missing.
     options, test = _check_options(options, test)
-    _check_budget(evaluate, budget, max_time)
+    _check_budget(evaluate, budget, max_time, options.get("min_experiments"))
     train = _check_sequence(instances, "instances")
     test_objects = _check_sequence(test_instances, "test_instances", allow_none=True) or []
     workers, timeout = _check_where(executor, n_jobs, timeout)
@@ -385,12 +385,15 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
                            "timeout": timeout, "retries": retries, "need_time": need_time})
 
 
-def _check_budget(evaluate: Any, budget: Any, max_time: Any) -> None:
-    """``evaluate`` is callable and exactly one budget is given, positive."""
+def _check_budget(evaluate: Any, budget: Any, max_time: Any, min_experiments: Any = None) -> None:
+    """``evaluate`` is callable and exactly one budget is given, positive (irace 4's
+    ``min_experiments`` alone stands for ``budget``, which it then replaces)."""
     from racer._validation import check_int
 
     if not callable(evaluate):
         raise TypeError(f"`evaluate` must be callable (config, instance, seed); got {evaluate!r}")
+    if min_experiments is not None and budget is None and max_time is None:
+        return
     if (budget is None) == (max_time is None):
         raise ValueError("give one of `budget` (a number of runs) and `max_time` (seconds); got "
                          + ("neither" if budget is None else "both"))

@@ -168,6 +168,8 @@ def load(args) -> dict:
         value = getattr(args, f"opt_{name}", None)
         if value is not None:
             sc.set(name, value, origin=("command line", None))
+    irace4_warnings: list = []
+    sc.resolve_irace4(irace4_warnings)
     _check_values(sc)
     v = sc.values
 
@@ -179,7 +181,7 @@ def load(args) -> dict:
     ffile = sc.path("forbiddenFile")
     if ffile:
         space.add_forbidden(read_forbidden(_input_file(sc, "forbiddenFile", "forbidden file")))
-    warnings = check_space(space)
+    warnings = check_space(space) + irace4_warnings
     initial = []
     discarded: list = []
     cfile = sc.path("configurationsFile")
@@ -200,6 +202,7 @@ def load(args) -> dict:
         _check_launcher(sc)
     else:
         _check_runner(sc, runner_path)
+    _check_cmdline(sc, runner_path)
     exec_dir = sc.path("execDir")
     _check_exec_dir(sc, exec_dir)
     return {"scenario": sc, "space": space, "initial": initial, "train": train, "test": test,
@@ -368,6 +371,19 @@ def _check_launcher(sc) -> None:
                             **sc.where("targetRunnerLauncherArgs")) from None
 
 
+def _check_cmdline(sc, runner_path: str) -> None:
+    """targetCmdline (irace 4) is one irace accepts, and not beside targetRunnerLauncherArgs."""
+    from racer.cli.scenario import ScenarioError
+    from racer.cli.target_runner import runner_command
+
+    v = sc.values
+    try:
+        runner_command(runner_path, v["targetRunnerLauncher"], v["targetRunnerLauncherArgs"],
+                       v["targetCmdline"], capping=bool(v["capping"]))
+    except ValueError as exc:
+        raise ScenarioError(str(exc), option="targetCmdline", **sc.where("targetCmdline")) from None
+
+
 def _check_exec_dir(sc, path: str) -> None:
     """execDir exists, is a folder and racer can create files in it (runs.csv, the journal)."""
     from racer.cli.scenario import ScenarioError
@@ -384,18 +400,21 @@ def _check_exec_dir(sc, path: str) -> None:
 
 
 def make_runner(loaded: dict, reaper=None):
-    from racer.cli.target_runner import TargetRunner, build_command
+    from racer.cli.target_runner import TargetRunner, runner_command
 
     sc = loaded["scenario"]
     launcher = sc.values["targetRunnerLauncher"]
     if launcher and not os.path.isabs(launcher) and os.sep in launcher:
         launcher = sc.path("targetRunnerLauncher")
-    command = build_command(loaded["runner_path"], launcher, sc.values["targetRunnerLauncherArgs"])
+    command, cmdline = runner_command(loaded["runner_path"], launcher,
+                                      sc.values["targetRunnerLauncherArgs"],
+                                      sc.values["targetCmdline"], capping=bool(sc.values["capping"]))
     timeout = sc.values["targetRunnerTimeout"] or None
     return TargetRunner(command, loaded["exec_dir"], retries=sc.values["targetRunnerRetries"],
                         timeout=timeout, reaper=reaper, objectives=_objectives(sc),
                         need_time=("maxTime" if sc.values["maxTime"] > 0 else
-                                   "capping" if sc.values["capping"] else False))
+                                   "capping" if sc.values["capping"] else False),
+                        cmdline=cmdline)
 
 
 # The tuning's settings (racer.tuning.settings.Settings) as the command names them: the
@@ -425,6 +444,8 @@ def tuning_settings(sc, args):
     fields["n_jobs"] = max(1, v["parallel"])
     # A confidence the scenario leaves at irace's default leaves each test its own level.
     fields["confidence"] = v["confidence"] if "confidence" in sc.origin else None
+    # irace 4's postselection is a number (0: off); racer races once with the budget left.
+    fields["postselection"] = bool(v["postselection"] > 0)
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     return Settings(**fields, test=args.racing_test, on_error=_ON_ERROR[args.on_error],
                     sampler=args.sampler, fixed_list=args.fixed_list,

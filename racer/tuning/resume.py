@@ -47,6 +47,8 @@ _TUNING_OPTIONS = (
     "capping", "cappingAfterFirstTest", "cappingType", "boundType", "boundMax", "boundDigits", "boundPar", "boundAsTimeout",
     # Added with several objectives (racer.tuning.objectives), alike.
     "objectives",
+    # irace 4's, alike.
+    "minExperiments", "blockSize", "postselection",
 )
 
 

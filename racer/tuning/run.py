@@ -405,7 +405,9 @@ def _make_tuner(settings: Settings, tuner_settings, space, runner, train, test, 
                       sampler=sampler, executor=executor, test_instances=list(test),
                       journal_dir=journal_dir, on_run=rows.logging(log),
                       progress=closing["progress"], winner=winner, metadata=metadata,
-                      prior_times=prior_times, prior_capped=prior_capped)
+                      prior_times=prior_times, prior_capped=prior_capped,
+                      min_experiments=settings.min_experiments, block_size=settings.block_size,
+                      postselection=settings.postselection)
     except BaseException:
         _close(closing)  # nothing ran yet, but the run log is open
         raise

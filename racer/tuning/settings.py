@@ -206,6 +206,9 @@ CONSTRAINTS: dict[str, list] = {
     "lookahead": [BOOL],
     "progress": [BOOL],
     "outlier_factor": [NONE, Interval(_REAL, 1, math.inf, open="both")],
+    "min_experiments": [NONE, _count(1)],
+    "block_size": [_count(1)],
+    "postselection": [BOOL],
 }
 
 # Checked only with capping on, as irace checks them (checkScenario).
@@ -227,6 +230,8 @@ IRACE_OPTIONS = {
     "capping_after_first_test": "cappingAfterFirstTest", "bound_type": "boundType",
     "bound_max": "boundMax", "bound_digits": "boundDigits", "bound_par": "boundPar",
     "bound_as_timeout": "boundAsTimeout", "objectives": "objectives",
+    "min_experiments": "minExperiments", "block_size": "blockSize",
+    "postselection": "postselection",
 }
 
 
@@ -285,6 +290,12 @@ class Settings:
     # survivor's on the same instance leaves the race at once, whatever the racing test
     # (racer.racing.OutlierGuard); None: never. One objective only.
     outlier_factor: float | None = 1000.0
+    # irace 4: the least budget, which then replaces ``budget`` (racer.tuning.tuner.Tuner);
+    # instances in blocks of ``block_size`` (one per class); a post-selection race of the
+    # final elites on the budget left (off by default: no evidence yet that it pays).
+    min_experiments: int | None = None
+    block_size: int = 1
+    postselection: bool = False
     names: Mapping = dataclasses.field(default_factory=dict, compare=False, repr=False)
     advice: Mapping = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
@@ -323,7 +334,7 @@ class Settings:
         if self.first_test % self.each_test:
             self._refuse(f"{n('first_test')} = {self.first_test} must be a multiple of "
                          f"{n('each_test')} = {self.each_test}", "first_test")
-        if self.budget <= 0 and self.max_time <= 0:
+        if self.budget <= 0 and self.max_time <= 0 and self.min_experiments is None:
             self._refuse(f"set {n('budget')} (runs) or {n('max_time')} (seconds) to a positive "
                          "budget", "budget")
         if self.budget > 0 and self.max_time > 0:

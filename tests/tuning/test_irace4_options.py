@@ -353,3 +353,66 @@ def test_postselection_is_skipped_saying_why(tmp_path):
     t = make_tuner(tmp_path, max_experiments=400, postselection=True, deterministic=True)
     t.run()
     assert "deterministic" in t.record.postselection.skipped
+
+
+# The command end to end on an irace 4 scenario: every option above read, passed through the
+# tuning's Settings to the Tuner and the target-runner.
+from _helpers.cli import RUNNER, make_scenario  # noqa: E402
+
+_ARGV_RUNNER = RUNNER.replace(
+    "cid, iid, seed, inst = sys.argv[1:5]\nopts = dict(zip(sys.argv[5::2], sys.argv[6::2]))",
+    """import json
+a = sys.argv[1:]
+with open("argv.jsonl", "a") as fh:
+    fh.write(json.dumps(a) + "\\n")
+cid, iid = a[1][2:], a[0]
+seed = a[a.index("--seed") + 1]
+inst = a[a.index("-i") + 1]
+rest = a[a.index("-i") + 2:]
+opts = dict(zip(rest[::2], rest[1::2]))""")
+
+
+@pytest.mark.slow
+def test_an_irace4_scenario_runs_unchanged(tmp_path):
+    import json
+    import subprocess
+
+    assert _ARGV_RUNNER != RUNNER
+    scenario = make_scenario(tmp_path, budget=0, runner=_ARGV_RUNNER, extra=f'''
+        targetRunnerLauncher = "{sys.executable}"
+        targetCmdline = "-u {{targetRunner}} {{instanceID}} id{{configurationID}} --seed {{seed}} -i {{instance}} {{targetRunnerArgs}}"
+        minExperiments = 200
+        blockSize = 2
+        postselection = 1
+        capping = NA
+        parameters = NULL
+        ''')
+    text = open(scenario).read().replace("maxExperiments = 0\n", "")
+    open(scenario, "w").write(text)
+    done = subprocess.run([sys.executable, "-m", "racer", "--scenario", scenario, "--no-report"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = read_record(str(tmp_path / "arena" / "racer-journal" / "run.json"))
+    assert record.schedule.max_experiments >= 200          # minExperiments
+    assert record.postselection is not None                # postselection = 1 reached the Tuner
+    with open(tmp_path / "arena" / "argv.jsonl") as f:
+        argv = [json.loads(line) for line in f]
+    # targetCmdline's order, not irace 3.5's: instance ID, then id<configuration>, --seed, -i.
+    assert all(a[1].startswith("id") and a[2] == "--seed" and a[4] == "-i" for a in argv)
+
+
+def test_racer_tune_takes_irace4_options_by_their_python_names():
+    import racer
+
+    def cost(config, instance, seed):
+        return instance * (1.0 + (config["x"] - 0.3) ** 2)
+
+    space = 'x "" r (0, 1)\n'
+    train = [float(k) for k in range(1, 13)]
+    done = racer.tune(cost, space, train, min_experiments=150, block_size=2, postselection=True,
+                      random_state=3, progress=False)
+    record = read_record(os.path.join(done.storage, "racer-journal", "run.json"))
+    assert record.schedule.max_experiments >= 150  # min_experiments stands for the budget
+    assert 0 < done.experiments <= record.schedule.max_experiments
+    with pytest.raises(ValueError, match="block_size"):
+        racer.tune(cost, space, train, budget=150, block_size=0, progress=False)
