@@ -225,7 +225,7 @@ def test_target_cmdline_is_what_the_runner_sees(tmp_path):
     command, template = runner_command(script)
     assert template is None
     r = TargetRunner(command, str(tmp_path), cmdline=template).run(4, 9, 123, instance, ["--x", "2"])
-    assert r.status == "ok" and r.cost == 1.5
+    assert r.status == "ok" and r.cost == 1.5, r.describe(str(tmp_path))
     # Reordered, with text around the values, and the bound.
     command, template = runner_command(
         script, cmdline="--seed={seed} {targetRunnerArgs} -i {instance} --cut {bound} id{configurationID}")
@@ -357,9 +357,9 @@ def test_postselection_is_skipped_saying_why(tmp_path):
 
 # The command end to end on an irace 4 scenario: every option above read, passed through the
 # tuning's Settings to the Tuner and the target-runner.
-from _helpers.cli import RUNNER, make_scenario  # noqa: E402
+from _helpers.cli import RUNNER as CLI_RUNNER, make_scenario  # noqa: E402
 
-_ARGV_RUNNER = RUNNER.replace(
+_ARGV_RUNNER = CLI_RUNNER.replace(
     "cid, iid, seed, inst = sys.argv[1:5]\nopts = dict(zip(sys.argv[5::2], sys.argv[6::2]))",
     """import json
 a = sys.argv[1:]
@@ -377,7 +377,7 @@ def test_an_irace4_scenario_runs_unchanged(tmp_path):
     import json
     import subprocess
 
-    assert _ARGV_RUNNER != RUNNER
+    assert _ARGV_RUNNER != CLI_RUNNER
     scenario = make_scenario(tmp_path, budget=0, runner=_ARGV_RUNNER, extra=f'''
         targetRunnerLauncher = "{sys.executable}"
         targetCmdline = "-u {{targetRunner}} {{instanceID}} id{{configurationID}} --seed {{seed}} -i {{instance}} {{targetRunnerArgs}}"
