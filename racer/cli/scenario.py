@@ -184,23 +184,36 @@ _LINE = re.compile(r"^\s*([A-Za-z.][A-Za-z0-9._]*)\s*(?:=|<-)\s*(.*?)\s*$")
 
 def convert(option: Option, value: Any, where: dict) -> Any:
     """``value`` (from a file or a flag) as the option's type; ScenarioError otherwise."""
-    name = option.name
     if value is None or value == () or (option.type in "ps" and value == ""):
         return option.default if option.type not in "ps" else ""
     if option.type in "ps":
-        if isinstance(value, tuple) and name == "objectives":
-            return ",".join(str(v) for v in value)  # R's c("quality", "time:max")
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        return str(value)
+        return _as_text(option, value)
     if option.type == "b":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().upper() in ("TRUE", "FALSE", "T", "F", "0", "1"):
-            return value.strip().upper() in ("TRUE", "T", "1")
-        if isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-        raise ScenarioError(f"expected 0/1 or TRUE/FALSE; got {value!r}", option=name, **where)
+        return _as_bool(option, value, where)
+    return _as_number(option, value, where)
+
+
+def _as_text(option: Option, value: Any) -> str:
+    if isinstance(value, tuple) and option.name == "objectives":
+        return ",".join(str(v) for v in value)  # R's c("quality", "time:max")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
+
+
+def _as_bool(option: Option, value: Any, where: dict) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().upper() in ("TRUE", "FALSE", "T", "F", "0", "1"):
+        return value.strip().upper() in ("TRUE", "T", "1")
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    raise ScenarioError(f"expected 0/1 or TRUE/FALSE; got {value!r}", option=option.name, **where)
+
+
+def _as_number(option: Option, value: Any, where: dict) -> float | int:
+    """A finite number (``option.type`` "r"), or an integer ("i")."""
+    name = option.name
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -371,37 +384,9 @@ def read_instances(sc: Scenario, kind: str, warnings: list | None = None) -> lis
     directory = sc.path(dir_opt)
     listing = sc.path(file_opt)
     if listing:
-        def error(line, message):
-            if line is not None:
-                return ScenarioError(message, path=listing, line=line)
-            return ScenarioError(f"{listing}: {message}", option=file_opt, **sc.where(file_opt))
-
-        lines = read_text(listing, error).splitlines()
-        out = []
-        numbers = []  # the line of each instance
-        for lineno, raw in enumerate(lines, start=1):
-            try:
-                words = shlex.split(raw, comments=True)
-            except ValueError as exc:
-                raise ScenarioError(f"{exc}", path=listing, line=lineno) from None
-            if not words:
-                continue
-            name = words[0]
-            if directory and not os.path.isabs(name):
-                name = os.path.join(directory, name)
-            out.append(Instance(name, tuple(words[1:])))
-            numbers.append(lineno)
-        if not out:
-            raise ScenarioError(f"no instances in {listing}", option=file_opt, **sc.where(file_opt))
+        out, numbers = _read_instances_file(sc, listing, file_opt, directory)
         if directory and warnings is not None:
-            missing = [(n, i) for n, i in zip(numbers, out) if not os.path.exists(i.name)]
-            if missing:
-                line, first = missing[0]
-                warnings.append(
-                    f"{listing}:{line}: {len(missing)} of the {len(out)} instances are no files: "
-                    f"{first.name} does not exist ({dir_opt} = {sc.values[dir_opt]!r} is put "
-                    f"before each name). racer passes them to the runner anyway, as irace does; "
-                    f"if the instances are not files, set {dir_opt} = \"\"")
+            _warn_missing_files(sc, listing, dir_opt, out, numbers, warnings)
         return out
     if not directory:
         return []
@@ -410,14 +395,57 @@ def read_instances(sc: Scenario, kind: str, warnings: list | None = None) -> lis
             return []  # irace's default "" only; a folder the user named must exist
         raise ScenarioError(f"instances directory {directory} does not exist (set {file_opt}, "
                             f"or {dir_opt} to a folder of instances)", option=dir_opt, **sc.where(dir_opt))
+    return _instances_in_folder(sc, directory, dir_opt)
+
+
+def _read_instances_file(sc: Scenario, listing: str, file_opt: str,
+                         directory: str) -> tuple[list[Instance], list[int]]:
+    """The instances of the file ``listing`` (``directory`` before each relative name) and the
+    line of each; ScenarioError naming the line for a line shlex cannot split."""
+    def error(line, message):
+        if line is not None:
+            return ScenarioError(message, path=listing, line=line)
+        return ScenarioError(f"{listing}: {message}", option=file_opt, **sc.where(file_opt))
+
+    out, numbers = [], []
+    for lineno, raw in enumerate(read_text(listing, error).splitlines(), start=1):
+        try:
+            words = shlex.split(raw, comments=True)
+        except ValueError as exc:
+            raise ScenarioError(f"{exc}", path=listing, line=lineno) from None
+        if not words:
+            continue
+        name = words[0]
+        if directory and not os.path.isabs(name):
+            name = os.path.join(directory, name)
+        out.append(Instance(name, tuple(words[1:])))
+        numbers.append(lineno)
+    if not out:
+        raise ScenarioError(f"no instances in {listing}", option=file_opt, **sc.where(file_opt))
+    return out, numbers
+
+
+def _warn_missing_files(sc: Scenario, listing: str, dir_opt: str, instances: list,
+                        numbers: list, warnings: list) -> None:
+    """Name, in ``warnings``, the listed instances that the instances folder makes paths of
+    files that do not exist."""
+    missing = [(n, i) for n, i in zip(numbers, instances) if not os.path.exists(i.name)]
+    if missing:
+        line, first = missing[0]
+        warnings.append(
+            f"{listing}:{line}: {len(missing)} of the {len(instances)} instances are no files: "
+            f"{first.name} does not exist ({dir_opt} = {sc.values[dir_opt]!r} is put "
+            f"before each name). racer passes them to the runner anyway, as irace does; "
+            f"if the instances are not files, set {dir_opt} = \"\"")
+
+
+def _instances_in_folder(sc: Scenario, directory: str, dir_opt: str) -> list[Instance]:
+    """Every file under ``directory``, sorted; hidden files and folders (.DS_Store, .git) are
+    no instances: irace's list.files() skips them too."""
     found = []
     for root, dirs, files in os.walk(directory):
-        # Hidden files and folders (.DS_Store, .git) are no instances: irace's list.files()
-        # skips them too.
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for fname in files:
-            if not fname.startswith("."):
-                found.append(os.path.join(root, fname))
+        found.extend(os.path.join(root, f) for f in files if not f.startswith("."))
     if not found:
         raise ScenarioError(f"no instance files in {directory} (hidden files are skipped, as "
                             "irace does)", option=dir_opt, **sc.where(dir_opt))
