@@ -903,7 +903,6 @@ class Tuner:
         The new elites are the race's survivors in its order, then the eliminated elites in
         their former order: the tuning's best can change. Updates ``result`` (elites,
         experiments, ``postselection``) and the record (:class:`PostSelectionRecord`)."""
-        s = self.settings
         run, money = self._ended
         # Runs started ahead and not used are paid too (where the look-ahead counts them).
         remaining = (0 if money.timed else
@@ -911,28 +910,9 @@ class Tuner:
         elites = list(result.elites)
         n_seen = run.n_seen
         seen = [self.task(k) for k in range(n_seen)]
-        # Runs each elite needs: its missing cells on the tasks seen, then one new block.
-        needs = [sum((e.id, t) not in self.cache for t in seen) + self.each_test for e in elites]
-        # A race is one that can test after its first block: two survivors must be able to
-        # pay one more block of new instances (irace asks for two blocks left, too).
-        chosen, paid, spare = [], 0, 2 * self.each_test
-        for elite, need in zip(elites, needs):
-            if paid + need + spare <= remaining:
-                chosen.append(elite)
-                paid += need
+        chosen = self._postselection_elites(elites, seen, remaining)
         n_new = self._new_postselection_tasks(n_seen, remaining, len(chosen))
-        why = None
-        if money.timed:
-            why = "maxTime budget (irace runs post-selection only under maxExperiments)"
-        elif not s.elitist:
-            why = "elitist = 0 (post-selection needs an elitist tuning, as in irace)"
-        elif s.directions is not None:
-            why = "several objectives (the final elites are a Pareto set, not a ranking)"
-        elif len(chosen) < 2:
-            why = (f"{remaining} runs left do not pay two elites on the instances they have "
-                   f"seen and two blocks of {self.each_test} new instances each")
-        elif n_new == 0:
-            why = "no new training instance (deterministic, every instance seen)"
+        why = self._postselection_skipped(money.timed, remaining, len(chosen), n_new)
         journal = "postselection.sqlite"
         record = PostSelectionRecord(None if why else _journal_name(self.journal_dir, journal),
                                      int(remaining), tuple(e.id for e in chosen or elites),
@@ -959,6 +939,36 @@ class Tuner:
             self.experiments, self.time_used, elites=tuple(e.id for e in result.elites),
             n_instances=int(race.n_instances), n_runs=int(self.experiments - used_before),
             stop_reason=race.stop_reason)
+
+    def _postselection_elites(self, elites: list, seen: list, remaining: int) -> list:
+        """The best elites whose runs the budget pays: each one's missing cells on the tasks
+        ``seen``, then one new block; a race is one that can test after its first block, so
+        two survivors must be able to pay one more block of new instances (irace asks for
+        two blocks left, too)."""
+        chosen, paid, spare = [], 0, 2 * self.each_test
+        for elite in elites:
+            need = sum((elite.id, t) not in self.cache for t in seen) + self.each_test
+            if paid + need + spare <= remaining:
+                chosen.append(elite)
+                paid += need
+        return chosen
+
+    def _postselection_skipped(self, timed: bool, remaining: int, n_chosen: int,
+                               n_new: int) -> str | None:
+        """Why the post-selection race cannot run, or None when it can."""
+        s = self.settings
+        if timed:
+            return "maxTime budget (irace runs post-selection only under maxExperiments)"
+        if not s.elitist:
+            return "elitist = 0 (post-selection needs an elitist tuning, as in irace)"
+        if s.directions is not None:
+            return "several objectives (the final elites are a Pareto set, not a ranking)"
+        if n_chosen < 2:
+            return (f"{remaining} runs left do not pay two elites on the instances they have "
+                    f"seen and two blocks of {self.each_test} new instances each")
+        if n_new == 0:
+            return "no new training instance (deterministic, every instance seen)"
+        return None
 
     def _new_postselection_tasks(self, n_seen: int, remaining: int, n_elites: int) -> int:
         """New training tasks the post-selection race may need: what ``remaining`` runs
