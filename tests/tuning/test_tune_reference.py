@@ -1,6 +1,8 @@
 """Same seed, same elites, same runs: ``racer.tune`` and ``racer --scenario`` against a
 reference recorded before the two were given one typed entry to the tuner
-(``racer.tuning.run.run_tuning``), in ``tests/data/tuning_reference.json``.
+(``racer.tuning.run.run_tuning``), in ``tests/data/tuning_reference.json``; likewise a capped
+tuning and an Optuna ``IteratedRace`` study (recorded with racer at 18f2078, before the tuner
+left the command-line package).
 
 The reference holds, per case, the elites (IDs and values), the runs that count (iteration,
 configuration, instance ID, seed, cost, status; look-ahead runs left unused are not runs) in
@@ -108,6 +110,45 @@ def tsp_sa_case(folder, budget=TSP_BUDGET):
             "test": {k: v["costs"] for k, v in results["test"].items()}, "runs": _runs(rows)}
 
 
+def capped(config, instance, seed, bound):
+    # A running time: smaller x runs faster; the bound caps it (irace's capping).
+    run_time = 0.5 + 4 * config["x"] + instance + (1.0 if config["k"] == "b" else 0.0)
+    return min(run_time, bound), min(run_time, bound)
+
+
+def capped_case():
+    res = racer.tune(capped, SPACE, TRAIN, budget=150, random_state=2, progress=False,
+                     capping=True, bound_max=5)
+    rows = res.runs.to_dict("records")
+    kept = sorted((r for r in rows if r["status"] != "speculative-unused"),
+                  key=lambda r: (r["iteration"], r["configuration"], r["instance_id"]))
+    return {"elite_ids": res.elite_ids, "elites": res.elites, "experiments": res.experiments,
+            "iterations": res.iterations, "stop_reason": res.stop_reason,
+            "runs": [[r["iteration"], r["configuration"], r["instance_id"], r["seed"],
+                      r["cost"], r["status"], r["bound"]] for r in kept]}
+
+
+def study_evaluate(params, instance):
+    import random
+    return (params["x"] - 0.3) ** 2 + (0.2 if params["kind"] == "b" else 0.0) \
+        + random.Random(instance).gauss(0, 0.05)
+
+
+def iterated_race_case():
+    import optuna
+    from racer.adapters.optuna import IteratedRace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {"x": optuna.distributions.FloatDistribution(0, 1),
+             "kind": optuna.distributions.CategoricalDistribution(["a", "b"])}
+    race = IteratedRace(study_evaluate, space, list(range(20)), budget=300, random_state=7,
+                        progress=False)
+    res = race.run()
+    trials = [[t.number, t.state.name, t.params, t.value, sorted(t.intermediate_values.items())]
+              for t in res.study.trials]
+    return {"best_params": res.best_params, "trials": trials}
+
+
 def _same(got, expected):
     """Equal, floats to 1e-12 relative (the reference went through JSON)."""
     assert got.keys() == expected.keys()
@@ -155,6 +196,18 @@ def test_the_command_makes_the_recorded_runs_and_elites_on_tsp_sa(reference, tmp
     _same(tsp_sa_case(tmp_path, reference["tsp_sa"]["budget"]), reference["tsp_sa"])
 
 
+@pytest.mark.slow
+def test_a_capped_tuning_makes_the_recorded_runs_and_elites(reference):
+    got = json.loads(json.dumps(capped_case()))
+    assert got == reference["capped"]
+
+
+@pytest.mark.slow
+def test_an_iterated_race_study_makes_the_recorded_trials(reference):
+    got = json.loads(json.dumps(iterated_race_case(), default=str))
+    assert got == reference["iterated_race"]
+
+
 if __name__ == "__main__":
     import subprocess
     import tempfile
@@ -164,6 +217,7 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         data = {"made_with": f"racer at commit {commit}",
                 "tune": {name: tune_case(name) for name in CASES},
-                "tsp_sa": tsp_sa_case(tmp)}
+                "tsp_sa": tsp_sa_case(tmp), "capped": capped_case(),
+                "iterated_race": iterated_race_case()}
     REFERENCE.write_text(_dumps(data))
     print(f"wrote {REFERENCE}")
