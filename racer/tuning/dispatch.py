@@ -6,7 +6,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
 * **known cells** (:meth:`RacePlan.known`): an elite's result from an earlier race (or the
   maxTime probe's), told without running it again;
 * **stop rules** before a block: irace's ``elitistLimit`` (:meth:`RacePlan.stop_if_quiet`)
-  and ``maxExperiments``, which a block is never started beyond;
+  and ``maxExperiments`` less look-ahead's reserve, which a block is never started beyond;
 * **the back end** (:class:`Dispatcher`): the block's runs on a thread pool of ``parallel``
   target-runner processes (or a Dask/Ray executor), each told as it answers, with
 
@@ -19,7 +19,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
   - *provisional runs* (``settings.lookahead``): workers that would idle start those gated
     runs anyway; their results are told only once the earlier rows have answered, and
     after a failure told as SKIPPED exactly as one-at-a-time would (the run is logged as
-    unused);
+    unused, paid from look-ahead's reserve: :meth:`_Block.may_speculate`);
   - *look-ahead runs* (:mod:`racer.tuning.lookahead`): once every run of the block is
     submitted, idle workers start the runs of :func:`next_block` for configurations with a
     success and no failure; runs of the block already started ahead are taken over, the

@@ -8,8 +8,9 @@ a worker is free and every run of the current block is already submitted, the ru
 will ask next -- the next ``eachTest`` instances for the configurations alive and proven (a
 success, no failure) -- and hands their results to the race when it asks. The race sees the
 same values in the same order as without look-ahead (the runner is deterministic given
-configuration, instance and seed), so the same seed gives the same elites (with a budget in
-runs, those of the budget less look-ahead's reserve: below, "Budget").
+configuration, instance and seed), so the same seed gives the same elites whatever the timing
+(under ``maxExperiments`` ``B``: those of a tuning of ``B - R`` without look-ahead, below,
+"Budget").
 
 The same setting also lets idle workers start, within the current block, the next runs of a
 configuration that has no success yet before its earlier run answered (:mod:`racer.tuning.dispatch`,
@@ -22,19 +23,21 @@ unused depends on timing, so that count must never reach a decision of the tunin
 same seed would end with other elites from one run to the next. Look-ahead therefore gets a
 fixed share of the budget, :func:`reserve` ``R = min(2 x parallel, ceil(B / 20))`` (0 when
 nothing runs ahead: ``parallel`` 1, look-ahead off, capping, a Dask or Ray executor, no
-journal), decided from the settings alone. Everything the tuning decides -- irace's schedule,
+journal), decided from the settings alone (the first session's: "Resume", below). Everything the tuning decides -- irace's schedule,
 where a race stops for lack of budget, what the last race may spend -- sees the budget
 ``B - R`` and counts only the runs used, so a tuning with look-ahead is the tuning of ``B - R``
 without it, run for run, whatever the timing. Look-ahead (and a provisional run) starts a run
 only while the runs unused so far plus those started speculatively and not yet settled are
 below ``R``, and the runs started plus those in flight are below ``B``; a speculative run the
 race uses is an ordinary run of the race, paid from ``B - R``. Hence at most ``(B - R) + R =
-B`` runs start. Why this ``R``: look-ahead gives a worker a run only at the tail of a block,
-so its unused runs grow with ``parallel`` and hardly with the budget (tsp-like tests, 150 to
-1000 runs: 1 to 3 unused runs on 2 workers, 7 to 10 on 4, over a whole tuning); ``2 x
-parallel`` covers that, and ``ceil(B / 20)`` keeps a small budget's share at most 5%. Once
-``R`` is spent, look-ahead stops starting runs for the rest of the tuning (slower, same
-result). The reserve is the tuning's, not each race's: the unused runs of earlier races
+B`` runs start. Why this ``R``: every run of ``R`` is lost to the races of every tuning,
+while a spent ``R`` costs only wall time (look-ahead stops starting runs for the rest of the
+tuning: slower, same result), so ``R`` is small. Look-ahead gives a worker a run only at a
+block's tail, so its unused runs grow with ``parallel`` and hardly with the budget (the test
+runner of tests/tuning/test_budget_cap.py, budgets of 150 to 1000, no reserve: 1 to 4 unused
+runs over a whole tuning on 2 workers, 5 to 17 on 4): ``2 x parallel`` pays for most tunings'
+and the rest run their last races without look-ahead; ``ceil(B / 20)`` keeps a small budget's
+share at most 5%. The reserve is the tuning's, not each race's: the unused runs of earlier races
 (``tuner.state["unused"]``) count. A tuning whose every run costs money can still turn
 look-ahead off (``--no-lookahead``, ``lookahead=False``) and race the whole budget. Under
 ``maxTime`` there is no reserve: an unused run's time is not counted. An unused run is
@@ -48,8 +51,10 @@ running it again: the promise "at most the runs in flight are repeated" holds wi
 The file also records the runs written to ``runs.csv`` as unused, so a resume does not write
 them twice and counts them against the reserve again (:attr:`Lookahead.unused`), so that ``R``
 is not exceeded over the whole tuning; only the runs in flight at the kill, made again, are
-paid twice (as without look-ahead). A resume must keep ``parallel`` and the look-ahead
-setting: they decide ``R``, hence the budget the journaled races were sized with.
+paid twice (as without look-ahead). ``R`` is sized for the workers of the session that
+started the tuning, kept in the journal folder (:func:`reserve_workers`), so that a resume
+with another ``parallel`` or look-ahead setting sizes its races alike (it then runs ahead only
+within that ``R``, and not at all if it was 0).
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ from typing import Any
 
 from racer.tuning.runner import RunResult
 
-__all__ = ["UNUSED", "Lookahead", "reserve"]
+__all__ = ["RESERVE_FILE", "UNUSED", "Lookahead", "reserve", "reserve_workers"]
 
 # runs.csv status of a look-ahead run the race never used.
 UNUSED = "speculative-unused"
@@ -72,6 +77,9 @@ UNUSED = "speculative-unused"
 # Keep this much of a runner's stdout/stderr in the look-ahead journal (the error report of a
 # run shows only its last lines; see RunResult.describe).
 _KEEP_OUTPUT = 4000
+
+# In a tuning's journal folder: the workers its reserve is sized for (see reserve_workers).
+RESERVE_FILE = "lookahead-reserve.json"
 
 _TAGS = itertools.count(1)
 # Longest wait, at the end of a race, for its unused runs being stopped (see Lookahead.close).
@@ -93,6 +101,32 @@ def reserve(budget: int, parallel: int) -> int:
     if parallel == 1:
         return 0
     return min(2 * parallel, -(-budget // 20))
+
+
+def reserve_workers(journal_dir: str, workers: int, keep: bool = False) -> int:
+    """The ``parallel`` a tuning's reserve is sized for (:func:`reserve`): the one of the
+    session that started it, read from ``journal_dir``'s :data:`RESERVE_FILE`; else, when the
+    folder already holds race journals (a tuning started by a racer without the reserve), 1
+    (no reserve, as it ran); else ``workers`` (this session's: ``parallel``, 1 when nothing
+    runs ahead), written to the file when ``keep``.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> reserve_workers(folder, 4), reserve_workers(folder, 4, keep=True), reserve_workers(folder, 1)
+    (4, 4, 4)
+    """
+    path = os.path.join(journal_dir, RESERVE_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return int(json.load(f)["parallel"])
+    if os.path.isdir(journal_dir) and any(n.endswith(".sqlite") for n in os.listdir(journal_dir)):
+        return 1
+    if keep:
+        os.makedirs(journal_dir, exist_ok=True)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"parallel": int(workers)}, f)
+        os.replace(path + ".tmp", path)  # whole or absent, even after kill -9
+    return workers
 
 
 @dataclasses.dataclass(eq=False)

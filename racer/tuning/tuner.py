@@ -45,7 +45,7 @@ from racer.tuning.parameters import ParameterSpace, format_value
 from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.racing.capped import CappedTest
 from racer.tuning.capping import capped_time, score
-from racer.tuning.lookahead import Lookahead, reserve
+from racer.tuning.lookahead import Lookahead, reserve, reserve_workers
 from racer.tuning.objectives import elite_cap, pareto_elites
 from racer.tuning.sampler import Sampler
 from racer.tuning.instances import Instance
@@ -238,6 +238,11 @@ class Tuner:
         # plan is made from the first session's budget, so that a tuning continued with a
         # larger one replays its first session as it ran (then goes on as irace does past
         # its planned iterations).
+        # The parallel look-ahead's reserve is sized for: the first session's (tuner.raced).
+        ahead = journal_dir is not None and speculates(settings, executor)
+        self.reserve_workers = max(1, settings.parallel) if ahead else 1
+        if journal_dir is not None:
+            self.reserve_workers = reserve_workers(journal_dir, self.reserve_workers)
         self.budget_plan = None
         if settings.budget_rule == "racer" and settings.max_experiments > 0 and not settings.fixed_list:
             first_budget = self.raced(int((settings.earlier_budgets or (settings.max_experiments,))[0]))
@@ -425,6 +430,8 @@ class Tuner:
         workers = max(1, s.parallel)
         own = self.executor is None
         self.recorder = self._new_recorder()
+        if self.journal_dir is not None:
+            reserve_workers(self.journal_dir, self.reserve_workers, keep=True)
         pool = (cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run")
                 if own else self.executor)
         try:
@@ -451,9 +458,8 @@ class Tuner:
 
     def raced(self, budget: int) -> int:
         """What the races of a maxExperiments ``budget`` may use: ``budget`` less look-ahead's
-        reserve, 0 when nothing runs ahead (racer.tuning.lookahead, "Budget")."""
-        ahead = self.journal_dir is not None and speculates(self.settings, self.executor)
-        return budget - reserve(budget, max(1, self.settings.parallel) if ahead else 1)
+        reserve, sized for the first session's workers (racer.tuning.lookahead, "Budget")."""
+        return budget - reserve(budget, self.reserve_workers)
 
     def _budget(self) -> int:
         if self.settings.max_experiments > 0:
