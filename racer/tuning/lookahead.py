@@ -23,10 +23,11 @@ unused depends on timing, so that count must never reach a decision of the tunin
 same seed would end with other elites from one run to the next. Look-ahead therefore gets a
 fixed share of the budget, :func:`reserve` ``R = min(2 x parallel, ceil(B / 20))`` (0 when
 nothing runs ahead: ``parallel`` 1, look-ahead off, capping, a Dask or Ray executor, no
-journal), decided from the settings alone (the first session's: "Resume", below). Everything the tuning decides -- irace's schedule,
-where a race stops for lack of budget, what the last race may spend -- sees the budget
-``B - R`` and counts only the runs used, so a tuning with look-ahead is the tuning of ``B - R``
-without it, run for run, whatever the timing. Look-ahead (and a provisional run) starts a run
+journal), decided from the settings alone (the first session's: "Resume", below).
+Everything the tuning decides -- irace's schedule, where a race stops for lack of budget, what
+the last race may spend -- sees the budget ``B - R`` and counts only the runs used, so a
+tuning with look-ahead is the tuning of ``B - R`` without it, run for run, whatever the
+timing. Look-ahead (and a provisional run) starts a run
 only while the runs unused so far plus those started speculatively and not yet settled are
 below ``R``, and the runs started plus those in flight are below ``B``; a speculative run the
 race uses is an ordinary run of the race, paid from ``B - R``. Hence at most ``(B - R) + R =
@@ -112,8 +113,10 @@ def reserve_workers(journal_dir: str, workers: int, keep: bool = False) -> int:
 
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> reserve_workers(folder, 4), reserve_workers(folder, 4, keep=True), reserve_workers(folder, 1)
-    (4, 4, 4)
+    >>> reserve_workers(folder, 4), reserve_workers(folder, 4, keep=True)
+    (4, 4)
+    >>> reserve_workers(folder, 1)  # a resume on one worker: the first session's reserve
+    4
     """
     path = os.path.join(journal_dir, RESERVE_FILE)
     if os.path.exists(path):

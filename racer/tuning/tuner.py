@@ -245,7 +245,8 @@ class Tuner:
             self.reserve_workers = reserve_workers(journal_dir, self.reserve_workers)
         self.budget_plan = None
         if settings.budget_rule == "racer" and settings.max_experiments > 0 and not settings.fixed_list:
-            first_budget = self.raced(int((settings.earlier_budgets or (settings.max_experiments,))[0]))
+            first_budget = self.raced(
+                int((settings.earlier_budgets or (settings.max_experiments,))[0]))
             self.budget_plan = self.schedule.small_budget_plan(first_budget, settings.elitist)
             if self.budget_plan is not None:
                 self.schedule = dataclasses.replace(

@@ -157,7 +157,7 @@ def test_lookahead_is_the_tuning_of_the_budget_less_the_reserve(tmp_path, parall
     on, log = tune_with(tmp_path / "on", runner, parallel=parallel, seed=seed)
     _check_counts(runner, on, log, budget, parallel)
     assert _outcome(on, log) == _outcome(ref, ref_log)
-    assert rest - on.experiments < 20  # the budget binds: little of B - R is left unspent
+    assert "budget" in on.stop_reason  # the budget binds: the tuning ends for lack of it
 
 
 @pytest.mark.parametrize("resumed_parallel", [4, 2, 1])
@@ -171,7 +171,10 @@ def test_an_interrupted_tuning_resumes_with_its_unused_runs_counted(tmp_path, re
     first = JitteryRunner(interrupt_at=100)
     log = []
     s = Settings(max_experiments=budget, seed=1, parallel=parallel)
-    on_run = lambda it, cand, task, res: log.append((it, cand.id, task.index, task.seed, res.status))
+
+    def on_run(it, cand, task, res):
+        log.append((it, cand.id, task.index, task.seed, res.status))
+
     with pytest.raises(KeyboardInterrupt):
         Tuner(SPACE, first, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(tmp_path / "run"),
               on_run=on_run).run()
