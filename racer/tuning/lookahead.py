@@ -36,10 +36,10 @@ while a spent ``R`` costs only wall time (look-ahead stops starting runs for the
 tuning: slower, same result), so ``R`` is small. Look-ahead gives a worker a run only at a
 block's tail, so its unused runs grow with ``parallel`` and hardly with the budget (the test
 runner of tests/tuning/test_budget_cap.py, budgets of 150 to 1000, no reserve: 1 to 4 unused
-runs over a whole tuning on 2 workers, 5 to 17 on 4): ``2 x parallel`` pays for most tunings'
-and the rest run their last races without look-ahead; ``ceil(B / 20)`` keeps a small budget's
-share at most 5%. The reserve is the tuning's, not each race's: the unused runs of earlier races
-(``tuner.state["unused"]``) count. A tuning whose every run costs money can still turn
+runs over a whole tuning on 2 workers, 6 to 13 on 3, 5 to 17 on 4): ``2 x parallel`` pays
+for them on 2 workers and for half or more on 3 or 4 (the rest of such a tuning runs without
+look-ahead); ``ceil(B / 20)`` keeps a small budget's share at most 5%. The reserve is the tuning's, not each race's: the unused runs of earlier races
+(``tuner.state["unused"]``) count. A tuning whose every run costs money can still start with
 look-ahead off (``--no-lookahead``, ``lookahead=False``) and race the whole budget. Under
 ``maxTime`` there is no reserve: an unused run's time is not counted. An unused run is
 cancelled if not started, else its process group is killed, and it appears in ``runs.csv``
@@ -118,10 +118,21 @@ def reserve_workers(journal_dir: str, workers: int, keep: bool = False) -> int:
     >>> reserve_workers(folder, 1)  # a resume on one worker: the first session's reserve
     4
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"`workers` must be an int >= 1; got {workers!r}")
     path = os.path.join(journal_dir, RESERVE_FILE)
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
-            return int(json.load(f)["parallel"])
+            text = f.read()
+        try:
+            kept = json.loads(text)["parallel"]
+        except (ValueError, KeyError, TypeError):
+            kept = None
+        if isinstance(kept, bool) or not isinstance(kept, int) or kept < 1:
+            raise ValueError(f"{path} holds {text[:80]!r}, not {{\"parallel\": <int >= 1>}}: "
+                             "write the --parallel the tuning started with there, or start "
+                             "the tuning afresh")
+        return kept
     if os.path.isdir(journal_dir) and any(n.endswith(".sqlite") for n in os.listdir(journal_dir)):
         return 1
     if keep:

@@ -305,3 +305,20 @@ def test_unused_runs_are_counted_again_after_a_resume(tmp_path):
     assert again.unused == 2 and again.outstanding() == 0
     again.close()
     assert os.path.getsize(path) > 0
+
+
+def test_reserve_workers_is_kept_and_read_back(tmp_path):
+    folder = str(tmp_path / "j")
+    assert lookahead.reserve_workers(folder, 3, keep=True) == 3
+    assert lookahead.reserve_workers(folder, 1) == 3  # a resume on another parallel
+    (tmp_path / "j" / lookahead.RESERVE_FILE).write_text('{"parallel": "x"}')
+    with pytest.raises(ValueError, match="lookahead-reserve.json holds .* the tuning afresh"):
+        lookahead.reserve_workers(folder, 2)
+    with pytest.raises(ValueError, match="`workers` must be an int >= 1; got 0"):
+        lookahead.reserve_workers(folder, 0)
+    # A journal folder with races and no file: started by a racer without the reserve.
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "iteration-1.sqlite").write_text("")
+    assert lookahead.reserve_workers(str(older), 4, keep=True) == 1
+    assert not (older / lookahead.RESERVE_FILE).exists()
