@@ -22,8 +22,10 @@ run the race never used, so the runs started never exceed the budget ``B``. Whic
 unused depends on timing, so that count must never reach a decision of the tuning, or the
 same seed would end with other elites from one run to the next. Look-ahead therefore gets a
 fixed share of the budget, :func:`reserve` ``R = min(2 x parallel, ceil(B / 20))`` (0 when
-nothing runs ahead: ``parallel`` 1, look-ahead off, capping, a Dask or Ray executor, no
-journal), decided from the settings alone (the first session's: "Resume", below).
+no setting lets runs start ahead: ``parallel`` 1, look-ahead off, capping, no journal),
+decided from the settings alone (the first session's: "Resume", below). A Dask or Ray
+executor, on which nothing runs ahead, keeps the reserve all the same, so that the executor
+never changes the result.
 Everything the tuning decides -- irace's schedule, where a race stops for lack of budget, what
 the last race may spend -- sees the budget ``B - R`` and counts only the runs used, so a
 tuning with look-ahead is the tuning of ``B - R`` without it, run for run, whatever the

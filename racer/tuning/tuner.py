@@ -239,7 +239,9 @@ class Tuner:
         # larger one replays its first session as it ran (then goes on as irace does past
         # its planned iterations).
         # The parallel look-ahead's reserve is sized for: the first session's (tuner.raced).
-        ahead = journal_dir is not None and speculates(settings, executor)
+        # From the settings alone, not the executor: on Dask or Ray nothing runs ahead, but
+        # the races get what they get on threads, so the executor never changes the result.
+        ahead = journal_dir is not None and speculates(settings, None)
         self.reserve_workers = max(1, settings.parallel) if ahead else 1
         if journal_dir is not None:
             self.reserve_workers = reserve_workers(journal_dir, self.reserve_workers)

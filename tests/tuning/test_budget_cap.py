@@ -92,6 +92,10 @@ def test_reserve_is_decided_from_the_settings_and_checked():
     make = lambda **kw: Tuner(SPACE, CountingRunner(), TRAIN, Settings(max_experiments=150, **kw),
                               FRaceTest(), journal_dir="unused-dir")
     assert make(parallel=4).raced(150) == 142
+    # A Dask or Ray executor runs nothing ahead but keeps the reserve: same races as threads.
+    on_dask = Tuner(SPACE, CountingRunner(), TRAIN, Settings(max_experiments=150, parallel=4),
+                    FRaceTest(), journal_dir="unused-dir", executor=object())
+    assert on_dask.raced(150) == 142
     assert make(parallel=4, lookahead=False).raced(150) == 150
     assert make(parallel=1).raced(150) == 150
 
