@@ -66,8 +66,9 @@ class TuneResult:
     "inf", "error" or "speculative-unused" for a look-ahead run the race did not use) --
     a pandas DataFrame when pandas is installed, else a list of dicts; ``test``: with
     ``test_instances``, the tested elites' costs on them, ``{configuration ID: [cost or
-    None, ...]}`` in ``test_instances`` order, else None; ``experiments``: runs charged to
-    the budget; ``iterations``, ``stop_reason``, ``seed``; ``storage``: the execution
+    None, ...]}`` in ``test_instances`` order, else None; ``experiments``: runs the races used
+    (unused look-ahead runs are paid from a reserve of the budget, racer.tuning.lookahead);
+    ``iterations``, ``stop_reason``, ``seed``; ``storage``: the execution
     directory (a temporary one, removed with this object, when ``storage`` was None).
     :meth:`report` writes the HTML report ``racer report`` writes for it.
 

@@ -127,7 +127,7 @@ def _parser():
                         "and a new configuration's next runs before its first answered "
                         "(look-ahead, on by default: same elites and runs used, shorter wall "
                         "time; runs the race does not use are killed or discarded, marked "
-                        "speculative-unused in runs.csv and not counted in the budget). "
+                        "speculative-unused in runs.csv and paid from a reserve of the budget). "
                         "Turn it off when every run costs money")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")

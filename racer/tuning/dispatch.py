@@ -6,7 +6,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
 * **known cells** (:meth:`RacePlan.known`): an elite's result from an earlier race (or the
   maxTime probe's), told without running it again;
 * **stop rules** before a block: irace's ``elitistLimit`` (:meth:`RacePlan.stop_if_quiet`)
-  and ``maxExperiments``, which a block is never started beyond;
+  and ``maxExperiments`` less look-ahead's reserve, which a block is never started beyond;
 * **the back end** (:class:`Dispatcher`): the block's runs on a thread pool of ``parallel``
   target-runner processes (or a Dask/Ray executor), each told as it answers, with
 
@@ -19,7 +19,7 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
   - *provisional runs* (``settings.lookahead``): workers that would idle start those gated
     runs anyway; their results are told only once the earlier rows have answered, and
     after a failure told as SKIPPED exactly as one-at-a-time would (the run is logged as
-    unused);
+    unused, paid from look-ahead's reserve: :meth:`_Block.may_speculate`);
   - *look-ahead runs* (:mod:`racer.tuning.lookahead`): once every run of the block is
     submitted, idle workers start the runs of :func:`next_block` for configurations with a
     success and no failure; runs of the block already started ahead are taken over, the
@@ -167,6 +167,9 @@ class RacePlan:
     elitist_limit: int = 0
     protect_rows: int = 0
     n_elites: int = 0  # the first n_elites candidates are the elites (capping's bounds)
+    # Look-ahead's reserve (racer.tuning.lookahead.reserve): maxExperiments = max_total +
+    # reserve; the unused runs of the whole tuning stay below it. 0 without max_total.
+    reserve: int = 0
 
     def known(self, ev) -> tuple[bool, Any] | None:
         """The race loop's ``known``: ``(ok, value)`` of a cell served without running."""
@@ -198,20 +201,19 @@ class RacePlan:
         return quiet_tests(race, rows_done, self.first_test, self.each_test,
                            since=self.protect_rows) >= self.elitist_limit
 
-    def over_budget(self, race, n_more: int, paid_elsewhere: int = 0) -> bool:
-        """Whether ``n_more`` runs beyond those ``race`` made would exceed maxExperiments,
-        ``paid_elsewhere`` being the runs started that no race counts (look-ahead runs not
-        used, or not yet: :meth:`Dispatcher.paid_elsewhere`)."""
+    def over_budget(self, race, n_more: int) -> bool:
+        """Whether ``n_more`` runs beyond those ``race`` made would exceed ``max_total``, the
+        budget the races see (maxExperiments less look-ahead's reserve): the runs used only,
+        never the unused ones, whose number depends on timing (racer.tuning.lookahead,
+        "Budget")."""
         return (self.max_total is not None
-                and self.used_before + real_runs(race, self.cached) + n_more + paid_elsewhere
-                > self.max_total)
+                and self.used_before + real_runs(race, self.cached) + n_more > self.max_total)
 
 
-def next_block(race, plan: RacePlan, paid_elsewhere: int = 0) -> list:
+def next_block(race, plan: RacePlan) -> list:
     """``(candidate index, row, key)`` of the runs of the block after the current one, as the
     race will ask them, for the configurations alive now; [] when that block may never come:
-    the instances, min_survivors, the race's budget, maxExperiments (``paid_elsewhere``: runs
-    started that no race counts, see :meth:`RacePlan.over_budget`) or elitistLimit would end
+    the instances, min_survivors, the race's budget, ``max_total`` or elitistLimit would end
     the race after the current block even if the test eliminated nobody (conservative:
     look-ahead never spends runs on a block that only eliminations could open)."""
     n = race.n_instances
@@ -227,7 +229,7 @@ def next_block(race, plan: RacePlan, paid_elsewhere: int = 0) -> list:
     runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
             for row in rows for ci in alive]
     runs = [run for run in runs if not plan.is_known(*run[2])]
-    if plan.over_budget(race, untold + len(runs), paid_elsewhere):
+    if plan.over_budget(race, untold + len(runs)):
         return []
     return runs
 
@@ -255,22 +257,9 @@ class Dispatcher:
         self.unused_before = tuner.state.get("unused", 0)
 
     def unused_runs(self) -> int:
-        """Runs the tuning started ahead and did not use, this race's included: paid from
-        maxExperiments like any run (racer.tuning.lookahead, "Budget")."""
+        """Runs the tuning started speculatively and did not use, this race's included:
+        paid from look-ahead's reserve (racer.tuning.lookahead, "Budget")."""
         return self.unused_before + (self.ahead.unused if self.ahead is not None else 0)
-
-    def paid_elsewhere(self, race, runs: list = ()) -> int:
-        """Runs started that no race counts: those unused (:meth:`unused_runs`) and the
-        look-ahead runs not yet settled, other than the cells of ``runs`` (which the block
-        about to run counts) and those ``race`` already holds (a resumed race's)."""
-        ahead = self.ahead
-        if ahead is None:
-            return self.unused_before
-        keys = {(ev.candidate.id, ev.instance) for ev in runs}
-        if ahead.entries and race.n_evaluations:
-            is_told = told(race.result())
-            keys |= {key for key in ahead.entries if is_told(*key)}
-        return self.unused_runs() + ahead.outstanding(exclude=keys)
 
     def command(self, cand) -> list:
         if cand.id not in self._switches:
@@ -359,7 +348,7 @@ class _Block:
         self.sure = set(self.proven) - {ci for ci, _, _ in res.failures}
         self.waiting = list(runs)
         # Runs paid at the block's start: those of the earlier blocks and every one of this
-        # block's (made, or skipped: the bound of what look-ahead may add, conservatively).
+        # block's (made, or skipped: conservatively), for may_speculate's bound on all runs.
         plan = dispatcher.plan
         self.paid = plan.used_before + len(real_cells(res, plan.cached)) + len(runs)
         self.futures: dict = {}
@@ -408,13 +397,14 @@ class _Block:
         """Workers would idle while gated runs wait for their configuration's earlier run:
         start them provisionally. Their results are told only once the earlier rows have
         answered, so the race sees what one-at-a-time would give (after a failure: SKIPPED,
-        not an experiment, and the run made is logged unused and paid from the budget)."""
+        not an experiment, and the run made is logged unused and paid from look-ahead's
+        reserve: :meth:`may_speculate`)."""
         if not (self.waiting and self.d.ahead is not None):
             return
         in_flight = self.in_flight()
         rest = []
         for ev in self.waiting:
-            if in_flight < self.d.workers:
+            if in_flight < self.d.workers and self.may_speculate():
                 fut = self.d.submit(ev)
                 self.futures[fut] = ev
                 self.provisional.add(fut)
@@ -434,20 +424,30 @@ class _Block:
         if free <= 0:
             return
         if ahead.plan is None:
-            ahead.plan = next_block(self.d.race, self.d.plan, self.d.paid_elsewhere(self.d.race))
+            ahead.plan = next_block(self.d.race, self.d.plan)
         for ci, _row, key in ahead.plan:
-            if free <= 0 or not self.may_start():
+            if free <= 0 or not self.may_speculate():
                 break
             if ci in self.sure and ci not in self.failed and key not in ahead.entries:
                 cand = self.d.race.candidates[ci]
                 ahead.start(self.d.pool, cand, key[1], self.d.command(cand))
                 free -= 1
 
-    def may_start(self) -> bool:
-        """Whether one more run may start ahead: the runs started (used, unused, this
-        block's, running ahead) stay below maxExperiments."""
-        limit = self.d.plan.max_total
-        return limit is None or self.paid + self.d.unused_runs() + self.d.ahead.outstanding() < limit
+    def may_speculate(self) -> bool:
+        """Whether one more speculative run (look-ahead or provisional) may start: the runs
+        unused so far and those that may still go unused (started ahead and not taken,
+        provisional and not told) stay below look-ahead's reserve, and the runs started
+        (this block's and the earlier ones', unused and ahead) below maxExperiments
+        (racer.tuning.lookahead, "Budget"). Timing decides what runs here, never what
+        the race is told."""
+        plan = self.d.plan
+        if plan.max_total is None:
+            return True
+        unsettled = (self.d.ahead.outstanding() + len(self.provisional)
+                     + sum(map(len, self.held.values())))
+        unused = self.d.unused_runs()
+        return (unused + unsettled < plan.reserve
+                and self.paid + unused + self.d.ahead.outstanding() < plan.max_total + plan.reserve)
 
     def arrivals(self) -> list:
         """Wait for runs to finish; return ``(Evaluation, RunResult or Future)`` of this
@@ -638,13 +638,13 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
     """Drive ``race`` to its end (or to maxExperiments) with the one race loop, on the
     tuner's pool, then stop its look-ahead runs left (``ahead.close``); ``tuner.experiments``
     counts the target-runner calls the races used, ``tuner.state["unused"]`` (with a
-    maxExperiments budget) those started ahead and not used."""
+    maxExperiments budget) those started speculatively and not used."""
     dispatcher = Dispatcher(tuner, race, plan, pool, ahead)
 
     def can_pay(race, runs: list) -> bool:
-        if plan.over_budget(race, len(runs), dispatcher.paid_elsewhere(race, runs)):
-            # irace never exceeds maxExperiments: stop before a block it cannot pay, counting
-            # the runs started ahead and not used (racer.tuning.lookahead, "Budget").
+        if plan.over_budget(race, len(runs)):
+            # irace never exceeds maxExperiments: stop before a block it cannot pay (the
+            # runs used only, so that timing never decides: racer.tuning.lookahead, "Budget").
             race.stop("budget")
             return False
         tuner.state["experiments"] = tuner.experiments
@@ -656,10 +656,10 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
     drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
           before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
     if ahead is not None:
-        # Stop the runs left ahead now, so that the unused ones are counted before the
-        # tuner sizes its next iteration (the tuner's own close is then a no-op).
+        # Stop the runs left ahead now, so that the next race's reserve counts the unused
+        # ones (the tuner's own close is then a no-op).
         ahead.close(told(race.result()) if race.n_evaluations else lambda cid, task: False)
     if plan.max_total is not None:
-        # state["unused"]: runs started ahead and not used, paid from maxExperiments (the
-        # tuner does not start a race whose first test the rest cannot pay).
+        # state["unused"]: runs started speculatively and not used, paid from look-ahead's
+        # reserve; the next race's look-ahead starts from them.
         tuner.state["unused"] = dispatcher.unused_runs()

@@ -8,38 +8,56 @@ a worker is free and every run of the current block is already submitted, the ru
 will ask next -- the next ``eachTest`` instances for the configurations alive and proven (a
 success, no failure) -- and hands their results to the race when it asks. The race sees the
 same values in the same order as without look-ahead (the runner is deterministic given
-configuration, instance and seed), so the same seed gives the same elites while the
-budget does not bind (below, "Budget").
+configuration, instance and seed), so the same seed gives the same elites whatever the timing
+(under ``maxExperiments`` ``B``: those of a tuning of ``B - R`` without look-ahead, below,
+"Budget").
 
 The same setting also lets idle workers start, within the current block, the next runs of a
 configuration that has no success yet before its earlier run answered (:mod:`racer.tuning.dispatch`,
 "provisional" runs: told only once the earlier rows answered, discarded after a failure).
 
-**Budget.** Every run started counts against ``maxExperiments`` (``budget`` in
-:func:`racer.tune`), used or not: a user who pays per run paid for a look-ahead run the race
-never used, so the runs started -- used, unused and in flight -- never exceed the budget.
-Look-ahead starts a run only while the runs started so far plus those in flight are below the
-budget, and never a block the race could not pay once the unused runs are counted
-(:func:`racer.tuning.dispatch.next_block`); a race stops before a block it cannot pay on the
-same count. irace's schedule (the budget of each iteration, the number of configurations) is
-still computed from the runs the races used, so the same seed gives the same races as
-without look-ahead *until the budget binds*: when the unused runs exceed what the tuning
-would have left unspent (usually less than one block), the last race stops that many runs
-sooner, or the last iteration is not raced (once runs were unused, the tuner starts a race
-only if what is left pays every configuration's first test, ``firstTest`` runs each), and
-how many were unused depends on timing, so then the same seed may end with other elites. A
-tuning whose every run costs money and that must repeat exactly should turn look-ahead off
-(``--no-lookahead``, ``lookahead=False``). Under ``maxTime`` nothing changes: an unused
-run's time is not counted. An unused run is cancelled if not started, else its process group
-is killed, and it appears in ``runs.csv`` with status ``speculative-unused`` (the result's
-``experiments`` counts the runs the races used; ``runs.csv`` lists the others).
+**Budget: a fixed reserve.** Every run started counts against ``maxExperiments``
+(``budget`` in :func:`racer.tune`), used or not: a user who pays per run paid for a look-ahead
+run the race never used, so the runs started never exceed the budget ``B``. Which runs go
+unused depends on timing, so that count must never reach a decision of the tuning, or the
+same seed would end with other elites from one run to the next. Look-ahead therefore gets a
+fixed share of the budget, :func:`reserve` ``R = min(2 x parallel, ceil(B / 20))`` (0 when
+no setting lets runs start ahead: ``parallel`` 1, look-ahead off, capping, no journal),
+decided from the settings alone (the first session's: "Resume", below). A Dask or Ray
+executor, on which nothing runs ahead, keeps the reserve all the same, so that the executor
+never changes the result.
+Everything the tuning decides -- irace's schedule, where a race stops for lack of budget, what
+the last race may spend -- sees the budget ``B - R`` and counts only the runs used, so a
+tuning with look-ahead is the tuning of ``B - R`` without it, run for run, whatever the
+timing. Look-ahead (and a provisional run) starts a run
+only while the runs unused so far plus those started speculatively and not yet settled are
+below ``R``, and the runs started plus those in flight are below ``B``; a speculative run the
+race uses is an ordinary run of the race, paid from ``B - R``. Hence at most ``(B - R) + R =
+B`` runs start. Why this ``R``: every run of ``R`` is lost to the races of every tuning,
+while a spent ``R`` costs only wall time (look-ahead stops starting runs for the rest of the
+tuning: slower, same result), so ``R`` is small. Look-ahead gives a worker a run only at a
+block's tail, so its unused runs grow with ``parallel`` and hardly with the budget (the test
+runner of tests/tuning/test_budget_cap.py, budgets of 150 to 1000, no reserve: 1 to 4 unused
+runs over a whole tuning on 2 workers, 6 to 13 on 3, 5 to 17 on 4): ``2 x parallel`` pays
+for them on 2 workers and for half or more on 3 or 4 (the rest of such a tuning runs without
+look-ahead); ``ceil(B / 20)`` keeps a small budget's share at most 5%. The reserve is the tuning's, not each race's: the unused runs of earlier races
+(``tuner.state["unused"]``) count. A tuning whose every run costs money can still start with
+look-ahead off (``--no-lookahead``, ``lookahead=False``) and race the whole budget. Under
+``maxTime`` there is no reserve: an unused run's time is not counted. An unused run is
+cancelled if not started, else its process group is killed, and it appears in ``runs.csv``
+with status ``speculative-unused`` (the result's ``experiments`` counts the runs the races
+used; ``runs.csv`` lists the others).
 
 Resume: every finished look-ahead run is appended to ``<race journal>.lookahead.jsonl``
 before the tuner keeps it, so that after ``kill -9`` a resumed race reuses it instead of
 running it again: the promise "at most the runs in flight are repeated" holds with look-ahead.
 The file also records the runs written to ``runs.csv`` as unused, so a resume does not write
-them twice and counts them against the budget again (:attr:`Lookahead.unused`); only the runs
-in flight at the kill, made again, are paid twice.
+them twice and counts them against the reserve again (:attr:`Lookahead.unused`), so that ``R``
+is not exceeded over the whole tuning; only the runs in flight at the kill, made again, are
+paid twice (as without look-ahead). ``R`` is sized for the workers of the session that
+started the tuning, kept in the journal folder (:func:`reserve_workers`), so that a resume
+with another ``parallel`` or look-ahead setting sizes its races alike (it then runs ahead only
+within that ``R``, and not at all if it was 0).
 """
 
 from __future__ import annotations
@@ -54,7 +72,7 @@ from typing import Any
 
 from racer.tuning.runner import RunResult
 
-__all__ = ["UNUSED", "Lookahead"]
+__all__ = ["RESERVE_FILE", "UNUSED", "Lookahead", "reserve", "reserve_workers"]
 
 # runs.csv status of a look-ahead run the race never used.
 UNUSED = "speculative-unused"
@@ -63,9 +81,68 @@ UNUSED = "speculative-unused"
 # run shows only its last lines; see RunResult.describe).
 _KEEP_OUTPUT = 4000
 
+# In a tuning's journal folder: the workers its reserve is sized for (see reserve_workers).
+RESERVE_FILE = "lookahead-reserve.json"
+
 _TAGS = itertools.count(1)
 # Longest wait, at the end of a race, for its unused runs being stopped (see Lookahead.close).
 _CLOSE_WAIT = 10.0
+
+
+def reserve(budget: int, parallel: int) -> int:
+    """Runs of a budget of ``budget`` runs kept for look-ahead's unused runs with ``parallel``
+    workers (module docstring, "Budget"): ``min(2 x parallel, ceil(budget / 20))``, 0 with one
+    worker. The caller passes ``parallel`` 1 when nothing runs ahead.
+
+    >>> reserve(1000, 4), reserve(150, 4), reserve(150, 2), reserve(150, 1), reserve(10, 8)
+    (8, 8, 4, 0, 1)
+    """
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"`budget` must be an int >= 0; got {budget!r}")
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"`parallel` must be an int >= 1; got {parallel!r}")
+    if parallel == 1:
+        return 0
+    return min(2 * parallel, -(-budget // 20))
+
+
+def reserve_workers(journal_dir: str, workers: int, keep: bool = False) -> int:
+    """The ``parallel`` a tuning's reserve is sized for (:func:`reserve`): the one of the
+    session that started it, read from ``journal_dir``'s :data:`RESERVE_FILE`; else, when the
+    folder already holds race journals (a tuning started by a racer without the reserve), 1
+    (no reserve, as it ran); else ``workers`` (this session's: ``parallel``, 1 when nothing
+    runs ahead), written to the file when ``keep``.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> reserve_workers(folder, 4), reserve_workers(folder, 4, keep=True)
+    (4, 4)
+    >>> reserve_workers(folder, 1)  # a resume on one worker: the first session's reserve
+    4
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"`workers` must be an int >= 1; got {workers!r}")
+    path = os.path.join(journal_dir, RESERVE_FILE)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        try:
+            kept = json.loads(text)["parallel"]
+        except (ValueError, KeyError, TypeError):
+            kept = None
+        if isinstance(kept, bool) or not isinstance(kept, int) or kept < 1:
+            raise ValueError(f"{path} holds {text[:80]!r}, not {{\"parallel\": <int >= 1>}}: "
+                             "write the --parallel the tuning started with there, or start "
+                             "the tuning afresh")
+        return kept
+    if os.path.isdir(journal_dir) and any(n.endswith(".sqlite") for n in os.listdir(journal_dir)):
+        return 1
+    if keep:
+        os.makedirs(journal_dir, exist_ok=True)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"parallel": int(workers)}, f)
+        os.replace(path + ".tmp", path)  # whole or absent, even after kill -9
+    return workers
 
 
 @dataclasses.dataclass(eq=False)
@@ -99,7 +176,7 @@ class Lookahead:
         self.plan: list | None = None  # the next block's (candidate index, row, key), per block
         self.started = 0
         # Runs of this race started and not used, earlier sessions' included (one "discard"
-        # line of the journal each): paid from maxExperiments like any run.
+        # line of the journal each): paid from look-ahead's reserve (module docstring).
         self.unused = 0
         self.row_of = {t: row for row, t in enumerate(tasks)}  # the race's rows
         self._closed = False
@@ -146,11 +223,10 @@ class Lookahead:
     def n_running(self) -> int:
         return sum(e.future is not None for e in self.entries.values()) + len(self.dying)
 
-    def outstanding(self, exclude: Any = ()) -> int:
+    def outstanding(self) -> int:
         """Runs started and not yet settled: neither taken by the race nor logged unused
-        (running, finished and waiting, being stopped), less those whose key is in
-        ``exclude`` (counted elsewhere)."""
-        return sum(key not in exclude for key in self.entries) + len(self.dying)
+        (running, finished and waiting, being stopped): each may still go unused."""
+        return len(self.entries) + len(self.dying)
 
     def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
         tag = next(_TAGS)

@@ -46,7 +46,7 @@ from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, s
 from racer.racing.capped import CappedTest
 from racer.racing.outliers import OutlierGuard
 from racer.tuning.capping import capped_time, score
-from racer.tuning.lookahead import Lookahead
+from racer.tuning.lookahead import Lookahead, reserve, reserve_workers
 from racer.tuning.objectives import elite_cap, pareto_elites
 from racer.tuning.sampler import Sampler
 from racer.tuning.instances import Instance
@@ -119,9 +119,9 @@ class Settings:
     soft_restart: bool = True  # softRestart
     soft_restart_threshold: float | None = None  # softRestartThreshold (None: 10^-digits)
     # racer: start runs of the next block while workers would idle (racer.tuning.lookahead). On
-    # by default: same elites, same runs used, shorter wall time; the price is runs of
-    # configurations the test then eliminates (killed, logged as unused, not counted in the
-    # budget). Off (--no-lookahead) for runners whose every run costs money. Only with
+    # by default: shorter wall time; the runs the races do not use (killed, logged as unused)
+    # come from a fixed reserve of maxExperiments (lookahead.reserve), so the races get that
+    # much less, whatever the timing. Off (--no-lookahead): the races get all of it. Only with
     # racer's own thread pool (racer.tuning.dispatch.speculates).
     lookahead: bool = True
     # racer: when the sampler finds too few configurations never raced before (a small space
@@ -278,9 +278,16 @@ class Tuner:
         # plan is made from the first session's budget, so that a tuning continued with a
         # larger one replays its first session as it ran (then goes on as irace does past
         # its planned iterations).
+        # The parallel look-ahead's reserve is sized for: the first session's (tuner.raced).
+        # From the settings alone, not the executor: on Dask or Ray nothing runs ahead, but
+        # the races get what they get on threads, so the executor never changes the result.
+        ahead = journal_dir is not None and speculates(settings, None)
+        self.reserve_workers = max(1, settings.parallel) if ahead else 1
+        if journal_dir is not None:
+            self.reserve_workers = reserve_workers(journal_dir, self.reserve_workers)
         self.budget_plan = None
         if settings.budget_rule == "racer" and self.max_experiments > 0 and not settings.fixed_list:
-            first_budget = int((settings.earlier_budgets or (self.max_experiments,))[0])
+            first_budget = self.raced(int((settings.earlier_budgets or (self.max_experiments,))[0]))
             self.budget_plan = self.schedule.small_budget_plan(first_budget, settings.elitist)
             if self.budget_plan is not None:
                 self.schedule = dataclasses.replace(
@@ -355,10 +362,12 @@ class Tuner:
     def run_race(self, iteration: int, candidates: list, tasks: list, *, budget: int | None,
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
                  pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
-                 protect_rows: int = 0, preset: dict | None = None, n_elites: int = 0) -> Any:
+                 protect_rows: int = 0, preset: dict | None = None, n_elites: int = 0,
+                 reserve: int = 0) -> Any:
         """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
-        ``protect_rows`` instances (those the elites have results for) are done."""
+        ``protect_rows`` instances (those the elites have results for) are done. ``reserve``:
+        look-ahead's share of maxExperiments = ``max_total + reserve`` (:meth:`raced`)."""
         settings = self.settings
         multi = settings.directions is not None
         race = Race(
@@ -375,7 +384,7 @@ class Tuner:
         used_before = self.experiments
         plan = RacePlan(iteration, candidates, tasks, first_test, self.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
-                        elitist_limit, protect_rows, n_elites)
+                        elitist_limit, protect_rows, n_elites, reserve)
         ahead = None
         if self.journal_dir is not None and speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
@@ -470,6 +479,8 @@ class Tuner:
         workers = max(1, s.parallel)
         own = self.executor is None
         self.recorder = self._new_recorder()
+        if self.journal_dir is not None:
+            reserve_workers(self.journal_dir, self.reserve_workers, keep=True)
         pool = (cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="racer-run")
                 if own else self.executor)
         try:
@@ -496,9 +507,14 @@ class Tuner:
         result.time_used = self.time_used
         return result
 
+    def raced(self, budget: int) -> int:
+        """What the races of a maxExperiments ``budget`` may use: ``budget`` less look-ahead's
+        reserve, sized for the first session's workers (racer.tuning.lookahead, "Budget")."""
+        return budget - reserve(budget, self.reserve_workers)
+
     def _budget(self) -> int:
         if self.max_experiments > 0:
-            return self.max_experiments
+            return self.raced(self.max_experiments)
         if self.settings.max_time > 0 and not self.settings.fixed_list:
             return 0
         raise BudgetError("set maxExperiments (or maxTime, not with a fixed list) to a positive budget")
@@ -556,7 +572,8 @@ class Tuner:
             tuple(CandidateRecord.of(c) for c in cands), tuple(c.id for c in cands)))
         result = self.run_race(1, cands, tasks, budget=budget, min_survivors=s.min_survival or 1,
                                test=self.test, first_test=first, journal="fixed-list.sqlite",
-                               pool=pool, max_total=budget)
+                               pool=pool, max_total=budget,
+                               reserve=s.max_experiments - budget)
         elites = elites_of(result, len(result.survivors), s.directions)
         self._record_race(result, cands, elites, self.experiments)
         self.recorder.stop(result.stop_reason, [e.id for e in elites], self.experiments,
@@ -688,8 +705,7 @@ class Tuner:
             need = (n_conf - n_elites) * mu + n_elites * min(self.new_instances, mu)
         else:
             need = n_conf * mu
-        unused = self.state.get("unused", 0)  # runs started ahead, not used: paid (tuning.lookahead)
-        if max(need, n_conf * s.first_test if unused else 0) > min(current, money.remaining - unused):
+        if need > current:
             if first_race:
                 raise BudgetError(f"maxExperiments = {money.budget} cannot pay for the first race "
                                   f"({n_conf} configurations x {mu} instances)")
@@ -837,7 +853,7 @@ class Tuner:
             budget=self.schedule.race_budget(current, len(candidates), n_elites, run.n_seen),
             min_survivors=min_survivors, test=self._iteration_test(n_elites, protect_rows),
             first_test=self.first_test, journal=f"iteration-{iteration}.sqlite", pool=pool,
-            max_total=None if money.timed else money.budget,
+            max_total=None if money.timed else money.budget, reserve=money.reserve,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
             preset=preset, n_elites=n_elites)
 
@@ -905,8 +921,9 @@ class Tuner:
         experiments, ``postselection``) and the record (:class:`PostSelectionRecord`)."""
         run, money = self._ended
         # Runs started ahead and not used are paid too (where the look-ahead counts them).
-        remaining = (0 if money.timed else
-                     max(0, money.budget - self.experiments - self.state.get("unused", 0)))
+        # The races' share of the budget (the look-ahead's unused runs come out of its
+        # reserve, so that what is left, and the answer, never depend on timing).
+        remaining = 0 if money.timed else max(0, money.budget - self.experiments)
         elites = list(result.elites)
         n_seen = run.n_seen
         seen = [self.task(k) for k in range(n_seen)]
@@ -1176,14 +1193,18 @@ class _Budget:
         s = tuner.settings
         budget = tuner._budget()
         self.tuner = tuner
-        self.timed = budget == 0
-        self.limits = [*s.earlier_budgets, s.max_time if self.timed else budget]
+        # In runs: maxExperiments, or irace 4's minExperiments where it stands for it
+        # (tuner.max_experiments); a budget in runs less the reserve may be 0, so not `budget`.
+        self.timed = tuner.max_experiments <= 0
+        self.limits = [*s.earlier_budgets, s.max_time if self.timed else tuner.max_experiments]
         self.at = 0
         self.budget = budget
+        self.reserve = 0  # look-ahead's share of the session's maxExperiments (tuner.raced)
         if self.timed:
             tuner._time_limit = self.limits[0]
         else:
-            self.budget = int(self.limits[0])
+            self.budget = tuner.raced(int(self.limits[0]))
+            self.reserve = int(self.limits[0]) - self.budget
         self.remaining = 0  # runs left: set once the tuning starts
 
     def more(self) -> bool:
@@ -1194,8 +1215,9 @@ class _Budget:
         if self.timed:
             self.tuner._time_limit = self.limits[self.at]
         else:
-            self.remaining += int(self.limits[self.at]) - self.budget
-            self.budget = int(self.limits[self.at])
+            raced = self.tuner.raced(int(self.limits[self.at]))
+            self.remaining += raced - self.budget
+            self.budget, self.reserve = raced, int(self.limits[self.at]) - raced
         return True
 
     def retry_or(self, reason: str):

@@ -1,7 +1,9 @@
-"""The budget is a hard limit on the runs started: look-ahead's runs that no race used are paid
-from it (racer.tuning.lookahead, "Budget"), so a counting runner or ``evaluate`` is never called
-more than ``maxExperiments``/``budget`` times; when the budget does not bind, look-ahead still
-changes neither the elites nor the runs used."""
+"""The budget is a hard limit on the runs started, and timing never decides the result:
+look-ahead's runs that no race used are paid from a fixed reserve R of the budget B
+(racer.tuning.lookahead, "Budget"), the races see B - R and count only the runs used. So a
+counting runner or ``evaluate`` is never called more than B times, the same seed gives the same
+elites and the same runs used whatever the run times, and a tuning with look-ahead is the
+tuning of B - R without it."""
 
 import os
 import random
@@ -12,6 +14,7 @@ import pytest
 
 import racer
 from racer.racing.frace import FRaceTest
+from racer.tuning import lookahead
 from racer.tuning.instances import Instance
 from racer.tuning.lookahead import UNUSED, Lookahead
 from racer.tuning.runner import RunResult
@@ -46,6 +49,25 @@ class CountingRunner:
         pass
 
 
+class JitteryRunner(CountingRunner):
+    """A CountingRunner whose runs take a random time (0 to 4 ms, not seeded: every tuning
+    meets other timings, so look-ahead's runs go unused in other numbers each time), and that
+    raises KeyboardInterrupt at call ``interrupt_at`` (1-based) if given."""
+
+    def __init__(self, interrupt_at=None):
+        super().__init__()
+        self.interrupt_at = interrupt_at
+        self._rng = random.Random()  # seeded from the OS: other timings each tuning
+
+    def run(self, config_id, instance_id, seed, instance, switches):
+        with self._lock:
+            if self.interrupt_at is not None and len(self.calls) + 1 >= self.interrupt_at:
+                raise KeyboardInterrupt
+            pause = self._rng.uniform(0.0, 0.004)
+        time.sleep(pause)
+        return super().run(config_id, instance_id, seed, instance, switches)
+
+
 def tune_with(tmp_path, runner, **settings):
     s = Settings(**{"max_experiments": 150, "seed": 1, "parallel": 1, **settings})
     log = []
@@ -59,16 +81,125 @@ def used(log):
     return sorted(row for row in log if row[4] != UNUSED)
 
 
+def test_reserve_is_decided_from_the_settings_and_checked():
+    assert [lookahead.reserve(b, p) for b, p in [(150, 1), (150, 2), (150, 4), (60, 4), (1, 3)]] \
+        == [0, 4, 8, 3, 1]
+    with pytest.raises(ValueError, match="`parallel` must be an int >= 1; got 0"):
+        lookahead.reserve(150, 0)
+    with pytest.raises(ValueError, match="`budget` must be an int >= 0; got 1.5"):
+        lookahead.reserve(1.5, 2)
+    # The tuner's races see B - R when look-ahead can run, B when it cannot.
+    make = lambda **kw: Tuner(SPACE, CountingRunner(), TRAIN, Settings(max_experiments=150, **kw),
+                              FRaceTest(), journal_dir="unused-dir")
+    assert make(parallel=4).raced(150) == 142
+    # A Dask or Ray executor runs nothing ahead but keeps the reserve: same races as threads.
+    on_dask = Tuner(SPACE, CountingRunner(), TRAIN, Settings(max_experiments=150, parallel=4),
+                    FRaceTest(), journal_dir="unused-dir", executor=object())
+    assert on_dask.raced(150) == 142
+    assert make(parallel=4, lookahead=False).raced(150) == 150
+    assert make(parallel=1).raced(150) == 150
+
+
+def _check_counts(runner, result, log, budget, parallel):
+    """Every call logged once, used (an experiment) or unused; unused within the reserve,
+    used within the rest; all within the budget."""
+    unused = [row for row in log if row[4] == UNUSED]
+    assert len(runner.calls) == len(log) == result.experiments + len(unused) <= budget
+    assert len(unused) <= lookahead.reserve(budget, parallel)
+    assert result.experiments <= budget - lookahead.reserve(budget, parallel)
+
+
+@pytest.mark.parametrize("parallel", [2, 4])
+def test_runs_started_never_exceed_max_experiments_fast(tmp_path, parallel):
+    runner = JitteryRunner()
+    result, log = tune_with(tmp_path, runner, parallel=parallel, seed=2)
+    _check_counts(runner, result, log, 150, parallel)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("parallel", [2, 3, 4])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_runs_started_never_exceed_max_experiments(tmp_path, parallel, seed):
     runner = CountingRunner(delay=0.002)
     result, log = tune_with(tmp_path, runner, parallel=parallel, seed=seed)
-    assert len(runner.calls) <= 150
-    # Every call is logged once: used by a race (an experiment) or unused.
-    unused = [row for row in log if row[4] == UNUSED]
-    assert len(runner.calls) == len(log) == result.experiments + len(unused)
+    _check_counts(runner, result, log, 150, parallel)
+
+
+def _outcome(result, log):
+    return ([(e.id, e.values) for e in result.elites], used(log), result.experiments)
+
+
+@pytest.mark.parametrize("parallel, seed", [(3, 1), (3, 3)])
+def test_same_seed_same_elites_and_runs_whatever_the_timing(tmp_path, parallel, seed):
+    # The budget binds (the tuning ends for lack of it: checked below) and runs take random
+    # times, so look-ahead leaves other runs unused in each tuning; none of that may reach
+    # the elites or the runs used. (Before the reserve, the unused runs were paid from the
+    # budget the tuning's decisions saw: with these seeds, whether the last iteration was
+    # raced then depended on timing, 120 or 137 runs used.)
+    outcomes, unused = [], set()
+    for k in range(4):
+        runner = JitteryRunner()
+        result, log = tune_with(tmp_path / str(k), runner, parallel=parallel, seed=seed)
+        _check_counts(runner, result, log, 150, parallel)
+        outcomes.append(_outcome(result, log))
+        unused.add(sum(row[4] == UNUSED for row in log))
+        assert "budget" in result.stop_reason  # the tuning ends for lack of budget
+    assert [o[2] for o in outcomes] == [outcomes[0][2]] * 4  # runs used
+    assert outcomes[1:] == [outcomes[0]] * 3
+    assert max(unused) > 0  # look-ahead did run ahead and waste runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parallel", [2, 3, 4])
+@pytest.mark.parametrize("seed", [1, 3])
+def test_lookahead_is_the_tuning_of_the_budget_less_the_reserve(tmp_path, parallel, seed):
+    budget = 150
+    rest = budget - lookahead.reserve(budget, parallel)
+    ref, ref_log = tune_with(tmp_path / "off", CountingRunner(), lookahead=False, seed=seed,
+                             max_experiments=rest)
+    runner = JitteryRunner()
+    on, log = tune_with(tmp_path / "on", runner, parallel=parallel, seed=seed)
+    _check_counts(runner, on, log, budget, parallel)
+    assert _outcome(on, log) == _outcome(ref, ref_log)
+    assert "budget" in on.stop_reason  # the budget binds: the tuning ends for lack of it
+
+
+@pytest.mark.parametrize("resumed_parallel", [4, 2, 1])
+def test_an_interrupted_tuning_resumes_with_its_unused_runs_counted(tmp_path, resumed_parallel):
+    # Interrupted in its second half, then resumed: the unused runs of the first session
+    # (journaled as discarded) still count, so both sessions together stay within the
+    # reserve; the result is that of a tuning never interrupted, also when the resume has
+    # other workers (the reserve stays the first session's, kept in the journal folder).
+    parallel, budget = 4, 150
+    ref, ref_log = tune_with(tmp_path / "ref", JitteryRunner(), parallel=parallel)
+    first = JitteryRunner(interrupt_at=100)
+    log = []
+    s = Settings(max_experiments=budget, seed=1, parallel=parallel)
+
+    def on_run(it, cand, task, res):
+        log.append((it, cand.id, task.index, task.seed, res.status))
+
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(SPACE, first, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(tmp_path / "run"),
+              on_run=on_run).run()
+    before = sum(row[4] == UNUSED for row in log)
+    second = JitteryRunner()
+    s = Settings(max_experiments=budget, seed=1, parallel=resumed_parallel)
+    tuner = Tuner(SPACE, second, TRAIN, s, FRaceTest(alpha=0.05),
+                  journal_dir=str(tmp_path / "run"), on_run=on_run)
+    again = tuner.run()
+    assert tuner.raced(budget) == budget - lookahead.reserve(budget, parallel)
+    n_unused = sum(row[4] == UNUSED for row in log)
+    assert n_unused <= lookahead.reserve(budget, parallel)
+    if resumed_parallel > 1:  # the resumed races' look-ahead read the earlier unused back
+        assert tuner.state["unused"] == n_unused >= before
+    else:  # nothing ran ahead, so nothing more went unused
+        assert n_unused == before
+    assert [(e.id, e.values) for e in again.elites] == [(e.id, e.values) for e in ref.elites]
+    assert again.experiments == ref.experiments
+    # Runs made over both sessions: at most the budget, plus the runs in flight at the
+    # interruption, made again.
+    assert len(first.calls) + len(second.calls) <= budget + parallel
 
 
 @pytest.mark.slow
@@ -119,8 +250,30 @@ def test_tune_calls_evaluate_at_most_budget_times(tmp_path, n_jobs, seed):
     calls = _calls(path)
     assert res.experiments <= calls <= 300
     # What the budget counts: the runs used and those logged unused (a run stopped before
-    # evaluate was called among them), at most the budget.
-    assert calls <= res.experiments + _statuses(res.runs).count(UNUSED) <= 300
+    # evaluate was called among them), at most the budget; the unused within the reserve.
+    n_unused = _statuses(res.runs).count(UNUSED)
+    assert calls <= res.experiments + n_unused <= 300
+    assert n_unused <= lookahead.reserve(300, n_jobs)
+    assert res.experiments <= 300 - lookahead.reserve(300, n_jobs)
+
+
+def _jittery_evaluate(config, instance, seed):
+    time.sleep(random.uniform(0.0, 0.004))  # each worker process's own unseeded stream
+    return ((config["x"] - 0.3) ** 2 + (0.1 if config["k"] == "b" else 0.0) + instance
+            + (seed % 97) * 1e-3)
+
+
+@pytest.mark.slow
+def test_tune_same_seed_same_result_with_lookahead_and_that_of_the_budget_less_the_reserve():
+    kwargs = dict(random_state=7, progress=False)
+    runs = [racer.tune(_jittery_evaluate, _SPACE, _INSTANCES, budget=300, n_jobs=3, **kwargs)
+            for _ in range(2)]
+    off = racer.tune(_jittery_evaluate, _SPACE, _INSTANCES, lookahead=False,
+                     budget=300 - lookahead.reserve(300, 3), **kwargs)
+    for res in runs:
+        assert res.best == off.best
+        assert res.elites == off.elites
+        assert res.experiments == off.experiments
 
 
 @pytest.mark.slow
@@ -156,3 +309,20 @@ def test_unused_runs_are_counted_again_after_a_resume(tmp_path):
     assert again.unused == 2 and again.outstanding() == 0
     again.close()
     assert os.path.getsize(path) > 0
+
+
+def test_reserve_workers_is_kept_and_read_back(tmp_path):
+    folder = str(tmp_path / "j")
+    assert lookahead.reserve_workers(folder, 3, keep=True) == 3
+    assert lookahead.reserve_workers(folder, 1) == 3  # a resume on another parallel
+    (tmp_path / "j" / lookahead.RESERVE_FILE).write_text('{"parallel": "x"}')
+    with pytest.raises(ValueError, match="lookahead-reserve.json holds .* the tuning afresh"):
+        lookahead.reserve_workers(folder, 2)
+    with pytest.raises(ValueError, match="`workers` must be an int >= 1; got 0"):
+        lookahead.reserve_workers(folder, 0)
+    # A journal folder with races and no file: started by a racer without the reserve.
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "iteration-1.sqlite").write_text("")
+    assert lookahead.reserve_workers(str(older), 4, keep=True) == 1
+    assert not (older / lookahead.RESERVE_FILE).exists()
