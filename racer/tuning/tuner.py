@@ -920,7 +920,6 @@ class Tuner:
         their former order: the tuning's best can change. Updates ``result`` (elites,
         experiments, ``postselection``) and the record (:class:`PostSelectionRecord`)."""
         run, money = self._ended
-        # Runs started ahead and not used are paid too (where the look-ahead counts them).
         # The races' share of the budget (the look-ahead's unused runs come out of its
         # reserve, so that what is left, and the answer, never depend on timing).
         remaining = 0 if money.timed else max(0, money.budget - self.experiments)
