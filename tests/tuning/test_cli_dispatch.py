@@ -1,6 +1,7 @@
 """Look-ahead dispatch (racer.tuning.lookahead): runs of a race's next block started while workers
 would idle must change nothing the race sees while the budget does not bind (same elites,
-same runs used), must be paid from the budget and visible when unused, must fill idle
+same runs used), must be paid from look-ahead's reserve of the budget and visible when
+unused, must fill idle
 workers, and must survive kill -9 without repeating more than the runs in flight."""
 
 import os
@@ -58,8 +59,9 @@ class SleepyRunner:
 
 
 # Settings under which the budget never binds: two iterations of at most 60 runs out of 1,000
-# (an unused run ahead is paid from the budget, so where the budget binds look-ahead may end a
-# tuning sooner: racer/tuning/lookahead.py, "Budget"; tests/tuning/test_budget_cap.py).
+# (the races get the budget less look-ahead's reserve, which pays the unused runs ahead:
+# racer/tuning/lookahead.py, "Budget"; tests/tuning/test_budget_cap.py; here the comparison
+# with look-ahead off needs no reserve arithmetic).
 NOT_BINDING = dict(max_experiments=1000, n_iterations=2, experiments_per_iteration=60)
 
 
@@ -195,9 +197,8 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
     ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
     ref_dir.mkdir()
     run_dir.mkdir()
-    # Three iterations of at most 25 runs out of 100: the budget does not bind, so the unused
-    # look-ahead runs (paid from it, in numbers that depend on timing) cannot end the two
-    # tunings at different points.
+    # Three iterations of at most 25 runs out of 100: the budget does not bind, so the races'
+    # share (the budget less look-ahead's reserve) is the same with look-ahead on and off.
     extra = "nbIterations = 3\nnbExperimentsPerIteration = 25\n"
     ref = make_scenario(ref_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
     scen = make_scenario(run_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
@@ -330,7 +331,7 @@ def test_gated_runs_fill_idle_workers_and_decide_as_one_at_a_time(tmp_path):
         assert skipped == ref_skipped and skipped
         if lookahead:
             # The crashing configuration's runs after its crash were made (provisionally)
-            # and are logged as unused: no experiment, but paid from the budget.
+            # and are logged as unused: no experiment, but paid from look-ahead's reserve.
             assert len(runner.calls) == result.experiments + sum(r[4] == UNUSED for r in log)
     assert overlaps[False] <= 3
     assert overlaps[True] >= 5
