@@ -21,7 +21,7 @@ module                         racing tests
 =============================  ===================================================================
 """
 
-import importlib
+from racer._lazy import lazy_exports
 
 # Public name -> submodule. Loaded on first access (PEP 562), as in `racer` itself: the F-race
 # and the t-race import scipy.stats, which `import racer.racing.base` should not pay for.
@@ -46,14 +46,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -13,7 +13,7 @@ Conventions (contract):
   same answer.
 """
 
-import importlib
+from racer._lazy import lazy_exports
 
 # Public name -> module that defines it. Modules load on first attribute access (PEP 562):
 # ``import racer`` then pays neither for scipy.stats nor for kernels the race never calls.
@@ -84,14 +84,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'racer.stats' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -35,7 +35,7 @@ The names below are exported lazily (importing the package loads none of its mod
 True
 """
 
-import importlib
+from racer._lazy import lazy_exports
 
 _EXPORTS = {
     "Tuner": "tuner",
@@ -49,14 +49,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
