@@ -21,7 +21,7 @@ module                         racing tests
 =============================  ===================================================================
 """
 
-from racer._lazy import lazy_exports
+from racer._lazy import lazy_exports as _lazy_exports
 
 # Public name -> submodule. Loaded on first access (PEP 562), as in `racer` itself: the F-race
 # and the t-race import scipy.stats, which `import racer.racing.base` should not pay for.
@@ -46,4 +46,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

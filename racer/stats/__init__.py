@@ -13,7 +13,7 @@ Conventions (contract):
   same answer.
 """
 
-from racer._lazy import lazy_exports
+from racer._lazy import lazy_exports as _lazy_exports
 
 # Public name -> module that defines it. Modules load on first attribute access (PEP 562):
 # ``import racer`` then pays neither for scipy.stats nor for kernels the race never calls.
@@ -84,4 +84,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -35,7 +35,7 @@ The names below are exported lazily (importing the package loads none of its mod
 True
 """
 
-from racer._lazy import lazy_exports
+from racer._lazy import lazy_exports as _lazy_exports
 
 _EXPORTS = {
     "Tuner": "tuner",
@@ -49,4 +49,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
