@@ -25,9 +25,13 @@ import re
 import shlex
 from typing import Any
 
-from racer.cli.target_runner import DEFAULT_CMDLINE
 from racer.tuning import rexpr
 from racer.tuning.instances import Instance, read_text
+
+#: irace 4's default ``targetCmdline``: the arguments in irace 3.5's fixed order (what
+#: racer.cli.target_runner expands; defined here, where the option is, so that reading a
+#: scenario, and ``racer --help``, import no part of the runner, nor NumPy through it).
+DEFAULT_CMDLINE = "{configurationID} {instanceID} {seed} {instance} {bound} {targetRunnerArgs}"
 
 __all__ = ["OPTIONS", "R_ONLY", "DEFAULT_CMDLINE", "Option", "Scenario", "ScenarioError",
            "read_scenario", "Instance",

@@ -50,6 +50,7 @@ import time
 import uuid
 from typing import Any
 
+from racer.cli.scenario import DEFAULT_CMDLINE
 from racer.tuning.capping import format_bound
 from racer.tuning.objectives import infinite_objectives
 from racer.tuning.instances import Instance
@@ -512,8 +513,6 @@ def build_command(target_runner: str, launcher: str = "", launcher_args: str = "
     return [launcher] + [w.replace("{targetRunner}", target_runner) for w in words[:-1]]
 
 
-#: irace 4's default ``targetCmdline``: the arguments in irace 3.5's fixed order.
-DEFAULT_CMDLINE = "{configurationID} {instanceID} {seed} {instance} {bound} {targetRunnerArgs}"
 _FIELDS = ("configurationID", "instanceID", "seed", "instance", "bound", "targetRunnerArgs")
 
 
