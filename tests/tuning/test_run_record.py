@@ -229,7 +229,16 @@ def test_racer_tune_records_what_it_decided(tmp_path):
     assert len(record.ended_iterations) == res.iterations
     for it in record.iterations:
         for c in it.candidates:  # racer.tune leaves inactive parameters out; none here
-            assert c.values == res.configurations[c.id]
+            # The record's values went through JSON, the result's did not: the same names,
+            # numbers equal to 1e-12 relative (JSON writes a float's shortest repr, exact in
+            # practice; the tolerance only guards against a serialiser that rounds).
+            got, expected = c.values, res.configurations[c.id]
+            assert got.keys() == expected.keys()
+            for name, value in expected.items():
+                if isinstance(value, float):
+                    assert got[name] == pytest.approx(value, rel=1e-12)
+                else:
+                    assert got[name] == value
         # Runs charged to this iteration, as the run log has them.
         runs = res.runs[(res.runs.iteration == it.iteration)
                         & (res.runs.status != "speculative-unused")]
