@@ -511,15 +511,11 @@ def _check_options(options: dict, test: Any) -> tuple[dict, Any]:
     return options, test
 
 
-# on_error's former words (the command line's), still accepted.
-_FORMER_ON_ERROR = {"stop": "raise", "reject": "eliminate"}
-
-
 def _check_on_error(on_error: Any) -> str:
-    from racer.tuning.settings import ON_ERROR
+    from racer.tuning.settings import FORMER_ON_ERROR, ON_ERROR
 
-    if isinstance(on_error, str) and on_error in _FORMER_ON_ERROR:
-        new = _FORMER_ON_ERROR[on_error]
+    if isinstance(on_error, str) and on_error in FORMER_ON_ERROR:
+        new = FORMER_ON_ERROR[on_error]
         warnings.warn(f"tune(on_error={on_error!r}) is now tune(on_error={new!r}); "
                       f"{on_error!r} will be removed", FutureWarning, stacklevel=3)
         return new

@@ -17,7 +17,7 @@ import sys
 import traceback
 
 from racer.racing import registry
-from racer.tuning.settings import IRACE_OPTIONS, ON_ERROR
+from racer.tuning.settings import FORMER_ON_ERROR, IRACE_OPTIONS, ON_ERROR
 
 # numpy, and the race engine with SciPy and Numba behind it, are imported inside the functions
 # that run something: `racer --help`, `--version`, `--init` and a scenario mistake answer without
@@ -36,10 +36,6 @@ class UsageError(ValueError):
     pass
 
 
-# --on-error's values, racer's one failure vocabulary (docs/conventions.md), and the tuner's
-# error policy each stands for; "stop" and "reject" are their former names here.
-ON_ERROR_POLICIES = ON_ERROR
-_ON_ERROR_RENAMED = {"stop": "raise", "reject": "eliminate"}
 
 
 def _outlier_factor(value: str) -> float | None:
@@ -56,17 +52,17 @@ def _outlier_factor(value: str) -> float | None:
 
 
 def _on_error_policy(value: str) -> str:
-    """``--on-error VALUE`` as the tuner's error policy; a former name works, with a warning
-    on stderr naming the new one."""
-    if value in _ON_ERROR_RENAMED:
-        new = _ON_ERROR_RENAMED[value]
+    """``--on-error VALUE``, one of racer's failure policies (docs/conventions.md); a former
+    name works, with a warning on stderr naming the new one."""
+    if value in FORMER_ON_ERROR:
+        new = FORMER_ON_ERROR[value]
         _warn(f"--on-error {value} is renamed --on-error {new} (racer's one name for it); "
               f"'{value}' will be removed")
         value = new
-    if value not in ON_ERROR_POLICIES:
+    if value not in ON_ERROR:
         raise argparse.ArgumentTypeError(
-            f"invalid choice: {value!r} (choose from {', '.join(map(repr, ON_ERROR_POLICIES))})")
-    return ON_ERROR_POLICIES[value]
+            f"invalid choice: {value!r} (choose from {', '.join(map(repr, ON_ERROR))})")
+    return value
 
 
 def _parser():
@@ -97,8 +93,7 @@ def _parser():
                         "'hierarchical' or 'module:Class' for any racer RacingTest; options "
                         "follow a colon, e.g. 'posterior-best:error_rate=0.01', and win over "
                         "the level a set confidence gives each test (docs/cli.md)")
-    # The parsed value is the tuner's error policy (_on_error_policy); a string default is
-    # parsed too.
+    # The parsed value is racer's word (_on_error_policy); a string default is parsed too.
     g.add_argument("--on-error", type=_on_error_policy, default="raise",
                    metavar="{raise,eliminate,worst}",
                    help="a run that fails after its retries (non-zero exit, unreadable output, "
@@ -429,9 +424,6 @@ COMMAND_ADVICE = {
                   "quality,time (the target-runner then prints one number per objective)",
     "initial": "configurationsFile",
 }
-# The parsed --on-error (the tuner's policy word, as resume's settings.json records it) ->
-# the tuning's word (racer.tuning.settings.ON_ERROR, the inverse).
-_ON_ERROR = {policy: word for word, policy in ON_ERROR.items()}
 
 
 def tuning_settings(sc, args):
@@ -447,7 +439,7 @@ def tuning_settings(sc, args):
     # irace 4's postselection is a number (0: off); racer races once with the budget left.
     fields["postselection"] = bool(v["postselection"] > 0)
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
-    return Settings(**fields, test=args.racing_test, on_error=_ON_ERROR[args.on_error],
+    return Settings(**fields, test=args.racing_test, on_error=args.on_error,
                     sampler=args.sampler, fixed_list=args.fixed_list,
                     lookahead=not args.no_lookahead, progress=not quiet,
                     outlier_factor=args.outlier_factor,

@@ -30,7 +30,7 @@ import numbers
 from typing import Any, Mapping
 
 __all__ = ["Settings", "SettingsError", "Interval", "Options", "CONSTRAINTS", "IRACE_OPTIONS",
-           "ON_ERROR", "on_error_policy"]
+           "ON_ERROR", "FORMER_ON_ERROR", "on_error_policy"]
 
 
 class SettingsError(ValueError):
@@ -134,6 +134,8 @@ def _count(low: int = 0) -> Interval:
 #: tuner calls each: "raise" stops the tuning on a run that failed after its retries (irace's
 #: behaviour), "eliminate" rejects its configuration, "worst" ranks it worst on that instance.
 ON_ERROR = {"raise": "stop", "eliminate": "reject", "worst": "worst"}
+#: The former words of two of them (the command line's), still accepted with a warning.
+FORMER_ON_ERROR = {"stop": "raise", "reject": "eliminate"}
 
 
 def on_error_policy(on_error: str) -> str:
