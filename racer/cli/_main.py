@@ -211,9 +211,9 @@ def _check_values(sc) -> None:
 
     v = sc.values
     for name in ("firstTest", "eachTest", "mu"):
-        if v[name] < 1:
+        if v[name] is not None and v[name] < 1:
             raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
-    if v["firstTest"] % v["eachTest"] != 0:
+    if v["firstTest"] is not None and v["firstTest"] % v["eachTest"] != 0:
         raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
                             option="firstTest", **sc.where("firstTest"))
     if not 0 < v["confidence"] < 1:

@@ -11,8 +11,15 @@ set to anything but irace's default, is named in a warning.
 >>> d = tempfile.mkdtemp()
 >>> _ = pathlib.Path(d, "scenario.txt").write_text('maxExperiments = 300  # budget\\n')
 >>> sc = read_scenario(os.path.join(d, "scenario.txt"))
->>> sc.values["maxExperiments"], sc.values["firstTest"], sc.path("targetRunner") == os.path.join(d, "target-runner")
-(300, 5, True)
+>>> sc.values["maxExperiments"], sc.values["eachTest"], sc.path("targetRunner") == os.path.join(d, "target-runner")
+(300, 1, True)
+
+An unset ``firstTest`` is None: irace's 5 for irace's tests, else racer's default
+(:func:`racer.tuning.schedule.default_first_test`, lower for a deterministic scenario with
+few instances):
+
+>>> sc.values["firstTest"] is None
+True
 """
 
 from __future__ import annotations
@@ -91,7 +98,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _o("testNbElites", "i", "--test-num-elites", 1),
     _o("testIterationElites", "b", "--test-iteration-elites", False, False),
     _o("testType", "s", "--test-type", ""),
-    _o("firstTest", "i", "--first-test", 5),
+    _o("firstTest", "i", "--first-test", None),
     _o("eachTest", "i", "--each-test", 1),
     _o("targetRunner", "p", "--target-runner", "./target-runner"),
     _o("targetRunnerLauncher", "p", "--target-runner-launcher", ""),

@@ -123,9 +123,9 @@ def run_tuning(settings: Settings, space, runner, train: list, test: list = (), 
     if settings.fixed_list and not initial:
         raise SettingsError(f"{settings.name('fixed_list')} needs {settings.how('initial')}",
                             "fixed_list")
-    tuner_settings = _tuner_settings(settings, seed)
-    tuner_settings.budget_rule = ("irace" if irace_procedure_requested(settings.test, settings.test_type)
-                                  else "racer")
+    irace_procedure = irace_procedure_requested(settings.test, settings.test_type)
+    tuner_settings = _tuner_settings(settings, seed, _first_test(settings, train, irace_procedure))
+    tuner_settings.budget_rule = "irace" if irace_procedure else "racer"
     recorded = _recorded_settings(settings, space, initial, train, test, sources or {},
                                   runner.command, seed)
     tuner, closing, earlier = _make_tuner(settings, tuner_settings, space, runner, train, test,
@@ -293,7 +293,23 @@ def _start_afresh(exec_dir: str, journal_dir: str) -> None:
                 os.remove(os.path.join(exec_dir, name))
 
 
-def _tuner_settings(settings: Settings, seed: int):
+def _first_test(settings: Settings, train: list, irace_procedure: bool) -> int:
+    """``first_test``, or the default: irace's 5 when irace's procedure is asked for (one of
+    irace's tests), else racer's for these training instances
+    (:func:`racer.tuning.schedule.default_first_test`: a deterministic scenario's distinct
+    instances, in blocks of ``block_size``; a stochastic one's are unbounded)."""
+    from racer.tuning.schedule import IRACE_FIRST_TEST, default_first_test
+
+    if settings.first_test is not None:
+        return settings.first_test
+    if irace_procedure:
+        return IRACE_FIRST_TEST
+
+    n = len(train) // max(1, settings.block_size) if settings.deterministic else None
+    return default_first_test(n, settings.each_test)
+
+
+def _tuner_settings(settings: Settings, seed: int, first_test: int):
     """The Tuner's own settings (:class:`racer.tuning.tuner.Settings`, irace's names in its
     comments) for ``settings``."""
     from racer.tuning.tuner import Settings as TunerSettings
@@ -301,7 +317,7 @@ def _tuner_settings(settings: Settings, seed: int):
     s = settings
     return TunerSettings(
         max_experiments=s.budget, max_time=s.max_time, min_measurable_time=s.min_measurable_time,
-        first_test=s.first_test, each_test=s.each_test, mu=s.mu, min_survival=s.min_survivors,
+        first_test=first_test, each_test=s.each_test, mu=s.mu, min_survival=s.min_survivors,
         n_iterations=s.n_iterations, n_configurations=s.n_configurations,
         experiments_per_iteration=s.experiments_per_iteration, elitist=s.elitist,
         elitist_new_instances=s.elitist_new_instances, elitist_limit=s.elitist_limit,
@@ -484,12 +500,13 @@ def _first_iteration_runs(tuner) -> int | None:
     number of runs would do (a fixed ``experiments_per_iteration`` or ``n_configurations``
     decides)."""
     s, schedule = tuner.settings, tuner.schedule
-    mu = schedule.instances_per_configuration
 
     def fits(runs: int) -> bool:
+        n_available = tuner.n_tasks_available(runs)
+        mu = min(schedule.instances_per_configuration, n_available)
         current = (s.experiments_per_iteration
                    or schedule.iteration_budget(runs, 1, tuner.n_iterations))
-        n_conf = schedule.n_configurations(current, 1)
+        n_conf = schedule.n_configurations(current, 1, n_available=n_available)
         if s.n_configurations > 0:
             if s.n_configurations > n_conf:
                 return False

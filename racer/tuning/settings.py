@@ -19,7 +19,7 @@ racer.tuning.settings.SettingsError: `first_test` = 5 must be a multiple of `eac
 >>> Settings(first_test=0, names=IRACE_OPTIONS)
 Traceback (most recent call last):
 ...
-racer.tuning.settings.SettingsError: firstTest must be an integer >= 1; got 0
+racer.tuning.settings.SettingsError: firstTest must be None or an integer >= 1; got 0
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def _bound_types() -> tuple:
 CONSTRAINTS: dict[str, list] = {
     "budget": [_count()],
     "max_time": [Interval(_REAL, 0, None)],
-    "first_test": [_count(1)],
+    "first_test": [NONE, _count(1)],
     "each_test": [_count(1)],
     "mu": [_count(1)],
     "min_survivors": [_count()],
@@ -252,7 +252,9 @@ class Settings:
 
     budget: int = 0
     max_time: float = 0.0
-    first_test: int = 5
+    # None: racer.tuning.schedule.default_first_test (irace's 5, lowered for a deterministic
+    # scenario with fewer than 15 training instances)
+    first_test: int | None = None
     each_test: int = 1
     mu: int = 5
     min_survivors: int = 0
@@ -333,7 +335,7 @@ class Settings:
     def _check_together(self) -> None:
         """irace's rules that join fields (its checkScenario), then racer's."""
         n = self.name
-        if self.first_test % self.each_test:
+        if self.first_test is not None and self.first_test % self.each_test:
             self._refuse(f"{n('first_test')} = {self.first_test} must be a multiple of "
                          f"{n('each_test')} = {self.each_test}", "first_test")
         if self.budget <= 0 and self.max_time <= 0 and self.min_experiments is None:

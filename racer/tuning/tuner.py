@@ -681,8 +681,10 @@ class Tuner:
                    schedule.iteration_budget(money.remaining, iteration, run.n_iterations))
         n_elites = len(run.elites)
         elitist = s.elitist and not first_race
+        # A configuration is never budgeted for more instances than the race can give it.
+        n_available = self.n_tasks_available(money.remaining)
         n_conf = schedule.n_configurations(current, iteration, n_elites,
-                                           run.n_seen if elitist else None)
+                                           run.n_seen if elitist else None, n_available)
         if s.n_configurations > 0:
             if s.n_configurations <= n_conf:
                 n_conf = s.n_configurations
@@ -700,9 +702,12 @@ class Tuner:
             return money.retry_or("not enough budget to race more than the minimum configurations")
         if not first_race and n_conf <= n_elites:
             return money.retry_or("not enough budget left to race newly sampled configurations")
-        mu = schedule.instances_per_configuration
+        mu = min(schedule.instances_per_configuration, n_available)
         if elitist:
-            need = (n_conf - n_elites) * mu + n_elites * min(self.new_instances, mu)
+            # the elites run only instances they have not seen, and a deterministic
+            # scenario may have none left
+            new_for_elites = min(self.new_instances, mu, max(0, n_available - run.n_seen))
+            need = (n_conf - n_elites) * mu + n_elites * new_for_elites
         else:
             need = n_conf * mu
         if need > current:
@@ -782,6 +787,12 @@ class Tuner:
             raise BudgetError(f"only {len(tasks)} training instances for firstTest = "
                               f"{self.settings.first_test}"
                               + (f" x blockSize = {self.block_size}" if self.block_size > 1 else ""))
+        if not money.timed and self._first_block_runs(candidates, tasks, preset) > money.remaining:
+            # _size_iteration's estimate counts each elite's new instances alike; an elite
+            # kept from a shorter race may lack more, and a race that cannot pay its first
+            # block would end with no winner. The exact count decides.
+            if not money.more():
+                return "not enough budget to race all configurations up to the first test"
         self.recorder.start_iteration(IterationRecord(
             run.iteration, _journal_name(self.journal_dir, f"iteration-{run.iteration}.sqlite"),
             int(current), tuple(CandidateRecord.of(c) for c in candidates),
@@ -790,6 +801,13 @@ class Tuner:
                                       min_survivors, preset)
         self._keep_elites(run, money, candidates, order, result)
         return None
+
+    def _first_block_runs(self, candidates: list, tasks: list, preset: dict | None) -> int:
+        """Runs the race's first block (``first_test`` tasks for every candidate) starts:
+        those neither cached from earlier races nor preset."""
+        known = preset or {}
+        return sum(1 for c in candidates for t in tasks[:self.first_test]
+                   if (c.id, t) not in self.cache and (c.id, t) not in known)
 
     def _candidates(self, run: _Iterations, n_conf: int, first_values: dict | None):
         """The configurations of iteration ``run.iteration``'s race: the elites, the new ones

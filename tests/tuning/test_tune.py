@@ -79,7 +79,7 @@ def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, n_jobs=0), ValueError, "`n_jobs`"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, timeout=-1), ValueError, "`timeout`"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, first_test=0), ValueError,
-     "`first_test` must be an integer >= 1; got 0"),
+     "`first_test` must be None or an integer >= 1; got 0"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, first_test=4, each_test=3),
      ValueError, "`first_test` = 4 must be a multiple of `each_test` = 3"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, elitist=1), TypeError,
