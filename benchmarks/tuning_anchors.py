@@ -68,8 +68,13 @@ from targets import ScenarioTarget, configspace, scenario_target  # noqa: E402
 from tuning_vs_irace import SUITE  # noqa: E402
 
 RESULTS = HERE / "results"
-METHODS = ("racer", "smac", "tpe", "tpe-wilcoxon", "irace")
-ANCHORS = METHODS[1:]
+#: racer.tune's variants: options beside the defaults, and the share of the budget they get
+#: (``racer-half``: half the runs, recorded under the full budget so that it pairs with the
+#: anchors that had all of them).
+RACER_VARIANTS = {"racer": ({}, 1.0), "racer-ft3": ({"first_test": 3}, 1.0),
+                  "racer-half": ({}, 0.5)}
+METHODS = ("racer", "smac", "tpe", "tpe-wilcoxon", "irace", "racer-ft3", "racer-half")
+ANCHORS = ("smac", "tpe", "tpe-wilcoxon", "irace")
 
 
 class BudgetExceeded(RuntimeError):
@@ -101,12 +106,14 @@ class CountedTarget:
             self.wall += time.perf_counter() - w0
 
 
-def run_racer(t: ScenarioTarget, f: CountedTarget, budget: int, seed: int) -> dict:
+def run_racer(t: ScenarioTarget, f: CountedTarget, budget: int, seed: int,
+              options: dict | None = None) -> dict:
     import racer
 
     res = racer.tune(f, str(t.parameters_file), list(t.train), budget=budget, random_state=seed,
                      initial=[dict(t.default)], digits=t.digits,
-                     forbidden=str(t.forbidden_file) if t.forbidden_file else None, progress=False)
+                     forbidden=str(t.forbidden_file) if t.forbidden_file else None, progress=False,
+                     **(options or {}))
     return {"best": dict(res.best), "charged": int(res.experiments)}
 
 
@@ -230,11 +237,12 @@ def one_tuning(name: str, method: str, seed: int, budget: int, recorded: dict, r
         return dict(row, outcome="ok", test=test, test_recorded=got.get("test"), runs=got.get("runs"),
                     configs=None, best=got["best"], source=got["file"], wall=got.get("wall"),
                     tool_cpu=None, tool_wall=None)
-    f = CountedTarget(t, budget)
+    share = RACER_VARIANTS[method][1] if method in RACER_VARIANTS else 1.0
+    f = CountedTarget(t, int(budget * share))
     c0, w0 = time.process_time(), time.perf_counter()
     try:
-        if method == "racer":
-            info = run_racer(t, f, budget, seed)
+        if method in RACER_VARIANTS:
+            info = run_racer(t, f, int(budget * share), seed, RACER_VARIANTS[method][0])
         elif method == "smac":
             info = run_smac(t, f, budget, seed)
         elif method in ("tpe", "tpe-wilcoxon"):
@@ -316,12 +324,17 @@ def table(rows: list[dict]) -> list[str]:
                        f"{_g(statistics.fmean(runs), '.0f') if runs else ''} ({max(runs) if runs else ''}) | "
                        f"{_g(statistics.fmean(conf), '.1f') if conf else ''} | "
                        f"{_g(statistics.fmean(tc), '.1f') if tc else ''} | {_g(statistics.fmean(tw), '.1f') if tw else ''} |")
-        out += ["", "| racer - anchor | paired seeds | mean diff +/- SE | % of anchor's mean +/- SE | racer <= anchor |",
+        out += ["", "| pair | paired seeds | mean diff +/- SE | % of the second's mean +/- SE | first <= second |",
                 "| --- | --- | --- | --- | --- |"]
-        for a in ANCHORS:
-            p = paired(mine, a)
+        # racer against each anchor; a variant against racer's default and (half the runs)
+        # against each anchor with all of them
+        pairs = [("racer", a) for a in ANCHORS] + [
+            (v, ref) for v in RACER_VARIANTS if v != "racer"
+            for ref in (("racer",) + (ANCHORS if RACER_VARIANTS[v][1] < 1 else ()))]
+        for base, a in pairs:
+            p = paired(mine, a, base)
             if p["pairs"]:
-                out.append(f"| racer - {a} | {p['pairs']} | {p['mean']:+.4g} +/- {_g(p['se'], '.2g')} | "
+                out.append(f"| {base} - {a} | {p['pairs']} | {p['mean']:+.4g} +/- {_g(p['se'], '.2g')} | "
                            f"{p['pct']:+.1f}% +/- {_g(p['pct_se'], '.1f')}% | {p['wins']}/{p['pairs']} |")
         out.append("")
     return out
