@@ -194,6 +194,10 @@ class Sampler:
                     continue
                 if e.id in self.model:
                     vec = list(self.model[e.id][p.name])
+                elif e.parent not in self.model:
+                    # drawn uniformly, with no parent (the Tuner tops up a collapsed model
+                    # so): the first iteration's wide model around its own values
+                    vec = self._initial(p, e.values.get(p.name))
                 else:
                     vec = list(self.model[e.parent][p.name])
                     if p.type in ("i", "r") and e.values.get(p.name) is not None:

@@ -753,6 +753,13 @@ class Tuner:
                 run.soft_restarts.append(iteration)
                 run.seen_keys = seen_before
                 got = self.sampler.sample_model(elites, n_new, rng, run.seen_keys)
+        if len(got) < n_new:
+            # The model around the elites has no configuration left that was never raced (a
+            # collapsed model over categorical and ordinal grids, where soft restarts need
+            # near-copies of numbers): the rest are drawn uniformly, as in the first
+            # iteration, rather than ending the tuning with budget left.
+            got = got + [(v, None) for v in
+                         self.sampler.sample_uniform(n_new - len(got), rng, run.seen_keys)]
         return [v for v, _ in got], [p for _, p in got]
 
     def _task_order(self, run: _Iterations, remaining: int) -> list[int]:
