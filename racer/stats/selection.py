@@ -57,8 +57,9 @@ def prob_not_best(scores, best=0, *, maximize=True, n_samples=4000, random_state
     finite set has been seen (a deterministic tuning that saw all its instances): the
     instances stand for the ones a user will meet, and the probability says how much the
     choice rests on the particular ones seen. Selection is not accounted for: when ``best``
-    was picked *because* its mean on these instances is the best, the probability tends to be
-    smaller than the rate at which such picks are beaten on new instances.
+    was picked *because* its mean on these instances is the best, the same instances judge
+    the pick and the doubt about it, which can make the probability optimistic (the winner's
+    curse).
 
     Parameters
     ----------
