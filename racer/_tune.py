@@ -87,9 +87,9 @@ class TuneResult:
     instances every final elite ran, :func:`racer.stats.prob_not_best`, with the tuning's
     seed: the same seed gives the same number). 0.0 with one elite; None with fewer than
     two such instances and on several objectives. It speaks of the final elites only, not
-    of configurations never raced or eliminated earlier, and it is computed on the instances
-    the elites were chosen on, so it leans optimistic when they have seen few (measured in
-    benchmarks/RESULTS.md).
+    of configurations eliminated earlier or never sampled, and it is computed on the
+    instances the elites were chosen on; on the ground-truth benchmark the rate at which
+    another final elite was truly better stayed at or below it (benchmarks/RESULTS.md).
     """
 
     best: dict
