@@ -60,12 +60,16 @@ SMAC3.
 
 Each line of the output (``--out``, JSON lines) is one tuning: its table, budget, method,
 seed, regret, true mean, whether the pick is a true best, the runs it used and the distinct
-configurations it ran; the first line of a file run records the command. ``racer.tune``'s
-result states no probability of having lost the best (``TuneResult`` has no such field): the
-column ``stated`` stays empty. ``--table FILE...`` prints, per (phase, table, budget, method),
+configurations it ran; the first line of a file run records the command. For racer's
+methods, ``stated`` is ``TuneResult.prob_not_best`` -- racer's posterior probability that
+another of its final elites has a lower expected cost than its pick (None: not stated) --
+with ``stated_instances``, the training instances it rests on, and ``n_elites``; ``lost``
+says whether another final elite's true mean is below the pick's. ``--table FILE...`` prints, per (phase, table, budget, method),
 the median and mean regret with its SE over seeds, the worst seed, P(pick is a true best)
 counted, the mean runs used, and the paired difference to ``--reference`` (default ``racer``)
-with its SE; the phase is ``pilot`` for seeds below 100 and ``fresh`` otherwise.
+with its SE; the phase is ``pilot`` for seeds below 100 and ``fresh`` otherwise; then, per
+(phase, table, budget) of a method that states a probability, the mean stated probability
+against the measured rate of ``lost`` with the SE of their difference, paired by seed.
 
     OPENBLAS_NUM_THREADS=1 nice -n 15 python benchmarks/ground_truth.py --quick
     OPENBLAS_NUM_THREADS=1 nice -n 15 python benchmarks/ground_truth.py \\
@@ -319,11 +323,20 @@ def run_racer(table: Table, budget: int, seed: int, test: str | None, sampler: s
         res = racer.tune(count, config_space(table), list(range(table.n_instances)), budget=budget,
                          random_state=seed, racing_test=test, sampler=sampler,
                          deterministic=True, progress=False)
+    from racer.tuning.record import read_record
+
     row = table.row(res.best)
-    stated = None  # TuneResult states no probability of having lost the best
+    elite_rows = [table.row(e) for e in res.elites]
+    # The truth behind racer's stated P(another final elite is better in expectation): some
+    # other final elite's true mean (over every instance of the table) below the pick's, by
+    # more than the rounding Table.is_best forgives.
+    lost = any(table.true[r] < table.true[row] - 1e-12 * max(1.0, abs(table.best))
+               for r in elite_rows if r != row)
     return row, int(res.experiments), len(count.rows), {
-        "stated": stated, "iterations": res.iterations, "stop": res.stop_reason,
-        "evaluate_calls": count.runs}
+        "stated": res.prob_not_best, "lost": bool(lost), "n_elites": len(elite_rows),
+        "elite_true_means": [float(table.true[r]) for r in elite_rows],
+        "stated_instances": read_record(res.storage).prob_not_best_instances,
+        "iterations": res.iterations, "stop": res.stop_reason, "evaluate_calls": count.runs}
 
 
 def _optuna_params(table: Table, trial) -> dict:
@@ -577,6 +590,7 @@ def summarize(records, reference: str = "racer") -> list:
                        best_count=sum(r["is_best"] for r in ok.values()),
                        runs=float(np.mean([r["runs"] for r in ok.values()])),
                        configs=float(np.mean([r["n_configs"] for r in ok.values()])))
+            row.update(_calibration(ok.values()))
             ref = groups.get((*key[:3], reference), {}).get("ok", {})
             common = sorted(set(ok) & set(ref))
             if key[3] != reference and len(common) > 1:
@@ -585,6 +599,87 @@ def summarize(records, reference: str = "racer") -> list:
                            paired=len(common))
         rows.append(row)
     return rows
+
+
+def _calibration(records) -> dict:
+    """How a method's stated probability of having lost the best (``stated``) compares with
+    what happened (``lost``): over the seeds with a statement, the mean stated probability,
+    the rate of ``lost`` and their paired difference (lost - stated, per seed) with its SE;
+    ``unstated`` counts the seeds without one. Empty for a method that states nothing."""
+    with_lost = [r for r in records if "lost" in r]
+    if not with_lost:
+        return {}
+    stated = [r for r in with_lost if r.get("stated") is not None]
+    out = {"unstated": len(with_lost) - len(stated), "stated_n": len(stated)}
+    if stated:
+        p = np.array([r["stated"] for r in stated], dtype=float)
+        lost = np.array([r["lost"] for r in stated], dtype=float)
+        d = lost - p
+        out.update(stated_mean=float(p.mean()), lost_rate=float(lost.mean()),
+                   calib_diff=float(d.mean()),
+                   calib_se=float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else
+                   float("nan"),
+                   lost_unstated=sum(bool(r["lost"]) for r in with_lost
+                                     if r.get("stated") is None))
+    return out
+
+
+def format_calibration(rows) -> str:
+    """One line per (phase, table, budget, method) that states a probability: mean stated
+    P(lost the best) against the measured rate, the paired difference ± SE, and whether the
+    measured rate lies beyond stated + 2 SE (mis-calibrated on the optimistic side)."""
+    lines = ["| phase | table | budget | method | seeds stated (not) | mean stated P(lost) | "
+             "measured rate lost | measured − stated ± SE (paired) | beyond stated + 2 SE |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        if "stated_n" not in r:
+            continue
+        if not r["stated_n"]:
+            lines.append(f"| {r['phase']} | {r['table']} | {r['budget']} | {r['method']} | "
+                         f"0 ({r['unstated']}) | | | | |")
+            continue
+        se = r["calib_se"]
+        beyond = "**yes**" if se == se and r["calib_diff"] > 2 * se else "no"
+        lines.append(
+            f"| {r['phase']} | {r['table']} | {r['budget']} | {r['method']} | "
+            f"{r['stated_n']} ({r['unstated']}) | {r['stated_mean']:.3f} | "
+            f"{r['lost_rate']:.3f} | {r['calib_diff']:+.3f} ± {se:.3f} | {beyond} |")
+    return "\n".join(lines)
+
+
+RELIABILITY_BINS = (0.0, 0.1, 0.3, 0.6, 1.0)
+
+
+def format_reliability(records) -> str:
+    """Per method that states a probability, pooled over every (table, budget): the seeds
+    grouped by their stated P(lost the best) -- exactly 0, then the bins of
+    :data:`RELIABILITY_BINS` -- with the mean stated value and the measured rate of ``lost``
+    (binomial SE) in each; and apart, the seeds whose final elites had all run every
+    instance of the table (their observed means are the true ones) and the others."""
+    lines = ["| method | seeds | stated P(lost) | mean stated | measured rate lost ± SE |",
+             "| --- | --- | --- | ---: | ---: |"]
+
+    def line(method, label, group, what):
+        if not group:
+            return
+        p = np.mean([r["stated"] for r in group])
+        q = np.mean([r["lost"] for r in group])
+        se = math.sqrt(q * (1 - q) / len(group))
+        lines.append(f"| {method} | {label} | {what} ({len(group)}) | {p:.3f} | "
+                     f"{q:.3f} ± {se:.3f} |")
+
+    methods = sorted({r["method"] for r in records if r.get("stated") is not None}, key=_order)
+    for m in methods:
+        mine = [r for r in records if r["method"] == m and r.get("stated") is not None
+                and "lost" in r]
+        line(m, "all", [r for r in mine if r["stated"] == 0.0], "0")
+        for lo, hi in zip(RELIABILITY_BINS, RELIABILITY_BINS[1:]):
+            line(m, "all", [r for r in mine if lo < r["stated"] <= hi], f"({lo:g}, {hi:g}]")
+        full = [r for r in mine if r.get("stated_instances") == r["n_instances"]]
+        part = [r for r in mine if r.get("stated_instances") != r["n_instances"]]
+        line(m, "elites saw every instance", full, "any")
+        line(m, "elites saw some instances", part, "any")
+    return "\n".join(lines)
 
 
 def _order(method: str) -> int:
@@ -684,6 +779,10 @@ def main(argv=None) -> int:
         print(format_table(rows, a.reference))
         print()
         print(format_cells(cell_summary(rows), a.reference))
+        print()
+        print(format_calibration(rows))
+        print()
+        print(format_reliability(read_records(a.table)))
         return 0
     if a.quick:
         a.tables, a.budgets, a.seeds = "hpobench/car@3", "40,120", 2
@@ -723,7 +822,12 @@ def main(argv=None) -> int:
     finally:
         if sink:
             sink.close()
-    print(format_table(summarize(records, a.reference), a.reference))
+    rows = summarize(records, a.reference)
+    print(format_table(rows, a.reference))
+    print()
+    print(format_calibration(rows))
+    print()
+    print(format_reliability(records))
     return 0
 
 

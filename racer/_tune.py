@@ -80,6 +80,16 @@ class TuneResult:
     ``test`` holds a list of k values per test instance; ``runs`` has a column
     ``cost.objective<j>`` per objective (``cost`` is the first). With one objective,
     ``pareto_front`` is ``[best]`` and ``pareto_objectives`` None.
+
+    ``prob_not_best``: how sure the answer is, on one objective -- the posterior
+    probability that some other final elite has a lower expected cost than ``best`` over
+    the distribution the instances come from (the Bayesian bootstrap over the training
+    instances every final elite ran, :func:`racer.stats.prob_not_best`, with the tuning's
+    seed: the same seed gives the same number). 0.0 with one elite; None with fewer than
+    two such instances and on several objectives. It speaks of the final elites only, not
+    of configurations eliminated earlier or never sampled, and it is computed on the
+    instances the elites were chosen on; on the ground-truth benchmark the rate at which
+    another final elite was truly better stayed at or below it (benchmarks/RESULTS.md).
     """
 
     best: dict
@@ -95,6 +105,7 @@ class TuneResult:
     storage: str
     pareto_front: list = dataclasses.field(default_factory=list)
     pareto_objectives: list | None = None
+    prob_not_best: float | None = None
     _cleanup: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -625,4 +636,4 @@ def _result_from_run(run, runner, space, exec_dir: str) -> TuneResult:
         experiments=result.experiments, iterations=result.iterations,
         stop_reason=result.stop_reason, seed=run.seed, storage=exec_dir,
         pareto_front=[dict(e) for e in elites] if several else elites[:1],
-        pareto_objectives=front_objectives)
+        pareto_objectives=front_objectives, prob_not_best=result.prob_not_best)

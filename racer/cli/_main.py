@@ -677,7 +677,7 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
     """Why the tuning stopped, the elites, and their mean cost on the test instances."""
     import numpy as np
 
-    from racer.tuning.output import elites_report
+    from racer.tuning.output import elites_report, prob_not_best_line
     from racer.progress import iterations_done_text
 
     done = iterations_done_text(result.iterations, result.planned_iterations)
@@ -694,6 +694,7 @@ def _print_summary(result, tuner, v: dict, test, winner) -> None:
         print(front_report(tuner.space, result, tuner.settings))
         return
     print(elites_report(tuner.space, result.elites, label))
+    print(prob_not_best_line(result))
     if result.test is not None:
         print("# Testing of elite configurations: mean cost on "
               f"{len(result.test['tasks'])} test instances")

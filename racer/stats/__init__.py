@@ -75,6 +75,7 @@ _EXPORTS = {
     "joint_prefix_probabilities": "joint",
     "ParetoDominanceResult": "pareto",
     "pareto_dominance": "pareto",
+    "prob_not_best": "selection",
     "ConvergenceError": "_hierarchical",
     "HierarchicalResult": "_hierarchical",
     "hierarchical_test": "_hierarchical",

@@ -11,7 +11,8 @@
 * ``eliminations.csv``: every elimination of every race;
 * ``test.csv``: the test phase, one row per (elite, test instance) (several objectives: a
   column ``cost.<name>`` per objective instead of ``cost``);
-* ``results.json``: the elites, their command lines, the budget used and the stop reason.
+* ``results.json``: the elites, their command lines, the budget used and the stop reason
+  (and, on one objective, ``prob_not_best``: :func:`prob_not_best_line` says what it is).
 
 These files are for people and for irace's tools. What the Tuner decided is in its run record,
 ``racer-journal/run.json`` (:mod:`racer.tuning.record`), which the Tuner writes itself and
@@ -36,8 +37,8 @@ import numpy as np
 from racer.tuning.parameters import ParameterSpace, format_value
 
 __all__ = ["RunLog", "Progress", "write_elites", "write_eliminations", "write_test",
-           "write_results", "elites_report", "front_report", "configuration_words",
-           "objective_columns"]
+           "write_results", "elites_report", "front_report", "prob_not_best_line",
+           "configuration_words", "objective_columns"]
 
 RUN_FIELDS = ["iteration", "configuration", "instance_id", "seed", "instance", "cost", "time",
               "status", "attempts", "wall", "message", "bound"]
@@ -169,6 +170,35 @@ def elites_report(space: ParameterSpace, elites: list, label: str = "sum of rank
     return "\n".join(lines)
 
 
+def prob_not_best_line(result) -> str:
+    """The final summary's line on how sure the best is (one objective): the posterior
+    probability that another final elite has a lower expected cost over the instances'
+    distribution, and the instances it rests on (:func:`racer.tuning.record.prob_not_best_of`).
+
+    >>> from types import SimpleNamespace as NS
+    >>> print(prob_not_best_line(NS(elites=[1, 2, 3], prob_not_best=0.0412,
+    ...                             prob_not_best_instances=12)))  # doctest: +NORMALIZE_WHITESPACE
+    # P(another of the 3 final elites has a lower expected cost than the best) = 0.041
+    (Bayesian bootstrap over the 12 training instances all of them ran)
+    >>> print(prob_not_best_line(NS(elites=[1, 2], prob_not_best=None,
+    ...                             prob_not_best_instances=1)))  # doctest: +NORMALIZE_WHITESPACE
+    # P(another of the 2 final elites has a lower expected cost than the best): not stated,
+    one training instance ran by all of them (two are needed)
+    """
+    n = len(result.elites)
+    if n < 2:
+        return ("# P(another final elite has a lower expected cost than the best) = 0 (the best "
+                "is the only final elite)" if n else "# P(another final elite has a lower "
+                "expected cost than the best): not stated (no final elite)")
+    head = f"# P(another of the {n} final elites has a lower expected cost than the best)"
+    k = result.prob_not_best_instances
+    if result.prob_not_best is None:
+        ran = "no training instance" if k == 0 else "one training instance"
+        return f"{head}: not stated, {ran} ran by all of them (two are needed)"
+    return (f"{head} = {result.prob_not_best:.2g} (Bayesian bootstrap over the {k} training "
+            "instances all of them ran)")
+
+
 def front_means(result, names: tuple) -> dict:
     """``{configuration id: (instances, [mean of each objective])}`` of the final elites of
     a tuning on several objectives, on the training instances of the last race (the race
@@ -238,6 +268,8 @@ def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None
         **extra,
     }
     names = extra.get("objectives", {}).get("names") if isinstance(extra.get("objectives"), dict) else None
+    if not names:
+        data["prob_not_best"] = result.prob_not_best
     if names:
         data["pareto_front"] = {str(cid): {"instances": n, "mean": dict(zip(names, m))}
                                 for cid, (n, m) in front_means(result, names).items()}

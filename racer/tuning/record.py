@@ -6,8 +6,9 @@ raced with their ids, parents and values (typed: str, int, float or None where i
 race's journal, the elites it kept with their means, and the race's instances and runs; the
 schedule (:class:`ScheduleRecord`: the budget, the iterations planned, each iteration's
 budget); the test phase (:class:`TestRecord`: per tested elite, per test instance, the cost);
-the objectives and their directions; why the tuning stopped; racer's version and the record's
-schema number. The Tuner writes it as JSON to ``<execDir>/racer-journal/run.json``, whole or
+the objectives and their directions; why the tuning stopped; on one objective, the
+probability that the best is not the best of the final elites (:func:`prob_not_best_of`);
+racer's version and the record's schema number. The Tuner writes it as JSON to ``<execDir>/racer-journal/run.json``, whole or
 not at all (a temporary file renamed over the old one), when an iteration starts and ends,
 when the tuning stops and around the test phase. Only the Tuner writes it; every reader reads
 it with :func:`read_record`, which refuses a damaged or foreign file with a
@@ -59,7 +60,7 @@ from racer.result import RaceResult
 
 __all__ = ["SCHEMA", "JOURNAL_DIR", "RUN_FILE", "RecordError", "CandidateRecord",
            "IterationRecord", "ScheduleRecord", "TestRecord", "PostSelectionRecord", "RunRecord",
-           "RunRecorder",
+           "RunRecorder", "prob_not_best_of",
            "read_record", "write_record", "IteratedRun", "ParameterInfo", "from_iterated_race",
            "read_exec_dir"]
 
@@ -198,7 +199,12 @@ class RunRecord:
     elites once it has ended. ``earlier_tests``
     are the test phases of earlier sessions of a tuning continued with a larger budget whose
     journals are kept (``test-earlier-<k>.sqlite``; the Tuner reuses their runs), or the
-    journaled test phase of the previous session until this one's starts."""
+    journaled test phase of the previous session until this one's starts.
+    ``prob_not_best`` is the posterior probability that the first final elite is not the
+    best of them (:func:`prob_not_best_of`) and ``prob_not_best_instances`` the number of
+    training instances it was computed on; both None on several objectives, before the
+    iterations (and the post-selection race) have ended, and in a record of a racer that
+    did not state it."""
 
     schema: int
     racer_version: str
@@ -219,6 +225,8 @@ class RunRecord:
     started_at: str = ""
     written_at: str = ""
     postselection: PostSelectionRecord | None = None
+    prob_not_best: float | None = None
+    prob_not_best_instances: int | None = None
 
     @property
     def iteration_budgets(self) -> list:
@@ -417,7 +425,20 @@ def _parse_record(f: _Fields) -> RunRecord:
         earlier_tests=tuple(_parse_test(t) for t in f.children("earlier_tests")),
         complete=bool(f.get("complete", (bool,))),
         started_at=f.text("started_at"), written_at=f.text("written_at"),
-        postselection=None if post is None else _parse_postselection(post))
+        postselection=None if post is None else _parse_postselection(post),
+        **_parse_prob_not_best(f))
+
+
+def _parse_prob_not_best(f: _Fields) -> dict:
+    """The stated probability of not having the best and its instances; absent (a record
+    written before racer stated it) reads as None."""
+    if "prob_not_best" not in f.data:
+        return {}
+    prob = f.get("prob_not_best", (int, float), optional=True)
+    if prob is not None and not 0.0 <= prob <= 1.0:
+        raise f._bad("prob_not_best", f"is {prob!r}, not a probability")
+    return {"prob_not_best": None if prob is None else float(prob),
+            "prob_not_best_instances": f.int("prob_not_best_instances", optional=True)}
 
 
 def _record_path(path: Any) -> str:
@@ -575,6 +596,13 @@ class RunRecorder:
         self._update(postselection=current, final_elites=current.elites,
                      experiments=int(experiments), time_used=float(time_used))
 
+    def state_prob_not_best(self, prob: float | None, n_instances: int) -> None:
+        """The iterations (and the post-selection race) have ended: the probability that
+        the best is not the best of the final elites, on ``n_instances`` instances
+        (:func:`prob_not_best_of`)."""
+        self._update(prob_not_best=None if prob is None else float(prob),
+                     prob_not_best_instances=int(n_instances))
+
     def start_test(self, test: TestRecord, earlier: tuple) -> None:
         """The test phase ``test`` is about to run; ``earlier`` are the test phases of
         earlier sessions whose journals are kept."""
@@ -591,6 +619,42 @@ class RunRecorder:
     def complete(self, time_used: float) -> None:
         """The tuning is over (iterations and test phase)."""
         self._update(complete=True, time_used=float(time_used))
+
+
+def prob_not_best_of(elites: list, cache: dict, seed: int) -> tuple[float | None, int]:
+    """``(probability, instances)``: the posterior probability that ``elites[0]`` (the
+    tuning's best) does not have the lowest expected cost of the final ``elites``, and the
+    number of training instances it rests on.
+
+    The instances are those on which every elite has a cost (``cache``: the Tuner's
+    ``{(configuration id, task): (cost, failure message)}``; a failed run counts as not
+    run), in task order; the probability is :func:`racer.stats.prob_not_best` of the elites'
+    costs there (the Bayesian bootstrap over the instances, 4,000 draws), with the tuning's
+    ``seed`` (``default_rng([seed, 7])``: the same seed, the same number). None with fewer
+    than two such instances, 0.0 with one elite.
+
+    >>> from racer.tuning.tuner import Configuration, Task
+    >>> from racer.tuning.instances import Instance
+    >>> a, b = Configuration(1, {}), Configuration(2, {})
+    >>> tasks = [Task(k + 1, Instance(f"i{k}"), k) for k in range(4)]
+    >>> cache = {(1, t): (1.0 + k, None) for k, t in enumerate(tasks)}
+    >>> cache.update({(2, t): (1.5 + k, None) for k, t in enumerate(tasks[:3])})
+    >>> prob_not_best_of([a, b], cache, seed=1)   # b is worse on the 3 instances both ran
+    (0.0, 3)
+    >>> prob_not_best_of([a], cache, seed=1)
+    (0.0, 4)
+    """
+    from racer.stats.selection import prob_not_best
+
+    runs = [{task: cost for (cid, task), (cost, message) in cache.items()
+             if cid == e.id and message is None and math.isfinite(cost)} for e in elites]
+    common = sorted(set.intersection(*(set(r) for r in runs)) if runs else set(),
+                    key=lambda t: (t.index, t.seed))
+    if not common:
+        return (0.0 if len(elites) == 1 else None), 0
+    costs = np.array([[r[t] for r in runs] for t in common], dtype=np.float64)
+    rng = np.random.default_rng([int(seed), 7])
+    return prob_not_best(costs, 0, maximize=False, random_state=rng), len(common)
 
 
 def _example_record() -> RunRecord:

@@ -53,7 +53,7 @@ from racer.tuning.instances import Instance
 from racer.tuning.runner import Runner, TargetRunnerError
 from racer.tuning.record import (JOURNAL_DIR, RUN_FILE, SCHEMA, CandidateRecord,
                                  IterationRecord, ParameterInfo, PostSelectionRecord,
-                                 RecordError, RunRecord,
+                                 RecordError, RunRecord, prob_not_best_of,
                                  RunRecorder, ScheduleRecord, TestRecord, read_record)
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
@@ -174,6 +174,10 @@ class TuningResult:
     # The post-selection race, when one ran: {"iteration", "result" (its Race result),
     # "candidates"}; ``elites`` are then its answer (Tuner._postselection).
     postselection: dict | None = None
+    # P(elites[0] is not the best of the final elites) and the instances it rests on
+    # (racer.tuning.record.prob_not_best_of); None on several objectives.
+    prob_not_best: float | None = None
+    prob_not_best_instances: int = 0
 
 
 def _derived_seed(*key: int) -> int:
@@ -491,6 +495,11 @@ class Tuner:
                     result = self._iterated(pool)
                     if self.postselection:
                         self._postselection(pool, result)
+                if s.directions is None:
+                    result.prob_not_best, result.prob_not_best_instances = prob_not_best_of(
+                        result.elites, self.cache, s.seed)
+                    self.recorder.state_prob_not_best(result.prob_not_best,
+                                                      result.prob_not_best_instances)
                 if self.test_instances and result.elites:
                     # Several objectives: the whole final front is tested (a Pareto set has
                     # no "best testNbElites").

@@ -102,9 +102,19 @@ def test_quick_run_writes_records_whose_regret_is_the_tables(bench, tmp_path, ca
         assert r["regret"] == pytest.approx(table.true[row] - table.true.min(), abs=1e-12)
         assert r["is_best"] == (r["regret"] <= 1e-12)
         assert 0 < r["runs"] <= r["budget"]
-        assert r["stated"] is None  # racer.tune states no probability of losing the best
+        if r["method"] == "racer":
+            # racer states P(another final elite has a lower expected cost than its pick);
+            # "lost" is the truth of it on the table: an elite's true mean below the pick's
+            assert r["stated"] is None or 0.0 <= r["stated"] <= 1.0
+            elites = r["elite_true_means"]
+            assert len(elites) == r["n_elites"] >= 1
+            assert elites[0] == pytest.approx(r["true_mean"], abs=1e-15)
+            assert r["lost"] == any(m < elites[0] - 1e-12 for m in elites[1:])
+            assert r["stated"] is not None or r["stated_instances"] < 2
+        else:
+            assert r["stated"] is None and "lost" not in r
     text = capsys.readouterr().out
-    assert text.count("| pilot | hpobench/car@3 |") == 6
+    assert text.count("| pilot | hpobench/car@3 |") == 6 + 2  # and racer's calibration lines
     # random search sees every instance of the configurations it draws: its pick is the
     # best of them, so never worse than any configuration it tried
     rnd = [r for r in recs if r["method"] == "random"]
@@ -140,3 +150,36 @@ def test_summary_statistics_and_pairing(bench):
     assert cells["pilot", "racer"]["at_or_below"] == 1 and cells["pilot", "racer"]["vs_anchor"] == 1
     assert cells["pilot", "random"]["vs_anchor"] == 0  # no other anchor in the cell
     assert cells["fresh", "random"]["cells"] == 1
+
+
+def test_calibration_pairs_stated_and_lost_by_seed(bench):
+    stated = [0.1, 0.5, None, 0.0, 0.3]
+    lost = [False, True, True, False, True]
+    recs = [{"table": "t", "budget": 10, "method": "racer", "seed": seed, "regret": 0.0,
+             "is_best": True, "runs": 10, "n_configs": 2, "stated": p, "lost": q,
+             "n_instances": 5, "stated_instances": 5 if seed < 2 else 3}
+            for seed, (p, q) in enumerate(zip(stated, lost))]
+    recs += [{"table": "t", "budget": 10, "method": "random", "seed": seed, "regret": 0.1,
+              "is_best": False, "runs": 10, "n_configs": 1, "stated": None} for seed in range(5)]
+    rows = {r["method"]: r for r in bench.summarize(recs)}
+    racer, random = rows["racer"], rows["random"]
+    assert "stated_n" not in random  # a method that states nothing has no calibration
+    p = np.array([0.1, 0.5, 0.0, 0.3])
+    q = np.array([0.0, 1.0, 0.0, 1.0])
+    assert racer["stated_n"] == 4 and racer["unstated"] == 1 and racer["lost_unstated"] == 1
+    assert racer["stated_mean"] == pytest.approx(p.mean())
+    assert racer["lost_rate"] == pytest.approx(q.mean())
+    assert racer["calib_diff"] == pytest.approx((q - p).mean())
+    assert racer["calib_se"] == pytest.approx((q - p).std(ddof=1) / 2)
+    text = bench.format_calibration(list(rows.values()))
+    assert text.count("| pilot | t | 10 |") == 1  # racer's line only
+    # measured 0.5 against stated 0.225: +0.275 with an SE of 0.193, within 2 SE
+    assert "| +0.275 ± 0.193 | no |" in text
+    # every seed lost while stating 0: the excess is 1 with an SE of 0, beyond it
+    zero = [dict(r, stated=0.0, lost=True) for r in recs if r["method"] == "racer"]
+    assert "| +1.000 ± 0.000 | **yes** |" in bench.format_calibration(bench.summarize(zero))
+    table = bench.format_reliability(recs)
+    assert "| racer | all | 0 (1) | 0.000 | 0.000 ± 0.000 |" in table
+    assert "| racer | all | (0.3, 0.6] (1) | 0.500 | 1.000 ± 0.000 |" in table
+    assert "| racer | elites saw every instance | any (2) | 0.300 | 0.500 ± 0.354 |" in table
+    assert "random" not in table
