@@ -575,6 +575,11 @@ class RunRecorder:
         self._update(stop_reason=stop_reason, final_elites=tuple(int(e) for e in final_elites),
                      experiments=int(experiments), time_used=float(time_used))
 
+    def rank_final(self, final_elites: list) -> None:
+        """The final elites (ids, best first) in their final order
+        (:func:`rank_final`)."""
+        self._update(final_elites=tuple(int(e) for e in final_elites))
+
     def start_postselection(self, post: PostSelectionRecord) -> None:
         """The post-selection race is about to start (or, ``post.skipped`` set, will not)."""
         self._update(postselection=post)
@@ -646,15 +651,62 @@ def prob_not_best_of(elites: list, cache: dict, seed: int) -> tuple[float | None
     """
     from racer.stats.selection import prob_not_best
 
+    costs = common_costs(elites, cache)
+    if not len(costs):
+        return (0.0 if len(elites) == 1 else None), 0
+    common = costs.shape[0]
+    rng = np.random.default_rng([int(seed), 7])
+    return prob_not_best(costs, 0, maximize=False, random_state=rng), common
+
+
+def common_costs(elites: list, cache: dict) -> np.ndarray:
+    """The ``elites``' costs (instances x elites, in task order) on the training instances
+    on which every one of them has a successful, finite cost (``cache``: the Tuner's
+    ``{(configuration id, task): (cost, failure message)}``); no rows when there are none."""
     runs = [{task: cost for (cid, task), (cost, message) in cache.items()
              if cid == e.id and message is None and math.isfinite(cost)} for e in elites]
     common = sorted(set.intersection(*(set(r) for r in runs)) if runs else set(),
                     key=lambda t: (t.index, t.seed))
-    if not common:
-        return (0.0 if len(elites) == 1 else None), 0
-    costs = np.array([[r[t] for r in runs] for t in common], dtype=np.float64)
-    rng = np.random.default_rng([int(seed), 7])
-    return prob_not_best(costs, 0, maximize=False, random_state=rng), len(common)
+    return np.array([[r[t] for r in runs] for t in common], dtype=np.float64).reshape(
+        len(common), len(elites))
+
+
+def rank_final(elites: list, cache: dict) -> list:
+    """The final ``elites`` (best first as the last race ranked them) in the tuning's final
+    order: those that ran the most training instances first, ordered by their mean cost over
+    the instances all of them ran (:func:`common_costs`; the race's order breaking ties),
+    then the others in the race's order.
+
+    The last race ranks its survivors on its own rows only. An elitist race that ends for
+    lack of budget (or at ``minNbSurvival``) before its new configurations have met every
+    instance the elites ran earlier ranks a newcomer that did well on three instances above
+    an elite that did well on five. As SMAC's intensification does with its incumbent
+    (Hutter et al. 2011), racer keeps an elite ahead of any configuration with less
+    evidence, and uses all the evidence the best-supported elites share. Measured on the
+    ground-truth pilot (benchmarks/ground_truth.py; benchmarks/RESULTS.md).
+
+    >>> from racer.tuning.tuner import Configuration, Task
+    >>> from racer.tuning.instances import Instance
+    >>> a, b, c = Configuration(1, {}), Configuration(2, {}), Configuration(3, {})
+    >>> tasks = [Task(k + 1, Instance(f"i{k}"), k) for k in range(4)]
+    >>> cache = {(1, t): (v, None) for t, v in zip(tasks, (1.0, 1.0, 9.0, 9.0))}
+    >>> cache.update({(2, t): (v, None) for t, v in zip(tasks, (2.0, 2.0, 2.0, 2.0))})
+    >>> cache.update({(3, t): (v, None) for t, v in zip(tasks[:2], (0.5, 0.5))})
+    >>> [e.id for e in rank_final([c, a, b], cache)]  # c: two instances only
+    [2, 1, 3]
+    """
+    if len(elites) < 2:
+        return list(elites)
+    counts = [sum(1 for (cid, _task), (cost, message) in cache.items()
+                  if cid == e.id and message is None and math.isfinite(cost)) for e in elites]
+    most = max(counts)
+    lead = [e for e, n in zip(elites, counts) if n == most]
+    rest = [e for e, n in zip(elites, counts) if n != most]
+    costs = common_costs(lead, cache)
+    if len(lead) > 1 and len(costs):
+        means = costs.mean(axis=0)
+        lead = [lead[j] for j in sorted(range(len(lead)), key=lambda j: (means[j], j))]
+    return lead + rest
 
 
 def _example_record() -> RunRecord:

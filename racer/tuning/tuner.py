@@ -53,7 +53,7 @@ from racer.tuning.instances import Instance
 from racer.tuning.runner import Runner, TargetRunnerError
 from racer.tuning.record import (JOURNAL_DIR, RUN_FILE, SCHEMA, CandidateRecord,
                                  IterationRecord, ParameterInfo, PostSelectionRecord,
-                                 RecordError, RunRecord, prob_not_best_of,
+                                 RecordError, RunRecord, prob_not_best_of, rank_final,
                                  RunRecorder, ScheduleRecord, TestRecord, read_record)
 
 __all__ = ["Configuration", "Task", "Settings", "Tuner", "TuningResult", "BudgetError",
@@ -496,6 +496,8 @@ class Tuner:
                     if self.postselection:
                         self._postselection(pool, result)
                 if s.directions is None:
+                    result.elites = rank_final(result.elites, self.cache)
+                    self.recorder.rank_final([e.id for e in result.elites])
                     result.prob_not_best, result.prob_not_best_instances = prob_not_best_of(
                         result.elites, self.cache, s.seed)
                     self.recorder.state_prob_not_best(result.prob_not_best,
