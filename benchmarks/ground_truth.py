@@ -43,7 +43,8 @@ Methods, at equal numbers of runs (one run = one configuration on one instance):
 * ``racer`` -- ``racer.tune`` with its defaults (the t-test); ``racer-F`` (irace's F-test,
   ``racing_test="F-test"``, with irace's budget rules), ``racer-posterior-best``,
   ``racer-bayesian`` (racer's Bayesian tests by their registry names); ``racer-optuna``
-  (the default test with ``sampler="optuna"``);
+  (the default test with ``sampler="optuna"``); ``racer-half`` (the defaults with half the
+  runs, recorded under the whole budget: "with half the runs, does racer reach the anchors?");
 * ``optuna-tpe`` -- Optuna's TPE, every trial on every instance in a random order: ``budget //
   n_instances`` trials, the pick its best trial;
 * ``optuna-wilcoxon`` -- the same with Optuna's ``WilcoxonPruner`` (defaults), one report per
@@ -112,7 +113,7 @@ FAMILIES = {
 }
 
 RACER_TESTS = {"racer": None, "racer-F": "F-test", "racer-posterior-best": "posterior-best",
-               "racer-bayesian": "bayesian", "racer-optuna": None}
+               "racer-bayesian": "bayesian", "racer-optuna": None, "racer-half": None}
 METHODS = (*RACER_TESTS, "optuna-tpe", "optuna-wilcoxon", "random", "smac", "irace")
 #: Recorded, not run: racer.tune's default before the schedule's cost cap and
 #: ``default_first_test`` (main 5b17ec7); the files that hold it say so on their second line.
@@ -518,8 +519,10 @@ def run_method(table: Table, method: str, budget: int, seed: int) -> dict:
     """One tuning: the record written to the jsonl."""
     t0 = time.perf_counter()
     if method in RACER_TESTS:
+        # racer-half: half the runs, recorded under the whole budget so that it pairs with
+        # the anchors that had all of them
         row, runs, n_configs, extra = run_racer(
-            table, budget, seed, RACER_TESTS[method],
+            table, budget // 2 if method == "racer-half" else budget, seed, RACER_TESTS[method],
             sampler="optuna" if method == "racer-optuna" else "irace")
     elif method in ("optuna-tpe", "optuna-wilcoxon"):
         row, runs, n_configs, extra = run_optuna(table, budget, seed, method == "optuna-wilcoxon")
