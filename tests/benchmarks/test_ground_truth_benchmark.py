@@ -183,3 +183,24 @@ def test_calibration_pairs_stated_and_lost_by_seed(bench):
     assert "| racer | all | (0.3, 0.6] (1) | 0.500 | 1.000 ± 0.000 |" in table
     assert "| racer | elites saw every instance | any (2) | 0.300 | 0.500 ± 0.354 |" in table
     assert "random" not in table
+
+
+def test_a_tuning_whose_last_iteration_cannot_pay_its_first_block_ends_cleanly(bench):
+    # nasbench201/all (6 instances), 600 runs, seed 12, first_test=5: the last iteration's
+    # elites came from races of 5 and of 6 instances, its first block needed 8 runs and 6 were
+    # left; the race started anyway and ended with no winner ("the race stopped (budget)
+    # before any evaluation") until the Tuner counted the first block's runs exactly.
+    import warnings
+
+    import racer
+
+    table = bench.load("nasbench201/all")
+    count = bench._Counter(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = racer.tune(count, bench.config_space(table), list(range(table.n_instances)),
+                         budget=600, random_state=12, deterministic=True, progress=False,
+                         first_test=5)
+    assert count.runs == res.n_evaluations <= 600
+    assert res.stop_reason == "not enough budget to race all configurations up to the first test"
+    assert res.best is not None
