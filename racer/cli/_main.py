@@ -213,8 +213,13 @@ def _check_values(sc) -> None:
     for name in ("firstTest", "eachTest", "mu"):
         if v[name] is not None and v[name] < 1:
             raise ScenarioError(f"must be >= 1; got {v[name]}", option=name, **sc.where(name))
-    if v["firstTest"] is not None and v["firstTest"] % v["eachTest"] != 0:
-        raise ScenarioError(f"firstTest = {v['firstTest']} must be a multiple of eachTest = {v['eachTest']}",
+    # firstTest unset is irace's 5 unless racer lowers it for a deterministic scenario with few
+    # instances (racer.tuning.run._first_test checks that case when the instances are read)
+    first = v["firstTest"] if v["firstTest"] is not None else (None if v["deterministic"] else 5)
+    if first is not None and first % v["eachTest"] != 0:
+        raise ScenarioError(f"firstTest = {first} must be a multiple of eachTest = {v['eachTest']}"
+                            + ("" if v["firstTest"] is not None else
+                               " (firstTest left unset is irace's 5: set it)"),
                             option="firstTest", **sc.where("firstTest"))
     if not 0 < v["confidence"] < 1:
         raise ScenarioError(f"must be in (0, 1); got {v['confidence']}", option="confidence", **sc.where("confidence"))

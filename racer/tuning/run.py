@@ -302,11 +302,15 @@ def _first_test(settings: Settings, train: list, irace_procedure: bool) -> int:
 
     if settings.first_test is not None:
         return settings.first_test
-    if irace_procedure:
-        return IRACE_FIRST_TEST
-
     n = len(train) // max(1, settings.block_size) if settings.deterministic else None
-    return default_first_test(n, settings.each_test)
+    first = IRACE_FIRST_TEST if irace_procedure else default_first_test(n, settings.each_test)
+    if first % settings.each_test:
+        # irace refuses its own default firstTest with an eachTest that does not divide it
+        raise SettingsError(
+            f"{settings.name('first_test')} = {first} must be a multiple of "
+            f"{settings.name('each_test')} = {settings.each_test} ({settings.name('first_test')} "
+            f"left unset is {first}: set it)", "first_test")
+    return first
 
 
 def _tuner_settings(settings: Settings, seed: int, first_test: int):
@@ -502,8 +506,10 @@ def _first_iteration_runs(tuner) -> int | None:
     s, schedule = tuner.settings, tuner.schedule
 
     def fits(runs: int) -> bool:
-        n_available = tuner.n_tasks_available(runs)
-        mu = min(schedule.instances_per_configuration, n_available)
+        n_available = len(tuner.train) if s.deterministic else None
+        mu = schedule.instances_per_configuration
+        if n_available is not None:
+            mu = min(mu, n_available)
         current = (s.experiments_per_iteration
                    or schedule.iteration_budget(runs, 1, tuner.n_iterations))
         n_conf = schedule.n_configurations(current, 1, n_available=n_available)

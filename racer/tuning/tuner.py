@@ -496,8 +496,10 @@ class Tuner:
                     if self.postselection:
                         self._postselection(pool, result)
                 if s.directions is None:
-                    result.elites = rank_final(result.elites, self.cache)
-                    self.recorder.rank_final([e.id for e in result.elites])
+                    if self.winner == "mean":
+                        # irace's F-test keeps irace's rank order (winner "rank_sum")
+                        result.elites = rank_final(result.elites, self.cache)
+                        self.recorder.rank_final([e.id for e in result.elites])
                     result.prob_not_best, result.prob_not_best_instances = prob_not_best_of(
                         result.elites, self.cache, s.seed)
                     self.recorder.state_prob_not_best(result.prob_not_best,
@@ -692,8 +694,9 @@ class Tuner:
                    schedule.iteration_budget(money.remaining, iteration, run.n_iterations))
         n_elites = len(run.elites)
         elitist = s.elitist and not first_race
-        # A configuration is never budgeted for more instances than the race can give it.
-        n_available = self.n_tasks_available(money.remaining)
+        # A configuration is never budgeted for more instances than a deterministic scenario
+        # has (a stochastic one makes instance-seed pairs as the budget needs them).
+        n_available = len(self.train) if s.deterministic else None
         n_conf = schedule.n_configurations(current, iteration, n_elites,
                                            run.n_seen if elitist else None, n_available)
         if s.n_configurations > 0:
@@ -713,11 +716,15 @@ class Tuner:
             return money.retry_or("not enough budget to race more than the minimum configurations")
         if not first_race and n_conf <= n_elites:
             return money.retry_or("not enough budget left to race newly sampled configurations")
-        mu = min(schedule.instances_per_configuration, n_available)
+        mu = schedule.instances_per_configuration
+        if n_available is not None:
+            mu = min(mu, n_available)
         if elitist:
             # the elites run only instances they have not seen, and a deterministic
             # scenario may have none left
-            new_for_elites = min(self.new_instances, mu, max(0, n_available - run.n_seen))
+            new_for_elites = min(self.new_instances, mu)
+            if n_available is not None:
+                new_for_elites = min(new_for_elites, max(0, n_available - run.n_seen))
             need = (n_conf - n_elites) * mu + n_elites * new_for_elites
         else:
             need = n_conf * mu

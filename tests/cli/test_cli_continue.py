@@ -129,7 +129,7 @@ CHANGES = {
     "test instances": (lambda d: _edit(d / "test.txt", "test-4\n", ""),
                        "test instances (test.txt): 4 -> 3 instances; instance #4 test-4 is gone"),
     "first test": (lambda d: _edit(d / "scenario.txt", "seed = 3", "seed = 3\nfirstTest = 4"),
-                   "firstTest: 5 -> 4"),
+                   "firstTest: (default) -> 4"),
     "test type": (lambda d: _edit(d / "scenario.txt", "seed = 3", 'seed = 3\ntestType = "t-test"'),
                   "testType: \"\" -> t-test"),
     "forbidden rules": (lambda d: ((d / "forbidden.txt").write_text("x > 4\n"), _edit(

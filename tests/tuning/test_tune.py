@@ -309,7 +309,7 @@ def test_storage_holds_the_command_lines_files_and_the_report(tmp_path):
     # The same call again replays the journals: no new run, the same elites.
     again = small(storage=tmp_path / "run", test_instances=[9.0])
     assert again.elite_ids == res.elite_ids and len(again.runs) == len(res.runs)
-    with pytest.raises(ValueError, match=r"other settings(.|\n)*firstTest: 5 -> 10"):
+    with pytest.raises(ValueError, match=r"other settings(.|\n)*firstTest: \(default\) -> 10"):
         small(storage=tmp_path / "run", test_instances=[9.0], first_test=10)
 
 
