@@ -391,11 +391,14 @@ class OptunaSampler(Sampler):
         out = []
         fail = self._optuna.trial.TrialState.FAIL
         for _ in range(n):
+            allowed = False
             for _attempt in range(MAX_RETRIES):
                 trial = self.study.ask()
                 values = self._suggest(trial)
                 key = self.key(values)
-                if self.space.is_forbidden(values) or key in seen:
+                forbidden = self.space.is_forbidden(values)
+                allowed = allowed or not forbidden
+                if forbidden or key in seen:
                     self.study.tell(trial, state=fail)
                     continue
                 seen.add(key)
@@ -403,11 +406,24 @@ class OptunaSampler(Sampler):
                 out.append(values)
                 break
             else:
-                raise SamplingError(f"{MAX_RETRIES} proposals in a row were forbidden or already raced")
+                if not allowed:
+                    raise SamplingError(f"{MAX_RETRIES} proposals in a row were forbidden: the "
+                                        "forbidden rules of the scenario leave (almost) nothing "
+                                        "to sample")
+                # the model proposes only configurations already raced (a small grid, a
+                # model that has converged): fewer, as irace's sampler gives
+                break
         return out
 
     def sample_uniform(self, n: int, rng: np.random.Generator, seen: set | None = None) -> list[dict]:
-        return self._ask(n, set() if seen is None else seen)
+        """``n`` configurations Optuna's sampler proposes, and where it proposes only
+        configurations already raced, uniform ones (not Optuna trials: their results do not
+        reach the study)."""
+        seen = set() if seen is None else seen
+        out = self._ask(n, seen)
+        if len(out) < n:
+            out += super().sample_uniform(n - len(out), rng, seen)
+        return out
 
     def init_model(self, elites: list) -> None:
         pass

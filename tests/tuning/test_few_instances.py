@@ -144,3 +144,12 @@ def test_an_elite_drawn_uniformly_gets_the_wide_model_of_the_first_iteration():
     assert s.model[9]["x"] == pytest.approx([0.5 * shrink, 0.9])  # (1 - 0) / 2, around its value
     assert s.model[9]["z"] == pytest.approx([9.5 * shrink, 17])
     assert s.model[1]["x"][0] == pytest.approx(0.5 * shrink ** 2)
+
+
+def test_optuna_s_sampler_on_a_used_up_grid_goes_on_instead_of_failing():
+    pytest.importorskip("optuna")
+    # TPE on a 54-configuration grid soon proposes only configurations already raced; that
+    # was a SamplingError ("100 proposals in a row were forbidden or already raced")
+    res = tune(on_grid, GRID, 5, 320, sampler="optuna")
+    assert res.n_evaluations <= 320
+    assert on_grid(res.best, 0) <= 1.0
