@@ -54,8 +54,8 @@ def test_quick_regret_pick_and_wrong_prunes_are_the_tables(bench, quick):
     quick = quick[0]
     assert "command" in quick[0] and "--quick" in quick[0]["command"]
     recs = quick[1:]
-    assert len(recs) == 2 * 2 * len(bench.PRUNERS)  # samplers x seeds x pruners
-    assert {r["pruner"] for r in recs} == set(bench.PRUNERS)
+    assert len(recs) == 2 * 2 * len(bench.CONDITIONS)  # samplers x seeds x conditions
+    assert {r["pruner"] for r in recs} == set(bench.CONDITIONS)
     names, costs = _truth()
     means = {c: float(v.mean()) for c, v in costs.items()}
     best = min(means.values())
@@ -70,11 +70,11 @@ def test_quick_regret_pick_and_wrong_prunes_are_the_tables(bench, quick):
         assert r["regret"] == pytest.approx(means[pick] - best, abs=1e-12)
         assert r["is_best"] == (means[pick] - best <= 1e-12)
         detail = r["trials_detail"]
-        assert sum(seen for _, seen, _ in detail) == r["evals"] <= r["budget"] == 40
-        complete = [row for row, seen, kind in detail if kind == "c"]
-        pruned = [row for row, seen, kind in detail if kind == "p"]
-        assert all(seen == 5 for _, seen, kind in detail if kind == "c")
-        assert all(0 < seen < 5 for _, seen, kind in detail if kind == "p")
+        assert sum(d[1] for d in detail) == r["evals"] <= r["budget"] == 40
+        complete = [d[0] for d in detail if d[2] == "c"]
+        pruned = [d[0] for d in detail if d[2] == "p"]
+        assert all(d[1] == 5 for d in detail if d[2] == "c")
+        assert all(0 < d[1] < 5 for d in detail if d[2] == "p")
         assert (len(complete), len(pruned)) == (r["completed"], r["pruned"])
         # the pick: the completed trial with the best mean over the 5 instances
         assert means[pick] == pytest.approx(min(means[config(row)] for row in complete),
@@ -83,17 +83,36 @@ def test_quick_regret_pick_and_wrong_prunes_are_the_tables(bench, quick):
         assert r["wrong_prunes"] == wrong
         if r["pruner"] == "none":
             assert r["pruned"] == 0 and r["completed"] == 8
+        # what the sampler was told: a completed trial's mean; a pruned trial's partial mean
+        # over the first instances of its order, or racer's paired estimate against the best
+        # trial completed before it
+        for number, (row, seen, kind, told) in enumerate(detail):
+            values = costs[config(row)]
+            first = np.random.default_rng([r["seed"], number]).permutation(5)[:seen]
+            if kind == "c":
+                assert told == pytest.approx(values.mean(), abs=1e-12)
+            elif kind == "p" and ":" not in r["pruner"]:
+                assert told == pytest.approx(values[first].mean(), abs=1e-12)
+            elif kind == "p":
+                before = [(means[config(d[0])], k) for k, d in enumerate(detail[:number])
+                          if d[2] == "c"]
+                ref = costs[config(detail[min(before)[1]][0])]
+                expect = ref.mean() + (values[first] - ref[first]).mean()
+                assert told == pytest.approx(expect, abs=1e-12)
+            else:
+                assert kind == "t" and told is None and number == len(detail) - 1
     assert sum(r["pruned"] for r in recs) > 0
+    assert sum(r["pruned"] for r in recs if ":" in r["pruner"]) > 0
 
 
 def test_quick_racing_prunes_state_a_risk_whose_claim_is_checked(bench, quick):
     quick = quick[0]
     names, costs = _truth()
     table = bench.load("hpobench/credit_g@2")
-    racing = [r for r in quick[1:] if r["pruner"] == "racing"]
+    racing = [r for r in quick[1:] if r["pruner"].startswith("racing")]
     assert sum(len(r["risks"]) for r in racing) > 0
     for r in racing:
-        rows = [row for row, _, _ in r["trials_detail"]]
+        rows = [d[0] for d in r["trials_detail"]]
         assert len(r["risks"]) == r["pruned"]  # every prune states its risk
         for number, risk, reason, reference, false_claim, not_worse in r["risks"]:
             assert 0.0 <= risk <= 1.0 and reason in ("dominated", "indistinguishable")
@@ -104,13 +123,13 @@ def test_quick_racing_prunes_state_a_risk_whose_claim_is_checked(bench, quick):
             expect = theta >= 0.5 if reason == "dominated" else abs(theta - 0.5) >= 0.05
             assert false_claim == expect
             assert not_worse == (t.mean() <= ref.mean())
-    others = [r for r in quick[1:] if r["pruner"] != "racing"]
+    others = [r for r in quick[1:] if not r["pruner"].startswith("racing")]
     assert all(r["risks"] == [] for r in others)
 
 
 def test_quick_prints_one_row_per_condition(quick):
     text = quick[1]
-    assert text.count("| pilot | hpobench/credit_g@2 | 40 |") == 12
+    assert text.count("| pilot | hpobench/credit_g@2 | 40 |") == 2 * 10  # samplers x conditions
 
 
 def test_table_statistics_on_records_made_by_hand(bench):
@@ -157,3 +176,12 @@ def test_bad_input_is_refused(bench):
         bench.make_sampler("nope", 0)
     with pytest.raises(SystemExit):
         bench.main(["--pruners", "wilcoxon,nope"])
+
+
+def test_the_same_seed_gives_the_same_study(bench, quick):
+    # HyperbandPruner draws its brackets from the study's name: it must not be a random one
+    table = bench.load("hpobench/credit_g@2")
+    for r in [r for r in quick[0][1:] if r["seed"] == 1][:len(bench.CONDITIONS)]:
+        again = bench.run_study(table, r["budget"], r["sampler"], r["pruner"], r["seed"])
+        assert again["trials_detail"] == r["trials_detail"]
+        assert (again["regret"], again["risks"]) == (r["regret"], r["risks"])
