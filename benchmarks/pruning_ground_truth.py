@@ -379,12 +379,12 @@ def format_table(rows, reference: str = "wilcoxon") -> str:
             if false == 0:
                 # No false claim counted: the clustered SE is 0, which says nothing; the
                 # rate's one-sided 95% bound is about 3 / prunes (the rule of three)
-                diff = f"{r['risk_diff']:+.3f} (none false; rate ≤ {3 / r['risk_prunes']:.3f})"
+                gap = f"{r['risk_diff']:+.3f} (none false; rate ≤ {3 / r['risk_prunes']:.3f})"
             else:
                 bold = "**" if abs(r["risk_diff"]) > 2 * r["risk_diff_se"] else ""
-                diff = f"{bold}{r['risk_diff']:+.3f} ± {r['risk_diff_se']:.3f}{bold}"
+                gap = f"{bold}{r['risk_diff']:+.3f} ± {r['risk_diff_se']:.3f}{bold}"
             risk = (f" {r['stated']:.3f} | {r['measured']:.3f} ± {r['measured_se']:.3f} "
-                    f"({false}/{r['risk_prunes']}) | {diff} | "
+                    f"({false}/{r['risk_prunes']}) | {gap} | "
                     f"{r['mean_not_worse']:.3f} ± {r['mean_not_worse_se']:.3f} |")
         lines.append(
             f"{lead} {seeds} | {_fmt(r['median'])} | {_fmt(r['mean'])} ± {r['se']:.2g} | "
