@@ -188,3 +188,18 @@ def test_the_same_seed_gives_the_same_study(bench, quick):
         again = bench.run_study(table, r["budget"], r["sampler"], r["pruner"], r["seed"])
         assert again["trials_detail"] == r["trials_detail"]
         assert (again["regret"], again["risks"]) == (r["regret"], r["risks"])
+
+
+def test_sampler_view_compares_what_was_told_with_the_truth(bench, quick):
+    recs = [r for r in quick[0][1:] if r["sampler"] == "tpe"]
+    table = bench.load("hpobench/credit_g@2")
+    view = {o["pruner"]: o for o in bench.sampler_view(recs)}
+    # without pruning every trial tells its mean over every instance: the truth itself
+    assert view["none"]["pruned"] == 0 and view["none"]["rho"] == pytest.approx(1.0)
+    for cond in ("racing", "wilcoxon:estimate"):
+        gaps = [d[3] - table.true[d[0]] for r in recs if r["pruner"] == cond
+                for d in r["trials_detail"] if d[2] == "p"]
+        assert view[cond]["pruned"] == len(gaps) > 0
+        assert view[cond]["gap"] == pytest.approx(np.mean(gaps), abs=1e-12)
+        assert view[cond]["abs_gap"] == pytest.approx(np.mean(np.abs(gaps)), abs=1e-12)
+        assert -1.0 <= view[cond]["rho"] <= 1.0
