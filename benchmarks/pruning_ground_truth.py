@@ -57,7 +57,8 @@ regret, the pick, evaluations, trials, completed / pruned / truncated counts, wr
 each trial's (row, instances seen, outcome) and each racer prune's (trial, stated risk,
 reason, reference, claim false, mean not worse). ``--table FILE...`` prints, per (phase,
 table, budget, sampler, pruner): median regret, mean ± SE over seeds, worst seed, the paired
-difference to ``--reference`` (default ``wilcoxon``; **bold** beyond 2 SE), prunes per study,
+difference to ``--reference`` (default ``wilcoxon``) of the mean regret (± SE) and of the
+median regret (± a paired bootstrap SE over seeds), **bold** beyond 2 SE, prunes per study,
 the wrong-prune rate (wrong prunes / prunes ± SE clustered by seed), and stated against
 measured risk. The phase is ``pilot`` for seeds below 100, ``fresh`` from 100 on.
 
@@ -295,6 +296,15 @@ def ratio_se(num, den) -> tuple:
     return ratio, math.sqrt(k / (k - 1) * float(np.sum(resid ** 2))) / float(total)
 
 
+def median_diff_se(a, b, n_boot: int = 2000) -> float:
+    """Standard error of median(a) - median(b) for paired samples (the same seeds): the
+    paired bootstrap over seeds, ``n_boot`` resamples from a fixed seed (so a table prints the
+    same numbers every time)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    idx = np.random.default_rng(0).integers(0, len(a), size=(n_boot, len(a)))
+    return float(np.std(np.median(a[idx], axis=1) - np.median(b[idx], axis=1), ddof=1))
+
+
 def _key(r) -> tuple:
     return (phase(r["seed"]), r["table"], r["budget"], r["sampler"], r["pruner"])
 
@@ -346,6 +356,10 @@ def summarize(records, reference: str = "wilcoxon") -> list:
                 row.update(diff=float(d.mean()), diff_se=float(d.std(ddof=1)
                                                                / math.sqrt(len(d))),
                            paired=len(common))
+                mine = np.array([ok[s]["regret"] for s in common])
+                theirs = np.array([ref[s]["regret"] for s in common])
+                row["median_diff"] = float(np.median(mine) - np.median(theirs))
+                row["median_diff_se"] = median_diff_se(mine, theirs)
         rows.append(row)
     return rows
 
@@ -356,21 +370,24 @@ def _fmt(x: float) -> str:
 
 def format_table(rows, reference: str = "wilcoxon") -> str:
     head = ("| phase | table | budget | sampler | pruner | seeds | median regret | mean ± SE | "
-            f"worst | P(best) | trials | prunes | − {reference} (paired) | wrong prunes / "
+            f"worst | P(best) | trials | prunes | − {reference}: mean (paired) | median ± "
+            "bootstrap SE | wrong prunes / "
             "prunes ± SE | stated risk | measured ± SE | measured − stated ± SE | "
             "mean not worse ± SE |")
-    lines = [head, "| --- | --- | ---: | --- | --- |" + " ---: |" * 13]
+    lines = [head, "| --- | --- | ---: | --- | --- |" + " ---: |" * 14]
     for r in rows:
         lead = f"| {r['phase']} | {r['table']} | {r['budget']} | {r['sampler']} | {r['pruner']} |"
         if r["n"] == 0:
-            lines.append(f"{lead} 0 ({r['errors']} failed) |" + " |" * 13)
+            lines.append(f"{lead} 0 ({r['errors']} failed) |" + " |" * 14)
             continue
         seeds = f"{r['n']}" + (f" (+{r['errors']} failed)" if r["errors"] else "")
         seeds += f" ({r['reruns']} rerun, later kept)" if r["reruns"] else ""
-        diff = ""
+        diff = median = ""
         if "diff" in r:
             bold = "**" if abs(r["diff"]) > 2 * r["diff_se"] else ""
             diff = f"{bold}{r['diff']:+.3g} ± {r['diff_se']:.2g}{bold} ({r['paired']})"
+            bold = "**" if abs(r["median_diff"]) > 2 * r["median_diff_se"] else ""
+            median = f"{bold}{r['median_diff']:+.3g} ± {r['median_diff_se']:.2g}{bold}"
         wrong = ("–" if math.isnan(r["wrong_rate"])
                  else f"{r['wrong_rate']:.3f} ± {r['wrong_se']:.3f}")
         risk = " – | – | – | – |"
@@ -389,7 +406,7 @@ def format_table(rows, reference: str = "wilcoxon") -> str:
         lines.append(
             f"{lead} {seeds} | {_fmt(r['median'])} | {_fmt(r['mean'])} ± {r['se']:.2g} | "
             f"{_fmt(r['worst'])} | {r['best_count']}/{r['n']} | {r['trials']:.1f} | "
-            f"{r['prunes']:.1f} | {diff} | {wrong} |{risk}")
+            f"{r['prunes']:.1f} | {diff} | {median} | {wrong} |{risk}")
     return "\n".join(lines)
 
 

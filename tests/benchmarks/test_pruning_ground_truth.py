@@ -160,12 +160,16 @@ def test_table_statistics_on_records_made_by_hand(bench):
     num, den = np.array([1.0, 0.0, 0.0]), np.array([2.0, 1.0, 0.0])
     resid = num - (1 / 3) * den
     assert r["wrong_se"] == pytest.approx(np.sqrt(1.5 * np.sum(resid ** 2)) / 3)
+    assert r["median_diff"] == pytest.approx(0.1 - 0.2)
+    # the bootstrap SE of a median difference: positive, and 0 when the two samples agree
+    assert 0 < r["median_diff_se"] < 0.5
+    assert bench.median_diff_se([0.1, 0.3, 0.2], [0.1, 0.3, 0.2]) == 0.0
     assert "diff" not in rows["wilcoxon"] and "stated" not in rows["wilcoxon"]
     assert np.isnan(bench.ratio_se([0, 0], [0, 0])[0])
     text = bench.format_table(bench.summarize(recs))
     line = [ln for ln in text.splitlines() if "| racing |" in ln][0]
     assert "| 3 (+1 failed) |" in line
-    assert "| -0.0333 ± 0.12 (3) |" in line              # the paired regret difference
+    assert "| -0.0333 ± 0.12 (3) | -0.1 ± " in line      # the paired regret differences
     assert "| 0.200 | 0.333 ± 0.192 (1/3) |" in line     # stated, measured (false / prunes)
 
 
