@@ -64,7 +64,9 @@ prints, per (phase, table, budget, sampler, pruner): median regret, mean ± SE o
 worst seed, the paired difference to ``--reference`` (default ``wilcoxon``) of the mean regret
 (± SE) and of the median regret (± a paired bootstrap SE over seeds), **bold** beyond 2 SE,
 prunes per study, the wrong-prune rate (wrong prunes / prunes ± SE clustered by seed), and
-stated against measured risk. ``--sampler-view FILE...`` prints what the sampler was told
+stated against measured risk; then, per cell, racer's conditions against WilcoxonPruner and
+against the Optuna pruner with the smallest mean regret there, and the stated-risk table.
+``--sampler-view FILE...`` prints what the sampler was told
 against the truth (pruned trials' told − true mean; rank correlation of told and true). The
 phase is ``pilot`` for seeds below 100, ``fresh`` from 100 on.
 
@@ -433,6 +435,87 @@ def format_table(rows, reference: str = "wilcoxon") -> str:
     return "\n".join(lines)
 
 
+OPTUNA = ("wilcoxon", "median", "sha", "hyperband")  # Optuna's own pruners
+
+
+def _signed(r: dict, key: str = "diff") -> str:
+    if f"{key}_se" not in r:
+        return ""
+    bold = "**" if abs(r[key]) > 2 * r[f"{key}_se"] else ""
+    return f"{bold}{r[key]:+.2g} ± {r[key + '_se']:.1g}{bold}"
+
+
+def cell_rows(records, condition: str = "racing") -> list:
+    """Per (phase, table, budget, sampler): ``condition`` against WilcoxonPruner and against
+    the Optuna pruner with the smallest mean regret in the cell (differences paired by seed),
+    as dicts with the summary rows of the three (``cond``, ``wilcoxon``, ``best``)."""
+    rows = summarize(records, "wilcoxon")
+    cells: dict = {}
+    for r in rows:
+        if r["n"]:
+            cells.setdefault((r["phase"], r["table"], r["budget"], r["sampler"]), {})[
+                r["pruner"]] = r
+    out = []
+    for key, c in cells.items():
+        if condition not in c or "wilcoxon" not in c:
+            continue
+        best = min((p for p in OPTUNA if p in c), key=lambda p: c[p]["mean"])
+        vs_best = {}
+        if best != "wilcoxon":
+            against = summarize([x for x in records if "error" not in x and _key(x)[:4] == key
+                                 and x["pruner"] in (condition, best)], best)
+            vs_best = next(r for r in against if r["pruner"] == condition)
+        out.append({"key": key, "cond": c[condition], "wilcoxon": c["wilcoxon"],
+                    "best": best, "best_row": c[best],
+                    "vs_best": vs_best if best != "wilcoxon" else c[condition]})
+    return out
+
+
+def format_cells(cells, condition: str = "racing") -> str:
+    lines = [f"| phase | table | budget | sampler | WilcoxonPruner: median (mean ± SE) | "
+             f"{condition}: median (mean ± SE) | − Wilcoxon: mean | − Wilcoxon: median | "
+             f"Optuna's best by mean | {condition} − it: mean | wrong prunes / prunes: "
+             f"Wilcoxon, {condition}, Optuna's best |",
+             "| --- | --- | ---: | --- | --- | --- | ---: | ---: | --- | ---: | --- |"]
+
+    def wr(r):
+        return "–" if math.isnan(r["wrong_rate"]) else f"{r['wrong_rate']:.3f}"
+
+    for c in cells:
+        w, r, b = c["wilcoxon"], c["cond"], c["best_row"]
+        lines.append(
+            f"| {' | '.join(str(k) for k in c['key'])} | {_fmt(w['median'])} "
+            f"({_fmt(w['mean'])} ± {w['se']:.1g}) | {_fmt(r['median'])} ({_fmt(r['mean'])} ± "
+            f"{r['se']:.1g}) | {_signed(r)} | {_signed(r, 'median_diff')} | {c['best']} | "
+            f"{_signed(c['vs_best'])} | {wr(w)}, {wr(r)}, {wr(b)} |")
+    return "\n".join(lines)
+
+
+def format_risk(rows) -> str:
+    """Stated risk against the counted rate of false claims, for the conditions that state
+    one; a rate with no false claim gets the rule of three's bound instead of an SE of 0."""
+    lines = ["| phase | table | budget | sampler | condition | prunes | stated risk (mean) | "
+             "false claims: rate ± SE (count) | measured − stated ± SE (z) | true mean not "
+             "worse than the reference ± SE |",
+             "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        if "stated" not in r:
+            continue
+        false = round(r["measured"] * r["risk_prunes"])
+        if false == 0:
+            gap = f"{r['risk_diff']:+.4f} (none false; rate ≤ {3 / r['risk_prunes']:.4f})"
+        else:
+            z = r["risk_diff"] / r["risk_diff_se"]
+            bold = "**" if abs(z) > 2 else ""
+            gap = f"{bold}{r['risk_diff']:+.4f} ± {r['risk_diff_se']:.4f} ({z:+.1f}){bold}"
+        lines.append(
+            f"| {r['phase']} | {r['table']} | {r['budget']} | {r['sampler']} | {r['pruner']} | "
+            f"{r['risk_prunes']} | {r['stated']:.4f} | {r['measured']:.4f} ± "
+            f"{r['measured_se']:.4f} ({false}) | {gap} | {r['mean_not_worse']:.4f} ± "
+            f"{r['mean_not_worse_se']:.4f} |")
+    return "\n".join(lines)
+
+
 def sampler_view(records) -> list:
     """What the sampler was told against the truth, per (phase, table, budget, sampler,
     pruner): over the pruned trials, the mean of (value told − true mean) and of its absolute
@@ -519,7 +602,15 @@ def main(argv=None) -> int:
                    help="print what the sampler was told against the truth, for these files")
     a = p.parse_args(argv)
     if a.table:
-        print(format_table(summarize(read_records(a.table), a.reference), a.reference))
+        records = read_records(a.table)
+        rows = summarize(records, a.reference)
+        print(format_table(rows, a.reference))
+        for condition in [c for c in CONDITIONS if c.startswith("racing")
+                          and any(r["pruner"] == c for r in rows)]:
+            print()
+            print(format_cells(cell_rows(records, condition), condition))
+        print()
+        print(format_risk(rows))
         return 0
     if a.sampler_view:
         print(format_sampler_view(sampler_view(read_records(a.sampler_view))))

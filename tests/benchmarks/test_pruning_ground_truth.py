@@ -207,3 +207,24 @@ def test_sampler_view_compares_what_was_told_with_the_truth(bench, quick):
         assert view[cond]["gap"] == pytest.approx(np.mean(gaps), abs=1e-12)
         assert view[cond]["abs_gap"] == pytest.approx(np.mean(np.abs(gaps)), abs=1e-12)
         assert -1.0 <= view[cond]["rho"] <= 1.0
+
+
+def test_cells_compare_racer_with_wilcoxon_and_optunas_best(bench):
+    def rec(pruner, seed, regret, risks=()):
+        return {"table": "t", "budget": 10, "sampler": "tpe", "pruner": pruner, "seed": seed,
+                "regret": regret, "is_best": False, "trials": 4, "pruned": len(risks),
+                "wrong_prunes": 0, "risks": list(risks)}
+
+    regrets = {"wilcoxon": [0.3, 0.1, 0.2], "median": [0.0, 0.1, 0.1],
+               "sha": [0.5, 0.5, 0.5], "racing": [0.1, 0.2, 0.0]}
+    recs = [rec(p, 100 + k, x) for p, xs in regrets.items() for k, x in enumerate(xs)]
+    recs[-1]["risks"] = [[1, 0.25, "dominated", 0, False, False]]
+    recs[-1]["pruned"] = 1
+    (cell,) = bench.cell_rows(recs)
+    assert cell["best"] == "median"  # the smallest mean regret of Optuna's pruners
+    assert cell["cond"]["diff"] == pytest.approx(np.mean([-0.2, 0.1, -0.2]))
+    assert cell["vs_best"]["diff"] == pytest.approx(np.mean([0.1, 0.1, -0.1]))
+    assert "| median | +0.033 ± 0.07 |" in bench.format_cells([cell])
+    risk = bench.format_risk(bench.summarize(recs))
+    # one prune stating 0.25, its claim true: no false claim, the rule of three's bound
+    assert "| racing | 1 | 0.2500 | 0.0000 ± " in risk and "rate ≤ 3.0000" in risk
