@@ -56,7 +56,8 @@ an exact permutation test (about 2 s a call on this machine; credit_g's accuraci
 time): the studies use ``optuna_pruning.py``'s exact stand-in (the same p-values by a
 subset-sum recursion, checked against SciPy when the script starts).
 
-Output: JSON lines (``--out``; the first line of a run records its command), one per study:
+Output: JSON lines (``--out``, gzipped when its name ends in ``.gz``, as the recorded runs
+are; the first line of a run records its command), one per study:
 regret, the pick, evaluations, trials, completed / pruned / truncated counts, wrong prunes,
 each trial's (row, instances seen, outcome, value told to the sampler) and each racer prune's
 (trial, stated risk, reason, reference, claim false, mean not worse). ``--table FILE...``
@@ -73,9 +74,9 @@ phase is ``pilot`` for seeds below 100, ``fresh`` from 100 on.
     OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pruning_ground_truth.py --quick
     OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pruning_ground_truth.py \\
         --tables hpobench/credit_g,nasbench201/all --budgets 8x,30x --samplers tpe,random \\
-        --seeds 20 --first-seed 100 --out benchmarks/results/pruning_ground_truth_fresh.jsonl
+        --seeds 20 --first-seed 100 --out benchmarks/results/pruning_ground_truth_fresh.jsonl.gz
     python benchmarks/pruning_ground_truth.py \\
-        --table benchmarks/results/pruning_ground_truth_*.jsonl
+        --table benchmarks/results/pruning_ground_truth_*.jsonl.gz
 
 Cost: a study takes 0.02-1 s (hpolib/all at 30x, 480 evaluations, the slowest), so a few
 thousand studies take minutes.
@@ -282,10 +283,20 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
 # ---------------------------------------------------------------------------------------------
 # The table of results
 
+def _open(path: str, mode: str):
+    # The recorded runs are kept gzipped (a study's per-trial detail makes them large)
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, mode + "t")
+    return open(path, mode)
+
+
 def read_records(paths) -> list:
+    """The study records of JSON-lines files (``.jsonl`` or gzipped ``.jsonl.gz``)."""
     out = []
     for path in paths:
-        with open(path) as f:
+        with _open(path, "r") as f:
             for line in f:
                 rec = json.loads(line)
                 if "pruner" in rec:
@@ -594,8 +605,8 @@ def main(argv=None) -> int:
                    help=f"conditions, of {', '.join(CONDITIONS)}")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--first-seed", type=int, default=100)
-    p.add_argument("--out", default=None, help="JSON lines (default benchmarks/results/"
-                   "pruning_ground_truth.jsonl; --quick: none)")
+    p.add_argument("--out", default=None, help="JSON lines, gzipped if the name ends in .gz "
+                   "(default benchmarks/results/pruning_ground_truth.jsonl.gz; --quick: none)")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="print the table of these files")
     p.add_argument("--reference", default="wilcoxon", help="the pruner differences are to")
     p.add_argument("--sampler-view", nargs="+", metavar="JSONL",
@@ -626,8 +637,8 @@ def main(argv=None) -> int:
     if a.seeds < 1:
         p.error(f"--seeds must be >= 1; got {a.seeds}")
     out = a.out if a.out is not None or a.quick else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "results", "pruning_ground_truth.jsonl")
-    sink = open(out, "a") if out else None
+        os.path.dirname(os.path.abspath(__file__)), "results", "pruning_ground_truth.jsonl.gz")
+    sink = _open(out, "a") if out else None
     if sink:
         sink.write(json.dumps({"command": shlex.join(
             ["python", "benchmarks/pruning_ground_truth.py",
