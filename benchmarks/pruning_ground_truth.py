@@ -186,6 +186,11 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
     from racer.adapters.optuna._common import PRUNED_ATTR
     from racer.adapters.optuna.pruner import _paired_estimate
 
+    if not isinstance(table, Table):
+        raise TypeError(f"table must be a ground_truth.Table (from load); got "
+                        f"{type(table).__name__}")
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise TypeError(f"budget must be an int (instance evaluations); got {budget!r}")
     base, on_prune = _split(pruner)
     n = table.n_instances
     if budget < n:
@@ -234,11 +239,11 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
         return mean
 
     t0 = time.perf_counter()
-    # A fixed name: HyperbandPruner assigns brackets by a hash of the study's name (a random
-    # one by default), and the same seed must give the same study
     with warnings.catch_warnings():
         # Optuna's notes on partial trials and experimental features; the record says it all
         warnings.simplefilter("ignore")
+        # A fixed name: HyperbandPruner assigns brackets by a hash of the study's name (a
+        # random one by default), and the same seed must give the same study
         study = optuna.create_study(study_name=f"pruning-ground-truth-{seed}",
                                     sampler=make_sampler(sampler, seed),
                                     pruner=make_pruner(pruner, seed))

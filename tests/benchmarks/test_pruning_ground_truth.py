@@ -190,6 +190,12 @@ def test_bad_input_is_refused(bench):
     table = bench.load("hpobench/credit_g@2")
     with pytest.raises(ValueError, match="budget 4 < 5 instances"):
         bench.run_study(table, 4, "tpe", "none", 0)
+    with pytest.raises(TypeError, match="budget must be an int"):
+        bench.run_study(table, 40.0, "tpe", "none", 0)
+    with pytest.raises(TypeError, match="ground_truth.Table"):
+        bench.run_study(table.costs, 40, "tpe", "none", 0)
+    with pytest.raises(ValueError, match="pruner 'racing:raise'"):
+        bench.run_study(table, 40, "tpe", "racing:raise", 0)
     with pytest.raises(ValueError, match="pruner 'nope'"):
         bench.make_pruner("nope", 0)
     with pytest.raises(ValueError, match="sampler 'nope'"):
