@@ -149,6 +149,12 @@ class StudySampler(OptunaSampler):
                 break
         return out
 
+    def sample_uniform(self, n: int, rng: Any, seen: set | None = None) -> list[dict]:
+        # Every configuration raced is a trial of the user's study: no uniform draws outside
+        # it (OptunaSampler's top-up); _ask already turns to Optuna's RandomSampler after
+        # EXPLORE_AFTER duplicates, and gives fewer when the space is used up.
+        return self._ask(n, set() if seen is None else seen)
+
     def update_model(self, elites: list, iteration: int, n_iterations: int, n_new: int,
                      elitist: bool = True) -> None:
         self.iteration = iteration  # the trials sampled next are this iteration's
