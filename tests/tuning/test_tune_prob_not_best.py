@@ -59,13 +59,17 @@ def test_the_field_is_the_probability_of_the_elites_runs(tmp_path, evaluate, see
     if len(res.elite_ids) == 1:
         assert res.prob_not_best == 0.0
     else:
-        # the same costs, the same draws: the same number
-        assert res.prob_not_best == stated
+        # The same draws on the costs read back from runs.csv: a cost whose text differs in
+        # its last bit can flip only a draw in which two weighted means tie to that bit, so
+        # allow two of the 4,000 draws.
+        assert res.prob_not_best == pytest.approx(stated, abs=2 / 4000)
+    # Read back from JSON (Python writes a float's shortest repr, which reads back to the same
+    # float); the tolerance only admits rounding in the last place, never a different draw.
     record = read_record(tmp_path)
-    assert record.prob_not_best == res.prob_not_best
+    assert record.prob_not_best == pytest.approx(res.prob_not_best, rel=1e-12)
     assert record.prob_not_best_instances == n
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["prob_not_best"] == res.prob_not_best
+    assert results["prob_not_best"] == pytest.approx(res.prob_not_best, rel=1e-12)
 
 
 def test_nearly_equal_elites_make_it_large():
