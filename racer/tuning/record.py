@@ -673,17 +673,15 @@ def common_costs(elites: list, cache: dict) -> np.ndarray:
 
 def rank_final(elites: list, cache: dict) -> list:
     """The final ``elites`` (best first as the last race ranked them) in the tuning's final
-    order: those that ran the most training instances first, ordered by their mean cost over
-    the instances all of them ran (:func:`common_costs`; the race's order breaking ties),
-    then the others in the race's order.
+    order: by their mean cost over the training instances all of them ran
+    (:func:`common_costs`), the race's order breaking ties; as given with fewer than two
+    elites or no such instance.
 
-    The last race ranks its survivors on its own rows only. An elitist race that ends for
-    lack of budget (or at ``minNbSurvival``) before its new configurations have met every
-    instance the elites ran earlier ranks a newcomer that did well on three instances above
-    an elite that did well on five. As SMAC's intensification does with its incumbent
-    (Hutter et al. 2011), racer keeps an elite ahead of any configuration with less
-    evidence, and uses all the evidence the best-supported elites share. Measured on the
-    ground-truth pilot (benchmarks/ground_truth.py; benchmarks/RESULTS.md).
+    The last race ranks its survivors on its own rows only: an elitist race cut short by the
+    budget ranks elites that ran five instances on the three it reached. The final answer
+    uses every instance the elites share, the instances :func:`prob_not_best_of` states its
+    probability on, so that ``best`` is always the one that statement is about. Measured on
+    the ground-truth pilot (benchmarks/ground_truth.py; benchmarks/RESULTS.md).
 
     >>> from racer.tuning.tuner import Configuration, Task
     >>> from racer.tuning.instances import Instance
@@ -692,21 +690,18 @@ def rank_final(elites: list, cache: dict) -> list:
     >>> cache = {(1, t): (v, None) for t, v in zip(tasks, (1.0, 1.0, 9.0, 9.0))}
     >>> cache.update({(2, t): (v, None) for t, v in zip(tasks, (2.0, 2.0, 2.0, 2.0))})
     >>> cache.update({(3, t): (v, None) for t, v in zip(tasks[:2], (0.5, 0.5))})
-    >>> [e.id for e in rank_final([c, a, b], cache)]  # c: two instances only
-    [2, 1, 3]
+    >>> [e.id for e in rank_final([a, b, c], cache)]  # the first two instances are shared
+    [3, 1, 2]
+    >>> [e.id for e in rank_final([a, b], cache)]     # all four are
+    [2, 1]
     """
     if len(elites) < 2:
         return list(elites)
-    counts = [sum(1 for (cid, _task), (cost, message) in cache.items()
-                  if cid == e.id and message is None and math.isfinite(cost)) for e in elites]
-    most = max(counts)
-    lead = [e for e, n in zip(elites, counts) if n == most]
-    rest = [e for e, n in zip(elites, counts) if n != most]
-    costs = common_costs(lead, cache)
-    if len(lead) > 1 and len(costs):
-        means = costs.mean(axis=0)
-        lead = [lead[j] for j in sorted(range(len(lead)), key=lambda j: (means[j], j))]
-    return lead + rest
+    costs = common_costs(elites, cache)
+    if not len(costs):
+        return list(elites)
+    means = costs.mean(axis=0)
+    return [elites[j] for j in sorted(range(len(elites)), key=lambda j: (means[j], j))]
 
 
 def _example_record() -> RunRecord:
