@@ -285,7 +285,10 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``bound_as_timeout``; and racer's ``outlier_factor`` (--outlier-factor; default 1000,
     None for none): a configuration with a run at least that many times the median
     configuration's cost on the same instance leaves the race at once, whatever the racing
-    test (:class:`racer.racing.OutlierGuard`). Not here: the command line's ways of naming files and folders
+    test (:class:`racer.racing.OutlierGuard`), and a run that has taken that many times the
+    median wall time of the runs finished on its instance is stopped, its configuration
+    rejected (:mod:`racer.tuning.slow_runs`; only on worker processes, ``n_jobs > 1`` or a
+    ``timeout``). Not here: the command line's ways of naming files and folders
     (instances dirs, launchers), ``--fixed-list``, and irace's options racer does not
     implement.
 

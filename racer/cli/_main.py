@@ -112,8 +112,10 @@ def _parser():
                         "existing Ray cluster, e.g. ray:auto)")
     g.add_argument("--outlier-factor", type=_outlier_factor, default=1000.0, metavar="X",
                    help="drop at once a configuration with a run at least X times the median "
-                        "configuration's cost on that instance, whatever the racing test "
-                        "(default 1000; 0: never; one objective, positive costs)")
+                        "configuration's cost on that instance, whatever the racing test, and "
+                        "stop a run that has taken X times the median wall time of the runs "
+                        "finished on its instance (default 1000; 0: never; the cost rule: one "
+                        "objective, positive costs)")
     g.add_argument("--fixed-list", action="store_true",
                    help="race only the configurations of configurationsFile, in one race with "
                         "the whole budget (no sampling)")

@@ -14,6 +14,7 @@ Where things are:
 * :mod:`racer.tuning.dispatch`, :mod:`racer.tuning.lookahead` -- how a race's runs reach the
   workers, and the runs started ahead of need;
 * :mod:`racer.tuning.capping` -- irace's adaptive capping (execution bounds);
+  :mod:`racer.tuning.slow_runs` -- stopping a run far slower than its instance's others;
 * :mod:`racer.tuning.objectives` -- tuning on several objectives (Pareto elites);
 * :mod:`racer.tuning.sampler` -- irace's sampler of new configurations around the elites;
 * :mod:`racer.tuning.parameters`, :mod:`racer.tuning.rexpr`, :mod:`racer.tuning.checks`,

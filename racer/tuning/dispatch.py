@@ -25,6 +25,8 @@ loop, :func:`racer.race_loop.drive`. This module supplies what is the command li
     success and no failure; runs of the block already started ahead are taken over, the
     others (of configurations eliminated meanwhile) stopped;
 
+* **slow runs** (:meth:`Dispatcher.stop_slow`, :mod:`racer.tuning.slow_runs`): a run far
+  slower than the runs finished on its row is killed and told as rejected;
 * **what a result means** (:meth:`Dispatcher.settle`): the ``runs.csv`` log, reported run
   times, and ``error_policy`` ("stop": a failing target runner ends the tuning).
 
@@ -38,14 +40,16 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import threading
+import time
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from racer.tuning.capping import (DOMINATED, capped_time, dominated_among, group_bounds,
                                   open_block, score)
-from racer.tuning.lookahead import Lookahead
+from racer.tuning.lookahead import _TAGS, Lookahead
 from racer.tuning.runner import RunResult, TargetRunnerError
+from racer.tuning.slow_runs import can_stop
 from racer.race_loop import NotRun, drive
 
 __all__ = ["INTERRUPTED", "SKIPPED", "Dispatcher", "RacePlan", "drive_race", "next_block",
@@ -255,6 +259,12 @@ class Dispatcher:
         self._switches: dict = {}
         # Runs started ahead and not used by the tuning's earlier races (see unused_runs).
         self.unused_before = tuner.state.get("unused", 0)
+        # Stopping runs far slower than their row's (racer.tuning.slow_runs): the tags that
+        # reach a run, when each was first seen running, and the reasons of those stopped.
+        self.slow = tuner.slow_runs if can_stop(tuner.runner, tuner.executor) else None
+        self.tags: dict[cf.Future, object] = {}
+        self.seen_running: dict[cf.Future, float] = {}
+        self.stopped: dict[cf.Future, str] = {}
 
     def unused_runs(self) -> int:
         """Runs the tuning started speculatively and did not use, this race's included:
@@ -273,9 +283,48 @@ class Dispatcher:
         if bound is None and capping is not None:
             bound = capping.bound
         args = (cand.id, task.index, task.seed, task.instance, self.command(cand))
-        if bound is None:  # a runner object without bounds (tests' fakes) is called as before
-            return self.pool.submit(self.tuner.runner.run, *args)
-        return self.pool.submit(self.tuner.runner.run, *args, bound=bound)
+        # A runner object without bounds or kill_run (tests' fakes) is called as before.
+        options = {} if bound is None else {"bound": bound}
+        tag = None
+        if self.slow is not None:
+            options["tag"] = tag = next(_TAGS)
+        fut = self.pool.submit(self.tuner.runner.run, *args, **options)
+        if tag is not None:
+            self.tags[fut] = tag
+        return fut
+
+    def stop_slow(self, futures: dict) -> None:
+        """Stop the runs among ``futures`` (future -> Evaluation) that have run longer than
+        their row's bound (racer.tuning.slow_runs), elites' runs excepted; each is told as
+        rejected when it comes back (:meth:`result_of`). The time a run started is when it
+        was first seen running: the dispatcher looks every _INTERRUPT_POLL seconds, so a run
+        is stopped at most that much later than its bound."""
+        if self.slow is None:
+            return
+        now = time.monotonic()
+        for fut, ev in futures.items():
+            if fut in self.stopped or fut not in self.tags or not fut.running():
+                continue
+            start = self.seen_running.setdefault(fut, now)
+            if ev.candidate_index < self.plan.n_elites:
+                continue
+            row = (ev.instance.index, ev.instance.seed)
+            limit = self.slow.limit(row)
+            if limit is not None and now - start > limit:
+                self.stopped[fut] = self.slow.reason(row, now - start)
+                self.tuner.runner.kill_run(self.tags[fut])
+
+    def result_of(self, fut: cf.Future) -> RunResult:
+        """The run of ``fut`` as the race is told it: a run stopped as too slow is rejected
+        (status "inf", as a runner answering Inf), whatever the killed runner returned."""
+        res_run: RunResult = fut.result()
+        self.tags.pop(fut, None)
+        self.seen_running.pop(fut, None)
+        reason = self.stopped.pop(fut, None)
+        if reason is None:
+            return res_run
+        return dataclasses.replace(res_run, status="inf", cost=float("inf"), time=None,
+                                   message=reason, objectives=None)
 
     def settle(self, race, ev, ok: bool, res_run: RunResult) -> None:
         """The race loop's ``settle``: log the run, keep its time, tell the race (a failing
@@ -295,6 +344,8 @@ class Dispatcher:
             bound = capping.bound_max if res_run.bound is None else res_run.bound
             race.tell(ev, float(score(res_run.cost, bound, capping)))
         elif res_run.status == "ok":
+            if tuner.slow_runs is not None:
+                tuner.slow_runs.record((ev.instance.index, ev.instance.seed), res_run.wall)
             # Several objectives (racer.tuning.objectives): the race is told every one.
             race.tell(ev, res_run.cost if res_run.objectives is None else res_run.objectives)
         elif res_run.status == "error" and tuner.settings.error_policy == "stop":
@@ -386,7 +437,12 @@ class _Block:
             if got is not None and got.result is not None:
                 self.ready.append((ev, got.result))
                 continue
-            fut = got.future if got is not None else self.d.submit(ev)
+            if got is not None:
+                fut = got.future
+                if self.d.slow is not None:
+                    self.d.tags[fut] = got.tag  # taken over: now bounded as the block's own
+            else:
+                fut = self.d.submit(ev)
             self.futures[fut] = ev
             if gated:
                 self.busy.setdefault(ci, set()).add(ev.instance_index)
@@ -462,6 +518,7 @@ class _Block:
             done, _ = cf.wait(watch, timeout=_INTERRUPT_POLL, return_when=cf.FIRST_COMPLETED)
         if INTERRUPTED.is_set():
             raise KeyboardInterrupt
+        self.d.stop_slow(self.futures)
         if ahead is not None:
             ahead.collect(done)
         mine = [(self.futures[f], f) for f in done if f in self.futures]
@@ -478,7 +535,7 @@ class _Block:
         """Yield what finished run ``got`` lets the race be told: itself, unless it is
         provisional, then whatever of its configuration's held runs may now be told."""
         ci = ev.candidate_index
-        res_run: RunResult = got if isinstance(got, RunResult) else got.result()
+        res_run: RunResult = got if isinstance(got, RunResult) else self.d.result_of(got)
         rows = self.busy.get(ci)
         if rows is not None:
             rows.discard(ev.instance_index)

@@ -259,6 +259,12 @@ class CallableRunner:
             self._pools.append(pool)
             self._free.put(pool)
 
+    @property
+    def can_stop_runs(self) -> bool:
+        """Whether :meth:`kill_run` can stop a run that has started: only on worker
+        processes (``n_workers`` > 0); a run in this process ends on its own."""
+        return self.n_workers > 0
+
     def close(self) -> None:
         for pool in self._pools:
             pool.close()

@@ -45,6 +45,7 @@ from racer.tuning.parameters import ParameterSpace, format_value
 from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
 from racer.racing.capped import CappedTest
 from racer.racing.outliers import OutlierGuard
+from racer.tuning.slow_runs import SlowRunStop
 from racer.tuning.capping import capped_time, score
 from racer.tuning.lookahead import Lookahead, reserve, reserve_workers
 from racer.tuning.objectives import elite_cap, pareto_elites
@@ -259,6 +260,9 @@ class Tuner:
         self.metadata = dict(metadata or {})
         self.sampler = sampler if sampler is not None else Sampler(space)
         self.executor = executor
+        # racer: a run far slower than the runs finished on its row is stopped and its
+        # configuration rejected (racer.tuning.slow_runs).
+        self.slow_runs = SlowRunStop.of(settings)
         # blockSize: the races, the schedule and the elites' new instances count instances,
         # blockSize of them per block (irace 4 multiplies firstTest, eachTest and
         # elitistNewInstances by it).

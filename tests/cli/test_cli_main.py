@@ -309,6 +309,25 @@ def test_a_hanging_configuration_is_killed_and_rejected(tmp_path, monkeypatch):
     assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)
 
 
+@pytest.mark.slow
+def test_without_a_timeout_a_hanging_run_is_stopped_by_the_outlier_factor(tmp_path, monkeypatch):
+    # No targetRunnerTimeout: the run is stopped once it has taken outlier_factor times the
+    # median wall time of the runs finished on its instance (racer.tuning.slow_runs), and
+    # its configuration is rejected as if the runner had answered Inf; irace's default
+    # policy (stop on an error) is not triggered, since the runner did not fail.
+    scen = make_scenario(tmp_path)
+    monkeypatch.setenv("RUNNER_HANG", "2")
+    code = main(["--scenario", scen, "--parallel", "2", "--first-test", "2",
+                 "--outlier-factor", "10", "--quiet", "1"])
+    assert code == EXIT_OK
+    hung = [r for r in read_runs(tmp_path)
+            if r["configuration"] == "2" and r["status"] != "speculative-unused"]
+    assert len(hung) == 1 and hung[0]["status"] == "inf"
+    assert hung[0]["message"].startswith("stopped after") and float(hung[0]["wall"]) < 30
+    elim = read_csv(tmp_path / "arena" / "eliminations.csv")
+    assert any(r["configuration"] == "2" and r["reason"] == "failed" for r in elim)
+
+
 IRACE_TRIVIAL = "/usr/lib/R/site-library/irace/examples/target-runner-python/trivial"
 
 

@@ -1,0 +1,103 @@
+"""Stopping a run far slower than its row's finished runs (racer.tuning.slow_runs): a hanging
+run is killed once it has taken ``outlier_factor`` times the median wall time of the runs
+finished on its instance (at least MIN_SECONDS), and its configuration is rejected."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import racer
+from racer.tuning.slow_runs import MIN_FINISHED, MIN_SECONDS, SlowRunStop
+
+SPACE = 'x "" r (0, 1)\n'
+TRAIN = [float(k) for k in range(1, 9)]
+HANG = 30.0  # seconds: far beyond any bound here, so a run that is not stopped shows
+
+
+def test_the_bound_is_the_factor_times_the_median_and_has_a_floor():
+    stop = SlowRunStop(factor=1000.0)
+    stop.record("a", 0.5)
+    assert stop.limit("a") is None  # fewer than MIN_FINISHED runs: no bound yet
+    assert MIN_FINISHED == 2
+    stop.record("a", 0.1); stop.record("a", 0.2)
+    assert stop.limit("a") == pytest.approx(200.0)  # 1000 x median(0.5, 0.1, 0.2)
+    stop.record("b", 1e-4); stop.record("b", 3e-4)
+    assert stop.limit("b") == MIN_SECONDS  # 1000 x 2e-4 = 0.2 s is below the floor
+    assert "2 runs finished" in stop.reason("b", 1.2)
+
+
+@pytest.mark.parametrize("bad", [1, 0.5, -2, float("nan")])
+def test_a_factor_not_above_one_is_refused(bad):
+    with pytest.raises(ValueError, match="factor"):
+        SlowRunStop(bad)
+
+
+def hangs_on_instance_3(config, instance, seed):
+    # Every x above 0.8 hangs on instance 3 (a solver stuck on one instance, no
+    # targetRunnerTimeout); every other run takes a few milliseconds.
+    if config["x"] > 0.8 and instance == 3.0:
+        time.sleep(HANG)
+    return instance * (1.0 + (config["x"] - 0.3) ** 2)
+
+
+def _stopped(result):
+    runs = result.runs
+    rows = runs.to_dict("records") if hasattr(runs, "to_dict") else runs
+    return [r for r in rows if str(r["message"]).startswith("stopped after")], rows
+
+
+@pytest.mark.slow
+def test_a_hanging_run_is_stopped_and_its_configuration_rejected():
+    initial = [{"x": 0.3}, {"x": 0.5}, {"x": 0.9}, {"x": 0.1}]
+    res = racer.tune(hangs_on_instance_3, SPACE, TRAIN, budget=60, n_jobs=2, random_state=3,
+                     initial=initial, progress=False, sample_instances=False, n_iterations=1,
+                     experiments_per_iteration=60)
+    stopped, rows = _stopped(res)
+    assert stopped, "the hanging run was not stopped"
+    for r in stopped:
+        assert r["status"] == "inf"
+        assert res.configurations[r["configuration"]]["x"] > 0.8
+        assert r["wall"] < HANG / 2  # killed, not waited for
+    hung = {r["configuration"] for r in stopped}
+    # Rejected: no run of a stopped configuration after the row where it hung.
+    for cid in hung:
+        rows_of = [r for r in rows if r["configuration"] == cid and r["iteration"] > 0]
+        assert max(r["instance_id"] for r in rows_of if r["status"] != "speculative-unused") == 3
+    assert res.best["x"] <= 0.8
+
+
+def quick_slow_run(config, instance, seed):
+    if config["x"] > 0.8 and instance == 3.0:
+        time.sleep(2.5)  # 1000 x the milliseconds of the other runs: over the 1 s floor
+    return instance * (1.0 + (config["x"] - 0.3) ** 2)
+
+
+@pytest.mark.slow
+def test_without_an_outlier_factor_the_slow_run_is_waited_for():
+    initial = [{"x": 0.3}, {"x": 0.9}, {"x": 0.5}]
+    kw = dict(budget=30, n_jobs=2, random_state=3, initial=initial, progress=False,
+              sample_instances=False, n_iterations=1, experiments_per_iteration=30)
+    off = racer.tune(quick_slow_run, SPACE, TRAIN, outlier_factor=None, **kw)
+    stopped, rows = _stopped(off)
+    assert not stopped
+    slow = [r for r in rows if r["instance_id"] == 3 and r["iteration"] > 0
+            and off.configurations[r["configuration"]]["x"] > 0.8]
+    assert slow and slow[0]["status"] == "ok" and slow[0]["wall"] >= 2.5
+    on = racer.tune(quick_slow_run, SPACE, TRAIN, **kw)
+    assert _stopped(on)[0]
+
+
+def test_runs_in_this_process_are_not_bounded():
+    # n_jobs=1 without timeout: evaluate runs in racer's own process, which cannot stop it;
+    # nothing is stopped and the tuning is the one it always was.
+    from racer.tuning.runner import CallableRunner
+    from racer.tuning.slow_runs import can_stop
+
+    runner = CallableRunner(lambda c, i, s: 0.0, [0], {}, n_workers=0, timeout=None, retries=0,
+                            need_time=False, exec_dir=".", name="f")
+    assert not can_stop(runner, None)
+    runner.n_workers = 2
+    assert can_stop(runner, None)
+    assert not can_stop(runner, object())  # another executor: its runs cannot be reached
