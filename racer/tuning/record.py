@@ -575,9 +575,9 @@ class RunRecorder:
         self._update(stop_reason=stop_reason, final_elites=tuple(int(e) for e in final_elites),
                      experiments=int(experiments), time_used=float(time_used))
 
-    def rank_final(self, final_elites: list) -> None:
-        """The final elites (ids, best first) in their final order
-        (:func:`rank_final`)."""
+    def reorder_final(self, final_elites: list) -> None:
+        """The final elites (ids, best first) in their final order, as
+        :func:`rank_final` gives it."""
         self._update(final_elites=tuple(int(e) for e in final_elites))
 
     def start_postselection(self, post: PostSelectionRecord) -> None:

@@ -503,7 +503,7 @@ class Tuner:
                     if self.winner == "mean":
                         # irace's F-test keeps irace's rank order (winner "rank_sum")
                         result.elites = rank_final(result.elites, self.cache)
-                        self.recorder.rank_final([e.id for e in result.elites])
+                        self.recorder.reorder_final([e.id for e in result.elites])
                     result.prob_not_best, result.prob_not_best_instances = prob_not_best_of(
                         result.elites, self.cache, s.seed)
                     self.recorder.state_prob_not_best(result.prob_not_best,
