@@ -17,7 +17,7 @@ import it as the benchmarks do (this folder on ``sys.path``).
 
 What it does not simulate: the tuner's own computing time (between two waits virtual time
 stands still, so utilisation is the schedule's alone: what a cluster with no overhead per run
-would give), failures of workers, and ``cf.as_completed`` (``racer.race(executor=...)`` waits
+would give; ``overhead=`` adds a fixed cost per run, see :class:`SimulatedExecutor`), failures of workers, and ``cf.as_completed`` (``racer.race(executor=...)`` waits
 through it, which no hook reaches: only the tuner is supported). The tuner reads no wall clock
 for its decisions: ``max_time`` counts the times ``evaluate`` reports, and the ``wall`` column
 of ``runs.csv`` is the real seconds of the in-process call, not the virtual duration.
@@ -68,17 +68,15 @@ __all__ = ["Run", "SimulatedExecutor", "lognormal", "recorded_train_times"]
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One run of the trace: submission rank ``index``, the virtual ``worker`` it ran on, its
-    virtual ``submitted``, ``start`` and ``end`` times and ``duration`` (end - start)."""
+    virtual ``submitted`` time, ``start`` (its worker taken) and ``end`` (its result in) times,
+    and its own ``duration`` (end - start less the executor's overhead)."""
 
     index: int
     worker: int
     submitted: float
     start: float
     end: float
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
+    duration: float
 
 
 class _SimFuture(cf.Future):
@@ -135,6 +133,10 @@ class SimulatedExecutor(cf.Executor):
         draw it from ``durations`` (needed then; a run that raised always draws).
     random_state : None, int or numpy.random.Generator
         The durations' random numbers (the same seed, the same durations in submission order).
+    overhead : float, optional
+        Virtual seconds each run holds its worker beyond its duration: what a real executor
+        adds per run (shipping the call and its result, the scheduler's latency). Not counted
+        as busy time. Default 0: the schedule alone.
 
     Attributes
     ----------
@@ -145,9 +147,14 @@ class SimulatedExecutor(cf.Executor):
     """
 
     def __init__(self, n_workers: int, durations: Any = None, random_state: Any = None, *,
-                 duration_of: Callable[[Any], float | None] | None = None) -> None:
+                 duration_of: Callable[[Any], float | None] | None = None,
+                 overhead: float = 0.0) -> None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1:
             raise ValueError(f"`n_workers` must be an int >= 1; got {n_workers!r}")
+        if (isinstance(overhead, bool) or not isinstance(overhead, numbers.Real)
+                or not (math.isfinite(overhead) and overhead >= 0)):
+            raise ValueError(f"`overhead` must be a finite number of seconds >= 0; got {overhead!r}")
+        self.overhead = float(overhead)
         if duration_of is not None and not callable(duration_of):
             raise TypeError(f"`duration_of` must be callable (value -> seconds); got {duration_of!r}")
         if durations is None and duration_of is None:
@@ -244,8 +251,8 @@ class SimulatedExecutor(cf.Executor):
             if not future.set_running_or_notify_cancel():
                 continue
             worker = heapq.heappop(self._free)
-            end = self.now + duration
-            self._runs[index] = Run(index, worker, submitted, self.now, end)
+            end = self.now + self.overhead + duration
+            self._runs[index] = Run(index, worker, submitted, self.now, end, duration)
             heapq.heappush(self._events, (end, index, worker, future, outcome))
 
     def _step(self) -> None:

@@ -129,15 +129,17 @@ def _ran(res) -> tuple[int, float]:
 
 
 def simulate(schedule: str, durations: str, workers: int, seed: int,
-             budget: int = BUDGET, instances: list = INSTANCES) -> dict:
-    """One tuning on ``workers`` virtual workers; its row."""
-    ex = SimulatedExecutor(workers, duration_of=lambda r: r.time)
+             budget: int = BUDGET, instances: list = INSTANCES, overhead: float = 0.0) -> dict:
+    """One tuning on ``workers`` virtual workers (each run holding its worker ``overhead``
+    virtual seconds beyond its duration); its row."""
+    ex = SimulatedExecutor(workers, duration_of=lambda r: r.time, overhead=overhead)
     start = time.perf_counter()
     res = _tune(Target(durations), ex, schedule, seed, budget, instances)
     wall = time.perf_counter() - start
     ex.shutdown()
-    return {"mode": "sim", "schedule": schedule, "durations": durations, "workers": workers,
-            "seed": seed, "utilisation": ex.utilisation(), "makespan": ex.makespan,
+    mode = "sim" if overhead == 0 else f"sim, overhead {overhead * 1000:g} ms"
+    return {"mode": mode, "schedule": schedule, "durations": durations, "workers": workers,
+            "seed": seed, "overhead": overhead, "utilisation": ex.utilisation(), "makespan": ex.makespan,
             "runs": len(ex.trace), "busy": ex.busy_time, "experiments": res.experiments,
             "tuner_wall": wall, "best": res.best, "elites": list(res.elite_ids)}
 
@@ -189,20 +191,29 @@ def table(rows: list) -> str:
 
 
 def paired(rows: list) -> str:
-    """Markdown: each Dask tuning next to the simulated one of the same seed and setting."""
-    sims = {(r["schedule"], r["durations"], r["workers"], r["seed"]): r
-            for r in rows if r["mode"] == "sim"}
-    out = ["| schedule | durations | workers | seed | utilisation sim | utilisation Dask "
-           "| makespan sim (s) | wall Dask (s) | runs sim / Dask | same best |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    """Markdown: each Dask tuning next to the simulated ones of the same seed and setting
+    (without overhead, and with each overhead simulated)."""
+    sims: dict = {}
+    for r in rows:
+        if r["mode"] != "dask":
+            key = (r["schedule"], r["durations"], r["workers"], r["seed"])
+            sims.setdefault(key, {})[r.get("overhead", 0.0)] = r
+    overheads = sorted({o for by in sims.values() for o in by if o > 0})
+    out = ["| schedule | durations | workers | seed | utilisation sim | "
+           + "".join(f"sim, {o * 1000:g} ms | " for o in overheads)
+           + "utilisation Dask | makespan sim (s) | wall Dask (s) | runs sim / Dask | same best |",
+           "| --- | --- | ---: | ---: | ---: | " + "---: | " * len(overheads)
+           + "---: | ---: | ---: | --- | --- |"]
     for r in sorted((r for r in rows if r["mode"] == "dask"),
                     key=lambda r: (r["schedule"], r["durations"], r["workers"], r["seed"])):
-        s = sims.get((r["schedule"], r["durations"], r["workers"], r["seed"]))
+        by = sims.get((r["schedule"], r["durations"], r["workers"], r["seed"]), {})
+        s = by.get(0.0)
         if s is None:
             continue
+        extra = "".join(f"{by[o]['utilisation']:.3f} | " if o in by else "— | " for o in overheads)
         out.append(f"| {r['schedule']} | {r['durations']} | {r['workers']} | {r['seed']} | "
-                   f"{s['utilisation']:.3f} | {r['utilisation']:.3f} | {s['makespan']:.1f} | "
-                   f"{r['makespan']:.1f} | {s['runs']} / {r['runs']} | "
+                   f"{s['utilisation']:.3f} | {extra}{r['utilisation']:.3f} | "
+                   f"{s['makespan']:.1f} | {r['makespan']:.1f} | {s['runs']} / {r['runs']} | "
                    f"{'yes' if s['best'] == r['best'] else 'no'} |")
     return "\n".join(out)
 
@@ -231,6 +242,8 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--durations", type=_csv, default=None)
     ap.add_argument("--schedules", type=_csv, default=list(SCHEDULES))
     ap.add_argument("--budget", type=int, default=BUDGET)
+    ap.add_argument("--overhead", type=float, default=0.0,
+                    help="sim: virtual seconds per run beyond its duration (default 0)")
     ap.add_argument("--jsonl", default=JSONL)
     ap.add_argument("--out", default=None, help="table: also write it to this file")
     args = ap.parse_args(argv)
@@ -251,7 +264,11 @@ def main(argv: list | None = None) -> int:
     seeds = range(1, (args.seeds or (3 if dask else 10)) + 1)
     sources = args.durations or (["lognormal:0.5:0.5", "lognormal:0.05:0.5"] if dask
                                  else list(DURATIONS))
-    run = on_dask if dask else simulate
+    if dask:
+        run = on_dask
+    else:
+        def run(schedule, durations, w, seed, budget):
+            return simulate(schedule, durations, w, seed, budget, overhead=args.overhead)
     with open(args.jsonl, "a") as f:
         for durations in sources:
             for schedule in args.schedules:

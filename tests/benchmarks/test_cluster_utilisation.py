@@ -79,6 +79,17 @@ def test_a_run_submitted_later_starts_at_the_virtual_time_of_its_submission(sim)
     assert b.done() and ex.makespan == 5.0
 
 
+def test_an_overhead_holds_the_worker_but_is_not_busy_time(sim):
+    # Runs of 1 s with 0.5 s overhead on 2 workers: [0, 1.5], [0, 1.5], then [1.5, 3].
+    ex = sim.SimulatedExecutor(2, durations=[1.0], overhead=0.5)
+    futs = [ex.submit(int, k) for k in range(3)]
+    assert ex.wait_first(futs) == set(futs[:2]) and ex.now == 1.5
+    ex.shutdown()
+    assert [(r.start, r.end, r.duration) for r in ex.trace] == [
+        (0.0, 1.5, 1.0), (0.0, 1.5, 1.0), (1.5, 3.0, 1.0)]
+    assert ex.busy_time == 3.0 and ex.utilisation() == 0.5
+
+
 def test_failures_cancellation_and_foreign_futures(sim):
     ex = sim.SimulatedExecutor(1, durations=[1.0])
     bad = ex.submit(lambda: 1 / 0)
@@ -122,6 +133,8 @@ def test_a_run_can_say_its_own_duration(sim):
     ({"n_workers": 2, "durations": []}, ValueError, "1-D and non-empty"),
     ({"n_workers": 2, "durations": [1.0, -1.0]}, ValueError, "got -1.0"),
     ({"n_workers": 2, "duration_of": 3}, TypeError, "`duration_of` must be callable"),
+    ({"n_workers": 2, "durations": [1.0], "overhead": -0.1}, ValueError,
+     "`overhead` must be a finite number of seconds >= 0; got -0.1"),
 ])
 def test_bad_arguments_are_refused_by_name(sim, kwargs, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -218,6 +231,10 @@ def test_benchmark_rows_and_tables(bench, tmp_path):
     assert rows[0]["runs"] == rows[1]["runs"] == rows[0]["experiments"] <= 150
     assert rows[1]["busy"] == pytest.approx(rows[1]["utilisation"] * 8 * rows[1]["makespan"],
                                             rel=1e-12)
+    slow = bench.simulate("irace", "hpolib:naval_propulsion:0.5", 8, 1, budget=150,
+                          instances=bench.INSTANCES[:10], overhead=0.05)
+    assert slow["runs"] == rows[1]["runs"] and slow["busy"] == pytest.approx(rows[1]["busy"])
+    assert slow["utilisation"] < rows[1]["utilisation"] and slow["mode"] == "sim, overhead 50 ms"
     text = bench.table(rows)
     assert "| sim | irace | hpolib:naval_propulsion:0.5 | 8 | 1 |" in text
     assert "2 of 2" not in bench.same_answer(rows) and "1 of 1" in bench.same_answer(rows)
