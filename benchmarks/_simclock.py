@@ -17,8 +17,10 @@ import it as the benchmarks do (this folder on ``sys.path``).
 
 What it does not simulate: the tuner's own computing time (between two waits virtual time
 stands still, so utilisation is the schedule's alone: what a cluster with no overhead per run
-would give; ``overhead=`` adds a fixed cost per run, see :class:`SimulatedExecutor`), failures of workers, and ``cf.as_completed`` (``racer.race(executor=...)`` waits
-through it, which no hook reaches: only the tuner is supported). The tuner reads no wall clock
+would give; ``overhead=`` and ``dispatch=`` add a real executor's costs, see
+:class:`SimulatedExecutor`), failures of workers, and ``cf.as_completed``
+(``racer.race(executor=...)`` waits through it, which no hook reaches: only the tuner is
+supported). The tuner reads no wall clock
 for its decisions: ``max_time`` counts the times ``evaluate`` reports, and the ``wall`` column
 of ``runs.csv`` is the real seconds of the in-process call, not the virtual duration.
 
@@ -68,8 +70,8 @@ __all__ = ["Run", "SimulatedExecutor", "lognormal", "recorded_train_times"]
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One run of the trace: submission rank ``index``, the virtual ``worker`` it ran on, its
-    virtual ``submitted`` time, ``start`` (its worker taken) and ``end`` (its result in) times,
-    and its own ``duration`` (end - start less the executor's overhead)."""
+    virtual ``submitted`` time, ``start`` (handed to its worker) and ``end`` (its result in)
+    times, and its own ``duration`` (end - start less the executor's overhead)."""
 
     index: int
     worker: int
@@ -137,6 +139,11 @@ class SimulatedExecutor(cf.Executor):
         Virtual seconds each run holds its worker beyond its duration: what a real executor
         adds per run (shipping the call and its result, the scheduler's latency). Not counted
         as busy time. Default 0: the schedule alone.
+    dispatch : float, optional
+        Virtual seconds one scheduler spends handing out each run, one run at a time: runs
+        start at least that far apart, and a run waits (on its worker, not busy) for the
+        scheduler. A serial cost, as a Dask scheduler's or a Python client's per task, which
+        ``overhead`` (paid on each worker, in parallel) does not model. Default 0.
 
     Attributes
     ----------
@@ -148,13 +155,16 @@ class SimulatedExecutor(cf.Executor):
 
     def __init__(self, n_workers: int, durations: Any = None, random_state: Any = None, *,
                  duration_of: Callable[[Any], float | None] | None = None,
-                 overhead: float = 0.0) -> None:
+                 overhead: float = 0.0, dispatch: float = 0.0) -> None:
         if isinstance(n_workers, bool) or not isinstance(n_workers, numbers.Integral) or n_workers < 1:
             raise ValueError(f"`n_workers` must be an int >= 1; got {n_workers!r}")
-        if (isinstance(overhead, bool) or not isinstance(overhead, numbers.Real)
-                or not (math.isfinite(overhead) and overhead >= 0)):
-            raise ValueError(f"`overhead` must be a finite number of seconds >= 0; got {overhead!r}")
+        for name, value in (("overhead", overhead), ("dispatch", dispatch)):
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not (math.isfinite(value) and value >= 0)):
+                raise ValueError(f"`{name}` must be a finite number of seconds >= 0; got {value!r}")
         self.overhead = float(overhead)
+        self.dispatch = float(dispatch)
+        self._scheduler_free = 0.0  # when the scheduler can hand out the next run
         if duration_of is not None and not callable(duration_of):
             raise TypeError(f"`duration_of` must be callable (value -> seconds); got {duration_of!r}")
         if durations is None and duration_of is None:
@@ -251,8 +261,12 @@ class SimulatedExecutor(cf.Executor):
             if not future.set_running_or_notify_cancel():
                 continue
             worker = heapq.heappop(self._free)
-            end = self.now + self.overhead + duration
-            self._runs[index] = Run(index, worker, submitted, self.now, end, duration)
+            start = self.now
+            if self.dispatch:
+                self._scheduler_free = max(self._scheduler_free, start) + self.dispatch
+                start = self._scheduler_free  # handed out once the scheduler got to it
+            end = start + self.overhead + duration
+            self._runs[index] = Run(index, worker, submitted, start, end, duration)
             heapq.heappush(self._events, (end, index, worker, future, outcome))
 
     def _step(self) -> None:

@@ -10,7 +10,7 @@ alone. Utilisation = the runs' summed duration / (workers x the tuning's makespa
   not on that clock (it stands still between two waits): the figure is what a cluster with
   no overhead per run gives.
 * ``dask``: the same tuning with ``executor=`` a ``distributed.LocalCluster``'s
-  (``processes=False``, one thread per worker) and runs that really sleep; the makespan is
+  (``processes=False``, one thread per worker, no memory limit) and runs that really sleep; the makespan is
   the wall time of the ``racer.tune`` call (tuner, scheduler and all).
 
 Each run's duration is a function of the run (configuration, instance, seed; :class:`Target`),
@@ -129,19 +129,28 @@ def _ran(res) -> tuple[int, float]:
 
 
 def simulate(schedule: str, durations: str, workers: int, seed: int,
-             budget: int = BUDGET, instances: list = INSTANCES, overhead: float = 0.0) -> dict:
+             budget: int = BUDGET, instances: list = INSTANCES, overhead: float = 0.0,
+             dispatch: float = 0.0) -> dict:
     """One tuning on ``workers`` virtual workers (each run holding its worker ``overhead``
-    virtual seconds beyond its duration); its row."""
-    ex = SimulatedExecutor(workers, duration_of=lambda r: r.time, overhead=overhead)
+    virtual seconds beyond its duration, and handed out by one scheduler taking ``dispatch``
+    seconds per run: :class:`_simclock.SimulatedExecutor`); its row."""
+    ex = SimulatedExecutor(workers, duration_of=lambda r: r.time, overhead=overhead,
+                           dispatch=dispatch)
     start = time.perf_counter()
     res = _tune(Target(durations), ex, schedule, seed, budget, instances)
     wall = time.perf_counter() - start
     ex.shutdown()
-    mode = "sim" if overhead == 0 else f"sim, overhead {overhead * 1000:g} ms"
-    return {"mode": mode, "schedule": schedule, "durations": durations, "workers": workers,
-            "seed": seed, "overhead": overhead, "utilisation": ex.utilisation(), "makespan": ex.makespan,
+    return {"mode": _sim_mode(overhead, dispatch), "schedule": schedule,
+            "durations": durations, "workers": workers, "seed": seed, "overhead": overhead,
+            "dispatch": dispatch, "utilisation": ex.utilisation(), "makespan": ex.makespan,
             "runs": len(ex.trace), "busy": ex.busy_time, "experiments": res.experiments,
             "tuner_wall": wall, "best": res.best, "elites": list(res.elite_ids)}
+
+
+def _sim_mode(overhead: float, dispatch: float) -> str:
+    costs = ([f"overhead {overhead * 1000:g} ms"] if overhead else []) + (
+        [f"dispatch {dispatch * 1000:g} ms"] if dispatch else [])
+    return ", ".join(["sim"] + costs)
 
 
 def on_dask(schedule: str, durations: str, workers: int, seed: int,
@@ -150,7 +159,9 @@ def on_dask(schedule: str, durations: str, workers: int, seed: int,
     workers (in this process: the runs sleep, they need no process of their own); its row."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+    # memory_limit=0: the workers share this process, whose memory Dask would otherwise hold
+    # against each worker's share (total / workers) and pause them all at 64 workers.
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, memory_limit=0,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         ex = client.get_executor()
@@ -192,22 +203,22 @@ def table(rows: list) -> str:
 
 def paired(rows: list) -> str:
     """Markdown: each Dask tuning next to the simulated ones of the same seed and setting
-    (without overhead, and with each overhead simulated)."""
+    (without costs, and with each executor's cost simulated)."""
     sims: dict = {}
     for r in rows:
         if r["mode"] != "dask":
             key = (r["schedule"], r["durations"], r["workers"], r["seed"])
-            sims.setdefault(key, {})[r.get("overhead", 0.0)] = r
-    overheads = sorted({o for by in sims.values() for o in by if o > 0})
+            sims.setdefault(key, {})[r["mode"]] = r
+    overheads = sorted({m for by in sims.values() for m in by if m != "sim"})
     out = ["| schedule | durations | workers | seed | utilisation sim | "
-           + "".join(f"sim, {o * 1000:g} ms | " for o in overheads)
+           + "".join(f"{m} | " for m in overheads)
            + "utilisation Dask | makespan sim (s) | wall Dask (s) | runs sim / Dask | same best |",
            "| --- | --- | ---: | ---: | ---: | " + "---: | " * len(overheads)
            + "---: | ---: | ---: | --- | --- |"]
     for r in sorted((r for r in rows if r["mode"] == "dask"),
                     key=lambda r: (r["schedule"], r["durations"], r["workers"], r["seed"])):
         by = sims.get((r["schedule"], r["durations"], r["workers"], r["seed"]), {})
-        s = by.get(0.0)
+        s = by.get("sim")
         if s is None:
             continue
         extra = "".join(f"{by[o]['utilisation']:.3f} | " if o in by else "— | " for o in overheads)
@@ -244,6 +255,8 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--budget", type=int, default=BUDGET)
     ap.add_argument("--overhead", type=float, default=0.0,
                     help="sim: virtual seconds per run beyond its duration (default 0)")
+    ap.add_argument("--dispatch", type=float, default=0.0,
+                    help="sim: virtual seconds of one scheduler per run, serial (default 0)")
     ap.add_argument("--jsonl", default=JSONL)
     ap.add_argument("--out", default=None, help="table: also write it to this file")
     args = ap.parse_args(argv)
@@ -268,7 +281,8 @@ def main(argv: list | None = None) -> int:
         run = on_dask
     else:
         def run(schedule, durations, w, seed, budget):
-            return simulate(schedule, durations, w, seed, budget, overhead=args.overhead)
+            return simulate(schedule, durations, w, seed, budget, overhead=args.overhead,
+                            dispatch=args.dispatch)
     with open(args.jsonl, "a") as f:
         for durations in sources:
             for schedule in args.schedules:

@@ -90,6 +90,18 @@ def test_an_overhead_holds_the_worker_but_is_not_busy_time(sim):
     assert ex.busy_time == 3.0 and ex.utilisation() == 0.5
 
 
+def test_a_dispatch_cost_spaces_the_starts_of_runs(sim):
+    # One scheduler taking 0.25 s per run, 3 workers, runs of 1 s: handed out at 0.25, 0.5
+    # and 0.75; the fourth waits for a worker (free at 1.25) and the scheduler: 1.5.
+    ex = sim.SimulatedExecutor(3, durations=[1.0], dispatch=0.25)
+    for k in range(4):
+        ex.submit(int, k)
+    ex.shutdown()
+    assert [(r.worker, r.start, r.end) for r in ex.trace] == [
+        (0, 0.25, 1.25), (1, 0.5, 1.5), (2, 0.75, 1.75), (0, 1.5, 2.5)]
+    assert ex.busy_time == 4.0 and ex.makespan == 2.5
+
+
 def test_failures_cancellation_and_foreign_futures(sim):
     ex = sim.SimulatedExecutor(1, durations=[1.0])
     bad = ex.submit(lambda: 1 / 0)
@@ -135,6 +147,8 @@ def test_a_run_can_say_its_own_duration(sim):
     ({"n_workers": 2, "duration_of": 3}, TypeError, "`duration_of` must be callable"),
     ({"n_workers": 2, "durations": [1.0], "overhead": -0.1}, ValueError,
      "`overhead` must be a finite number of seconds >= 0; got -0.1"),
+    ({"n_workers": 2, "durations": [1.0], "dispatch": float("inf")}, ValueError,
+     "`dispatch` must be a finite number of seconds >= 0; got inf"),
 ])
 def test_bad_arguments_are_refused_by_name(sim, kwargs, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -235,8 +249,17 @@ def test_benchmark_rows_and_tables(bench, tmp_path):
                           instances=bench.INSTANCES[:10], overhead=0.05)
     assert slow["runs"] == rows[1]["runs"] and slow["busy"] == pytest.approx(rows[1]["busy"])
     assert slow["utilisation"] < rows[1]["utilisation"] and slow["mode"] == "sim, overhead 50 ms"
+    rows.append(slow)
     text = bench.table(rows)
     assert "| sim | irace | hpolib:naval_propulsion:0.5 | 8 | 1 |" in text
+    assert "| sim, overhead 50 ms | irace | hpolib:naval_propulsion:0.5 | 8 | 1 |" in text
     assert "2 of 2" not in bench.same_answer(rows) and "1 of 1" in bench.same_answer(rows)
+    # A real run's row (here a copy with another utilisation) pairs with its seed's simulated
+    # rows, with and without the executor's cost.
+    real = dict(rows[1], mode="dask", utilisation=0.5)
+    line = [ln for ln in bench.paired(rows + [real]).splitlines() if ln.startswith("| irace")]
+    assert line == [f"| irace | hpolib:naval_propulsion:0.5 | 8 | 1 | {rows[1]['utilisation']:.3f} "
+                    f"| {slow['utilisation']:.3f} | 0.500 | {rows[1]['makespan']:.1f} | "
+                    f"{rows[1]['makespan']:.1f} | {rows[1]['runs']} / {rows[1]['runs']} | yes |"]
     with pytest.raises(ValueError, match="`durations` must be"):
         bench.Target("uniform:0:1")
