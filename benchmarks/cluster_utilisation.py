@@ -8,10 +8,12 @@ alone. Utilisation = the runs' summed duration / (workers x the tuning's makespa
 * ``sim``: the tuning on :class:`_simclock.SimulatedExecutor` with 1 to 1,024 virtual workers
   (``executor=``): nothing sleeps, the makespan is virtual. The tuner's own computing time is
   not on that clock (it stands still between two waits): the figure is what a cluster with
-  no overhead per run gives.
+  no overhead per run gives. ``--dispatch S`` adds a serial cost of S seconds per run (one
+  scheduler handing out the runs one at a time), ``--overhead S`` a cost on each worker.
 * ``dask``: the same tuning with ``executor=`` a ``distributed.LocalCluster``'s
-  (``processes=False``, one thread per worker, no memory limit) and runs that really sleep; the makespan is
-  the wall time of the ``racer.tune`` call (tuner, scheduler and all).
+  (``processes=False``, one thread per worker, no memory limit) and runs that really sleep;
+  the makespan is the wall time of the ``racer.tune`` call (tuner, scheduler and all).
+  ``dask-costs`` measures that cluster's round trip per task, to compare with ``--dispatch``.
 
 Each run's duration is a function of the run (configuration, instance, seed; :class:`Target`),
 which ``evaluate`` reports as its time: the simulator takes it from there (``duration_of``), the
@@ -31,7 +33,8 @@ same way, racer with ``test="F-test"`` (irace's default test), ``lookahead=False
         [--workers 1,16,64,256,1024] [--seeds 10] [--durations lognormal:0.5:0.5,...]
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py dask \\
         [--workers 16,64] [--seeds 3]
-    python benchmarks/cluster_utilisation.py table [--out benchmarks/results/cluster_utilisation.md]
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py dask-costs
+    python benchmarks/cluster_utilisation.py table [--out benchmarks/results/cluster_utilisation_tables.md]
 
 Rows go to ``benchmarks/results/cluster_utilisation.jsonl`` (appended; ``--jsonl``); ``table``
 prints means +/- SE over seeds per (mode, schedule, durations, workers).
@@ -175,6 +178,30 @@ def on_dask(schedule: str, durations: str, workers: int, seed: int,
             "best": res.best, "elites": list(res.elite_ids)}
 
 
+def dask_costs(workers: int, n: int = 300) -> dict:
+    """Dask's own costs on the cluster :func:`on_dask` uses: the round trip of one no-op task
+    at a time (submit, wait for its result) and the time per task of 1,000 no-op tasks
+    submitted at once, in seconds: independent measures for the simulator's ``dispatch``."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False, memory_limit=0,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.wait_for_workers(workers)
+        ex = client.get_executor()
+        for k in range(20):  # warm up
+            ex.submit(int, k).result()
+        start = time.perf_counter()
+        for k in range(n):
+            ex.submit(int, k).result()
+        round_trip = (time.perf_counter() - start) / n
+        start = time.perf_counter()
+        futures = [ex.submit(int, k) for k in range(1000)]
+        for fut in futures:
+            fut.result()
+        per_task = (time.perf_counter() - start) / 1000
+    return {"workers": workers, "round_trip": round_trip, "per_task_in_bulk": per_task}
+
+
 # ------------------------------------------------------------------------------ the table
 
 def _mean_se(xs: list) -> str:
@@ -191,8 +218,12 @@ def table(rows: list) -> str:
         groups.setdefault((r["mode"], r["schedule"], r["durations"], r["workers"]), []).append(r)
     out = ["| mode | schedule | durations | workers | seeds | utilisation | makespan (s) "
            "| runs | tuner wall (s) |", "| --- | --- | --- | ---: | ---: | --- | --- | --- | --- |"]
-    for (mode, schedule, durations, workers), rs in sorted(
-            groups.items(), key=lambda kv: (kv[0][0] != "sim", kv[0][1], kv[0][2], kv[0][3])):
+    def order(key):  # the schedule alone, then with an executor's costs, then the real runs
+        mode, schedule, durations, workers = key
+        return (mode == "dask", mode != "sim", mode, schedule, durations, workers)
+
+    for (mode, schedule, durations, workers), rs in sorted(groups.items(),
+                                                           key=lambda kv: order(kv[0])):
         out.append(f"| {mode} | {schedule} | {durations} | {workers} | {len(rs)} | "
                    f"{_mean_se([r['utilisation'] for r in rs])} | "
                    f"{_mean_se([r['makespan'] for r in rs])} | "
@@ -247,7 +278,7 @@ def _csv(text: str, kind=str) -> list:
 
 def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["sim", "dask", "table"])
+    ap.add_argument("what", choices=["sim", "dask", "dask-costs", "table"])
     ap.add_argument("--workers", type=lambda t: _csv(t, int), default=None)
     ap.add_argument("--seeds", type=int, default=None, help="seeds 1..N")
     ap.add_argument("--durations", type=_csv, default=None)
@@ -268,6 +299,12 @@ def main(argv: list | None = None) -> int:
         if args.out:
             with open(args.out, "w") as f:
                 f.write(text)
+        return 0
+    if args.what == "dask-costs":
+        for w in args.workers or [16, 64]:
+            c = dask_costs(w)
+            print(f"{w} workers: round trip {c['round_trip'] * 1000:.1f} ms, "
+                  f"{c['per_task_in_bulk'] * 1000:.2f} ms per task in bulk")
         return 0
     for name in args.schedules:
         if name not in SCHEDULES:
