@@ -20,9 +20,10 @@ stands still, so utilisation is the schedule's alone: what a cluster with no ove
 would give; ``overhead=`` and ``dispatch=`` add a real executor's costs, see
 :class:`SimulatedExecutor`), failures of workers, and ``cf.as_completed``
 (``racer.race(executor=...)`` waits through it, which no hook reaches: only the tuner is
-supported). The tuner reads no wall clock
-for its decisions: ``max_time`` counts the times ``evaluate`` reports, and the ``wall`` column
-of ``runs.csv`` is the real seconds of the in-process call, not the virtual duration.
+supported). On an executor the tuner reads no wall clock for its decisions: ``max_time``
+counts the times ``evaluate`` reports, look-ahead runs only on racer's own pool, and the
+``wall`` column of ``runs.csv`` is the real seconds of the in-process call, not the virtual
+duration.
 
 Durations (``durations=``): a callable ``durations(rng) -> float``; an object with
 ``rvs(random_state=rng)`` (a frozen ``scipy.stats`` distribution); or a 1-D table of recorded
@@ -35,7 +36,6 @@ run has the same duration in the simulation and on a real cluster where it sleep
 
 Two workers, three runs of 3, 1 and 2 seconds: the third waits for the second's worker.
 
->>> import numpy as np
 >>> given = iter([3.0, 1.0, 2.0])
 >>> ex = SimulatedExecutor(2, durations=lambda rng: next(given))
 >>> futs = [ex.submit(pow, 2, k) for k in range(3)]
@@ -46,8 +46,16 @@ Two workers, three runs of 3, 1 and 2 seconds: the third waits for the second's 
 >>> ex.makespan, ex.busy_time, ex.utilisation()
 (3.0, 6.0, 1.0)
 
-On the tuner: ``racer.tune(..., executor=SimulatedExecutor(64, lognormal(0.5, 0.5),
-random_state=0))``, then ``ex.utilisation()`` (benchmarks/cluster_utilisation.py).
+The tuner on 8 virtual workers (benchmarks/cluster_utilisation.py measures more): every run
+it counted is in the trace, and the workers idle at its barriers.
+
+>>> import racer
+>>> ex = SimulatedExecutor(8, lognormal(0.5, 0.5), random_state=0)
+>>> res = racer.tune(lambda c, i, s: (c["x"] - 0.3) ** 2 + i, 'x "" r (0, 1)',
+...                  [0.1 * k for k in range(6)], budget=100, executor=ex, random_state=1,
+...                  progress=False)
+>>> len(ex.trace) == res.experiments, 0 < ex.utilisation() < 1
+(True, True)
 """
 
 from __future__ import annotations
