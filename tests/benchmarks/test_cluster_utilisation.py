@@ -234,6 +234,26 @@ def test_a_capped_tuning_waits_through_the_simulated_clock_too(sim):
     assert _answer(got) == _answer(real) and len(ex.trace) == got.experiments > 0
 
 
+def test_iterated_race_runs_on_the_simulated_clock_as_on_threads(sim):
+    # Optuna's IteratedRace is the same tuner with another sampler: the same hook serves it.
+    optuna = pytest.importorskip("optuna")
+    from racer.adapters.optuna import IteratedRace
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def run(executor):
+        return IteratedRace(lambda p, i: (p["x"] - 0.3) ** 2 + 0.01 * i,
+                            {"x": optuna.distributions.FloatDistribution(0, 1)}, list(range(20)),
+                            budget=200, random_state=0, executor=executor, progress=False).run()
+
+    ex = sim.SimulatedExecutor(16, durations=[0.5, 1.0, 2.0], random_state=0)
+    got = run(ex)
+    with cf.ThreadPoolExecutor(2) as pool:
+        real = run(pool)
+    assert (got.best, got.n_evaluations) == (real.best, real.n_evaluations)
+    assert len(ex.trace) == got.n_evaluations <= 200 and 0 < ex.utilisation() < 1
+
+
 # ------------------------------------------------------------------------------ the benchmark
 
 
