@@ -258,27 +258,27 @@ def test_iterated_race_runs_on_the_simulated_clock_as_on_threads(sim):
 
 
 def test_benchmark_rows_and_tables(bench, tmp_path):
-    rows = [bench.simulate("irace", "hpolib:naval_propulsion:0.5", w, 1, budget=150,
+    rows = [bench.simulate("irace", "lognormal:0.5:0.5", w, 1, budget=150,
                            instances=bench.INSTANCES[:10]) for w in (1, 8)]
     assert rows[0]["utilisation"] == pytest.approx(1.0, abs=1e-12)
     assert 0 < rows[1]["utilisation"] < 1 and rows[1]["makespan"] < rows[0]["makespan"]
     assert rows[0]["runs"] == rows[1]["runs"] == rows[0]["experiments"] <= 150
     assert rows[1]["busy"] == pytest.approx(rows[1]["utilisation"] * 8 * rows[1]["makespan"],
                                             rel=1e-12)
-    slow = bench.simulate("irace", "hpolib:naval_propulsion:0.5", 8, 1, budget=150,
+    slow = bench.simulate("irace", "lognormal:0.5:0.5", 8, 1, budget=150,
                           instances=bench.INSTANCES[:10], overhead=0.05)
     assert slow["runs"] == rows[1]["runs"] and slow["busy"] == pytest.approx(rows[1]["busy"])
     assert slow["utilisation"] < rows[1]["utilisation"] and slow["mode"] == "sim, overhead 50 ms"
     rows.append(slow)
     text = bench.table(rows)
-    assert "| sim | irace | hpolib:naval_propulsion:0.5 | 8 | 1 |" in text
-    assert "| sim, overhead 50 ms | irace | hpolib:naval_propulsion:0.5 | 8 | 1 |" in text
+    assert "| sim | irace | lognormal:0.5:0.5 | 8 | 1 |" in text
+    assert "| sim, overhead 50 ms | irace | lognormal:0.5:0.5 | 8 | 1 |" in text
     assert "2 of 2" not in bench.same_answer(rows) and "1 of 1" in bench.same_answer(rows)
     # A real run's row (here a copy with another utilisation) pairs with its seed's simulated
     # rows, with and without the executor's cost.
     real = dict(rows[1], mode="dask", utilisation=0.5)
     line = [ln for ln in bench.paired(rows + [real]).splitlines() if ln.startswith("| irace")]
-    assert line == [f"| irace | hpolib:naval_propulsion:0.5 | 8 | 1 | {rows[1]['utilisation']:.3f} "
+    assert line == [f"| irace | lognormal:0.5:0.5 | 8 | 1 | {rows[1]['utilisation']:.3f} "
                     f"| {slow['utilisation']:.3f} | 0.500 | {rows[1]['makespan']:.1f} | "
                     f"{rows[1]['makespan']:.1f} | {rows[1]['runs']} / {rows[1]['runs']} | yes |"]
     with pytest.raises(ValueError, match="`durations` must be"):
