@@ -78,8 +78,11 @@ class SlowRunStop:
         return cls(settings.outlier_factor)
 
     def record(self, row: Hashable, wall: float) -> None:
-        """A successful run on ``row`` finished after ``wall`` seconds."""
-        self._walls.setdefault(row, []).append(float(wall))
+        """A successful run on ``row`` finished after ``wall`` seconds. A wall of 0 is no
+        measurement: a result answered from a record (IteratedRace's study on resume) took
+        no time, and would otherwise pull the median down to the 1 s floor."""
+        if wall > 0:
+            self._walls.setdefault(row, []).append(float(wall))
 
     def limit(self, row: Hashable) -> float | None:
         """Seconds after which a run on ``row`` is stopped; None while too few have finished."""

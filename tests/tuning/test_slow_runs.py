@@ -26,6 +26,9 @@ def test_the_bound_is_the_factor_times_the_median_and_has_a_floor():
     stop.record("b", 1e-4); stop.record("b", 3e-4)
     assert stop.limit("b") == MIN_SECONDS  # 1000 x 2e-4 = 0.2 s is below the floor
     assert "2 runs finished" in stop.reason("b", 1.2)
+    # Results answered from a record (wall 0) are not runs: they set no bound.
+    stop.record("c", 0.0); stop.record("c", 0.0); stop.record("c", 5.0)
+    assert stop.limit("c") is None
 
 
 @pytest.mark.parametrize("bad", [1, 0.5, -2, float("nan")])
