@@ -50,7 +50,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Hashable
 
-__all__ = ["MIN_FINISHED", "MIN_SECONDS", "SlowRunStop"]
+__all__ = ["MIN_FINISHED", "MIN_SECONDS", "SlowRunStop", "can_stop"]
 
 #: The least bound, in seconds: below it a stop could come from the machine's load alone.
 MIN_SECONDS = 1.0
