@@ -510,12 +510,9 @@ def _first_iteration_runs(tuner) -> int | None:
     number of runs would do (a fixed ``experiments_per_iteration`` or ``n_configurations``
     decides)."""
     s, schedule = tuner.settings, tuner.schedule
+    n_available, mu = tuner.budgeted_instances()
 
     def fits(runs: int) -> bool:
-        n_available = len(tuner.train) if s.deterministic else None
-        mu = schedule.instances_per_configuration
-        if n_available is not None:
-            mu = min(mu, n_available)
         current = (s.experiments_per_iteration
                    or schedule.iteration_budget(runs, 1, tuner.n_iterations))
         n_conf = schedule.n_configurations(current, 1, n_available=n_available)

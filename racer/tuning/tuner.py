@@ -681,6 +681,16 @@ class Tuner:
                 f"{self.first_test} (the most iterations whose minimum fits; set "
                 "testType for irace's rule)")
 
+    def budgeted_instances(self) -> tuple[int | None, int]:
+        """``(n_available, mu)``: the instances a configuration can be budgeted for (a
+        deterministic scenario's training instances; None for a stochastic one, which makes
+        instance-seed pairs as the budget needs them), and the instances each new
+        configuration is budgeted for up to its first test (irace's ``mu``, at most
+        ``n_available``). A configuration is never budgeted for more instances than there are."""
+        n_available = len(self.train) if self.settings.deterministic else None
+        mu = self.schedule.instances_per_configuration
+        return n_available, mu if n_available is None else min(mu, n_available)
+
     def _size_iteration(self, run: _Iterations, money: _Budget):
         """``(budget, configurations)`` of iteration ``run.iteration``; or :data:`_RETRY`
         (with a later session's larger budget), :data:`_SKIP` (nbConfigurations cannot be
@@ -698,9 +708,7 @@ class Tuner:
                    schedule.iteration_budget(money.remaining, iteration, run.n_iterations))
         n_elites = len(run.elites)
         elitist = s.elitist and not first_race
-        # A configuration is never budgeted for more instances than a deterministic scenario
-        # has (a stochastic one makes instance-seed pairs as the budget needs them).
-        n_available = len(self.train) if s.deterministic else None
+        n_available, mu = self.budgeted_instances()
         n_conf = schedule.n_configurations(current, iteration, n_elites,
                                            run.n_seen if elitist else None, n_available)
         if s.n_configurations > 0:
@@ -720,9 +728,6 @@ class Tuner:
             return money.retry_or("not enough budget to race more than the minimum configurations")
         if not first_race and n_conf <= n_elites:
             return money.retry_or("not enough budget left to race newly sampled configurations")
-        mu = schedule.instances_per_configuration
-        if n_available is not None:
-            mu = min(mu, n_available)
         if elitist:
             # the elites run only instances they have not seen, and a deterministic
             # scenario may have none left
