@@ -270,7 +270,7 @@ def write_results(path: str, space: ParameterSpace, result, extra: dict) -> None
     names = extra.get("objectives", {}).get("names") if isinstance(extra.get("objectives"), dict) else None
     if not names:
         data["prob_not_best"] = result.prob_not_best
-    if names:
+    else:
         data["pareto_front"] = {str(cid): {"instances": n, "mean": dict(zip(names, m))}
                                 for cid, (n, m) in front_means(result, names).items()}
     if result.test is not None:

@@ -429,11 +429,7 @@ def _make_tuner(settings: Settings, tuner_settings, space, runner, train, test, 
                       min_experiments=settings.min_experiments, block_size=settings.block_size,
                       postselection=settings.postselection)
         if tuner.slow_runs is not None:
-            # A resumed tuning bounds slow runs by the earlier sessions' runs too.
-            for row in rows.rows:
-                if (row.get("iteration") or 0) > 0 and row.get("status") == "ok" \
-                        and row.get("wall") is not None:
-                    tuner.slow_runs.record((row["instance_id"], row["seed"]), row["wall"])
+            tuner.slow_runs.record_earlier(rows.rows)  # a resume bounds by earlier sessions' runs
     except BaseException:
         _close(closing)  # nothing ran yet, but the run log is open
         raise

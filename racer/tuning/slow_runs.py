@@ -84,6 +84,21 @@ class SlowRunStop:
         if wall > 0:
             self._walls.setdefault(row, []).append(float(wall))
 
+    def record_earlier(self, rows: list) -> None:
+        """The successful training runs of earlier sessions, as ``runs.csv`` rows (typed
+        dicts: ``iteration``, ``status``, ``instance_id``, ``seed``, ``wall``).
+
+        >>> stop = SlowRunStop(10.0)
+        >>> stop.record_earlier([{"iteration": 1, "status": "ok", "instance_id": 3, "seed": 7,
+        ...                       "wall": w} for w in (0.5, 0.7)])
+        >>> stop.limit((3, 7))  # 10 x median(0.5, 0.7)
+        6.0
+        """
+        for row in rows:
+            if ((row.get("iteration") or 0) > 0 and row.get("status") == "ok"
+                    and row.get("wall") is not None):
+                self.record((row["instance_id"], row["seed"]), row["wall"])
+
     def limit(self, row: Hashable) -> float | None:
         """Seconds after which a run on ``row`` is stopped; None while too few have finished."""
         walls = self._walls.get(row, ())
