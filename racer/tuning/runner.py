@@ -314,7 +314,17 @@ class CallableRunner:
                     return "error", None, None, _STOPPED, ""
                 self._busy[pool] = tag
             args = (config, index, seed) if bound is None else (config, index, seed, bound)
-            got = list(pool.imap_unordered([(0, args)], timeout=self.timeout))
+            try:
+                got = list(pool.imap_unordered([(0, args)], timeout=self.timeout))
+            except RuntimeError:
+                # A worker killed by kill_run while still starting (the run waited for it:
+                # the first run of a pool, or the one after a kill) dies "before it could
+                # load evaluate", which the pool reports as a broken environment. Here it
+                # is the stop that was asked for; the pool's worker is replaced below.
+                with self._lock:
+                    if pool not in self._killed:
+                        raise
+                return "error", None, None, _STOPPED, ""
         finally:
             with self._lock:
                 self._busy.pop(pool, None)

@@ -104,3 +104,35 @@ def test_runs_in_this_process_are_not_bounded():
     runner.n_workers = 2
     assert can_stop(runner, None)
     assert not can_stop(runner, object())  # another executor: its runs cannot be reached
+
+
+def sleeps_then_adds(config, instance, seed):
+    time.sleep(0.2)
+    return config["x"] + instance
+
+
+def test_a_run_stopped_while_its_worker_starts_is_a_stopped_run():
+    # kill_run (a slow run's stop, or look-ahead's) can hit a worker that is still starting:
+    # the first run of a pool, or the one after a kill, waits for it. That is the stop
+    # asked for, not "a worker died while starting" (a broken environment), which ended the
+    # tuning before the fix; the pool then works again.
+    import concurrent.futures as cf
+
+    from racer.tuning.instances import Instance
+    from racer.tuning.runner import _STOPPED, CallableRunner
+
+    inst = Instance("a")
+    runner = CallableRunner(sleeps_then_adds, [0.5], {inst: 0}, n_workers=1, timeout=None,
+                            retries=0, need_time=False, exec_dir=".", name="f")
+    runner.start()  # its worker process is starting: not ready for a while
+    try:
+        with cf.ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(runner.run, 1, 1, 7, inst, {"x": 1.0}, tag="t")
+            while not runner._busy:
+                time.sleep(0.001)
+            runner.kill_run("t")
+            res = fut.result(timeout=60)
+        assert res.status == "error" and res.message == _STOPPED
+        assert runner.run(2, 1, 7, inst, {"x": 1.0}).cost == 1.5
+    finally:
+        runner.close()
