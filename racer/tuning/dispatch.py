@@ -310,8 +310,9 @@ class Dispatcher:
         """Stop the runs among ``futures`` (future -> Evaluation) that have run longer than
         their row's bound (racer.tuning.slow_runs), elites' runs excepted; each is told as
         rejected when it comes back (:meth:`result_of`). The time a run started is when it
-        was first seen running: the dispatcher looks every _INTERRUPT_POLL seconds, so a run
-        is stopped at most that much later than its bound."""
+        was first seen running: the dispatcher looks every _INTERRUPT_POLL seconds while it
+        waits, and not while it does other work (a race's test, the first of which may load
+        compiled kernels), so a run is stopped later than its bound, never earlier."""
         if self.slow is None:
             return
         now = time.monotonic()

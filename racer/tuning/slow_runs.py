@@ -23,6 +23,9 @@ Decisions, where the papers and irace say nothing:
   of one run would let a single lucky run set everybody's bound).
 * **Elites' runs are never stopped** (the first ``n_elites`` candidates of a race): they are
   the reference a bound is about, and irace's elitism protects them.
+* **Wall times as the runner measures them**: the first run of a fresh worker process
+  includes the worker's start, which makes the bound on the first rows of a tuning larger,
+  never smaller -- the stop errs towards waiting there.
 * **A floor of** :data:`MIN_SECONDS` **seconds** keeps a load spike on the machine from
   stopping a run whose instance's runs take milliseconds.
 * **Only runs racer can stop**: racer's own thread pool with a runner that can kill its run
