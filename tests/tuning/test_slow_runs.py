@@ -80,9 +80,7 @@ def test_a_hanging_run_is_stopped_and_its_configuration_rejected():
 
 def quick_slow_run(config, instance, seed):
     if config["x"] > 0.8 and instance == float(HANG_ROW):
-        time.sleep(4.0)  # 1000 x the milliseconds of the other runs: over the 1 s floor,
-        # with room for the time the dispatcher is not looking (a test's first computation):
-        # at 2.5 s the run sometimes ended before it had been seen running for 1 s
+        time.sleep(4.0)  # 1000 x the milliseconds of the other runs: over the 1 s floor
     return instance * (1.0 + (config["x"] - 0.3) ** 2)
 
 
@@ -97,8 +95,10 @@ def test_without_an_outlier_factor_the_slow_run_is_waited_for():
     slow = [r for r in rows if r["instance_id"] == HANG_ROW and r["iteration"] > 0
             and off.configurations[r["configuration"]]["x"] > 0.8]
     assert slow and slow[0]["status"] == "ok" and slow[0]["wall"] >= 4.0
-    on = racer.tune(quick_slow_run, SPACE, TRAIN, **kw)
-    assert _stopped(on)[0]
+    # That the stop, on, stops such a run is test_a_hanging_run_is_stopped_and_its_
+    # configuration_rejected's (a 30 s hang). A short one is not asserted here: the dispatcher
+    # does not look while it computes a race's test, and the first test with an empty Numba
+    # cache compiles for seconds, long enough for a 4 s run to end unseen.
 
 
 def test_runs_in_this_process_are_not_bounded():
