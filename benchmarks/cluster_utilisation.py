@@ -27,7 +27,10 @@ durations and differ only by what the simulator leaves out. Duration sources:
 Schedules (``--schedules``): ``racer``: racer.tune's defaults (its t-test; look-ahead is on, but
 it runs only on racer's own pool, never on an executor); ``irace``: irace's schedule measured the
 same way, racer with ``test="F-test"`` (irace's default test), ``lookahead=False`` and
-``outlier_factor=None`` (irace has neither), the rest irace's defaults as racer.tune has them.
+``outlier_factor=None`` (irace has neither), the rest irace's defaults as racer.tune has them;
+``racer-pipelined``: racer.tune with ``pipelined=True`` (racer.tuning.lookahead, "Pipelined
+blocks"), which runs ahead on executors too; its utilisation counts the runs it made and did
+not use, which the ``runs`` column shows beside ``experiments``.
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py sim \\
         [--workers 1,16,64,256,1024] [--seeds 10] [--durations lognormal:0.5:0.5,...]
@@ -72,6 +75,7 @@ DURATIONS = ("lognormal:0.5:0.5", "lognormal:0.05:0.5", "hpolib:protein_structur
 SCHEDULES = {
     "racer": {},
     "irace": {"test": "F-test", "lookahead": False, "outlier_factor": None},
+    "racer-pipelined": {"pipelined": True},
 }
 
 _TABLES: dict = {}

@@ -229,8 +229,8 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
          random_state: Any = None, test: str | None = None, sampler: str = "irace",
          initial: list | None = None, forbidden: Any = None, digits: int | None = None,
          capping: bool = False, bound_max: int | None = None, retries: int = 0,
-         on_error: str = "raise", lookahead: bool = True, progress: bool = True,
-         direction: Any = "minimize", **options: Any) -> TuneResult:
+         on_error: str = "raise", lookahead: bool = True, pipelined: bool = False,
+         progress: bool = True, direction: Any = "minimize", **options: Any) -> TuneResult:
     """Tune the parameters of ``evaluate`` over ``instances`` with irace's iterated racing,
     exactly as ``racer --scenario`` does it (docs/tune.md).
 
@@ -268,6 +268,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
     ``on_error``                      --on-error ("raise", "eliminate" and
                                       "worst" for its stop, reject, worst)
     ``lookahead=False``               --no-lookahead
+    ``pipelined=True``                --pipelined
     ``progress=False``                quiet
     ``direction`` (a list)            objectives (racer's; see below)
     ``capping``, ``bound_max``        capping, boundMax (``evaluate`` then takes
@@ -390,7 +391,8 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         bound_max=0 if bound_max is None else bound_max,
         objectives=_objectives_spec(direction) or "", test=test,
         on_error=_check_on_error(on_error), sampler=sampler,
-        lookahead=check_bool(lookahead, "lookahead"), progress=check_bool(progress, "progress"))
+        lookahead=check_bool(lookahead, "lookahead"), pipelined=pipelined,
+        progress=check_bool(progress, "progress"))
     pspace, start = _space(space, forbidden, digits, initial)
     exec_dir, cleanup = _storage(storage)
     need_time = "max_time" if max_time else "capping" if capping else False

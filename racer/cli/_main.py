@@ -126,6 +126,13 @@ def _parser():
                         "time; runs the race does not use are killed or discarded, marked "
                         "speculative-unused in runs.csv and paid from a reserve of the budget). "
                         "Turn it off when every run costs money")
+    g.add_argument("--pipelined", action="store_true",
+                   help="start each race's next block for its likely survivors (the better "
+                        "half so far) together with the current block, whatever the workers "
+                        "(Dask and Ray included), and charge every run started to the budget: "
+                        "the same seed gives the same elites on any number of workers, in "
+                        "any order runs finish; runs the race does not use are marked "
+                        "speculative-unused in runs.csv. Replaces look-ahead")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")
     g.add_argument("--no-report", action="store_true",
@@ -423,7 +430,8 @@ def make_runner(loaded: dict, reaper=None):
 # scenario's options, racer's own flags; and how the command sets what a refusal advises.
 COMMAND_NAMES = {
     **IRACE_OPTIONS, "test": "--racing-test", "on_error": "--on-error", "sampler": "--sampler",
-    "fixed_list": "--fixed-list", "lookahead": "--no-lookahead", "progress": "quiet",
+    "fixed_list": "--fixed-list", "lookahead": "--no-lookahead", "pipelined": "--pipelined",
+    "progress": "quiet",
     "outlier_factor": "--outlier-factor",
 }
 COMMAND_ADVICE = {
@@ -448,7 +456,8 @@ def tuning_settings(sc, args):
     quiet = v["quiet"] or (args.opt_quiet not in (None, "0", "FALSE", "false"))
     return Settings(**fields, test=args.racing_test, on_error=args.on_error,
                     sampler=args.sampler, fixed_list=args.fixed_list,
-                    lookahead=not args.no_lookahead, progress=not quiet,
+                    lookahead=not args.no_lookahead, pipelined=args.pipelined,
+                    progress=not quiet,
                     outlier_factor=args.outlier_factor,
                     names=COMMAND_NAMES, advice=COMMAND_ADVICE)
 

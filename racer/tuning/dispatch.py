@@ -44,6 +44,7 @@ import time
 from typing import Any, Callable, Iterator
 
 import numpy as np
+from scipy.stats import rankdata
 
 from racer.tuning.capping import (DOMINATED, capped_time, dominated_among, group_bounds,
                                   open_block, score)
@@ -77,6 +78,8 @@ def speculates(settings: Any, executor: Any) -> bool:
     capping = getattr(settings, "capping", None)
     if capping is not None and capping.enabled:
         return False  # a capped run's bound waits for the elites' runs: nothing runs ahead
+    if getattr(settings, "pipelined", False):
+        return True  # by rule, on every pool and executor (racer.tuning.lookahead)
     return settings.lookahead and executor is None and max(1, settings.parallel) > 1
 
 
@@ -187,6 +190,7 @@ class RacePlan:
     # Look-ahead's reserve (racer.tuning.lookahead.reserve): maxExperiments = max_total +
     # reserve; the unused runs of the whole tuning stay below it. 0 without max_total.
     reserve: int = 0
+    pipelined: bool = False  # racer.tuning.lookahead, "Pipelined blocks"
 
     def known(self, ev) -> tuple[bool, Any] | None:
         """The race loop's ``known``: ``(ok, value)`` of a cell served without running."""
@@ -217,6 +221,14 @@ class RacePlan:
     def _quiet_since_protected(self, race, rows_done: int) -> bool:
         return quiet_tests(race, rows_done, self.first_test, self.each_test,
                            since=self.protect_rows) >= self.elitist_limit
+
+    def charged(self, race, ahead: Lookahead, extra: set = frozenset()) -> int:
+        """Pipelined blocks: the runs charged to maxExperiments once the cells ``extra``
+        (``(configuration id, task)``) are started too: the experiments before this race,
+        plus every cell this race made, started by rule or logged unused, each once
+        (racer.tuning.lookahead, "Pipelined blocks"). A function of results alone."""
+        keys = {(c.id, t) for c, t in real_cells(race.result(), self.cached)}
+        return self.used_before + len(keys | ahead.charged_keys() | set(extra))
 
     def over_budget(self, race, n_more: int) -> bool:
         """Whether ``n_more`` runs beyond those ``race`` made would exceed ``max_total``, the
@@ -251,6 +263,65 @@ def next_block(race, plan: RacePlan) -> list:
     return runs
 
 
+def pipelined_block(race, plan: RacePlan, ahead: Lookahead) -> list:
+    """Pipelined blocks: ``(candidate index, row, key)`` of the runs of the block after the
+    current one that start with it, for every configuration alive (racer.tuning.lookahead,
+    "Pipelined blocks"); [] when the instances, min_survivors, elitistLimit, the race's
+    budget or maxExperiments would not pay for that block even if the test eliminated nobody.
+    Computed from what the race held when the current block began, so that a race resumed
+    in the middle of the block plans the same runs: a run of the block skipped since
+    (:data:`SKIPPED`, not charged to the race) counts as the run it was at the start."""
+    n = race.n_instances
+    rows = range(n, min(n + plan.each_test, len(plan.tasks)))
+    alive = race.survivor_indices
+    if n < plan.first_test or not rows or len(alive) <= plan.min_survivors:
+        return []
+    if plan.elitist_limit and n >= plan.protect_rows and plan._quiet_since_protected(race, n):
+        return []
+    pending = race.pending()
+    start, _ = open_block(n, plan.first_test, plan.each_test)
+    skipped = sum(1 for _, row, message in race.result().failures
+                  if row >= start and isinstance(message, str) and message.startswith(SKIPPED))
+    if (race.budget is not None and race.n_charged + len(pending) + skipped
+            + len(alive) * len(rows) > race.budget):
+        return []
+    alive = likely_survivors(race, alive, start)
+    runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
+            for row in rows for ci in alive]
+    runs = [run for run in runs if not plan.is_known(*run[2])]
+    if plan.max_total is not None:
+        started = {(ev.candidate.id, ev.instance) for ev in pending}
+        if plan.charged(race, ahead, started | {key for _, _, key in runs}) > plan.max_total:
+            return []
+    return runs
+
+
+def likely_survivors(race, alive, start: int) -> list:
+    """The configurations among ``alive`` (candidate indices) whose next block pipelined
+    blocks start ahead: the better half (rounded up) by mean rank over the rows before
+    ``start``, the current block's first (ties by candidate order); none in a race's first
+    block, where nothing is known yet. Decision (measured on the ground truth's pilot tables,
+    benchmarks/RESULTS.md "Pipelined blocks"): starting every survivor's next block fills
+    twice as many idle workers but wastes the runs of those the test then eliminates, and
+    tuned worse at equal runs; the better half almost always survives the test.
+
+    >>> import numpy as np
+    >>> class R:
+    ...     def result(self):
+    ...         return type("Res", (), {"scores": np.array([[3., 1., 2., 4.], [4., 1., 3., 2.]])})
+    >>> likely_survivors(R(), [0, 1, 2, 3], 2), likely_survivors(R(), [0, 1, 2, 3], 0)
+    ([1, 2], [])
+    """
+    if start == 0 or not len(alive):
+        return []
+    scores = race.result().scores[:start][:, list(alive)]
+    # Several objectives: the race's scores are the first objective's (a rank of the front
+    # would need the whole table); missing cells rank last.
+    ranks = rankdata(np.where(np.isnan(scores), np.inf, scores), axis=1).mean(axis=0)
+    keep = np.argsort(ranks, kind="stable")[: -(-len(alive) // 2)]
+    return [int(alive[k]) for k in sorted(keep)]
+
+
 # ---------------------------------------------------------------------------- the back end
 
 
@@ -269,6 +340,8 @@ class Dispatcher:
         self.ahead = ahead
         self.workers = max(1, tuner.settings.parallel)
         self.gate = tuner.settings.error_policy != "worst"
+        # Pipelined blocks (racer.tuning.lookahead): runs start by rule, not when workers idle.
+        self.pipelined = plan.pipelined and ahead is not None
         self._switches: dict = {}
         # Runs started ahead and not used by the tuning's earlier races (see unused_runs).
         self.unused_before = tuner.state.get("unused", 0)
@@ -283,6 +356,38 @@ class Dispatcher:
         """Runs the tuning started speculatively and did not use, this race's included:
         paid from look-ahead's reserve (racer.tuning.lookahead, "Budget")."""
         return self.unused_before + (self.ahead.unused if self.ahead is not None else 0)
+
+    def carry_survivors(self) -> dict:
+        """Pipelined blocks, at the race's end: the runs started ahead for configurations that
+        survived it, waited for (those a kill interrupted are made again), logged as runs of
+        this race and returned as ``{(configuration id, task): RunResult}``, so that an
+        elite's next race reuses them instead of paying for them twice. The set is the
+        plan's, decided by rule, and every one is waited for: timing decides nothing."""
+        race, ahead = self.race, self.ahead
+        by_id = {race.candidates[ci].id: race.candidates[ci] for ci in race.survivor_indices}
+        is_told = told(race.result())
+        keys = [key for key in ahead.planned - ahead.discarded
+                if key[0] in by_id and not is_told(*key)]
+        for cid, task in keys:
+            if (cid, task) not in ahead.entries:  # planned, in flight at a kill: again
+                ahead.start(self.pool, by_id[cid], task, self.command(by_id[cid]))
+        entries = [ahead.entries.pop(key) for key in keys]
+        while any(e.future is not None for e in entries):
+            watch = [e.future for e in entries if e.future is not None]
+            done = _wait_first(self.pool, watch)
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
+            for e in entries:
+                if e.future is not None and e.future in done:
+                    e.result = e.future.result()
+                    e.future = None
+                    ahead._journal(e)
+        carried = {}
+        for e in entries:
+            if self.tuner.on_run is not None:
+                self.tuner.on_run(self.plan.iteration, e.cand, e.task, e.result)
+            carried[(e.cand.id, e.task)] = e.result
+        return carried
 
     def command(self, cand) -> list:
         if cand.id not in self._switches:
@@ -380,11 +485,16 @@ class Dispatcher:
         if not runs:
             return
         try:
+            planned = False
             while block.waiting or block.futures or block.ready:
                 for ev in block.submit_waiting():
                     yield ev, False, NotRun(block.skip_message(ev))
-                block.start_provisional()
-                block.start_lookahead()
+                if not self.pipelined:
+                    block.start_provisional()
+                    block.start_lookahead()
+                elif not planned:  # after the block's own runs, so that those go first
+                    block.start_pipelined()
+                    planned = True
                 if block.futures or block.ready:
                     for ev, got in block.arrivals():
                         yield from block.hand_over(ev, got)
@@ -443,7 +553,10 @@ class _Block:
                 skipped.append(ev)
                 continue
             gated = self.d.gate and ci not in self.proven
-            if gated and self.busy.get(ci):
+            # Pipelined blocks start a gated run at once, provisionally (told in row order,
+            # SKIPPED and logged unused after a failure): by rule, not when a worker idles.
+            provisional = gated and bool(self.busy.get(ci)) and self.d.pipelined
+            if gated and self.busy.get(ci) and not provisional:
                 keep.append(ev)
                 continue
             ahead = self.d.ahead
@@ -458,10 +571,20 @@ class _Block:
             else:
                 fut = self.d.submit(ev)
             self.futures[fut] = ev
+            if provisional:
+                self.provisional.add(fut)
             if gated:
                 self.busy.setdefault(ci, set()).add(ev.instance_index)
         self.waiting = keep
         return skipped
+
+    def start_pipelined(self) -> None:
+        """Pipelined blocks: start the next block's runs (:func:`pipelined_block`) now,
+        whatever the workers; the race takes those it asks, the others are charged unused."""
+        d = self.d
+        runs = pipelined_block(d.race, d.plan, d.ahead)
+        d.ahead.start_planned(d.pool, [(d.race.candidates[ci], key[1]) for ci, _, key in runs],
+                              d.command)
 
     def start_provisional(self) -> None:
         """Workers would idle while gated runs wait for their configuration's earlier run:
@@ -705,15 +828,24 @@ def _row_bounds(d: Dispatcher, row: int, group: list, protected: bool, capping) 
 # ---------------------------------------------------------------------------- one race
 
 
-def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead | None) -> None:
+def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead | None) -> dict:
     """Drive ``race`` to its end (or to maxExperiments) with the one race loop, on the
     tuner's pool, then stop its look-ahead runs left (``ahead.close``); ``tuner.experiments``
     counts the target-runner calls the races used, ``tuner.state["unused"]`` (with a
-    maxExperiments budget) those started speculatively and not used."""
+    maxExperiments budget) those started speculatively and not used. Returns the survivors'
+    runs pipelined blocks started beyond the race's end, ``{(configuration id, task):
+    RunResult}`` (:meth:`Dispatcher.carry_survivors`; empty otherwise)."""
     dispatcher = Dispatcher(tuner, race, plan, pool, ahead)
+    pipelined = dispatcher.pipelined
 
     def can_pay(race, runs: list) -> bool:
-        if plan.over_budget(race, len(runs)):
+        if pipelined and plan.max_total is not None:
+            # Every run started is charged, used or not (racer.tuning.lookahead).
+            over = plan.charged(race, ahead, {(ev.candidate.id, ev.instance)
+                                              for ev in runs}) > plan.max_total
+        else:
+            over = plan.over_budget(race, len(runs))
+        if over:
             # irace never exceeds maxExperiments: stop before a block it cannot pay (the
             # runs used only, so that timing never decides: racer.tuning.lookahead, "Budget").
             race.stop("budget")
@@ -722,10 +854,12 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
         return True
 
     def count(race, _batch: list) -> None:
-        tuner.experiments = plan.used_before + real_runs(race, plan.cached)
+        tuner.experiments = (plan.charged(race, ahead) if pipelined
+                             else plan.used_before + real_runs(race, plan.cached))
 
     drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
           before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
+    carried = dispatcher.carry_survivors() if pipelined else {}
     if ahead is not None:
         # Stop the runs left ahead now, so that the next race's reserve counts the unused
         # ones (the tuner's own close is then a no-op).
@@ -734,3 +868,4 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
         # state["unused"]: runs started speculatively and not used, paid from look-ahead's
         # reserve; the next race's look-ahead starts from them.
         tuner.state["unused"] = dispatcher.unused_runs()
+    return carried

@@ -58,6 +58,28 @@ paid twice (as without look-ahead). ``R`` is sized for the workers of the sessio
 started the tuning, kept in the journal folder (:func:`reserve_workers`), so that a resume
 with another ``parallel`` or look-ahead setting sizes its races alike (it then runs ahead only
 within that ``R``, and not at all if it was 0).
+
+Pipelined blocks (``pipelined``, ``--pipelined``): runs ahead by rule, not by idle workers.
+Look-ahead above runs ahead when a worker is free and pays from a reserve sized for the
+workers, so its answer depends on ``parallel``, and it cannot run on Dask or Ray, whose runs
+nothing here can stop. Pipelined blocks instead start, with each block, the next block's runs
+of the race's *likely survivors* (:func:`racer.tuning.dispatch.likely_survivors`: the better
+half by mean rank over the rows before the block; none in a race's first block), and a new
+configuration's later runs of a block without waiting for its first (provisional, told in row
+order, SKIPPED after a failure), whatever the workers. Which runs start is a function of the
+results alone, so the same seed gives the same elites on 1 or 256 workers, on racer's pool,
+Dask or Ray, in whatever order the runs finish. Every run started is charged to
+``maxExperiments`` when it starts, used or not (:meth:`Lookahead.charged_keys` with the
+race's own cells, :meth:`racer.tuning.dispatch.RacePlan.charged`), and no run starts beyond it:
+there is no reserve, and a run dropped before it started (on racer's pool) is charged all the
+same (so the count, and the answer, never depend on timing). Runs of a configuration the test
+then eliminates are logged ``speculative-unused``; runs of a race's survivors beyond its end are
+waited for, logged as runs of that race and handed to the next race, which would otherwise make
+them again (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each block is
+journaled before its runs start, so that a resumed race charges the runs in flight at a kill
+once, as the uninterrupted race does, and makes them again. Not with capping (a capped run's
+bound waits for the elites' runs). What it gives and costs is measured in
+benchmarks/RESULTS.md, "Pipelined blocks".
 """
 
 from __future__ import annotations
@@ -165,9 +187,16 @@ class Lookahead:
     """
 
     def __init__(self, path: str, candidates: list, tasks: list, runner: Any, on_run: Any,
-                 iteration: int, bound: float | None = None) -> None:
+                 iteration: int, bound: float | None = None, killable: bool = True) -> None:
         self.path = path
         self.runner = runner
+        # An unused run on racer's own pool is killed; on a Dask or Ray worker (``killable``
+        # False) nothing here can stop it: it is left to finish there.
+        self.left_to_finish = not killable
+        # Pipelined blocks (module docstring): the runs started by rule, journaled before they
+        # start, and the runs logged unused; with the cells the race told, every run charged.
+        self.planned: set = set()
+        self.discarded: set = set()
         self.bound = bound  # boundMax, passed to every run (no look-ahead under capping)
         self.on_run = on_run
         self.iteration = iteration
@@ -204,6 +233,10 @@ class Lookahead:
                 if "discard" in rec:
                     discarded.append(tuple(rec["discard"]))
                     continue
+                if "plan" in rec:
+                    self.planned.update((cid, by_task[(index, seed)]) for cid, index, seed
+                                        in rec["plan"] if (index, seed) in by_task)
+                    continue
                 cand, task = by_id.get(rec["c"]), by_task.get((rec["i"], rec["s"]))
                 if cand is not None and task is not None:
                     self.entries[(cand.id, task)] = Ahead(cand, task, result=RunResult(**rec["r"]))
@@ -211,6 +244,7 @@ class Lookahead:
             task = by_task.get((index, seed))
             if task is not None:
                 self.entries.pop((cid, task), None)
+                self.discarded.add((cid, task))
         self.unused = len(discarded)
         return torn
 
@@ -230,7 +264,10 @@ class Lookahead:
 
     def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
         tag = next(_TAGS)
-        if self.bound is not None:
+        if self.left_to_finish:
+            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                              switches)
+        elif self.bound is not None:
             fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
                               switches, tag=tag, bound=self.bound)
         elif hasattr(self.runner, "kill_run"):
@@ -241,6 +278,25 @@ class Lookahead:
                               switches)
         self.entries[(cand.id, task)] = Ahead(cand, task, future=fut, tag=tag)
         self.started += 1
+
+    def start_planned(self, pool: cf.Executor, runs: list, switches_of: Any) -> None:
+        """Pipelined blocks: start ``runs`` (``(configuration, task)``, chosen by rule), the
+        plan journaled first, so that a resumed race charges the runs in flight at a kill
+        as the uninterrupted one does (:meth:`charged_keys`)."""
+        runs = [(cand, task) for cand, task in runs if (cand.id, task) not in self.entries]
+        if not runs:
+            return
+        self._write({"plan": [[cand.id, task.index, task.seed] for cand, task in runs]})
+        for cand, task in runs:
+            self.planned.add((cand.id, task))
+            self.start(pool, cand, task, switches_of(cand))
+
+    def charged_keys(self) -> set:
+        """``(configuration id, task)`` of every run this race started by rule or logged
+        unused, earlier sessions' included: with the cells the race told, the runs charged
+        under pipelined blocks. A set of cells, not a count of events, so that a run made
+        again after a kill is charged once, as in the tuning that was not interrupted."""
+        return self.planned | self.discarded
 
     def take(self, cid: int, task: Any) -> Ahead | None:
         """The look-ahead run of ``(cid, task)``, now the race's, or None."""
@@ -281,6 +337,13 @@ class Lookahead:
         else:
             # Running: killing frees the worker at once (measured against letting it finish
             # in benchmarks/results/cli_vs_irace.md, "Look-ahead").
+            if self.left_to_finish:
+                # On a Dask or Ray worker: left to finish there, logged unused now.
+                entry.result = RunResult("error", None, None, "still running when the race "
+                                         "dropped it (not killed: left to finish on its "
+                                         "worker)", [], None, "", "", 0.0)
+                self._log_unused(entry)
+                return
             kill = getattr(self.runner, "kill_run", None)
             if kill is not None and not entry.future.done():
                 kill(entry.tag)
@@ -304,6 +367,7 @@ class Lookahead:
         of a configuration that then failed): logged with status ``speculative-unused``,
         counted in :attr:`unused`, and journaled, so that a resumed session counts it too."""
         self.unused += 1
+        self.discarded.add((cand.id, task))
         if self.on_run is not None:
             self.on_run(self.iteration, cand, task,
                         dataclasses.replace(result, status=UNUSED, message=message))

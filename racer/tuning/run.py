@@ -328,7 +328,7 @@ def _tuner_settings(settings: Settings, seed: int, first_test: int):
         deterministic=s.deterministic, sample_instances=s.sample_instances, seed=seed,
         parallel=max(1, s.n_jobs), test_n_elites=max(1, s.test_n_elites),
         error_policy=on_error_policy(s.on_error), fixed_list=s.fixed_list,
-        lookahead=s.lookahead, soft_restart=s.soft_restart,
+        lookahead=s.lookahead, pipelined=s.pipelined, soft_restart=s.soft_restart,
         soft_restart_threshold=s.soft_restart_threshold, capping=_capping(s),
         outlier_factor=s.outlier_factor, **_objective_settings(s))
 

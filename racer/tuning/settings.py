@@ -206,6 +206,7 @@ CONSTRAINTS: dict[str, list] = {
     "sampler": [Options(("irace", "optuna"))],
     "fixed_list": [BOOL],
     "lookahead": [BOOL],
+    "pipelined": [BOOL],
     "progress": [BOOL],
     "outlier_factor": [NONE, Interval(_REAL, 1, math.inf, open="both")],
     "min_experiments": [NONE, _count(1)],
@@ -289,6 +290,10 @@ class Settings:
     sampler: str = "irace"
     fixed_list: bool = False
     lookahead: bool = True
+    # racer: start each race's next block for its likely survivors with the current one, by
+    # rule, whatever the workers (racer.tuning.lookahead, "Pipelined blocks"). Replaces
+    # ``lookahead``'s idle-worker runs.
+    pipelined: bool = False
     progress: bool = True
     # racer: a configuration with a run at least this many times costlier than the median
     # survivor's on the same instance leaves the race at once, whatever the racing test

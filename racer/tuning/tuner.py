@@ -125,6 +125,11 @@ class Settings:
     # much less, whatever the timing. Off (--no-lookahead): the races get all of it. Only with
     # racer's own thread pool (racer.tuning.dispatch.speculates).
     lookahead: bool = True
+    # racer: start each race's next block for its likely survivors together with the current
+    # block, on any number of workers and on Dask or Ray, and charge every run started to
+    # maxExperiments (racer.tuning.lookahead, "Pipelined blocks"): the same seed gives the
+    # same elites whatever the workers, the executor or the order runs finish in.
+    pipelined: bool = False
     # racer: when the sampler finds too few configurations never raced before (a small space
     # used up), race the elites, with any new configurations found and the survivors of
     # earlier races that were not kept as elites (alive, never eliminated: dropped only by
@@ -290,7 +295,8 @@ class Tuner:
         # From the settings alone, not the executor: on Dask or Ray nothing runs ahead, but
         # the races get what they get on threads, so the executor never changes the result.
         ahead = journal_dir is not None and speculates(settings, None)
-        self.reserve_workers = max(1, settings.parallel) if ahead else 1
+        # Pipelined blocks charge their unused runs to the budget as they go: no reserve.
+        self.reserve_workers = max(1, settings.parallel) if ahead and not settings.pipelined else 1
         if journal_dir is not None:
             self.reserve_workers = reserve_workers(journal_dir, self.reserve_workers)
         self.budget_plan = None
@@ -392,15 +398,18 @@ class Tuner:
         used_before = self.experiments
         plan = RacePlan(iteration, candidates, tasks, first_test, self.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
-                        elitist_limit, protect_rows, n_elites, reserve)
+                        elitist_limit, protect_rows, n_elites, reserve, settings.pipelined)
         ahead = None
         if self.journal_dir is not None and speculates(settings, self.executor):
             ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
                               self.runner, self.on_run, iteration,
-                              bound=settings.capping.bound if settings.capping is not None else None)
+                              bound=settings.capping.bound if settings.capping is not None else None,
+                              killable=self.executor is None)
         try:
-            drive_race(self, race, plan, pool, ahead)
-            self.experiments = used_before + real_runs(race, cached_before)
+            carried = drive_race(self, race, plan, pool, ahead)
+            # Pipelined blocks: every run started counts, used or not (racer.tuning.lookahead).
+            self.experiments = (plan.charged(race, ahead) if ahead is not None and settings.pipelined
+                                else used_before + real_runs(race, cached_before))
             result = race.result()
             if ahead is not None:
                 ahead.close(told(result))
@@ -419,6 +428,17 @@ class Tuner:
                         else tuple(float(x) for x in result.objective_scores[row, ci]), None)
         for ci, row, message in result.failures:
             self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
+        # Pipelined blocks: a survivor's runs started beyond the race's end (logged with it
+        # and charged) serve its next race; a failed one is not kept, so that the next race
+        # makes it and meets the failure as it would have (error_policy included).
+        for (cid, task), res_run in carried.items():
+            if res_run.status == "ok":
+                self.cache[(cid, task)] = (
+                    float(res_run.cost) if not multi else tuple(map(float, res_run.objectives)),
+                    None)
+            if iteration > 0 and res_run.time is not None and (iteration, cid, task.index) not in self._timed:
+                self._timed.add((iteration, cid, task.index))
+                self.time_used += res_run.time
         if iteration > 0:
             for cand, task in real_cells(result, cached_before):
                 key = (iteration, cand.id, task.index)

@@ -158,6 +158,22 @@ def test_lookahead_with_failures_uses_the_same_runs(tmp_path):
     assert on.experiments == off.experiments
 
 
+def test_pipelined_blocks_with_failures_give_the_same_answer_on_any_workers(tmp_path):
+    # Pipelined blocks start a new configuration's runs of a block at once, before its first
+    # answers (told in row order; after a failure SKIPPED, and the runs made are charged
+    # unused): the same elites, runs used and runs charged on one worker and on four.
+    one, log_one = run_tuner(tmp_path / "one", CrashingRunner(), parallel=1, pipelined=True,
+                             error_policy="reject", max_experiments=300)
+    runner = CrashingRunner(delay=0.002)
+    four, log_four = run_tuner(tmp_path / "four", runner, parallel=4, pipelined=True,
+                               error_policy="reject", max_experiments=300)
+    assert [e.id for e in four.elites] == [e.id for e in one.elites]
+    assert used(log_four) == used(log_one)
+    assert four.experiments == one.experiments <= 300
+    assert any(row[4] == UNUSED for row in log_four)  # runs were made and not used
+    assert len(runner.calls) <= four.experiments
+
+
 def test_kill_run_stops_one_tagged_run(tmp_path):
     path = tmp_path / "sleeper.py"
     path.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\nprint(1)\n")
@@ -180,10 +196,13 @@ def test_kill_run_stops_one_tagged_run(tmp_path):
     assert res.status == "error" and res.returncode is None and time.monotonic() - t0 < 5
 
 
-def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["--pipelined"]], ids=["lookahead", "pipelined"])
+def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_path, flags):
     # The runner logs each call; after kill -9 and a resume, every used run was made at most
     # once, except those in flight when racer died (at most --parallel of them): finished
-    # look-ahead runs are journaled and reused, not made again.
+    # look-ahead runs are journaled and reused, not made again. Pipelined blocks too: their
+    # plan is journaled before its runs start, so the resumed tuning charges what the
+    # uninterrupted one did and ends with the same elites.
     runner = """
     import os, random, sys, time
     cid, iid, seed, inst = sys.argv[1:5]
@@ -202,15 +221,16 @@ def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_
     extra = "nbIterations = 3\nnbExperimentsPerIteration = 25\n"
     ref = make_scenario(ref_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
     scen = make_scenario(run_dir, budget=100, params=PARAMS_1, runner=runner, extra=extra)
-    assert main(racer_command(ref)[3:]) == EXIT_OK
-    proc = subprocess.Popen(racer_command(scen), env=ENV, stdout=subprocess.DEVNULL,
+    assert main(racer_command(ref)[3:] + flags) == EXIT_OK
+    proc = subprocess.Popen(racer_command(scen) + flags, env=ENV, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         assert wait_for_runs(run_dir, 30, proc), "racer ended before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    again = subprocess.run(racer_command(scen), env=ENV, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(racer_command(scen) + flags, env=ENV, capture_output=True, text=True,
+                           timeout=120)
     assert again.returncode == 0, again.stderr
     assert (run_dir / "arena" / "elites.txt").read_text() == (ref_dir / "arena" / "elites.txt").read_text()
 

@@ -1,0 +1,128 @@
+"""Pipelined blocks (racer.tuning.lookahead, "Pipelined blocks"): each race starts its next
+blocks with the current one by rule, on any pool or executor, and charges every run started to
+the budget. So the same seed gives the same elites and the same runs on 1, 16 or 256 workers,
+whatever order the runs finish in and after an interruption; and no more runs start than the
+budget says."""
+
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import racer
+from racer.racing.frace import FRaceTest
+from racer.tuning.lookahead import UNUSED
+from racer.tuning.tuner import Settings, Tuner
+
+from _helpers import ROOT
+from _helpers.tuner import SPACE, TRAIN
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+simclock = importlib.import_module("_simclock")
+sys.path.insert(0, os.path.join(ROOT, "tests", "tuning"))
+from test_budget_cap import CountingRunner, JitteryRunner  # noqa: E402
+
+TUNE_SPACE = 'x "" r (0, 1)\nk "" i (1, 10)\n'
+INSTANCES = [round(v, 3) for v in np.linspace(0.0, 1.0, 30)]
+
+
+def _evaluate(config, instance, seed):
+    noise = np.random.default_rng(seed).standard_normal()
+    return (config["x"] - 0.3) ** 2 + 0.02 * abs(config["k"] - 4) + instance + 0.05 * noise
+
+
+def _on_simulated(workers, order_seed, pipelined=True, budget=300, seed=3):
+    """The tuning on ``workers`` virtual workers whose run durations (lognormal, drawn in
+    submission order from ``order_seed``) set the order runs finish in."""
+    ex = simclock.SimulatedExecutor(workers, simclock.lognormal(0.5, 0.8), random_state=order_seed)
+    res = racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=budget, executor=ex,
+                     random_state=seed, progress=False, pipelined=pipelined)
+    return res, ex
+
+
+def _used(res):
+    rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+    return sorted((r["iteration"], r["configuration"], r["instance_id"], r["seed"])
+                  for r in rows if r["status"] != UNUSED)
+
+
+def test_same_elites_and_runs_on_1_16_and_256_workers_in_any_finishing_order():
+    ref, ex1 = _on_simulated(1, 0)
+    assert len(ref.elite_ids) >= 1 and ref.experiments <= 300
+    runs = set()
+    for workers, order in [(16, 1), (16, 2), (256, 3), (256, 4)]:
+        res, ex = _on_simulated(workers, order)
+        assert list(res.elite_ids) == list(ref.elite_ids), (workers, order)
+        assert res.experiments == ref.experiments
+        assert _used(res) == _used(ref)
+        # Every run started is charged; on 256 workers nothing waits in a queue, so every
+        # run charged was made (on one worker, runs dropped before they started were not).
+        assert len(ex.trace) <= res.experiments <= 300
+        if workers == 256:
+            assert len(ex.trace) == res.experiments
+        runs.add(tuple(r.worker for r in ex.trace[:40]))
+    assert len(runs) > 1  # the orders really differed
+    # racer's own thread pool, one worker: the same answer again.
+    own = racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=300, random_state=3,
+                     progress=False, pipelined=True)
+    assert list(own.elite_ids) == list(ref.elite_ids) and own.experiments == ref.experiments
+
+
+def test_pipelining_fills_the_barriers_of_a_synchronous_tuning():
+    # Same seed and budget on 64 virtual workers: the pipelined tuning ends sooner; the runs
+    # it did not use, if any, are charged.
+    sync, ex_sync = _on_simulated(64, 0, pipelined=False, budget=600)
+    pipe, ex_pipe = _on_simulated(64, 0, pipelined=True, budget=600)
+    assert ex_pipe.makespan < 0.8 * ex_sync.makespan
+    assert ex_pipe.utilisation() > ex_sync.utilisation()
+    assert len(_used(pipe)) <= pipe.experiments <= 600
+    assert len(_used(sync)) == sync.experiments
+
+
+def test_runs_started_never_exceed_the_budget_and_the_answer_ignores_timing(tmp_path):
+    def tune(folder, runner, parallel):
+        s = Settings(max_experiments=150, seed=2, parallel=parallel, pipelined=True)
+        log = []
+        res = Tuner(SPACE, runner, TRAIN, s, FRaceTest(alpha=0.05), journal_dir=str(folder),
+                    on_run=lambda it, c, t, r: log.append((it, c.id, t.index, t.seed,
+                                                           r.status))).run()
+        return res, log
+
+    one, log_one = tune(tmp_path / "one", CountingRunner(), 1)
+    for k, parallel in enumerate([2, 4]):
+        runner = JitteryRunner()  # runs of random length: another finishing order each time
+        res, log = tune(tmp_path / f"p{k}", runner, parallel)
+        assert [e.id for e in res.elites] == [e.id for e in one.elites]
+        assert res.experiments == one.experiments <= 150
+        assert len(runner.calls) <= 150  # a run cancelled before it started is not made
+        assert (sorted(r for r in log if r[4] != UNUSED)
+                == sorted(r for r in log_one if r[4] != UNUSED))
+        # Made and logged once: used, or unused (charged all the same).
+        assert len(set(runner.calls)) == len(runner.calls) == len(log)
+
+
+@pytest.mark.parametrize("resumed_parallel", [4, 1])
+def test_an_interrupted_pipelined_tuning_resumes_to_the_same_answer(tmp_path, resumed_parallel):
+    def settings(parallel):
+        return Settings(max_experiments=150, seed=1, parallel=parallel, pipelined=True)
+
+    ref = Tuner(SPACE, CountingRunner(), TRAIN, settings(4), FRaceTest(alpha=0.05),
+                journal_dir=str(tmp_path / "ref")).run()
+    first = JitteryRunner(interrupt_at=90)
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(SPACE, first, TRAIN, settings(4), FRaceTest(alpha=0.05),
+              journal_dir=str(tmp_path / "run")).run()
+    second = CountingRunner()
+    again = Tuner(SPACE, second, TRAIN, settings(resumed_parallel), FRaceTest(alpha=0.05),
+                  journal_dir=str(tmp_path / "run")).run()
+    assert [(e.id, e.values) for e in again.elites] == [(e.id, e.values) for e in ref.elites]
+    assert again.experiments == ref.experiments
+    # Both sessions together: the budget, plus at most the runs in flight at the interruption.
+    assert len(first.calls) + len(second.calls) <= 150 + 4
+
+
+def test_pipelined_is_checked():
+    with pytest.raises(TypeError, match="`pipelined` must be True or False; got 2"):
+        racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=100, pipelined=2, progress=False)
