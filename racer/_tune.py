@@ -67,7 +67,8 @@ class TuneResult:
     a pandas DataFrame when pandas is installed, else a list of dicts; ``test``: with
     ``test_instances``, the tested elites' costs on them, ``{configuration ID: [cost or
     None, ...]}`` in ``test_instances`` order, else None; ``experiments``: runs the races used
-    (unused look-ahead runs are paid from a reserve of the budget, racer.tuning.lookahead);
+    (unused look-ahead runs are paid from a reserve of the budget, racer.tuning.lookahead;
+    with ``pipelined=True``, every run started, used or not);
     ``iterations``, ``stop_reason``, ``seed``; ``storage``: the execution
     directory (a temporary one, removed with this object, when ``storage`` was None).
     :meth:`report` writes the HTML report ``racer report`` writes for it.
