@@ -265,8 +265,8 @@ def next_block(race, plan: RacePlan) -> list:
 
 def pipelined_block(race, plan: RacePlan, ahead: Lookahead) -> list:
     """Pipelined blocks: ``(candidate index, row, key)`` of the runs of the block after the
-    current one that start with it, for every configuration alive (racer.tuning.lookahead,
-    "Pipelined blocks"); [] when the instances, min_survivors, elitistLimit, the race's
+    current one that start with it, for the likely survivors (:func:`likely_survivors`;
+    racer.tuning.lookahead, "Pipelined blocks"); [] when the instances, min_survivors, elitistLimit, the race's
     budget or maxExperiments would not pay for that block even if the test eliminated nobody.
     Computed from what the race held when the current block began, so that a race resumed
     in the middle of the block plans the same runs: a run of the block skipped since
@@ -384,9 +384,11 @@ class Dispatcher:
                     ahead._journal(e)
         carried = {}
         for e in entries:
-            if self.tuner.on_run is not None:
+            key = (e.cand.id, e.task)
+            if self.tuner.on_run is not None and key not in ahead.carried:  # once, resumes too
                 self.tuner.on_run(self.plan.iteration, e.cand, e.task, e.result)
-            carried[(e.cand.id, e.task)] = e.result
+                ahead.mark_carried(e.cand, e.task)
+            carried[key] = e.result
         return carried
 
     def command(self, cand) -> list:

@@ -197,6 +197,7 @@ class Lookahead:
         # start, and the runs logged unused; with the cells the race told, every run charged.
         self.planned: set = set()
         self.discarded: set = set()
+        self.carried: set = set()  # survivors' runs logged as runs of the race (carry_survivors)
         self.bound = bound  # boundMax, passed to every run (no look-ahead under capping)
         self.on_run = on_run
         self.iteration = iteration
@@ -232,6 +233,11 @@ class Lookahead:
                     continue  # a line torn by kill -9: that run counts as in flight
                 if "discard" in rec:
                     discarded.append(tuple(rec["discard"]))
+                    continue
+                if "carried" in rec:
+                    cid, index, seed = rec["carried"]
+                    if (index, seed) in by_task:
+                        self.carried.add((cid, by_task[(index, seed)]))
                     continue
                 if "plan" in rec:
                     self.planned.update((cid, by_task[(index, seed)]) for cid, index, seed
@@ -290,6 +296,12 @@ class Lookahead:
         for cand, task in runs:
             self.planned.add((cand.id, task))
             self.start(pool, cand, task, switches_of(cand))
+
+    def mark_carried(self, cand: Any, task: Any) -> None:
+        """Journal that the run of ``cand`` on ``task`` was logged as a run of the race, so
+        that a resumed session does not log it again."""
+        self.carried.add((cand.id, task))
+        self._write({"carried": [cand.id, task.index, task.seed]})
 
     def charged_keys(self) -> set:
         """``(configuration id, task)`` of every run this race started by rule or logged

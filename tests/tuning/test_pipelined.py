@@ -108,15 +108,25 @@ def test_an_interrupted_pipelined_tuning_resumes_to_the_same_answer(tmp_path, re
     def settings(parallel):
         return Settings(max_experiments=150, seed=1, parallel=parallel, pipelined=True)
 
+    ref_log, log = [], []
+
+    def logger(into):
+        return lambda it, c, t, r: into.append((it, c.id, t.index, t.seed, r.status))
+
     ref = Tuner(SPACE, CountingRunner(), TRAIN, settings(4), FRaceTest(alpha=0.05),
-                journal_dir=str(tmp_path / "ref")).run()
+                journal_dir=str(tmp_path / "ref"), on_run=logger(ref_log)).run()
     first = JitteryRunner(interrupt_at=90)
     with pytest.raises(KeyboardInterrupt):
         Tuner(SPACE, first, TRAIN, settings(4), FRaceTest(alpha=0.05),
-              journal_dir=str(tmp_path / "run")).run()
+              journal_dir=str(tmp_path / "run"), on_run=logger(log)).run()
     second = CountingRunner()
     again = Tuner(SPACE, second, TRAIN, settings(resumed_parallel), FRaceTest(alpha=0.05),
-                  journal_dir=str(tmp_path / "run")).run()
+                  journal_dir=str(tmp_path / "run"), on_run=logger(log)).run()
+    # Every run the uninterrupted tuning used is logged as used once over both sessions
+    # (a run in flight at the interruption may be logged twice).
+    used = [row for row in log if row[4] != UNUSED]
+    ref_used = sorted(row for row in ref_log if row[4] != UNUSED)
+    assert sorted(set(used)) == ref_used and len(used) <= len(ref_used) + 4
     assert [(e.id, e.values) for e in again.elites] == [(e.id, e.values) for e in ref.elites]
     assert again.experiments == ref.experiments
     # Both sessions together: the budget, plus at most the runs in flight at the interruption.
