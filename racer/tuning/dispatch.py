@@ -44,7 +44,6 @@ import time
 from typing import Any, Callable, Iterator
 
 import numpy as np
-from scipy.stats import rankdata
 
 from racer.tuning.capping import (DOMINATED, capped_time, dominated_among, group_bounds,
                                   open_block, score)
@@ -263,63 +262,48 @@ def next_block(race, plan: RacePlan) -> list:
     return runs
 
 
+# Pipelined blocks: how many blocks past the current one a race keeps started. Decision
+# (benchmarks/RESULTS.md, "Pipelined blocks"): two halve the wall time on 64 to 256 simulated
+# workers against one's 0.6-0.7, at the same quality on the pilot tables; three add little.
+PIPELINE_BLOCKS = 2
+
+
 def pipelined_block(race, plan: RacePlan, ahead: Lookahead) -> list:
-    """Pipelined blocks: ``(candidate index, row, key)`` of the runs of the block after the
-    current one that start with it, for the likely survivors (:func:`likely_survivors`;
-    racer.tuning.lookahead, "Pipelined blocks"); [] when the instances, min_survivors, elitistLimit, the race's
-    budget or maxExperiments would not pay for that block even if the test eliminated nobody.
-    Computed from what the race held when the current block began, so that a race resumed
-    in the middle of the block plans the same runs: a run of the block skipped since
-    (:data:`SKIPPED`, not charged to the race) counts as the run it was at the start."""
+    """Pipelined blocks: ``(candidate index, row, key)`` of the runs started with the current
+    block: the next :data:`PIPELINE_BLOCKS` blocks of every configuration alive
+    (racer.tuning.lookahead, "Pipelined blocks"), less those already started; none during a
+    race's first block, whose test eliminates most (their runs ahead would be lost: that cost
+    the tuning quality on the pilot tables), and none when the instances, min_survivors,
+    elitistLimit, the race's budget or maxExperiments would end the race before them even if
+    the test eliminated nobody. Computed from what the race held when the current block
+    began, so that a race resumed in the middle of the block plans the same runs."""
     n = race.n_instances
-    rows = range(n, min(n + plan.each_test, len(plan.tasks)))
+    start, _ = open_block(n, plan.first_test, plan.each_test)
+    rows = range(n, min(n + PIPELINE_BLOCKS * plan.each_test, len(plan.tasks)))
     alive = race.survivor_indices
-    if n < plan.first_test or not rows or len(alive) <= plan.min_survivors:
+    if start == 0 or not rows or len(alive) <= plan.min_survivors:
         return []
     if plan.elitist_limit and n >= plan.protect_rows and plan._quiet_since_protected(race, n):
         return []
-    pending = race.pending()
-    start, _ = open_block(n, plan.first_test, plan.each_test)
-    skipped = sum(1 for _, row, message in race.result().failures
-                  if row >= start and isinstance(message, str) and message.startswith(SKIPPED))
-    if (race.budget is not None and race.n_charged + len(pending) + skipped
-            + len(alive) * len(rows) > race.budget):
-        return []
-    alive = likely_survivors(race, alive, start)
     runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
             for row in rows for ci in alive]
     runs = [run for run in runs if not plan.is_known(*run[2])]
-    if plan.max_total is not None:
-        started = {(ev.candidate.id, ev.instance) for ev in pending}
-        if plan.charged(race, ahead, started | {key for _, _, key in runs}) > plan.max_total:
-            return []
-    return runs
+    return runs if _pipeline_affordable(race, plan, ahead, start, runs) else []
 
 
-def likely_survivors(race, alive, start: int) -> list:
-    """The configurations among ``alive`` (candidate indices) whose next block pipelined
-    blocks start ahead: the better half (rounded up) by mean rank over the rows before
-    ``start``, the current block's first (ties by candidate order); none in a race's first
-    block, where nothing is known yet. Decision (measured on the ground truth's pilot tables,
-    benchmarks/RESULTS.md "Pipelined blocks"): starting every survivor's next block fills
-    twice as many idle workers but wastes the runs of those the test then eliminates, and
-    tuned worse at equal runs; the better half almost always survives the test.
-
-    >>> import numpy as np
-    >>> class R:
-    ...     def result(self):
-    ...         return type("Res", (), {"scores": np.array([[3., 1., 2., 4.], [4., 1., 3., 2.]])})
-    >>> likely_survivors(R(), [0, 1, 2, 3], 2), likely_survivors(R(), [0, 1, 2, 3], 0)
-    ([1, 2], [])
-    """
-    if start == 0 or not len(alive):
-        return []
-    scores = race.result().scores[:start][:, list(alive)]
-    # Several objectives: the race's scores are the first objective's (a rank of the front
-    # would need the whole table); missing cells rank last.
-    ranks = rankdata(np.where(np.isnan(scores), np.inf, scores), axis=1).mean(axis=0)
-    keep = np.argsort(ranks, kind="stable")[: -(-len(alive) // 2)]
-    return [int(alive[k]) for k in sorted(keep)]
+def _pipeline_affordable(race, plan: RacePlan, ahead: Lookahead, start: int, runs: list) -> bool:
+    """Whether the race's budget and maxExperiments pay for ``runs`` started ahead, counted
+    as at the start of the block that begins at row ``start``: a run of the block skipped
+    since (:data:`SKIPPED`, not charged to the race) counts as the run it was then."""
+    pending = race.pending()
+    skipped = sum(1 for _, row, message in race.result().failures
+                  if row >= start and isinstance(message, str) and message.startswith(SKIPPED))
+    if race.budget is not None and race.n_charged + len(pending) + skipped + len(runs) > race.budget:
+        return False
+    if plan.max_total is None:
+        return True
+    started = {(ev.candidate.id, ev.instance) for ev in pending} | {key for _, _, key in runs}
+    return plan.charged(race, ahead, started) <= plan.max_total
 
 
 # ---------------------------------------------------------------------------- the back end

@@ -62,12 +62,12 @@ within that ``R``, and not at all if it was 0).
 Pipelined blocks (``pipelined``, ``--pipelined``): runs ahead by rule, not by idle workers.
 Look-ahead above runs ahead when a worker is free and pays from a reserve sized for the
 workers, so its answer depends on ``parallel``, and it cannot run on Dask or Ray, whose runs
-nothing here can stop. Pipelined blocks instead start, with each block, the next block's runs
-of the race's *likely survivors* (:func:`racer.tuning.dispatch.likely_survivors`: the better
-half by mean rank over the rows before the block; none in a race's first block), and a new
-configuration's later runs of a block without waiting for its first (provisional, told in row
-order, SKIPPED after a failure), whatever the workers. Which runs start is a function of the
-results alone, so the same seed gives the same elites on 1 or 256 workers, on racer's pool,
+nothing here can stop. Pipelined blocks instead start, with each block, the next
+:data:`racer.tuning.dispatch.PIPELINE_BLOCKS` (2) blocks' runs of every configuration alive
+(:func:`racer.tuning.dispatch.pipelined_block`; none during a race's first block, whose test
+eliminates most), and a new configuration's later runs of a block without waiting for its
+first (provisional, told in row order, SKIPPED after a failure), whatever the workers. Which
+runs start is a function of the results alone, so the same seed gives the same elites on 1 or 256 workers, on racer's pool,
 Dask or Ray, in whatever order the runs finish. Every run started is charged to
 ``maxExperiments`` when it starts, used or not (:meth:`Lookahead.charged_keys` with the
 race's own cells, :meth:`racer.tuning.dispatch.RacePlan.charged`), and no run starts beyond it:

@@ -418,6 +418,17 @@ class Tuner:
             if ahead is not None:  # interrupted: keep the look-ahead journal for the resume
                 ahead.close()
             race.close()
+        self._keep_results(iteration, result, candidates, cached_before, carried)
+        return result
+
+    def _keep_results(self, iteration: int, result, candidates: list, cached_before: dict,
+                      carried: dict) -> None:
+        """After a race: every result it holds into the cache (an elite's next race is told
+        them), and the time of its runs into ``time_used``. ``carried``: a survivor's runs
+        that pipelined blocks started beyond the race's end (logged with it and charged),
+        which serve its next race; a failed one is not kept, so that the next race makes it
+        and meets the failure as it would have (error_policy included)."""
+        multi = self.settings.directions is not None
         for ci, cand in enumerate(candidates):
             for row, task in enumerate(result.instances):
                 value = result.scores[row, ci]
@@ -428,24 +439,21 @@ class Tuner:
                         else tuple(float(x) for x in result.objective_scores[row, ci]), None)
         for ci, row, message in result.failures:
             self.cache[(candidates[ci].id, result.instances[row])] = (math.nan, message)
-        # Pipelined blocks: a survivor's runs started beyond the race's end (logged with it
-        # and charged) serve its next race; a failed one is not kept, so that the next race
-        # makes it and meets the failure as it would have (error_policy included).
         for (cid, task), res_run in carried.items():
             if res_run.status == "ok":
                 self.cache[(cid, task)] = (
                     float(res_run.cost) if not multi else tuple(map(float, res_run.objectives)),
                     None)
-            if iteration > 0 and res_run.time is not None and (iteration, cid, task.index) not in self._timed:
-                self._timed.add((iteration, cid, task.index))
-                self.time_used += res_run.time
-        if iteration > 0:
-            for cand, task in real_cells(result, cached_before):
-                key = (iteration, cand.id, task.index)
-                if key not in self._timed:
-                    self._timed.add(key)
-                    self.time_used += self.run_times.get(key, 0.0)
-        return result
+        if iteration <= 0:
+            return
+        times = [((iteration, cand.id, task.index), self.run_times.get(
+            (iteration, cand.id, task.index), 0.0)) for cand, task in real_cells(result, cached_before)]
+        times += [((iteration, cid, task.index), res_run.time)
+                  for (cid, task), res_run in carried.items() if res_run.time is not None]
+        for key, seconds in times:
+            if key not in self._timed:
+                self._timed.add(key)
+                self.time_used += seconds
 
     # ------------------------------------------------------------------ the tuning
 

@@ -7,7 +7,6 @@ tuning of B - R without it."""
 
 import os
 import random
-import threading
 import time
 
 import pytest
@@ -20,52 +19,7 @@ from racer.tuning.lookahead import UNUSED, Lookahead
 from racer.tuning.runner import RunResult
 from racer.tuning.tuner import Configuration, Settings, Task, Tuner
 
-from _helpers.tuner import SPACE, TRAIN
-
-
-class CountingRunner:
-    """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config), after
-    ``delay`` seconds; counts every call (a look-ahead run included)."""
-
-    exec_dir = "."
-
-    def __init__(self, delay=0.0):
-        self.delay = delay
-        self.calls = []
-        self._lock = threading.Lock()
-
-    def run(self, config_id, instance_id, seed, instance, switches):
-        with self._lock:
-            self.calls.append((config_id, instance_id, seed))
-        if self.delay:
-            time.sleep(self.delay)
-        opts = dict(zip(switches[::2], switches[1::2]))
-        rng = random.Random(seed * 7919 + config_id)
-        cost = (float(opts["--x"]) - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
-        cost += float(instance.name) + rng.gauss(0, 0.1)
-        return RunResult("ok", cost, None, "", [], 0, "", "", 0.0)
-
-    def kill_all(self):
-        pass
-
-
-class JitteryRunner(CountingRunner):
-    """A CountingRunner whose runs take a random time (0 to 4 ms, not seeded: every tuning
-    meets other timings, so look-ahead's runs go unused in other numbers each time), and that
-    raises KeyboardInterrupt at call ``interrupt_at`` (1-based) if given."""
-
-    def __init__(self, interrupt_at=None):
-        super().__init__()
-        self.interrupt_at = interrupt_at
-        self._rng = random.Random()  # seeded from the OS: other timings each tuning
-
-    def run(self, config_id, instance_id, seed, instance, switches):
-        with self._lock:
-            if self.interrupt_at is not None and len(self.calls) + 1 >= self.interrupt_at:
-                raise KeyboardInterrupt
-            pause = self._rng.uniform(0.0, 0.004)
-        time.sleep(pause)
-        return super().run(config_id, instance_id, seed, instance, switches)
+from _helpers.tuner import SPACE, TRAIN, CountingRunner, JitteryRunner
 
 
 def tune_with(tmp_path, runner, **settings):

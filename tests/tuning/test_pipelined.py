@@ -17,12 +17,10 @@ from racer.tuning.lookahead import UNUSED
 from racer.tuning.tuner import Settings, Tuner
 
 from _helpers import ROOT
-from _helpers.tuner import SPACE, TRAIN
+from _helpers.tuner import SPACE, TRAIN, CountingRunner, JitteryRunner
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 simclock = importlib.import_module("_simclock")
-sys.path.insert(0, os.path.join(ROOT, "tests", "tuning"))
-from test_budget_cap import CountingRunner, JitteryRunner  # noqa: E402
 
 TUNE_SPACE = 'x "" r (0, 1)\nk "" i (1, 10)\n'
 INSTANCES = [round(v, 3) for v in np.linspace(0.0, 1.0, 30)]
