@@ -1,6 +1,7 @@
 """``racer --executor ray`` and :class:`racer.ray_executor.RayExecutor` on a real local Ray
 instance (one for the module: starting Ray costs seconds), checked against the thread pool."""
 
+import json
 import math
 import os
 import sys
@@ -74,6 +75,23 @@ def test_cli_executor_ray_gives_the_same_elites_as_threads(tmp_path):
     assert len(runs_b) == len(runs_a)
     key = lambda r: (r["iteration"], r["configuration"], r["instance_id"], r["seed"], r["cost"])  # noqa: E731
     assert sorted(map(key, runs_b)) == sorted(map(key, runs_a))
+
+
+def test_cli_pipelined_on_ray_gives_the_elites_of_one_thread(ray_executor, tmp_path):
+    # Pipelined blocks start their runs ahead on Ray too, by rule: the same elites and runs
+    # charged as one thread of racer's own pool.
+    a, b = tmp_path / "one", tmp_path / "ray"
+    a.mkdir()
+    b.mkdir()
+    scen_a, scen_b = make_scenario(a, budget=80, params=PARAMS_1), make_scenario(b, budget=80, params=PARAMS_1)
+    assert main(["--scenario", scen_a, "--parallel", "1", "--quiet", "1", "--seed", "3",
+                 "--pipelined"]) == EXIT_OK
+    assert ray.is_initialized()
+    assert main(["--scenario", scen_b, "--parallel", "2", "--quiet", "1", "--seed", "3",
+                 "--executor", "ray", "--pipelined"]) == EXIT_OK
+    assert (b / "arena" / "elites.txt").read_text() == (a / "arena" / "elites.txt").read_text()
+    done = lambda d: json.loads((d / "arena" / "results.json").read_text())["experiments"]  # noqa: E731
+    assert done(a) == done(b) <= 80
 
 
 def test_cancelling_a_run_on_ray_kills_its_runner(ray_executor, tmp_path):

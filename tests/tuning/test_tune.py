@@ -394,6 +394,25 @@ def test_a_dask_executor_runs_evaluate_on_its_workers():
             == here.runs.sort_values(order)["cost"].tolist())
 
 
+@pytest.mark.slow
+def test_pipelined_on_a_dask_cluster_of_many_workers_gives_the_one_worker_answer():
+    # Pipelined blocks run ahead on Dask too (nothing there can be killed: unused runs are left
+    # to finish), by rule: 12 worker threads in 2 processes, runs finishing in any order, give
+    # the elites, the runs used and the runs charged of racer's own single worker.
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=6, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        res = racer.tune(quadratic, SPACE, TRAIN, budget=300, random_state=3, progress=False,
+                         executor=client.get_executor(), pipelined=True)
+    here = racer.tune(quadratic, SPACE, TRAIN, budget=300, random_state=3, progress=False,
+                      pipelined=True)
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments <= 300
+    order = ["iteration", "configuration", "instance_id"]
+    used = lambda r: r.runs[r.runs.status != "speculative-unused"].sort_values(order)  # noqa: E731
+    assert used(res)[order + ["cost"]].values.tolist() == used(here)[order + ["cost"]].values.tolist()
+
+
 def _copy_tsp_sa(tmp_path):
     dest = tmp_path / "tsp-sa"
     shutil.copytree(ROOT / "examples" / "tsp-sa", dest, ignore=shutil.ignore_patterns("arena"))
