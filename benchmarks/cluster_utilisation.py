@@ -128,11 +128,20 @@ def _tune(target: Target, executor, schedule: str, seed: int, budget: int = BUDG
                       random_state=seed, progress=False, **SCHEDULES[schedule])
 
 
-def _ran(res) -> tuple[int, float]:
+def _ran(res, target: Target | None = None) -> tuple[int, float]:
     """``(runs made, their summed duration)`` from the tuning's runs table (every run
-    reports its duration as its time)."""
+    reports its duration as its time). A pipelined run left to finish on a Dask worker when
+    its race dropped it is logged before it ends, without a time: ``target`` gives its
+    duration (a function of the run), since it held its worker all the same."""
     rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
-    return len(rows), math.fsum(float(r["time"]) for r in rows)
+    total = []
+    for r in rows:
+        seconds = r["time"]
+        if (seconds is None or seconds != seconds) and target is not None:
+            seconds = target.duration(res.configurations[r["configuration"]],
+                                      float(r["instance"]), int(r["seed"]))
+        total.append(float(seconds))
+    return len(rows), math.fsum(total)
 
 
 def simulate(schedule: str, durations: str, workers: int, seed: int,
@@ -173,9 +182,10 @@ def on_dask(schedule: str, durations: str, workers: int, seed: int,
         client.wait_for_workers(workers)
         ex = client.get_executor()
         start = time.perf_counter()
-        res = _tune(Target(durations, sleep=True), ex, schedule, seed, budget)
+        target = Target(durations, sleep=True)
+        res = _tune(target, ex, schedule, seed, budget)
         wall = time.perf_counter() - start
-    runs, busy = _ran(res)
+    runs, busy = _ran(res, target)
     return {"mode": "dask", "schedule": schedule, "durations": durations, "workers": workers,
             "seed": seed, "utilisation": busy / (workers * wall), "makespan": wall,
             "runs": runs, "busy": busy, "experiments": res.experiments, "tuner_wall": wall,
