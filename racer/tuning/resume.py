@@ -91,7 +91,9 @@ def settings_of(loaded: dict, args, seed: int, runner_command: list) -> dict:
         "racer": {"--racing-test": args.racing_test, "--on-error": args.on_error,
                   "--sampler": args.sampler, "--fixed-list": bool(args.fixed_list),
                   # Recorded since the option exists; a settings.json without it resumes.
-                  "--outlier-factor": getattr(args, "outlier_factor", None)},
+                  "--outlier-factor": getattr(args, "outlier_factor", None),
+                  # Pipelined blocks charge runs otherwise: a resume must keep the setting.
+                  "--pipelined": bool(getattr(args, "pipelined", False))},
         "parameterFile": [sc.values["parameterFile"],
                           {p.name: _describe_parameter(p) for p in space.declared}],
         "forbiddenFile": [sc.values["forbiddenFile"], [text for text, _ in space.forbidden]],

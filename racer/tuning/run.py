@@ -382,7 +382,8 @@ def _recorded_settings(settings: Settings, space, initial, train, test, sources:
     # tuning, so that an execDir resumes under either.
     own = types.SimpleNamespace(racing_test=settings.test, on_error=on_error_policy(settings.on_error),
                                 sampler=settings.sampler, fixed_list=settings.fixed_list,
-                                outlier_factor=settings.outlier_factor)
+                                outlier_factor=settings.outlier_factor,
+                                pipelined=settings.pipelined)
     loaded = {"scenario": _Scenario(values), "space": space, "initial": list(initial),
               "train": list(train), "test": list(test)}
     return settings_of(loaded, own, seed, command)

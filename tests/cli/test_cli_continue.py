@@ -175,6 +175,20 @@ def test_each_change_is_refused_with_start_over_first_then_old_and_new(finished,
         assert main(args + ["--fresh"]) == EXIT_OK  # the advice works
 
 
+def test_a_resume_that_turns_pipelined_blocks_on_is_refused(finished, tmp_path, capsys):
+    # Pipelined blocks charge the runs started, the default only those used: a tuning
+    # resumed under the other setting would not be the tuning it continues.
+    folder = copy_of(finished, tmp_path)
+    before = runs_made(folder)
+    args = ["--scenario", str(folder / "scenario.txt"), "-q", "1", "--no-report", "--pipelined"]
+    capsys.readouterr()
+    assert main(args) == EXIT_SCENARIO
+    err = capsys.readouterr().err.splitlines()
+    assert "was started with other settings" in err[0]
+    assert err[1:] == ["  --pipelined: FALSE -> TRUE"]
+    assert runs_made(folder) == before
+
+
 def test_an_execdir_of_an_older_racer_is_checked_by_its_journals_with_fresh_first(finished, tmp_path, capsys):
     folder = copy_of(finished, tmp_path)
     os.remove(folder / "arena" / "racer-journal" / "settings.json")  # as written before it existed
