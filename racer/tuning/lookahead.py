@@ -77,8 +77,8 @@ then eliminates are logged ``speculative-unused``; runs of a race's survivors be
 waited for, logged as runs of that race and handed to the next race, which would otherwise make
 them again (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each block is
 journaled before its runs start, so that a resumed race charges the runs in flight at a kill
-once, as the uninterrupted race does, and makes them again. Not with capping (a capped run's
-bound waits for the elites' runs). What it gives and costs is measured in
+once, as the uninterrupted race does, and makes them again. Refused with capping (a capped
+run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives and costs is measured in
 benchmarks/RESULTS.md, "Pipelined blocks".
 """
 

@@ -347,6 +347,12 @@ def _capping(settings: Settings):
     from racer.tuning.capping import Capping
 
     s = settings
+    if s.capping and s.pipelined:
+        # A capped run's bound comes from the elites' runs on its instance, made first: no
+        # run of a later block can start before them.
+        raise SettingsError(f"{s.name('pipelined')} cannot be combined with {s.name('capping')} "
+                            "(a capped run's bound waits for the elites' runs on its instance, "
+                            "so nothing can start ahead); turn one of them off", "pipelined")
     if not s.capping and s.bound_max <= 0:
         return None
     return Capping(enabled=bool(s.capping), type=s.capping_type, bound_type=s.bound_type,

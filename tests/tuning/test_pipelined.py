@@ -134,3 +134,7 @@ def test_an_interrupted_pipelined_tuning_resumes_to_the_same_answer(tmp_path, re
 def test_pipelined_is_checked():
     with pytest.raises(TypeError, match="`pipelined` must be True or False; got 2"):
         racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=100, pipelined=2, progress=False)
+    # Capping needs the elites' runs of an instance before the others': nothing can run ahead.
+    with pytest.raises(ValueError, match="`pipelined` cannot be combined with `capping`"):
+        racer.tune(lambda c, i, s, bound=None: (_evaluate(c, i, s), 1.0), TUNE_SPACE, INSTANCES,
+                   budget=100, capping=True, bound_max=10, pipelined=True, progress=False)
