@@ -214,8 +214,14 @@ class RacePlan:
             return
         pending = race.pending()
         rows_done = min(ev.instance_index for ev in pending) if pending else race.n_instances
-        if rows_done >= self.protect_rows and self._quiet_since_protected(race, rows_done):
+        if self.ends_quietly(race, rows_done):
             race.stop("elitist_limit")  # journaled, so the report says why
+
+    def ends_quietly(self, race, rows_done: int) -> bool:
+        """Whether elitistLimit ends the race once ``rows_done`` instances are done, even if
+        the test at that point eliminated nobody."""
+        return bool(self.elitist_limit and rows_done >= self.protect_rows
+                    and self._quiet_since_protected(race, rows_done))
 
     def _quiet_since_protected(self, race, rows_done: int) -> bool:
         return quiet_tests(race, rows_done, self.first_test, self.each_test,
@@ -238,6 +244,14 @@ class RacePlan:
                 and self.used_before + real_runs(race, self.cached) + n_more > self.max_total)
 
 
+def _unknown_runs(plan: RacePlan, rows: range, alive) -> list:
+    """``(candidate index, row, key)`` of ``alive`` on ``rows``, row by row, less the cells
+    already known (an elite's cached results)."""
+    runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
+            for row in rows for ci in alive]
+    return [run for run in runs if not plan.is_known(*run[2])]
+
+
 def next_block(race, plan: RacePlan) -> list:
     """``(candidate index, row, key)`` of the runs of the block after the current one, as the
     race will ask them, for the configurations alive now; [] when that block may never come:
@@ -252,11 +266,9 @@ def next_block(race, plan: RacePlan) -> list:
     untold = len(race.pending())
     if race.budget is not None and race.n_charged + untold + len(alive) * len(rows) > race.budget:
         return []
-    if plan.elitist_limit and n >= plan.protect_rows and plan._quiet_since_protected(race, n):
+    if plan.ends_quietly(race, n):
         return []
-    runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
-            for row in rows for ci in alive]
-    runs = [run for run in runs if not plan.is_known(*run[2])]
+    runs = _unknown_runs(plan, rows, alive)
     if plan.over_budget(race, untold + len(runs)):
         return []
     return runs
@@ -281,13 +293,9 @@ def pipelined_block(race, plan: RacePlan, ahead: Lookahead) -> list:
     start, _ = open_block(n, plan.first_test, plan.each_test)
     rows = range(n, min(n + PIPELINE_BLOCKS * plan.each_test, len(plan.tasks)))
     alive = race.survivor_indices
-    if start == 0 or not rows or len(alive) <= plan.min_survivors:
+    if start == 0 or not rows or len(alive) <= plan.min_survivors or plan.ends_quietly(race, n):
         return []
-    if plan.elitist_limit and n >= plan.protect_rows and plan._quiet_since_protected(race, n):
-        return []
-    runs = [(int(ci), row, (plan.candidates[ci].id, plan.tasks[row]))
-            for row in rows for ci in alive]
-    runs = [run for run in runs if not plan.is_known(*run[2])]
+    runs = _unknown_runs(plan, rows, alive)
     return runs if _pipeline_affordable(race, plan, ahead, start, runs) else []
 
 

@@ -11,6 +11,12 @@ from racer.tuning.instances import Instance
 from racer.tuning.runner import RunResult
 
 
+def _cost(opts: dict, instance, rng: random.Random) -> float:
+    """(x - 1)^2 + (mode b: 0.5) + the instance's offset + noise drawn from ``rng``."""
+    cost = (float(opts["--x"]) - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
+    return cost + float(instance.name) + rng.gauss(0, 0.1)
+
+
 class FakeRunner:
     """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config)."""
 
@@ -26,10 +32,8 @@ class FakeRunner:
             raise KeyboardInterrupt
         self.calls.append((config_id, instance_id, seed))
         opts = dict(zip(switches[::2], switches[1::2]))
-        x = float(opts["--x"])
         rng = random.Random(seed * 7919 + config_id)
-        cost = (x - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
-        cost += float(instance.name) + rng.gauss(0, 0.1)
+        cost = _cost(opts, instance, rng)
         # Reported time: mode b is twice as slow, with a little jitter.
         run_time = (1.0 if opts["--mode"] == "b" else 0.5) * (1 + 0.1 * rng.random()) if self.timed else None
         return RunResult("ok", cost, run_time, "", [], 0, "", "", 0.0)
@@ -60,9 +64,7 @@ class CountingRunner:
         if self.delay:
             time.sleep(self.delay)
         opts = dict(zip(switches[::2], switches[1::2]))
-        rng = random.Random(seed * 7919 + config_id)
-        cost = (float(opts["--x"]) - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
-        cost += float(instance.name) + rng.gauss(0, 0.1)
+        cost = _cost(opts, instance, random.Random(seed * 7919 + config_id))
         return RunResult("ok", cost, None, "", [], 0, "", "", 0.0)
 
     def kill_all(self):

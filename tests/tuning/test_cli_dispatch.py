@@ -24,38 +24,25 @@ from racer.cli.target_runner import RunResult, TargetRunner
 from racer.engine import Race
 
 from _helpers.cli import ENV, PARAMS_1, make_scenario, racer_command, read_runs, wait_for_runs
-from _helpers.tuner import SPACE, TRAIN
+from _helpers.tuner import SPACE, TRAIN, CountingRunner
 
 pytestmark = pytest.mark.slow  # subprocesses, worker processes: `pytest -m "not slow"` skips them
 
 
-class SleepyRunner:
-    """cost = (x - 1)^2 + (mode b: 0.5) + instance offset + noise from (seed, config), after
-    ``delay`` seconds; records every call and its start and end times."""
-
-    exec_dir = "."
+class SleepyRunner(CountingRunner):
+    """A CountingRunner (cost from x, mode, instance and noise, after ``delay`` seconds) that
+    also records every call's start and end times."""
 
     def __init__(self, delay=0.0):
-        self.delay = delay
-        self.calls = []
+        super().__init__(delay)
         self.intervals = []
-        self._lock = threading.Lock()
 
     def run(self, config_id, instance_id, seed, instance, switches):
         start = time.monotonic()
-        if self.delay:
-            time.sleep(self.delay)
-        opts = dict(zip(switches[::2], switches[1::2]))
-        rng = random.Random(seed * 7919 + config_id)
-        cost = (float(opts["--x"]) - 1.0) ** 2 + (0.5 if opts["--mode"] == "b" else 0.0)
-        cost += float(instance.name) + rng.gauss(0, 0.1)
+        res = super().run(config_id, instance_id, seed, instance, switches)
         with self._lock:
-            self.calls.append((config_id, instance_id, seed))
             self.intervals.append((start, time.monotonic()))
-        return RunResult("ok", cost, None, "", [], 0, "", "", 0.0)
-
-    def kill_all(self):
-        pass
+        return res
 
 
 # Settings under which the budget never binds: two iterations of at most 60 runs out of 1,000

@@ -4,6 +4,7 @@ The acceptance test: on examples/tsp-sa, ``racer --scenario`` (its target-runner
 ``racer.tune`` (tsp_sa.evaluate, the solver the target-runner calls) with the same seed end
 with the same elites, the same runs and the same test costs."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -371,12 +372,19 @@ def test_a_timeout_kills_the_run_and_it_is_a_failed_run():
     assert res.best["k"] == "a"
 
 
+@contextlib.contextmanager
+def _dask_executor(n_workers, threads_per_worker):
+    """A real local Dask cluster of worker processes, as ``executor=`` takes it."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                                  processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client.get_executor()
+
+
 @pytest.mark.slow
 def test_a_dask_executor_runs_evaluate_on_its_workers():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with _dask_executor(2, 1) as executor:
         here_pid = os.getpid()
 
         def evaluate(config, instance, seed):
@@ -385,7 +393,7 @@ def test_a_dask_executor_runs_evaluate_on_its_workers():
             return quadratic(config, instance, seed)
 
         res = racer.tune(evaluate, SPACE, TRAIN, budget=150, random_state=3, progress=False,
-                         executor=client.get_executor())
+                         executor=executor)
     here = small()
     assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
     # Runs are logged as they answer: compare them in one order.
@@ -399,12 +407,9 @@ def test_pipelined_on_a_dask_cluster_of_many_workers_gives_the_one_worker_answer
     # Pipelined blocks run ahead on Dask too (nothing there can be killed: unused runs are left
     # to finish), by rule: 12 worker threads in 2 processes, runs finishing in any order, give
     # the elites, the runs used and the runs charged of racer's own single worker.
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=6, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with _dask_executor(2, 6) as executor:
         res = racer.tune(quadratic, SPACE, TRAIN, budget=300, random_state=3, progress=False,
-                         executor=client.get_executor(), pipelined=True)
+                         executor=executor, pipelined=True)
     here = racer.tune(quadratic, SPACE, TRAIN, budget=300, random_state=3, progress=False,
                       pipelined=True)
     assert res.elite_ids == here.elite_ids and res.experiments == here.experiments <= 300
