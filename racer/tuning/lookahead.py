@@ -67,19 +67,20 @@ nothing here can stop. Pipelined blocks instead start, with each block, the next
 (:func:`racer.tuning.dispatch.pipelined_block`; none during a race's first block, whose test
 eliminates most), and a new configuration's later runs of a block without waiting for its
 first (provisional, told in row order, SKIPPED after a failure), whatever the workers. Which
-runs start is a function of the results alone, so the same seed gives the same elites on 1 or 256 workers, on racer's pool,
-Dask or Ray, in whatever order the runs finish. Every run started is charged to
-``maxExperiments`` when it starts, used or not (:meth:`Lookahead.charged_keys` with the
-race's own cells, :meth:`racer.tuning.dispatch.RacePlan.charged`), and no run starts beyond it:
-there is no reserve, and a run dropped before it started (on racer's pool) is charged all the
-same (so the count, and the answer, never depend on timing). Runs of a configuration the test
-then eliminates are logged ``speculative-unused``; runs of a race's survivors beyond its end are
-waited for, logged as runs of that race and handed to the next race, which would otherwise make
-them again (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each block is
-journaled before its runs start, so that a resumed race charges the runs in flight at a kill
-once, as the uninterrupted race does, and makes them again. Refused with capping (a capped
-run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives and costs is measured in
-benchmarks/RESULTS.md, "Pipelined blocks".
+runs start is a function of the results alone, so the same seed gives the same elites on 1
+or 256 workers, on racer's pool, Dask or Ray, in whatever order the runs finish. Every run
+started is charged to ``maxExperiments`` when it starts, used or not
+(:meth:`Lookahead.charged_keys` with the race's own cells,
+:meth:`racer.tuning.dispatch.RacePlan.charged`), and no run starts beyond it: there is no
+reserve, and a run dropped before it started (on racer's pool) is charged all the same (so
+the count, and the answer, never depend on timing). Runs of a configuration the test then
+eliminates are logged ``speculative-unused``; runs of a race's survivors beyond its end are
+waited for, logged as runs of that race and handed to the next race, which would otherwise
+make them again (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each
+block is journaled before its runs start, so that a resumed race charges the runs in flight
+at a kill once, as the uninterrupted race does, and makes them again. Refused with capping
+(a capped run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives
+and costs is measured in benchmarks/RESULTS.md, "Pipelined blocks".
 """
 
 from __future__ import annotations

@@ -290,8 +290,8 @@ class Settings:
     sampler: str = "irace"
     fixed_list: bool = False
     lookahead: bool = True
-    # racer: start each race's next block for its likely survivors with the current one, by
-    # rule, whatever the workers (racer.tuning.lookahead, "Pipelined blocks"). Replaces
+    # racer: start each race's next blocks of its survivors with the current one, by rule,
+    # whatever the workers (racer.tuning.lookahead, "Pipelined blocks"). Replaces
     # ``lookahead``'s idle-worker runs.
     pipelined: bool = False
     progress: bool = True

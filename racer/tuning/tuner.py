@@ -125,7 +125,7 @@ class Settings:
     # much less, whatever the timing. Off (--no-lookahead): the races get all of it. Only with
     # racer's own thread pool (racer.tuning.dispatch.speculates).
     lookahead: bool = True
-    # racer: start each race's next block for its likely survivors together with the current
+    # racer: start each race's next blocks of its survivors together with the current
     # block, on any number of workers and on Dask or Ray, and charge every run started to
     # maxExperiments (racer.tuning.lookahead, "Pipelined blocks"): the same seed gives the
     # same elites whatever the workers, the executor or the order runs finish in.
