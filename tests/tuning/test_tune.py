@@ -418,6 +418,28 @@ def test_pipelined_on_a_dask_cluster_of_many_workers_gives_the_one_worker_answer
     assert used(res)[order + ["cost"]].values.tolist() == used(here)[order + ["cost"]].values.tolist()
 
 
+@pytest.mark.slow
+def test_pipelined_on_dask_survives_a_worker_that_dies(tmp_path):
+    # A Dask worker process dies in the middle of a run (the first call of one configuration
+    # ends its process): Dask's nanny restarts it and the run is made again elsewhere, so the
+    # tuning ends with the answer of an undisturbed one.
+    flag = tmp_path / "died"
+
+    def evaluate(config, instance, seed):
+        if config["k"] == "b" and not flag.exists():
+            flag.write_text("x")
+            os._exit(1)
+        return quadratic(config, instance, seed)
+
+    with _dask_executor(2, 2) as executor:
+        res = racer.tune(evaluate, SPACE, TRAIN, budget=200, random_state=3, progress=False,
+                         executor=executor, pipelined=True)
+    assert flag.exists()  # a worker did die
+    here = racer.tune(quadratic, SPACE, TRAIN, budget=200, random_state=3, progress=False,
+                      pipelined=True)
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+
+
 def _copy_tsp_sa(tmp_path):
     dest = tmp_path / "tsp-sa"
     shutil.copytree(ROOT / "examples" / "tsp-sa", dest, ignore=shutil.ignore_patterns("arena"))
