@@ -74,13 +74,14 @@ started is charged to ``maxExperiments`` when it starts, used or not
 :meth:`racer.tuning.dispatch.RacePlan.charged`), and no run starts beyond it: there is no
 reserve, and a run dropped before it started (on racer's pool) is charged all the same (so
 the count, and the answer, never depend on timing). Runs of a configuration the test then
-eliminates are logged ``speculative-unused``; runs of a race's survivors beyond its end are
-waited for, logged as runs of that race and handed to the next race, which would otherwise
-make them again (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each
-block is journaled before its runs start, so that a resumed race charges the runs in flight
-at a kill once, as the uninterrupted race does, and makes them again. Refused with capping
-(a capped run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives
-and costs is measured in benchmarks/RESULTS.md, "Pipelined blocks".
+eliminates are logged ``speculative-unused`` (on Dask or Ray, with their own result if they
+end before the race does); runs of a race's survivors beyond its end are waited for, logged
+as runs of that race and handed to the next race, which would otherwise make them again
+(:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each block is
+journaled before its runs start, so that a resumed race charges the runs in flight at a kill
+once, as the uninterrupted race does, and makes them again. Refused with capping (a capped
+run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives and costs
+is measured in benchmarks/RESULTS.md, "Pipelined blocks".
 """
 
 from __future__ import annotations
@@ -351,11 +352,9 @@ class Lookahead:
             # Running: killing frees the worker at once (measured against letting it finish
             # in benchmarks/results/cli_vs_irace.md, "Look-ahead").
             if self.left_to_finish:
-                # On a Dask or Ray worker: left to finish there, logged unused now.
-                entry.result = RunResult("error", None, None, "still running when the race "
-                                         "dropped it (not killed: left to finish on its "
-                                         "worker)", [], None, "", "", 0.0)
-                self._log_unused(entry)
+                # On a Dask or Ray worker: left to finish there, and logged unused with its
+                # result when it ends during the race (collect), else when the race ends.
+                self.dying[entry.future] = entry
                 return
             kill = getattr(self.runner, "kill_run", None)
             if kill is not None and not entry.future.done():
@@ -408,8 +407,9 @@ class Lookahead:
                     continue
                 self._discard(entry)
             # Killed runs end at once; a run on a Dask or Ray worker cannot be killed from
-            # here: it is left to finish there, and logged as unused now.
-            deadline = time.monotonic() + _CLOSE_WAIT
+            # here: it is left to finish there, and logged as unused now, without waiting.
+            deadline = time.monotonic() + (0.0 if self.left_to_finish else _CLOSE_WAIT)
+            self.collect({f for f in self.dying if f.done()})
             while self.dying and time.monotonic() < deadline:
                 done, _ = cf.wait(list(self.dying), timeout=max(0.0, deadline - time.monotonic()),
                                   return_when=cf.FIRST_COMPLETED)

@@ -60,6 +60,13 @@ def test_same_elites_and_runs_on_1_16_and_256_workers_in_any_finishing_order():
         assert len(ex.trace) <= res.experiments <= 300
         if workers == 256:
             assert len(ex.trace) == res.experiments
+        # A dropped run on an executor cannot be killed: it is logged with its own result
+        # once it ends, unless it still runs when its race ends.
+        rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+        for r in rows:
+            if r["status"] == UNUSED:
+                assert (r["cost"] is not None and r["cost"] == r["cost"]) or \
+                    "still running when its race ended" in r["message"], r
         runs.add(tuple(r.worker for r in ex.trace[:40]))
     assert len(runs) > 1  # the orders really differed
     # racer's own thread pool, one worker: the same answer again.
