@@ -363,17 +363,13 @@ class Dispatcher:
         for cid, task in keys:
             if (cid, task) not in ahead.entries:  # planned, in flight at a kill: again
                 ahead.start(self.pool, by_id[cid], task, self.command(by_id[cid]))
-        entries = [ahead.entries.pop(key) for key in keys]
-        while any(e.future is not None for e in entries):
-            watch = [e.future for e in entries if e.future is not None]
+        while watch := [ahead.entries[key].future for key in keys
+                        if ahead.entries[key].future is not None]:
             done = _wait_first(self.pool, watch)
             if INTERRUPTED.is_set():
                 raise KeyboardInterrupt
-            for e in entries:
-                if e.future is not None and e.future in done:
-                    e.result = e.future.result()
-                    e.future = None
-                    ahead._journal(e)
+            ahead.collect(done)  # journaled as they finish, as every run ahead
+        entries = [ahead.entries.pop(key) for key in keys]
         carried = {}
         for e in entries:
             key = (e.cand.id, e.task)
@@ -547,10 +543,11 @@ class _Block:
                 skipped.append(ev)
                 continue
             gated = self.d.gate and ci not in self.proven
-            # Pipelined blocks start a gated run at once, provisionally (told in row order,
-            # SKIPPED and logged unused after a failure): by rule, not when a worker idles.
-            provisional = gated and bool(self.busy.get(ci)) and self.d.pipelined
-            if gated and self.busy.get(ci) and not provisional:
+            # A gated run waits for its configuration's earlier runs of the block; pipelined
+            # blocks start it at once instead, provisionally (told in row order, SKIPPED and
+            # logged unused after a failure): by rule, not when a worker idles.
+            provisional = gated and bool(self.busy.get(ci))
+            if provisional and not self.d.pipelined:
                 keep.append(ev)
                 continue
             ahead = self.d.ahead
@@ -854,6 +851,7 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
     drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
           before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
     carried = dispatcher.carry_survivors() if pipelined else {}
+    count(race, [])  # the race's runs, also when it had no block to run (resumed at its end)
     if ahead is not None:
         # Stop the runs left ahead now, so that the next race's reserve counts the unused
         # ones (the tuner's own close is then a no-op).

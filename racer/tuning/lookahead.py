@@ -272,18 +272,15 @@ class Lookahead:
 
     def start(self, pool: cf.Executor, cand: Any, task: Any, switches: list) -> None:
         tag = next(_TAGS)
-        if self.left_to_finish:
-            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
-                              switches)
-        elif self.bound is not None:
-            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
-                              switches, tag=tag, bound=self.bound)
-        elif hasattr(self.runner, "kill_run"):
-            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
-                              switches, tag=tag)
-        else:
-            fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
-                              switches)
+        # A tag lets kill_run stop the run; a runner without kill_run (tests' fakes) or on a
+        # Dask or Ray worker (nothing to kill from here) is called without one.
+        options: dict = {}
+        if not self.left_to_finish and self.bound is not None:
+            options = {"tag": tag, "bound": self.bound}
+        elif not self.left_to_finish and hasattr(self.runner, "kill_run"):
+            options = {"tag": tag}
+        fut = pool.submit(self.runner.run, cand.id, task.index, task.seed, task.instance,
+                          switches, **options)
         self.entries[(cand.id, task)] = Ahead(cand, task, future=fut, tag=tag)
         self.started += 1
 

@@ -42,7 +42,7 @@ from racer.tuning.schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.engine import Race
 from racer.tuning.parameters import ParameterSpace, format_value
-from racer.tuning.dispatch import RacePlan, drive_race, real_cells, real_runs, speculates, told
+from racer.tuning.dispatch import RacePlan, drive_race, real_cells, speculates, told
 from racer.racing.capped import CappedTest
 from racer.racing.outliers import OutlierGuard
 from racer.tuning.slow_runs import SlowRunStop
@@ -406,10 +406,7 @@ class Tuner:
                               bound=settings.capping.bound if settings.capping is not None else None,
                               killable=self.executor is None)
         try:
-            carried = drive_race(self, race, plan, pool, ahead)
-            # Pipelined blocks: every run started counts, used or not (racer.tuning.lookahead).
-            self.experiments = (plan.charged(race, ahead) if ahead is not None and settings.pipelined
-                                else used_before + real_runs(race, cached_before))
+            carried = drive_race(self, race, plan, pool, ahead)  # sets self.experiments
             result = race.result()
             if ahead is not None:
                 ahead.close(told(result))
