@@ -358,8 +358,11 @@ class Dispatcher:
         race, ahead = self.race, self.ahead
         by_id = {race.candidates[ci].id: race.candidates[ci] for ci in race.survivor_indices}
         is_told = told(race.result())
-        keys = [key for key in ahead.planned - ahead.discarded
-                if key[0] in by_id and not is_told(*key)]
+        # In row order, not a set's (whose order follows string hashes, other in every
+        # process): runs.csv and the cache get them in the same order every time.
+        keys = sorted((key for key in ahead.planned - ahead.discarded
+                       if key[0] in by_id and not is_told(*key)),
+                      key=lambda key: (ahead.row_of[key[1]], key[0]))
         for cid, task in keys:
             if (cid, task) not in ahead.entries:  # planned, in flight at a kill: again
                 ahead.start(self.pool, by_id[cid], task, self.command(by_id[cid]))
