@@ -145,3 +145,72 @@ def test_pipelined_is_checked():
     with pytest.raises(ValueError, match="`pipelined` cannot be combined with `capping`"):
         racer.tune(lambda c, i, s, bound=None: (_evaluate(c, i, s), 1.0), TUNE_SPACE, INSTANCES,
                    budget=100, capping=True, bound_max=10, pipelined=True, progress=False)
+
+
+# ---------------------------------------------------------------- pipelined iterations
+
+
+def _iterations_of_calls(res, calls):
+    """The iteration of each call, in call order (the simulated executor calls at submission)."""
+    rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+    of = {(tuple(sorted(res.configurations[r["configuration"]].items())), r["instance"],
+           int(r["seed"])): r["iteration"] for r in rows}
+    return [of[(values, repr(instance), int(seed))] for values, instance, seed in calls]
+
+
+def test_the_next_race_starts_before_the_last_one_ends():
+    # racer.tuning.next_race: race j + 1's first block starts at race j's first test.
+    calls = []
+
+    def evaluate(config, instance, seed):
+        calls.append((tuple(sorted(config.items())), instance, seed))
+        return _evaluate(config, instance, seed)
+
+    ex = simclock.SimulatedExecutor(64, simclock.lognormal(0.5, 0.5), random_state=0)
+    res = racer.tune(evaluate, TUNE_SPACE, INSTANCES, budget=600, executor=ex, random_state=3,
+                     progress=False, pipelined=True)
+    iteration = np.array(_iterations_of_calls(res, calls))
+    trace = sorted(ex.trace, key=lambda r: r.index)
+    start = np.array([r.start for r in trace])
+    end = np.array([r.end for r in trace])
+    overlaps = [k for k in range(2, int(iteration.max()) + 1)
+                if start[iteration == k].min() < end[iteration == k - 1].max()]
+    assert overlaps, "no race started before the one before it ended"
+    # ... and still within the budget, every run charged.
+    assert len(ex.trace) <= res.experiments <= 600
+
+
+def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answer(tmp_path):
+    def settings():
+        return Settings(max_experiments=150, seed=3, parallel=4, pipelined=True)
+
+    ref_log = []
+    ref = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+                journal_dir=str(tmp_path / "ref"),
+                on_run=lambda it, c, t, r: ref_log.append((it, c.id, t.index, t.seed, r.status))
+                ).run()
+    born = {}  # configuration id -> the race that sampled it
+    for row in ref_log:
+        born.setdefault(row[1], row[0])
+    runner, log = CountingRunner(delay=0.002), []
+
+    def interrupt_once_the_next_race_runs(it, c, t, r):
+        log.append((it, c.id, t.index, t.seed, r.status))
+        if any(born.get(cid) == it + 1 for cid, _, _ in runner.calls):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(SPACE, runner, TRAIN, settings(), FRaceTest(alpha=0.05),
+              journal_dir=str(tmp_path / "run"), on_run=interrupt_once_the_next_race_runs).run()
+    # Interrupted in race j with runs of race j + 1 started, none of them logged yet.
+    j = log[-1][0]
+    assert j >= 2 and max(row[0] for row in log) == j
+    assert any(born.get(cid) == j + 1 for cid, _, _ in runner.calls)
+    again = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+                  journal_dir=str(tmp_path / "run"),
+                  on_run=lambda it, c, t, r: log.append((it, c.id, t.index, t.seed, r.status))
+                  ).run()
+    assert [(e.id, e.values) for e in again.elites] == [(e.id, e.values) for e in ref.elites]
+    assert again.experiments == ref.experiments
+    used = sorted(set(row for row in log if row[4] != UNUSED))
+    assert used == sorted(row for row in ref_log if row[4] != UNUSED)
