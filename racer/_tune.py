@@ -157,14 +157,20 @@ def _configuration(space: Any, values: Any, k: int) -> dict:
 
 def _instance_names(objects: list, n_train: int) -> list:
     """The name each instance has in the journals and runs.csv: a str (or path) itself, a
-    number's text, else its position (``train-3``, ``test-1``); positions for all when two
-    different instances would share a name."""
+    number's text (``str``: a NumPy scalar reads ``0.379``, not ``np.float64(0.379)``), else
+    its position (``train-3``, ``test-1``); positions for all when two different instances
+    would share a name.
+
+    >>> import numpy as np
+    >>> _instance_names([0.5, np.float64(0.379), np.int64(3), "a.cnf", [1]], 5)
+    ['0.5', '0.379', '3', 'a.cnf', 'train-5']
+    """
     names = []
     for obj in objects:
         if isinstance(obj, (str, os.PathLike)):
             names.append(os.fspath(obj))
         elif isinstance(obj, numbers.Real) and not isinstance(obj, bool):
-            names.append(repr(obj))
+            names.append(str(obj))
         else:
             names.append(None)
     by_name: dict = {}

@@ -526,3 +526,14 @@ def test_kill_9_then_the_same_call_resumes_to_the_same_elites(tmp_path, n_jobs):
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.splitlines()[-1] == reference.stdout.splitlines()[-1]
     assert killed_at < runs.read_text().count("\n")
+
+
+def test_a_numpy_number_as_an_instance_is_named_by_its_text():
+    # runs.csv and the runs table name a number instance by its text: np.float64(0.25) is
+    # "0.25", as the float 0.25 is, not NumPy's repr "np.float64(0.25)".
+    import numpy as np
+    res = racer.tune(lambda c, i, s: (c["x"] - i) ** 2, 'x "" r (0, 1)',
+                     [np.float64(0.25), np.float64(0.5), 0.75, np.int64(1)], budget=60,
+                     random_state=0, progress=False)
+    rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+    assert rows and {r["instance"] for r in rows} <= {"0.25", "0.5", "0.75", "1"}
