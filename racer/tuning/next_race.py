@@ -3,46 +3,51 @@
 With pipelined blocks (:mod:`racer.tuning.lookahead`, "Pipelined blocks") a race keeps its own
 blocks going without a barrier, but an iterated tuning still waits between races: irace
 samples race ``j + 1`` from race ``j``'s elites, so nothing of race ``j + 1`` can start before
-race ``j`` ends, and race ``j``'s last blocks, run by a handful of survivors, leave most
+race ``j`` ends, and race ``j``'s later blocks, run by a handful of survivors, leave most
 workers idle (64 simulated workers, 1,000 runs: a race's first block keeps all 64 busy, its
 later blocks 1 to 27). With ``pipelined=True`` the tuner therefore samples race ``j + 1``
-at a fixed point of race ``j``'s own data, and starts the first block of its new
+at a fixed point of race ``j``'s own data and starts the first block of its new
 configurations there, while race ``j`` goes on:
 
 * **The fixed point** is race ``j``'s first test. The provisional elites are the
-  configurations that test kept, best first by their mean on the race's first ``firstTest``
-  rows, at most as many as the race keeps elites (:func:`provisional_elites`). They are read
-  from the race's results, whenever the tuner looks (at the first block after that test, or
-  at the race's end when it had none, or when a resumed race replays it): a function of
-  results only, never of timing or of the workers, so the same seed samples the same
-  configurations on 1 or 256 workers and after ``kill -9``.
-* **Race ``j + 1``'s size** is irace's (:meth:`racer.tuning.tuner.Tuner._size_iteration`) for
-  the budget left once race ``j`` has spent *its whole allocation* (what race ``j`` leaves
-  unspent goes to the races after, as irace gives the last one what is left), for the
-  provisional elites and the instances seen at the fixed point.
+  configurations that test kept: race ``j``'s own elites (kept from earlier races) first, then
+  the others best first by their mean on the first ``firstTest`` rows, at most as many as a
+  race keeps (:func:`provisional_elites`). They are read from the race's results whenever the
+  tuner looks (at the first block after that test; at the race's end if it had none; when a
+  resumed race replays it): a function of results only, never of timing or of the workers,
+  so the same seed samples the same configurations on 1 or 256 workers and after ``kill -9``.
+* **How many new configurations** race ``j + 1`` gets is irace's count
+  (:meth:`racer.tuning.tuner.Tuner._size_iteration`) for the budget left once race ``j`` has
+  spent its whole allocation, the provisional elites and the instances seen at the fixed
+  point. **Its budget** is set when it begins, from what race ``j`` really left (irace's
+  share of it, never less than it was sized for), so what race ``j`` leaves unspent goes on.
+  If what is left cannot pay its first block (race ``j`` spent beyond its share, or its
+  final elites lack some of the block's instances), the planned race is dropped (its runs
+  started ahead logged unused) and the next race is sized anew, as without pipelining.
 * **Its new configurations** are sampled from irace's model around the provisional elites
   (their entries updated for race ``j + 1``; the others' kept, since race ``j``'s final
   elites may differ and race ``j + 2`` is sampled around some of them).
-* **Its instances** are those seen at the fixed point, in race ``j + 1``'s new order, then
-  the later ones in stream order. irace puts ``elitistNewInstances`` new instances first;
-  which instances are new is known only when race ``j`` ends, so race ``j + 1``'s first
-  block (the only part started early) can only be on instances seen before. The elites
-  meet a new instance once they have run every one they had (the elites are protected until
-  then, as in irace), so every race still brings them new instances. Decision; see
-  benchmarks/RESULTS.md, "Pipelined iterations", for what it costs.
+* **Its instances** are those seen at the fixed point, in race ``j + 1``'s new order, then the
+  later ones in stream order. irace puts ``elitistNewInstances`` new instances first; which
+  instances are new is known only when race ``j`` ends, so race ``j + 1``'s first block (the
+  part started early) can only be on instances seen before. The elites meet a new instance
+  once they have run every one they had (they are protected until then, as in irace), so
+  every race still brings them new instances. Decision; what it costs is measured with the
+  rest in benchmarks/RESULTS.md, "Pipelined iterations".
 * **Started**: the new configurations' first ``firstTest`` runs, all at once (as pipelined
-  blocks start a new configuration's runs, provisional: told in row order, SKIPPED after a
+  blocks start a new configuration's runs: provisional, told in row order, SKIPPED after a
   failure), after race ``j``'s own runs of that block. They are runs of race ``j + 1``:
-  journaled in its look-ahead journal (its plan first, so that a resumed tuning charges
-  them once), charged to ``maxExperiments`` when they start (race ``j`` counts them in its
-  budget checks from then on), and taken by race ``j + 1``'s first block.
-* **Race ``j + 1``** is race ``j``'s final elites and these new configurations, sized and
-  ordered as above; when race ``j`` ends, its first block mostly done.
+  journaled in its look-ahead journal (the plan first, so that a resumed tuning charges them
+  once), charged to ``maxExperiments`` when they start (race ``j``'s budget checks count them
+  from then on; if they cannot be paid then, they wait for race ``j + 1``), and taken over by
+  race ``j + 1``'s first block.
+* **Race ``j + 1``** is race ``j``'s final elites and these new configurations; it begins when
+  race ``j`` ends, with its first block mostly done.
 
-No next race is planned where its size depends on what race ``j`` spends or on time
-(``maxTime``), with several objectives, without elitist races, with a sampler that learns
-from whole races (``sampler="optuna"``), or where irace's schedule has no race ``j + 1`` for
-that budget: those tunings race on as with pipelined blocks alone.
+No next race is planned under ``maxTime`` (its size depends on time), with several
+objectives, without elitist races, with ``experimentsPerIteration``, with a sampler that
+learns from whole races (``sampler="optuna"``), or where irace's schedule has no race
+``j + 1`` for that budget: those tunings race on as with pipelined blocks alone.
 """
 
 from __future__ import annotations
@@ -58,31 +63,36 @@ from racer.tuning.objectives import elite_cap
 
 __all__ = ["NextRace", "NextRacePlanner", "provisional_elites"]
 
-import os
-PLAN_AT_TEST = int(os.environ.get("PLAN_AT_TEST", "1"))
 
 
-def provisional_elites(result, first_test: int, cap: int) -> list:
-    """Candidate indices of the elites a race would keep at its first test: those the test
-    (or a failure) did not eliminate, best first by their mean over the first ``first_test``
-    rows (ties: the earlier candidate), at most ``cap``. Depends on the race's results up to
-    that test only, so it is the same whenever it is read.
+def provisional_elites(result, rows: int, cap: int, n_elites: int = 0) -> list:
+    """Candidate indices of the elites a race would keep at its fixed point, ``rows`` rows in
+    (after a test): of the candidates that test (or a failure) did not eliminate, the race's
+    own elites (its first ``n_elites`` candidates, kept from earlier races) first, then the
+    others best first by their mean over the first ``rows`` rows (ties: the earlier
+    candidate); at most ``cap``. Depends on the race's results up to that point only, so it
+    is the same whenever it is read.
+
+    Why the elites first: on the pilot tables, ranking everyone by the mean of the first
+    few instances put configurations that looked good on five instances ahead of elites that
+    had survived whole races, and the next race, sampled around them, was worse
+    (benchmarks/RESULTS.md, "Pipelined iterations").
 
     >>> import numpy as np
     >>> from types import SimpleNamespace as NS
     >>> scores = np.array([[3., 1., 2., 0.], [3., 1., 2., 0.], [9., 9., 9., 9.]])
-    >>> gone = NS(candidate_index=3, n_instances=2)  # eliminated by the first test
+    >>> gone = NS(candidate_index=3, n_instances=2)  # eliminated by the test at 2 rows
     >>> res = NS(scores=scores, history=(gone,))
-    >>> provisional_elites(res, 2, 2)
-    [1, 2]
+    >>> provisional_elites(res, 2, 2), provisional_elites(res, 2, 2, n_elites=1)
+    ([1, 2], [0, 1])
     """
-    eliminated = {rec.candidate_index for rec in result.history if rec.n_instances <= first_test}
-    head = np.asarray(result.scores[:first_test], dtype=float)
+    eliminated = {rec.candidate_index for rec in result.history if rec.n_instances <= rows}
+    head = np.asarray(result.scores[:rows], dtype=float)
     alive = [ci for ci in range(head.shape[1])
              if ci not in eliminated and not np.isnan(head[:, ci]).any()]
     means = head[:, alive].mean(axis=0) if alive else np.empty(0)
-    order = np.argsort(means, kind="stable")
-    return [alive[k] for k in order[:cap]]
+    ranked = [alive[k] for k in np.argsort(means, kind="stable")]
+    return ([ci for ci in ranked if ci < n_elites] + [ci for ci in ranked if ci >= n_elites])[:cap]
 
 
 @dataclasses.dataclass
@@ -108,18 +118,20 @@ class NextRacePlanner:
     (once); :meth:`start` starts its first block on the pool. ``charge`` is the number of
     runs started for it, which the current race's budget checks count."""
 
-    def __init__(self, tuner, run, money, current: int, candidates: list) -> None:
+    def __init__(self, tuner, run, money, current: int, candidates: list,
+                 n_elites: int) -> None:
         self.tuner = tuner
         self.run = run
         self.money = money
         self.current = current
         self.candidates = candidates
+        self.n_elites = n_elites  # the race's first n_elites candidates are its elites
         self.planned: NextRace | None = None
         self._done = False
         self._declined = False
         self.charge = 0
-        # The fixed point: the rows of the race when its PLAN_AT_TEST-th test is taken.
-        self.rows = tuner.first_test + (PLAN_AT_TEST - 1) * tuner.each_test
+        # The fixed point: the race's first test (module docstring).
+        self.rows = tuner.first_test
 
     def plan(self, result) -> NextRace | None:
         """The next race, planned from ``result`` (the current race's, at or after its first
@@ -132,7 +144,8 @@ class NextRacePlanner:
         if result.scores.shape[0] < rows:
             return None
         cap = elite_cap(tuner.min_survival, None)
-        elites = [self.candidates[ci] for ci in provisional_elites(result, rows, cap)]
+        elites = [self.candidates[ci]
+                  for ci in provisional_elites(result, rows, cap, self.n_elites)]
         if not elites:
             return None
         order = [t.index for t in result.instances]
@@ -170,9 +183,10 @@ class NextRacePlanner:
         return start >= self.rows
 
     def plan_at_end(self, result, rows_run: int) -> None:
-        """At the race's end: plan the next race if the race passed its first test and no
-        block after it was run live (a race that ended there, or a resumed one whose blocks
-        were replayed from its journal), so that the tuning goes on alike."""
+        """At the race's end: plan the next race, if not planned yet and the race passed its
+        first test (a race that ended there, or a resumed one whose blocks were replayed from
+        its journal, never reached :meth:`plan` during a block), so that the tuning goes on
+        alike."""
         if rows_run > self.rows or (rows_run == self.rows
                                     and result.stop_reason == "min_survivors"):
             self.plan(result)

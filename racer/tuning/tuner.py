@@ -655,9 +655,15 @@ class Tuner:
         while True:
             run.iteration += 1
             planned, run.next_race = run.next_race, None
-            if planned is not None:  # pipelined iterations: sized and sampled in the last race
+            if planned is not None and not self._can_pay_planned(run, money, planned):
+                planned = None  # sized anew from what is left, as without pipelining
+            if planned is not None:  # pipelined iterations: sampled in the last race
                 run.n_iterations = max(run.n_iterations, planned.n_iterations)
-                sized = (planned.current, planned.n_conf)
+                # Its configurations were sized for the budget the last race was allotted;
+                # its budget is what the last race left, as irace's is (racer.tuning.next_race).
+                left = self.schedule.iteration_budget(money.remaining, run.iteration,
+                                                      run.n_iterations)
+                sized = (min(max(planned.current, left), money.remaining), planned.n_conf)
             else:
                 sized = money.exhausted(run.iteration == 1)
             if sized is None:
@@ -904,6 +910,19 @@ class Tuner:
         self._keep_elites(run, money, candidates, order, result)
         return None
 
+    def _can_pay_planned(self, run: _Iterations, money: _Budget, planned: NextRace) -> bool:
+        """Whether the budget left pays for the first block of the race pipelined iterations
+        planned during the last one (sized for the budget the last race was allotted; it may
+        have spent more, and its final elites may lack some of the block's instances). If
+        not, its runs started ahead are stopped and logged unused (their journal charges them
+        to the race sized in its place) and False is returned."""
+        first_block = self._first_block_runs(run.elites + planned.new, planned.tasks, None)
+        if money.timed or first_block <= money.remaining:
+            return True
+        if planned.ahead is not None:
+            planned.ahead.close(lambda cid, task: False)
+        return False
+
     def _next_race_planner(self, run: _Iterations, money: _Budget, current: int,
                            candidates: list) -> NextRacePlanner | None:
         """Pipelined iterations' planner of the race after this one (racer.tuning.next_race),
@@ -914,7 +933,8 @@ class Tuner:
                 and not money.timed and s.directions is None and s.experiments_per_iteration == 0
                 and getattr(self.sampler, "observe", None) is None):
             return None
-        return NextRacePlanner(self, run, money, current, candidates)
+        return NextRacePlanner(self, run, money, current, candidates,
+                               len(run.elites) if run.iteration > 1 else 0)
 
     def _first_block_runs(self, candidates: list, tasks: list, preset: dict | None) -> int:
         """Runs the race's first block (``first_test`` tasks for every candidate) starts:
