@@ -128,10 +128,11 @@ def _parser():
                         "Turn it off when every run costs money")
     g.add_argument("--pipelined", action="store_true",
                    help="start each race's next two blocks of every survivor (none during a "
-                        "race's first block) together with the current block, whatever the "
-                        "workers (Dask and Ray included), and charge every run started to the "
-                        "budget: the same seed gives the same elites on any number of workers, "
-                        "in any order runs finish; runs the race does not use are marked "
+                        "race's first block) together with the current block, and the next "
+                        "race's first block at this race's first test, whatever the workers "
+                        "(Dask and Ray included), and charge every run started to the budget: "
+                        "the same seed gives the same elites on any number of workers, in any "
+                        "order runs finish; runs the race does not use are marked "
                         "speculative-unused in runs.csv. Replaces look-ahead; not with capping")
     g.add_argument("--fresh", action="store_true",
                    help="discard the journal in execDir and start over instead of resuming")

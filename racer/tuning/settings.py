@@ -290,8 +290,9 @@ class Settings:
     sampler: str = "irace"
     fixed_list: bool = False
     lookahead: bool = True
-    # racer: start each race's next blocks of its survivors with the current one, by rule,
-    # whatever the workers (racer.tuning.lookahead, "Pipelined blocks"). Replaces
+    # racer: start each race's next blocks of its survivors with the current one, and the
+    # next race's first block at this race's first test, by rule, whatever the workers
+    # (racer.tuning.lookahead, "Pipelined blocks"; racer.tuning.next_race). Replaces
     # ``lookahead``'s idle-worker runs.
     pipelined: bool = False
     progress: bool = True
