@@ -890,8 +890,6 @@ class Tuner:
             # kept from a shorter race may lack more, and a race that cannot pay its first
             # block would end with no winner. The exact count decides.
             if not money.more():
-                if planned is not None and planned.ahead is not None:
-                    planned.ahead.close(lambda cid, task: False)  # logged as unused
                 return "not enough budget to race all configurations up to the first test"
         self.recorder.start_iteration(IterationRecord(
             run.iteration, _journal_name(self.journal_dir, f"iteration-{run.iteration}.sqlite"),
