@@ -72,12 +72,10 @@ RESULTS = HERE / "results"
 #: (``racer-half``: half the runs, recorded under the full budget so that it pairs with the
 #: anchors that had all of them).
 RACER_VARIANTS = {"racer": ({}, 1.0), "racer-ft3": ({"first_test": 3}, 1.0),
-                  "racer-half": ({}, 0.5), "racer-pipelined": ({"pipelined": True}, 1.0)}
-#: Rows recorded by code that no longer runs them: ``racer-pipelined-blocks`` is
-#: ``pipelined=True`` before pipelined iterations (commit 6e454da, pipelined blocks only).
-RECORDED_VARIANTS = ("racer-pipelined-blocks",)
+                  "racer-half": ({}, 0.5), "racer-pipelined": ({"pipelined": True}, 1.0),
+                  "racer-pipelined-iterations": ({"pipelined_iterations": True}, 1.0)}
 METHODS = ("racer", "smac", "tpe", "tpe-wilcoxon", "irace", "racer-ft3", "racer-half",
-           "racer-pipelined") + RECORDED_VARIANTS
+           "racer-pipelined", "racer-pipelined-iterations")
 ANCHORS = ("smac", "tpe", "tpe-wilcoxon", "irace")
 
 
@@ -333,8 +331,7 @@ def table(rows: list[dict]) -> list[str]:
         # racer against each anchor; a variant against racer's default and against each
         # anchor (what a user of the variant would otherwise run)
         pairs = [("racer", a) for a in ANCHORS] + [
-            (v, ref) for v in (*RACER_VARIANTS, *RECORDED_VARIANTS) if v != "racer"
-            for ref in ("racer",) + ANCHORS] + [("racer-pipelined", v) for v in RECORDED_VARIANTS]
+            (v, ref) for v in RACER_VARIANTS if v != "racer" for ref in ("racer",) + ANCHORS]
         for base, a in pairs:
             p = paired(mine, a, base)
             if p["pairs"]:
@@ -363,8 +360,7 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="2 seeds, each scenario's quick budget")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiplies each scenario's budget")
-    runnable = [m for m in METHODS if m not in RECORDED_VARIANTS]
-    ap.add_argument("--methods", default=",".join(runnable), help=f"comma-separated, from {runnable}")
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {list(METHODS)}")
     ap.add_argument("--run-irace", action="store_true", help="run irace where no row is recorded (needs R's irace)")
     ap.add_argument("--out", default=str(RESULTS / "tuning_anchors.jsonl"))
     ap.add_argument("--table", nargs="+", metavar="FILE.jsonl", help="print the tables of recorded rows and exit")
@@ -379,8 +375,8 @@ def main(argv: list | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m]
     if bad := [n for n in names if n not in SUITE]:
         ap.error(f"--scenarios: unknown {bad}; choose from {list(SUITE)}")
-    if bad := [m for m in methods if m not in runnable]:
-        ap.error(f"--methods: unknown {bad}; choose from {runnable}")
+    if bad := [m for m in methods if m not in METHODS]:
+        ap.error(f"--methods: unknown {bad}; choose from {list(METHODS)}")
     seeds_n = args.seeds if args.seeds is not None else (2 if args.quick else 20)
     if seeds_n < 1:
         ap.error(f"--seeds must be at least 1, got {seeds_n}")

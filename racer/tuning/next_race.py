@@ -5,7 +5,8 @@ blocks going without a barrier, but an iterated tuning still waits between races
 samples race ``j + 1`` from race ``j``'s elites, so nothing of race ``j + 1`` can start before
 race ``j`` ends, and race ``j``'s later blocks, run by a handful of survivors, leave most
 workers idle (64 simulated workers, 1,000 runs: a race's first block keeps all 64 busy, its
-later blocks 1 to 27). With ``pipelined=True`` the tuner therefore samples race ``j + 1``
+later blocks 1 to 27). With ``pipelined_iterations=True`` (``--pipelined-iterations``; it
+implies pipelined blocks) the tuner therefore samples race ``j + 1``
 at a fixed point of race ``j``'s own data and starts the first block of its new
 configurations there, while race ``j`` goes on:
 
@@ -48,6 +49,13 @@ No next race is planned under ``maxTime`` (its size depends on time), with sever
 objectives, without elitist races, with ``experimentsPerIteration``, with a sampler that
 learns from whole races (``sampler="optuna"``), or where irace's schedule has no race
 ``j + 1`` for that budget: those tunings race on as with pipelined blocks alone.
+
+Why it is not part of ``pipelined=True``: at equal runs its tunings are behind the default's
+on more ground-truth cells and suite scenarios than ahead (none beyond 2 SE; benchmarks/
+RESULTS.md, "Pipelined iterations"), since each race is sampled from what the last one knew at
+its first test; it buys wall time (a third of the default's at 64 simulated workers and 1,000
+runs, against 0.45 with pipelined blocks alone), which a tuning short of time, not of runs,
+may prefer.
 """
 
 from __future__ import annotations

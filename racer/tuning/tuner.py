@@ -131,6 +131,8 @@ class Settings:
     # maxExperiments (racer.tuning.lookahead, "Pipelined blocks"): the same seed gives the
     # same elites whatever the workers, the executor or the order runs finish in.
     pipelined: bool = False
+    # racer.tuning.next_race (pipelined iterations; with ``pipelined``)
+    pipelined_iterations: bool = False
     # racer: when the sampler finds too few configurations never raced before (a small space
     # used up), race the elites, with any new configurations found and the survivors of
     # earlier races that were not kept as elites (alive, never eliminated: dropped only by
@@ -927,7 +929,8 @@ class Tuner:
         or None where its size would depend on what this race spends or on time, with
         several objectives, without elitist races, or with a sampler told whole races."""
         s = self.settings
-        if not (s.pipelined and s.elitist and self.journal_dir is not None
+        if not (s.pipelined and s.pipelined_iterations and s.elitist
+                and self.journal_dir is not None
                 and not money.timed and s.directions is None and s.experiments_per_iteration == 0
                 and getattr(self.sampler, "observe", None) is None):
             return None
