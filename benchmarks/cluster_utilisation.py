@@ -30,7 +30,9 @@ same way, racer with ``test="F-test"`` (irace's default test), ``lookahead=False
 ``outlier_factor=None`` (irace has neither), the rest irace's defaults as racer.tune has them;
 ``racer-pipelined``: racer.tune with ``pipelined=True`` (racer.tuning.lookahead, "Pipelined
 blocks"), which runs ahead on executors too; its utilisation counts the runs it made and did
-not use, which the ``runs`` column shows beside ``experiments``.
+not use, which the ``runs`` column shows beside ``experiments``; ``racer-pipelined-iterations``:
+``pipelined_iterations=True``, which also starts each next race's first block at the last
+race's first test (racer.tuning.next_race).
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/cluster_utilisation.py sim \\
         [--workers 1,16,64,256,1024] [--seeds 10] [--durations lognormal:0.5:0.5,...]
@@ -76,6 +78,7 @@ SCHEDULES = {
     "racer": {},
     "irace": {"test": "F-test", "lookahead": False, "outlier_factor": None},
     "racer-pipelined": {"pipelined": True},
+    "racer-pipelined-iterations": {"pipelined_iterations": True},
 }
 
 _TABLES: dict = {}

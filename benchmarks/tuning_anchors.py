@@ -72,9 +72,10 @@ RESULTS = HERE / "results"
 #: (``racer-half``: half the runs, recorded under the full budget so that it pairs with the
 #: anchors that had all of them).
 RACER_VARIANTS = {"racer": ({}, 1.0), "racer-ft3": ({"first_test": 3}, 1.0),
-                  "racer-half": ({}, 0.5), "racer-pipelined": ({"pipelined": True}, 1.0)}
+                  "racer-half": ({}, 0.5), "racer-pipelined": ({"pipelined": True}, 1.0),
+                  "racer-pipelined-iterations": ({"pipelined_iterations": True}, 1.0)}
 METHODS = ("racer", "smac", "tpe", "tpe-wilcoxon", "irace", "racer-ft3", "racer-half",
-           "racer-pipelined")
+           "racer-pipelined", "racer-pipelined-iterations")
 ANCHORS = ("smac", "tpe", "tpe-wilcoxon", "irace")
 
 

@@ -237,6 +237,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
          initial: list | None = None, forbidden: Any = None, digits: int | None = None,
          capping: bool = False, bound_max: int | None = None, retries: int = 0,
          on_error: str = "raise", lookahead: bool = True, pipelined: bool = False,
+         pipelined_iterations: bool = False,
          progress: bool = True, direction: Any = "minimize", **options: Any) -> TuneResult:
     """Tune the parameters of ``evaluate`` over ``instances`` with irace's iterated racing,
     exactly as ``racer --scenario`` does it (docs/tune.md).
@@ -276,6 +277,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
                                       "worst" for its stop, reject, worst)
     ``lookahead=False``               --no-lookahead
     ``pipelined=True``                --pipelined
+    ``pipelined_iterations=True``     --pipelined-iterations
     ``progress=False``                quiet
     ``direction`` (a list)            objectives (racer's; see below)
     ``capping``, ``bound_max``        capping, boundMax (``evaluate`` then takes
@@ -399,6 +401,7 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         objectives=_objectives_spec(direction) or "", test=test,
         on_error=_check_on_error(on_error), sampler=sampler,
         lookahead=check_bool(lookahead, "lookahead"), pipelined=pipelined,
+        pipelined_iterations=pipelined_iterations,
         progress=check_bool(progress, "progress"))
     pspace, start = _space(space, forbidden, digits, initial)
     exec_dir, cleanup = _storage(storage)

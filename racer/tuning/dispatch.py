@@ -53,7 +53,7 @@ from racer.tuning.slow_runs import can_stop
 from racer.race_loop import NotRun, drive
 
 __all__ = ["INTERRUPTED", "SKIPPED", "Dispatcher", "RacePlan", "drive_race", "next_block",
-           "quiet_tests", "real_cells", "real_runs", "speculates", "told"]
+           "quiet_tests", "real_cells", "real_runs", "rows_run", "speculates", "told"]
 
 # Set by the command line's SIGINT/SIGTERM handlers, which also raise KeyboardInterrupt. The
 # flag is the backstop: a KeyboardInterrupt raised while the interpreter runs a finaliser
@@ -126,6 +126,16 @@ def real_runs(race, cached: dict) -> int:
     return len(real_cells(race.result(), cached))
 
 
+def rows_run(result) -> int:
+    """Rows of ``result`` with at least one evaluation (a race stopped before a block it
+    could not pay has that block's rows registered but not run)."""
+    done = ~np.isnan(result.scores)
+    for ci, row, _ in result.failures:
+        done[row, ci] = True
+    rows = np.flatnonzero(done.any(axis=1))
+    return int(rows[-1]) + 1 if rows.size else 0
+
+
 def told(result) -> Callable:
     """``told(configuration id, task)``: whether ``result`` holds that cell (a score or a
     failure); the table is built on the first call."""
@@ -190,6 +200,9 @@ class RacePlan:
     # reserve; the unused runs of the whole tuning stay below it. 0 without max_total.
     reserve: int = 0
     pipelined: bool = False  # racer.tuning.lookahead, "Pipelined blocks"
+    # Pipelined iterations (racer.tuning.next_race): the planner of the next race, whose first
+    # block this race may start; its runs are charged here from then on.
+    next_race: Any = None
 
     def known(self, ev) -> tuple[bool, Any] | None:
         """The race loop's ``known``: ``(ok, value)`` of a cell served without running."""
@@ -227,13 +240,17 @@ class RacePlan:
         return quiet_tests(race, rows_done, self.first_test, self.each_test,
                            since=self.protect_rows) >= self.elitist_limit
 
-    def charged(self, race, ahead: Lookahead, extra: set = frozenset()) -> int:
+    def charged(self, race, ahead: Lookahead, extra: set = frozenset(),
+                next_race: bool = True) -> int:
         """Pipelined blocks: the runs charged to maxExperiments once the cells ``extra``
         (``(configuration id, task)``) are started too: the experiments before this race,
         plus every cell this race made, started by rule or logged unused, each once
-        (racer.tuning.lookahead, "Pipelined blocks"). A function of results alone."""
+        (racer.tuning.lookahead, "Pipelined blocks"), plus (``next_race``) the next race's
+        runs this race started (racer.tuning.next_race), which the next race counts as its
+        own. A function of results alone."""
         keys = {(c.id, t) for c, t in real_cells(race.result(), self.cached)}
-        return self.used_before + len(keys | ahead.charged_keys() | set(extra))
+        ahead_of_next = self.next_race.charge if next_race and self.next_race is not None else 0
+        return self.used_before + len(keys | ahead.charged_keys() | set(extra)) + ahead_of_next
 
     def over_budget(self, race, n_more: int) -> bool:
         """Whether ``n_more`` runs beyond those ``race`` made would exceed ``max_total``, the
@@ -382,6 +399,20 @@ class Dispatcher:
             carried[key] = e.result
         return carried
 
+    def charge_next_race(self) -> bool:
+        """Pipelined iterations (racer.tuning.next_race): once this race has passed its first
+        test, plan the next race and, if maxExperiments pays for its first block, charge it
+        now (before this block's runs ahead are counted, as on a resume) and return True:
+        the caller starts those runs after this race's own, which go first."""
+        nxt, race = self.plan.next_race, self.race
+        if nxt is None or not nxt.due(race) or nxt.plan(race.result()) is None:
+            return False
+        if self.plan.max_total is None:
+            return nxt.charge_if(lambda n: True)
+        started = {(ev.candidate.id, ev.instance) for ev in race.pending()}
+        paid = self.plan.charged(race, self.ahead, started)
+        return nxt.charge_if(lambda n: paid + n <= self.plan.max_total)
+
     def command(self, cand) -> list:
         if cand.id not in self._switches:
             self._switches[cand.id] = self.tuner.run_arguments(cand.values)
@@ -486,7 +517,10 @@ class Dispatcher:
                     block.start_provisional()
                     block.start_lookahead()
                 elif not planned:  # after the block's own runs, so that those go first
+                    start_next = self.charge_next_race()
                     block.start_pipelined()
+                    if start_next:
+                        self.plan.next_race.start(self.pool, self.command)
                     planned = True
                 if block.futures or block.ready:
                     for ev, got in block.arrivals():
@@ -848,12 +882,16 @@ def drive_race(tuner, race, plan: RacePlan, pool: cf.Executor, ahead: Lookahead 
         return True
 
     def count(race, _batch: list) -> None:
-        tuner.experiments = (plan.charged(race, ahead) if pipelined
+        # The next race's runs this race started are the next race's (next_race=False).
+        tuner.experiments = (plan.charged(race, ahead, next_race=False) if pipelined
                              else plan.used_before + real_runs(race, plan.cached))
 
     drive(race, dispatcher, settle=dispatcher.settle, known=plan.known,
           before_block=plan.stop_if_quiet, before_runs=can_pay, after_block=count)
     carried = dispatcher.carry_survivors() if pipelined else {}
+    if plan.next_race is not None:
+        res = race.result()
+        plan.next_race.plan_at_end(res, rows_run(res))
     count(race, [])  # the race's runs, also when it had no block to run (resumed at its end)
     if ahead is not None:
         # Stop the runs left ahead now, so that the next race's reserve counts the unused

@@ -80,8 +80,11 @@ as runs of that race and handed to the next race, which would otherwise make the
 (:meth:`racer.tuning.dispatch.Dispatcher.carry_survivors`). The plan of each block is
 journaled before its runs start, so that a resumed race charges the runs in flight at a kill
 once, as the uninterrupted race does, and makes them again. Refused with capping (a capped
-run's bound waits for the elites' runs: racer.tuning.run._capping). What it gives and costs
-is measured in benchmarks/RESULTS.md, "Pipelined blocks".
+run's bound waits for the elites' runs: racer.tuning.run._capping). With
+``pipelined_iterations`` the tuner also samples each race's next race at the race's first test
+and starts its first block there (:mod:`racer.tuning.next_race`): this class holds those runs
+too, in the next race's journal. What it gives and costs is measured in
+benchmarks/RESULTS.md, "Pipelined blocks" and "Pipelined iterations".
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ def settings_of(loaded: dict, args, seed: int, runner_command: list) -> dict:
                   # Recorded since the option exists; a settings.json without it resumes.
                   "--outlier-factor": getattr(args, "outlier_factor", None),
                   # Pipelined blocks charge runs otherwise: a resume must keep the setting.
-                  "--pipelined": bool(getattr(args, "pipelined", False))},
+                  "--pipelined": bool(getattr(args, "pipelined", False)),
+                  "--pipelined-iterations": bool(getattr(args, "pipelined_iterations", False))},
         "parameterFile": [sc.values["parameterFile"],
                           {p.name: _describe_parameter(p) for p in space.declared}],
         "forbiddenFile": [sc.values["forbiddenFile"], [text for text, _ in space.forbidden]],

@@ -328,7 +328,8 @@ def _tuner_settings(settings: Settings, seed: int, first_test: int):
         deterministic=s.deterministic, sample_instances=s.sample_instances, seed=seed,
         parallel=max(1, s.n_jobs), test_n_elites=max(1, s.test_n_elites),
         error_policy=on_error_policy(s.on_error), fixed_list=s.fixed_list,
-        lookahead=s.lookahead, pipelined=s.pipelined, soft_restart=s.soft_restart,
+        lookahead=s.lookahead, pipelined=s.pipelined or s.pipelined_iterations,
+        pipelined_iterations=s.pipelined_iterations, soft_restart=s.soft_restart,
         soft_restart_threshold=s.soft_restart_threshold, capping=_capping(s),
         outlier_factor=s.outlier_factor, **_objective_settings(s))
 
@@ -347,12 +348,13 @@ def _capping(settings: Settings):
     from racer.tuning.capping import Capping
 
     s = settings
-    if s.capping and s.pipelined:
+    if s.capping and (s.pipelined or s.pipelined_iterations):
         # A capped run's bound comes from the elites' runs on its instance, made first: no
         # run of a later block can start before them.
-        raise SettingsError(f"{s.name('pipelined')} cannot be combined with {s.name('capping')} "
+        name = "pipelined" if s.pipelined else "pipelined_iterations"
+        raise SettingsError(f"{s.name(name)} cannot be combined with {s.name('capping')} "
                             "(a capped run's bound waits for the elites' runs on its instance, "
-                            "so nothing can start ahead); turn one of them off", "pipelined")
+                            "so nothing can start ahead); turn one of them off", name)
     if not s.capping and s.bound_max <= 0:
         return None
     return Capping(enabled=bool(s.capping), type=s.capping_type, bound_type=s.bound_type,
@@ -389,7 +391,8 @@ def _recorded_settings(settings: Settings, space, initial, train, test, sources:
     own = types.SimpleNamespace(racing_test=settings.test, on_error=on_error_policy(settings.on_error),
                                 sampler=settings.sampler, fixed_list=settings.fixed_list,
                                 outlier_factor=settings.outlier_factor,
-                                pipelined=settings.pipelined)
+                                pipelined=settings.pipelined,
+                                pipelined_iterations=settings.pipelined_iterations)
     loaded = {"scenario": _Scenario(values), "space": space, "initial": list(initial),
               "train": list(train), "test": list(test)}
     return settings_of(loaded, own, seed, command)

@@ -165,10 +165,15 @@ class Sampler:
         got = self._sample(n, lambda: (self._fill(lambda p: self._uniform(p, rng), rng), None), rng, seen)
         return [v for v, _ in got]
 
-    def init_model(self, elites: list) -> None:
-        """irace's ``initialiseModel`` for ``elites`` (objects with ``id`` and ``values``)."""
-        self.model = {}
+    def init_model(self, elites: list, keep: bool = False) -> None:
+        """irace's ``initialiseModel`` for ``elites`` (objects with ``id`` and ``values``);
+        ``keep``: the entries already there stay (pipelined iterations,
+        :mod:`racer.tuning.next_race`, sampled the second race before the first ended)."""
+        if not keep:
+            self.model = {}
         for e in elites:
+            if keep and e.id in self.model:
+                continue
             self.model[e.id] = {p.name: self._initial(p, e.values.get(p.name))
                                 for p in self.space.declared if not p.is_fixed}
 
@@ -181,8 +186,12 @@ class Sampler:
         return [sd, value]
 
     def update_model(self, elites: list, iteration: int, n_iterations: int, n_new: int,
-                     elitist: bool = True) -> None:
-        """irace's ``updateModel`` before sampling ``n_new`` configurations in ``iteration``."""
+                     elitist: bool = True, keep_others: bool = False) -> None:
+        """irace's ``updateModel`` before sampling ``n_new`` configurations in ``iteration``.
+        ``keep_others``: the entries of configurations not among ``elites`` stay, unchanged
+        (pipelined iterations, :mod:`racer.tuning.next_race`: ``elites`` are then the
+        provisional ones of a race not yet ended, and its final elites may be others, whose
+        entries its next race's sampling needs)."""
         n_var = max(self.space.n_variable, 1)
         shrink = (1.0 / max(n_new, 1)) ** (1.0 / n_var)
         frac = (iteration - 1) / n_iterations
@@ -215,7 +224,7 @@ class Sampler:
                     vec[0] = vec[0] * shrink
                 entry[p.name] = vec
             new_model[e.id] = entry
-        self.model = new_model
+        self.model = {**self.model, **new_model} if keep_others else new_model
 
     def similar(self, configurations: list, threshold: float) -> list:
         """irace's ``similarConfigurations``: the ids of the configurations (objects with ``id``

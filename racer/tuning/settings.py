@@ -207,6 +207,7 @@ CONSTRAINTS: dict[str, list] = {
     "fixed_list": [BOOL],
     "lookahead": [BOOL],
     "pipelined": [BOOL],
+    "pipelined_iterations": [BOOL],
     "progress": [BOOL],
     "outlier_factor": [NONE, Interval(_REAL, 1, math.inf, open="both")],
     "min_experiments": [NONE, _count(1)],
@@ -294,6 +295,9 @@ class Settings:
     # whatever the workers (racer.tuning.lookahead, "Pipelined blocks"). Replaces
     # ``lookahead``'s idle-worker runs.
     pipelined: bool = False
+    # racer: also sample each race's next race at the race's first test and start its first
+    # block there (racer.tuning.next_race); implies ``pipelined``.
+    pipelined_iterations: bool = False
     progress: bool = True
     # racer: a configuration with a run at least this many times costlier than the median
     # survivor's on the same instance leaves the race at once, whatever the racing test

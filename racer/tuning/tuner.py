@@ -42,12 +42,13 @@ from racer.tuning.schedule import IraceSchedule
 from racer.racing.base import KeepAll, ProtectElites, RacingTest
 from racer.engine import Race
 from racer.tuning.parameters import ParameterSpace, format_value
-from racer.tuning.dispatch import RacePlan, drive_race, real_cells, speculates, told
+from racer.tuning.dispatch import RacePlan, drive_race, real_cells, rows_run, speculates, told
 from racer.racing.capped import CappedTest
 from racer.racing.outliers import OutlierGuard
 from racer.tuning.slow_runs import SlowRunStop
 from racer.tuning.capping import capped_time, score
 from racer.tuning.lookahead import Lookahead, reserve, reserve_workers
+from racer.tuning.next_race import NextRace, NextRacePlanner
 from racer.tuning.objectives import elite_cap, pareto_elites
 from racer.tuning.sampler import Sampler
 from racer.tuning.instances import Instance
@@ -130,6 +131,8 @@ class Settings:
     # maxExperiments (racer.tuning.lookahead, "Pipelined blocks"): the same seed gives the
     # same elites whatever the workers, the executor or the order runs finish in.
     pipelined: bool = False
+    # racer.tuning.next_race (pipelined iterations; with ``pipelined``)
+    pipelined_iterations: bool = False
     # racer: when the sampler finds too few configurations never raced before (a small space
     # used up), race the elites, with any new configurations found and the survivors of
     # earlier races that were not kept as elites (alive, never eliminated: dropped only by
@@ -377,11 +380,14 @@ class Tuner:
                  min_survivors: int, test: RacingTest, first_test: int, journal: str,
                  pool: cf.Executor, max_total: int | None, elitist_limit: int = 0,
                  protect_rows: int = 0, preset: dict | None = None, n_elites: int = 0,
-                 reserve: int = 0) -> Any:
+                 reserve: int = 0, next_race: Any = None, ahead: Lookahead | None = None) -> Any:
         """One race. ``elitist_limit`` > 0 ends it (irace's elitist races) once that many
         consecutive tests after instance ``first_test`` eliminated nobody, but not before
         ``protect_rows`` instances (those the elites have results for) are done. ``reserve``:
-        look-ahead's share of maxExperiments = ``max_total + reserve`` (:meth:`raced`)."""
+        look-ahead's share of maxExperiments = ``max_total + reserve`` (:meth:`raced`).
+        ``next_race``: pipelined iterations' planner of the next race
+        (:class:`racer.tuning.next_race.NextRacePlanner`); ``ahead``: this race's look-ahead
+        journal when its previous race opened it to start its first block."""
         settings = self.settings
         multi = settings.directions is not None
         race = Race(
@@ -398,13 +404,10 @@ class Tuner:
         used_before = self.experiments
         plan = RacePlan(iteration, candidates, tasks, first_test, self.each_test,
                         min_survivors, max_total, cached_before, preset or {}, used_before,
-                        elitist_limit, protect_rows, n_elites, reserve, settings.pipelined)
-        ahead = None
-        if self.journal_dir is not None and speculates(settings, self.executor):
-            ahead = Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
-                              self.runner, self.on_run, iteration,
-                              bound=settings.capping.bound if settings.capping is not None else None,
-                              killable=self.executor is None)
+                        elitist_limit, protect_rows, n_elites, reserve, settings.pipelined,
+                        next_race)
+        if ahead is None and self.journal_dir is not None and speculates(settings, self.executor):
+            ahead = self.open_lookahead(iteration, candidates, tasks, journal)
         try:
             carried = drive_race(self, race, plan, pool, ahead)  # sets self.experiments
             result = race.result()
@@ -417,6 +420,17 @@ class Tuner:
             race.close()
         self._keep_results(iteration, result, candidates, cached_before, carried)
         return result
+
+    def open_lookahead(self, iteration: int, candidates: list, tasks: list,
+                       journal: str | None = None) -> Lookahead:
+        """The look-ahead runs and journal of race ``iteration`` (an interrupted session's
+        read back)."""
+        capping = self.settings.capping
+        journal = journal or f"iteration-{iteration}.sqlite"
+        return Lookahead(self._journal(journal) + ".lookahead.jsonl", candidates, tasks,
+                         self.runner, self.on_run, iteration,
+                         bound=capping.bound if capping is not None else None,
+                         killable=self.executor is None)
 
     def _keep_results(self, iteration: int, result, candidates: list, cached_before: dict,
                       carried: dict) -> None:
@@ -642,7 +656,18 @@ class Tuner:
             self._check_minimum(money.budget)
         while True:
             run.iteration += 1
-            sized = money.exhausted(run.iteration == 1)
+            planned, run.next_race = run.next_race, None
+            if planned is not None and not self._can_pay_planned(run, money, planned):
+                planned = None  # sized anew from what is left, as without pipelining
+            if planned is not None:  # pipelined iterations: sampled in the last race
+                run.n_iterations = max(run.n_iterations, planned.n_iterations)
+                # Its configurations were sized for the budget the last race was allotted;
+                # its budget is what the last race left, as irace's is (racer.tuning.next_race).
+                left = self.schedule.iteration_budget(money.remaining, run.iteration,
+                                                      run.n_iterations)
+                sized = (min(max(planned.current, left), money.remaining), planned.n_conf)
+            else:
+                sized = money.exhausted(run.iteration == 1)
             if sized is None:
                 sized = self._size_iteration(run, money)
             if sized is _RETRY:
@@ -654,11 +679,12 @@ class Tuner:
                 run.stop_reason = sized
                 break
             exhausted = self._run_iteration(pool, run, money, *sized, first_values,
-                                            preset if run.iteration == 1 else None)
+                                            preset if run.iteration == 1 else None, planned)
             if exhausted is not None:
                 run.stop_reason = exhausted
                 break
-            if self.experiments - run.used_before == 0 and not money.more():
+            if (run.next_race is None and self.experiments - run.used_before == 0
+                    and not money.more()):
                 run.stop_reason = "no runs possible within the remaining budget"
                 break
         self.recorder.stop(run.stop_reason, [e.id for e in run.elites], self.experiments,
@@ -770,10 +796,13 @@ class Tuner:
                 "not enough budget to race all configurations up to the first test")
         return current, n_conf
 
-    def _new_values(self, run: _Iterations, n_conf: int, first_values: dict | None) -> tuple:
+    def _new_values(self, run: _Iterations, n_conf: int, first_values: dict | None,
+                    keep_others: bool = False) -> tuple:
         """Values and parents of the configurations iteration ``run.iteration`` adds: the
         initial ones then uniform samples in the first, else samples of the model around the
-        elites (sampled again after a soft restart)."""
+        elites (sampled again after a soft restart). ``keep_others``: pipelined iterations
+        (:mod:`racer.tuning.next_race`), whose elites are provisional: the model keeps the
+        other configurations' entries."""
         s = self.settings
         iteration = run.iteration
         if iteration == 1:
@@ -788,7 +817,10 @@ class Tuner:
         rng = np.random.default_rng([s.seed, 3, iteration])
         elites = run.elites
         n_new = n_conf - len(elites)
-        self.sampler.update_model(elites, iteration, run.n_iterations, n_new, elitist=s.elitist)
+        if keep_others and not self.sampler.model:
+            self.sampler.init_model(elites)  # sampled before the first race ended
+        self.sampler.update_model(elites, iteration, run.n_iterations, n_new, elitist=s.elitist,
+                                  **({"keep_others": True} if keep_others else {}))
         seen_before = set(run.seen_keys)
         got = self.sampler.sample_model(elites, n_new, rng, run.seen_keys)
         if s.soft_restart:
@@ -831,17 +863,26 @@ class Tuner:
                 + list(range(stop_new, max(available, stop_new))))
 
     def _run_iteration(self, pool, run: _Iterations, money: _Budget, current: int, n_conf: int,
-                       first_values: dict | None, preset: dict | None) -> str | None:
+                       first_values: dict | None, preset: dict | None,
+                       planned: NextRace | None = None) -> str | None:
         """Sample iteration ``run.iteration``'s configurations, race them with the elites,
         and keep the survivors as the next elites. Returns why the tuning stops when no race
         can be run: the sampler found too few configurations never sampled before (a small
-        parameter space used up; racer never races a configuration twice, irace would)."""
-        chosen = self._candidates(run, n_conf, first_values)
-        if isinstance(chosen, str):
-            return chosen
-        candidates, new, min_survivors = chosen
-        order = self._task_order(run, money.remaining)
-        tasks = [self.task(i) for i in order]
+        parameter space used up; racer never races a configuration twice, irace would).
+        ``planned``: the race as pipelined iterations planned it during the last one (its
+        new configurations and tasks; the elites are the last race's final ones)."""
+        if planned is not None:
+            candidates, new = run.elites + planned.new, planned.new
+            # Sized for the provisional elites: the final ones may be fewer (failures).
+            min_survivors = max(1, min(self.min_survival, len(candidates) - 1))
+            order, tasks = planned.order, planned.tasks
+        else:
+            chosen = self._candidates(run, n_conf, first_values)
+            if isinstance(chosen, str):
+                return chosen
+            candidates, new, min_survivors = chosen
+            order = self._task_order(run, money.remaining)
+            tasks = [self.task(i) for i in order]
         if len(tasks) < self.first_test:
             raise BudgetError(f"only {len(tasks)} training instances for firstTest = "
                               f"{self.settings.first_test}"
@@ -856,10 +897,45 @@ class Tuner:
             run.iteration, _journal_name(self.journal_dir, f"iteration-{run.iteration}.sqlite"),
             int(current), tuple(CandidateRecord.of(c) for c in candidates),
             tuple(c.id for c in new), run.iteration in run.soft_restarts))
-        result = self._race_iteration(pool, run, money, current, candidates, tasks,
-                                      min_survivors, preset)
+        planner = self._next_race_planner(run, money, current, candidates)
+        try:
+            result = self._race_iteration(pool, run, money, current, candidates, tasks,
+                                          min_survivors, preset, planner,
+                                          planned.ahead if planned is not None else None)
+        except BaseException:
+            if planner is not None:
+                planner.close()
+            raise
+        run.next_race = planner.planned if planner is not None else None
         self._keep_elites(run, money, candidates, order, result)
         return None
+
+    def _can_pay_planned(self, run: _Iterations, money: _Budget, planned: NextRace) -> bool:
+        """Whether the budget left pays for the first block of the race pipelined iterations
+        planned during the last one (sized for the budget the last race was allotted; it may
+        have spent more, and its final elites may lack some of the block's instances). If
+        not, its runs started ahead are stopped and logged unused (their journal charges them
+        to the race sized in its place) and False is returned."""
+        first_block = self._first_block_runs(run.elites + planned.new, planned.tasks, None)
+        if money.timed or first_block <= money.remaining:
+            return True
+        if planned.ahead is not None:
+            planned.ahead.close(lambda cid, task: False)
+        return False
+
+    def _next_race_planner(self, run: _Iterations, money: _Budget, current: int,
+                           candidates: list) -> NextRacePlanner | None:
+        """Pipelined iterations' planner of the race after this one (racer.tuning.next_race),
+        or None where its size would depend on what this race spends or on time, with
+        several objectives, without elitist races, or with a sampler told whole races."""
+        s = self.settings
+        if not (s.pipelined and s.pipelined_iterations and s.elitist
+                and self.journal_dir is not None
+                and not money.timed and s.directions is None and s.experiments_per_iteration == 0
+                and getattr(self.sampler, "observe", None) is None):
+            return None
+        return NextRacePlanner(self, run, money, current, candidates,
+                               len(run.elites) if run.iteration > 1 else 0)
 
     def _first_block_runs(self, candidates: list, tasks: list, preset: dict | None) -> int:
         """Runs the race's first block (``first_test`` tasks for every candidate) starts:
@@ -914,7 +990,8 @@ class Tuner:
         return test
 
     def _race_iteration(self, pool, run: _Iterations, money: _Budget, current: int,
-                        candidates: list, tasks: list, min_survivors: int, preset: dict | None):
+                        candidates: list, tasks: list, min_survivors: int, preset: dict | None,
+                        planner: NextRacePlanner | None = None, ahead: Lookahead | None = None):
         """Race iteration ``run.iteration``'s candidates (the elites first) on ``tasks``."""
         s = self.settings
         iteration = run.iteration
@@ -932,7 +1009,7 @@ class Tuner:
             first_test=self.first_test, journal=f"iteration-{iteration}.sqlite", pool=pool,
             max_total=None if money.timed else money.budget, reserve=money.reserve,
             elitist_limit=s.elitist_limit if s.elitist else 0, protect_rows=protect_rows,
-            preset=preset, n_elites=n_elites)
+            preset=preset, n_elites=n_elites, next_race=planner, ahead=ahead)
 
     def _keep_elites(self, run: _Iterations, money: _Budget, candidates: list, order: list,
                      result) -> None:
@@ -946,7 +1023,7 @@ class Tuner:
         if not money.timed:
             money.remaining -= self.experiments - run.used_before
         run.n_seen = max(run.n_seen,
-                         max((order[r] + 1 for r in range(_rows_run(result))), default=0))
+                         max((order[r] + 1 for r in range(rows_run(result))), default=0))
         for ci, _row, _ in result.failures:
             run.seen_keys.add(self.sampler.key(candidates[ci].values))
         run.elites = elites_of(result, elite_cap(self.min_survival, s.directions),
@@ -955,7 +1032,11 @@ class Tuner:
         if s.race_used_up:
             alive = [c for c in result.survivors if all(c is not e for e in run.elites)]
             run.dropped = _not_kept(alive, run.dropped, run.elites)
-        if run.iteration == 1:
+        if run.iteration == 1 and run.next_race is not None:
+            # the second race was sampled around the first's provisional elites, whose
+            # entries stay; the final elites get theirs
+            self.sampler.init_model(run.elites, keep=True)
+        elif run.iteration == 1:
             self.sampler.init_model(run.elites)
 
     def _record_race(self, result, candidates: list, elites: list, n_runs: int) -> None:
@@ -1243,16 +1324,6 @@ def _not_kept(alive: list, dropped: list, elites: list) -> list:
     return alive + [c for c in dropped if all(c is not x for x in alive + elites)]
 
 
-def _rows_run(result) -> int:
-    """Rows of ``result`` with at least one evaluation (a race stopped before a block it
-    could not pay has that block's rows registered but not run)."""
-    done = ~np.isnan(result.scores)
-    for ci, row, _ in result.failures:
-        done[row, ci] = True
-    rows = np.flatnonzero(done.any(axis=1))
-    return int(rows[-1]) + 1 if rows.size else 0
-
-
 # What Tuner._size_iteration answers besides (budget, configurations) or a stop reason.
 _RETRY = object()  # the same iteration again, with the next session's larger budget
 _SKIP = object()  # nbConfigurations cannot be paid yet: on to the next iteration (irace)
@@ -1328,5 +1399,6 @@ class _Iterations:
     races: list = dataclasses.field(default_factory=list)
     stop_reason: str = "budget exhausted"
     used_before: int = 0  # experiments before the current race
+    next_race: Any = None  # pipelined iterations: the next race, planned during this one
     # race_used_up: survivors not kept as elites, best first, latest race first
     dropped: list = dataclasses.field(default_factory=list)

@@ -175,17 +175,19 @@ def test_each_change_is_refused_with_start_over_first_then_old_and_new(finished,
         assert main(args + ["--fresh"]) == EXIT_OK  # the advice works
 
 
-def test_a_resume_that_turns_pipelined_blocks_on_is_refused(finished, tmp_path, capsys):
-    # Pipelined blocks charge the runs started, the default only those used: a tuning
-    # resumed under the other setting would not be the tuning it continues.
+@pytest.mark.parametrize("flag", ["--pipelined", "--pipelined-iterations"])
+def test_a_resume_that_turns_pipelined_blocks_on_is_refused(finished, tmp_path, capsys, flag):
+    # Pipelined blocks charge the runs started, the default only those used; pipelined
+    # iterations sample each race at the last one's first test: a tuning resumed under the
+    # other setting would not be the tuning it continues.
     folder = copy_of(finished, tmp_path)
     before = runs_made(folder)
-    args = ["--scenario", str(folder / "scenario.txt"), "-q", "1", "--no-report", "--pipelined"]
+    args = ["--scenario", str(folder / "scenario.txt"), "-q", "1", "--no-report", flag]
     capsys.readouterr()
     assert main(args) == EXIT_SCENARIO
     err = capsys.readouterr().err.splitlines()
     assert "was started with other settings" in err[0]
-    assert err[1:] == ["  --pipelined: FALSE -> TRUE"]
+    assert err[1:] == [f"  {flag}: FALSE -> TRUE"]
     assert runs_made(folder) == before
 
 

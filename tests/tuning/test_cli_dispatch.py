@@ -145,15 +145,19 @@ def test_lookahead_with_failures_uses_the_same_runs(tmp_path):
     assert on.experiments == off.experiments
 
 
-def test_pipelined_blocks_with_failures_give_the_same_answer_on_any_workers(tmp_path):
+@pytest.mark.parametrize("iterations", [False, True], ids=["blocks", "iterations"])
+def test_pipelined_blocks_with_failures_give_the_same_answer_on_any_workers(tmp_path, iterations):
     # Pipelined blocks start a new configuration's runs of a block at once, before its first
     # answers (told in row order; after a failure SKIPPED, and the runs made are charged
-    # unused): the same elites, runs used and runs charged on one worker and on four.
+    # unused): the same elites, runs used and runs charged on one worker and on four; with
+    # pipelined iterations too (the next race's first block is such a block).
     one, log_one = run_tuner(tmp_path / "one", CrashingRunner(), parallel=1, pipelined=True,
-                             error_policy="reject", max_experiments=300)
+                             pipelined_iterations=iterations, error_policy="reject",
+                             max_experiments=300)
     runner = CrashingRunner(delay=0.002)
     four, log_four = run_tuner(tmp_path / "four", runner, parallel=4, pipelined=True,
-                               error_policy="reject", max_experiments=300)
+                               pipelined_iterations=iterations, error_policy="reject",
+                               max_experiments=300)
     assert [e.id for e in four.elites] == [e.id for e in one.elites]
     assert used(log_four) == used(log_one)
     assert four.experiments == one.experiments <= 300
@@ -183,7 +187,8 @@ def test_kill_run_stops_one_tagged_run(tmp_path):
     assert res.status == "error" and res.returncode is None and time.monotonic() - t0 < 5
 
 
-@pytest.mark.parametrize("flags", [[], ["--pipelined"]], ids=["lookahead", "pipelined"])
+@pytest.mark.parametrize("flags", [[], ["--pipelined"], ["--pipelined-iterations"]],
+                         ids=["lookahead", "pipelined", "pipelined-iterations"])
 def test_kill_9_with_lookahead_resumes_repeating_at_most_the_runs_in_flight(tmp_path, flags):
     # The runner logs each call; after kill -9 and a resume, every used run was made at most
     # once, except those in flight when racer died (at most --parallel of them): finished

@@ -31,12 +31,12 @@ def _evaluate(config, instance, seed):
     return (config["x"] - 0.3) ** 2 + 0.02 * abs(config["k"] - 4) + instance + 0.05 * noise
 
 
-def _on_simulated(workers, order_seed, pipelined=True, budget=300, seed=3):
+def _on_simulated(workers, order_seed, pipelined=True, budget=300, seed=3, **options):
     """The tuning on ``workers`` virtual workers whose run durations (lognormal, drawn in
     submission order from ``order_seed``) set the order runs finish in."""
     ex = simclock.SimulatedExecutor(workers, simclock.lognormal(0.5, 0.8), random_state=order_seed)
     res = racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=budget, executor=ex,
-                     random_state=seed, progress=False, pipelined=pipelined)
+                     random_state=seed, progress=False, pipelined=pipelined, **options)
     return res, ex
 
 
@@ -46,12 +46,14 @@ def _used(res):
                   for r in rows if r["status"] != UNUSED)
 
 
-def test_same_elites_and_runs_on_1_16_and_256_workers_in_any_finishing_order():
-    ref, ex1 = _on_simulated(1, 0)
+@pytest.mark.parametrize("options", [{}, {"pipelined_iterations": True}],
+                         ids=["blocks", "iterations"])
+def test_same_elites_and_runs_on_1_16_and_256_workers_in_any_finishing_order(options):
+    ref, ex1 = _on_simulated(1, 0, **options)
     assert len(ref.elite_ids) >= 1 and ref.experiments <= 300
     runs = set()
     for workers, order in [(16, 1), (16, 2), (256, 3), (256, 4)]:
-        res, ex = _on_simulated(workers, order)
+        res, ex = _on_simulated(workers, order, **options)
         assert list(res.elite_ids) == list(ref.elite_ids), (workers, order)
         assert res.experiments == ref.experiments
         assert _used(res) == _used(ref)
@@ -71,7 +73,7 @@ def test_same_elites_and_runs_on_1_16_and_256_workers_in_any_finishing_order():
     assert len(runs) > 1  # the orders really differed
     # racer's own thread pool, one worker: the same answer again.
     own = racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=300, random_state=3,
-                     progress=False, pipelined=True)
+                     progress=False, pipelined=True, **options)
     assert list(own.elite_ids) == list(ref.elite_ids) and own.experiments == ref.experiments
 
 
@@ -141,7 +143,91 @@ def test_an_interrupted_pipelined_tuning_resumes_to_the_same_answer(tmp_path, re
 def test_pipelined_is_checked():
     with pytest.raises(TypeError, match="`pipelined` must be True or False; got 2"):
         racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=100, pipelined=2, progress=False)
+    with pytest.raises(TypeError, match="`pipelined_iterations` must be True or False; got 'y'"):
+        racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=100, pipelined_iterations="y",
+                   progress=False)
+    with pytest.raises(ValueError, match="`pipelined_iterations` cannot be combined with `capping`"):
+        racer.tune(lambda c, i, s, bound=None: (_evaluate(c, i, s), 1.0), TUNE_SPACE, INSTANCES,
+                   budget=100, capping=True, bound_max=10, pipelined_iterations=True,
+                   progress=False)
     # Capping needs the elites' runs of an instance before the others': nothing can run ahead.
     with pytest.raises(ValueError, match="`pipelined` cannot be combined with `capping`"):
         racer.tune(lambda c, i, s, bound=None: (_evaluate(c, i, s), 1.0), TUNE_SPACE, INSTANCES,
                    budget=100, capping=True, bound_max=10, pipelined=True, progress=False)
+
+
+# ---------------------------------------------------------------- pipelined iterations
+
+
+def _iterations_of_runs(res, calls, trace):
+    """The iteration of each run of the simulated ``trace`` (``calls``: the evaluations in
+    submission order, which the simulated executor makes when a run is submitted; a run
+    cancelled before it started is in neither the trace nor the runs table)."""
+    rows = res.runs.to_dict("records") if hasattr(res.runs, "to_dict") else res.runs
+    of = {(tuple(sorted(res.configurations[r["configuration"]].items())), r["instance"],
+           int(r["seed"])): r["iteration"] for r in rows}
+    keys = [(values, str(instance), int(seed)) for values, instance, seed in calls]
+    return [of[keys[run.index]] for run in trace]
+
+
+def test_the_next_race_starts_before_the_last_one_ends():
+    # racer.tuning.next_race: race j + 1's first block starts at race j's first test (the
+    # tuning of benchmarks/cluster_utilisation.py, whose races go on after their first test).
+    calls = []
+
+    def evaluate(config, instance, seed):
+        calls.append((tuple(sorted(config.items())), instance, seed))
+        noise = np.random.default_rng(seed).standard_normal()
+        return float((config["x"] - 0.3) ** 2 + 0.5 * (config["y"] - instance) ** 2
+                     + 0.01 * abs(config["k"] - 4) + 0.05 * noise)
+
+    ex = simclock.SimulatedExecutor(64, simclock.lognormal(0.5, 0.5), random_state=0)
+    res = racer.tune(evaluate, 'x "" r (0, 1)\ny "" r (0, 1)\nk "" i (1, 10)\n',
+                     [round(float(v), 4) for v in np.linspace(0.0, 1.0, 60)], budget=1000,
+                     executor=ex, random_state=1, progress=False, pipelined_iterations=True)
+    trace = sorted(ex.trace, key=lambda r: r.index)
+    iteration = np.array(_iterations_of_runs(res, calls, trace))
+    start = np.array([r.start for r in trace])
+    end = np.array([r.end for r in trace])
+    overlaps = [k for k in range(2, int(iteration.max()) + 1)
+                if start[iteration == k].min() < end[iteration == k - 1].max()]
+    assert len(overlaps) >= 2, overlaps
+    # ... and still within the budget, every run charged.
+    assert len(ex.trace) <= res.experiments <= 1000
+
+
+def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answer(tmp_path):
+    def settings():
+        return Settings(max_experiments=400, seed=2, parallel=4, pipelined=True,
+                        pipelined_iterations=True)
+
+    ref_log = []
+    ref = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+                journal_dir=str(tmp_path / "ref"),
+                on_run=lambda it, c, t, r: ref_log.append((it, c.id, t.index, t.seed, r.status))
+                ).run()
+    born = {}  # configuration id -> the race that sampled it
+    for row in ref_log:
+        born.setdefault(row[1], row[0])
+    runner, log = CountingRunner(delay=0.002), []
+
+    def interrupt_once_the_next_race_runs(it, c, t, r):
+        log.append((it, c.id, t.index, t.seed, r.status))
+        if any(born.get(cid) == it + 1 for cid, _, _ in runner.calls):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Tuner(SPACE, runner, TRAIN, settings(), FRaceTest(alpha=0.05),
+              journal_dir=str(tmp_path / "run"), on_run=interrupt_once_the_next_race_runs).run()
+    # Interrupted in race j with runs of race j + 1 started, none of them logged yet.
+    j = log[-1][0]
+    assert max(row[0] for row in log) == j
+    assert any(born.get(cid) == j + 1 for cid, _, _ in runner.calls)
+    again = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+                  journal_dir=str(tmp_path / "run"),
+                  on_run=lambda it, c, t, r: log.append((it, c.id, t.index, t.seed, r.status))
+                  ).run()
+    assert [(e.id, e.values) for e in again.elites] == [(e.id, e.values) for e in ref.elites]
+    assert again.experiments == ref.experiments
+    used = sorted(set(row for row in log if row[4] != UNUSED))
+    assert used == sorted(row for row in ref_log if row[4] != UNUSED)
