@@ -23,7 +23,9 @@ would give; ``overhead=`` and ``dispatch=`` add a real executor's costs, see
 supported). On an executor the tuner reads no wall clock for its decisions: ``max_time``
 counts the times ``evaluate`` reports, look-ahead runs only on racer's own pool, and the
 ``wall`` column of ``runs.csv`` is the real seconds of the in-process call, not the virtual
-duration.
+duration. The call is made when the run is submitted, so a run cancelled while it waits for
+a worker was called all the same, but it never starts: it is not in :attr:`trace` (and the
+tuner does not log it); map calls to runs through the trace's ``index`` (submission order).
 
 Durations (``durations=``): a callable ``durations(rng) -> float``; an object with
 ``rvs(random_state=rng)`` (a frozen ``scipy.stats`` distribution); or a 1-D table of recorded
