@@ -157,8 +157,8 @@ class NextRacePlanner:
                   for ci in provisional_elites(result, rows, cap, self.n_elites)]
         if not elites:
             return None
-        order = [t.index for t in result.instances]
-        n_seen = max(run.n_seen, max(order[:rows]) + 1)
+        # Task.index is the task's position in the training stream plus one.
+        n_seen = max(run.n_seen, max(t.index for t in result.instances[:rows]))
         ahead_run = dataclasses.replace(run, iteration=run.iteration + 1, elites=elites,
                                         n_seen=n_seen, races=[], dropped=[])
         money = copy.copy(self.money)

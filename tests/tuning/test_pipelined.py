@@ -231,3 +231,29 @@ def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answ
     assert again.experiments == ref.experiments
     used = sorted(set(row for row in log if row[4] != UNUSED))
     assert used == sorted(row for row in ref_log if row[4] != UNUSED)
+
+
+def test_the_next_races_first_block_is_on_instances_seen_before_its_fixed_point(monkeypatch):
+    # racer.tuning.next_race: the planned race's first block starts during the last race, so
+    # its instances must be known then: instances the tuning had seen by the last race's
+    # first test (Task.index is a stream position plus one).
+    from racer.tuning import next_race
+    seen = []
+    plan = next_race.NextRacePlanner.plan
+
+    def recording(self, result):
+        before = self.run.n_seen
+        planned = plan(self, result)
+        if planned is not None and (not seen or planned is not seen[-1][0]):
+            rows = result.instances[:self.rows]
+            seen.append((planned, max([before] + [t.index for t in rows])))
+        return planned
+
+    monkeypatch.setattr(next_race.NextRacePlanner, "plan", recording)
+    ex = simclock.SimulatedExecutor(64, simclock.lognormal(0.5, 0.5), random_state=0)
+    racer.tune(_evaluate, TUNE_SPACE, INSTANCES, budget=600, executor=ex, random_state=1,
+               progress=False, pipelined_iterations=True)
+    assert seen
+    for planned, n_seen in seen:
+        first_block = planned.order[:5]  # firstTest 5: racer.tune's default
+        assert max(first_block) < n_seen and len(set(first_block)) == 5
