@@ -28,13 +28,13 @@ configurations there, while race ``j`` goes on:
 * **Its new configurations** are sampled from irace's model around the provisional elites
   (their entries updated for race ``j + 1``; the others' kept, since race ``j``'s final
   elites may differ and race ``j + 2`` is sampled around some of them).
-* **Its instances** are those seen at the fixed point, in race ``j + 1``'s new order, then the
-  later ones in stream order. irace puts ``elitistNewInstances`` new instances first; which
-  instances are new is known only when race ``j`` ends, so race ``j + 1``'s first block (the
-  part started early) can only be on instances seen before. The elites meet a new instance
-  once they have run every one they had (they are protected until then, as in irace), so
-  every race still brings them new instances. Decision; what it costs is measured with the
-  rest in benchmarks/RESULTS.md, "Pipelined iterations".
+* **Its instances** are in irace's order for the instances seen at the fixed point
+  (:meth:`racer.tuning.tuner.Tuner._task_order`): ``elitistNewInstances`` new ones first (the
+  next ones of the training stream then), then those seen in race ``j + 1``'s new order, then
+  the rest. Race ``j`` may run those "new" instances itself before it ends, so they are new
+  to the new configurations but not always to the final elites. Decision, chosen on the
+  pilot tables over the first block on seen instances only (benchmarks/RESULTS.md,
+  "Pipelined iterations", where its cost is measured with the rest).
 * **Started**: the new configurations' first ``firstTest`` runs, all at once (as pipelined
   blocks start a new configuration's runs: provisional, told in row order, SKIPPED after a
   failure), after race ``j``'s own runs of that block. They are runs of race ``j + 1``:
@@ -176,9 +176,9 @@ class NextRacePlanner:
         run.next_id += len(new)
         run.seen_keys = ahead_run.seen_keys  # a soft restart may have replaced the set
         run.soft_restarts = ahead_run.soft_restarts
-        positions = tuner._past_order(ahead_run.iteration, n_seen)
-        available = tuner.n_tasks_available(money.remaining)
-        positions += list(range(n_seen, max(available, n_seen)))
+        # irace's order for a race whose elites have seen n_seen instances:
+        # elitistNewInstances new ones first, then the seen ones anew, then the rest.
+        positions = tuner._task_order(ahead_run, money.remaining)
         tasks = [tuner.task(i) for i in positions]
         cells = [(c, t) for t in tasks[:tuner.first_test] for c in new]
         self.planned = NextRace(ahead_run.iteration, current, n_conf, ahead_run.n_iterations,

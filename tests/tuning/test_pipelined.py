@@ -198,11 +198,15 @@ def test_the_next_race_starts_before_the_last_one_ends():
 
 def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answer(tmp_path):
     def settings():
-        return Settings(max_experiments=400, seed=2, parallel=4, pipelined=True,
+        return Settings(max_experiments=500, seed=2, parallel=4, pipelined=True,
                         pipelined_iterations=True)
 
+    # 30 instances (the 10 of TRAIN three times): races long enough to go on after their
+    # first test, so that the next race starts during them.
+    train = TRAIN * 3
+
     ref_log = []
-    ref = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+    ref = Tuner(SPACE, CountingRunner(), train, settings(), FRaceTest(alpha=0.05),
                 journal_dir=str(tmp_path / "ref"),
                 on_run=lambda it, c, t, r: ref_log.append((it, c.id, t.index, t.seed, r.status))
                 ).run()
@@ -217,13 +221,13 @@ def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answ
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        Tuner(SPACE, runner, TRAIN, settings(), FRaceTest(alpha=0.05),
+        Tuner(SPACE, runner, train, settings(), FRaceTest(alpha=0.05),
               journal_dir=str(tmp_path / "run"), on_run=interrupt_once_the_next_race_runs).run()
     # Interrupted in race j with runs of race j + 1 started, none of them logged yet.
     j = log[-1][0]
     assert max(row[0] for row in log) == j
     assert any(born.get(cid) == j + 1 for cid, _, _ in runner.calls)
-    again = Tuner(SPACE, CountingRunner(), TRAIN, settings(), FRaceTest(alpha=0.05),
+    again = Tuner(SPACE, CountingRunner(), train, settings(), FRaceTest(alpha=0.05),
                   journal_dir=str(tmp_path / "run"),
                   on_run=lambda it, c, t, r: log.append((it, c.id, t.index, t.seed, r.status))
                   ).run()
@@ -233,10 +237,11 @@ def test_an_interruption_while_the_next_race_runs_ahead_resumes_to_the_same_answ
     assert used == sorted(row for row in ref_log if row[4] != UNUSED)
 
 
-def test_the_next_races_first_block_is_on_instances_seen_before_its_fixed_point(monkeypatch):
+def test_the_next_races_first_block_is_ordered_as_irace_orders_it_at_the_fixed_point(monkeypatch):
     # racer.tuning.next_race: the planned race's first block starts during the last race, so
-    # its instances must be known then: instances the tuning had seen by the last race's
-    # first test (Task.index is a stream position plus one).
+    # its instances must be known then: irace's order for the instances seen by the last
+    # race's first test (Task.index is a stream position plus one): elitistNewInstances (1)
+    # new one first, the next of the stream, then seen ones.
     from racer.tuning import next_race
     seen = []
     plan = next_race.NextRacePlanner.plan
@@ -256,4 +261,5 @@ def test_the_next_races_first_block_is_on_instances_seen_before_its_fixed_point(
     assert seen
     for planned, n_seen in seen:
         first_block = planned.order[:5]  # firstTest 5: racer.tune's default
-        assert max(first_block) < n_seen and len(set(first_block)) == 5
+        assert first_block[0] == n_seen and max(first_block[1:]) < n_seen
+        assert len(set(first_block)) == 5
