@@ -51,9 +51,9 @@ learns from whole races (``sampler="optuna"``), or where irace's schedule has no
 ``j + 1`` for that budget: those tunings race on as with pipelined blocks alone.
 
 Why it is not part of ``pipelined=True``: at equal runs its tunings are behind the default's
-on the three suite scenarios measured (+2.7 % to +7.8 %, each within 2 SE, together beyond)
-and lean the same way on the ground-truth pilot (benchmarks/RESULTS.md, "Pipelined
-iterations"), since each race is sampled from what the last one knew at its first test; it
+on the suite (``pbo-deap`` +10.0 % ± 3.4 %, the other two scenarios leaning the same way;
+benchmarks/RESULTS.md, "Pipelined iterations"), since each race is sampled from what the last
+one knew at its first test; it
 buys wall time at 1,000 runs and more (a third of the default's at 64 simulated workers and
 1,000 runs, against 0.45 with pipelined blocks alone), which a tuning short of time, not of
 runs, may prefer.
