@@ -404,14 +404,12 @@ class Dispatcher:
         test, plan the next race and, if maxExperiments pays for its first block, charge it
         now (before this block's runs ahead are counted, as on a resume) and return True:
         the caller starts those runs after this race's own, which go first."""
-        nxt, race = self.plan.next_race, self.race
+        nxt, race, max_total = self.plan.next_race, self.race, self.plan.max_total
         if nxt is None or not nxt.due(race) or nxt.plan(race.result()) is None:
             return False
-        if self.plan.max_total is None:
-            return nxt.charge_if(lambda n: True)
-        started = {(ev.candidate.id, ev.instance) for ev in race.pending()}
-        paid = self.plan.charged(race, self.ahead, started)
-        return nxt.charge_if(lambda n: paid + n <= self.plan.max_total)
+        paid = 0 if max_total is None else self.plan.charged(
+            race, self.ahead, {(ev.candidate.id, ev.instance) for ev in race.pending()})
+        return nxt.charge_if(lambda n: max_total is None or paid + n <= max_total)
 
     def command(self, cand) -> list:
         if cand.id not in self._switches:

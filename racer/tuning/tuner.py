@@ -887,7 +887,9 @@ class Tuner:
             raise BudgetError(f"only {len(tasks)} training instances for firstTest = "
                               f"{self.settings.first_test}"
                               + (f" x blockSize = {self.block_size}" if self.block_size > 1 else ""))
-        if not money.timed and self._first_block_runs(candidates, tasks, preset) > money.remaining:
+        # (a planned race's first block was counted by _can_pay_planned already)
+        if (planned is None and not money.timed
+                and self._first_block_runs(candidates, tasks, preset) > money.remaining):
             # _size_iteration's estimate counts each elite's new instances alike; an elite
             # kept from a shorter race may lack more, and a race that cannot pay its first
             # block would end with no winner. The exact count decides.
