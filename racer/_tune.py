@@ -330,10 +330,13 @@ def tune(evaluate: Callable, space: Any, instances: Any, *, budget: int | None =
         -1 one per CPU.
     executor : concurrent.futures.Executor, optional
         Where runs go instead (Dask's ``client.get_executor()``, racer's ``RayExecutor``);
-        ``evaluate`` and the instances travel with each run. Not with ``timeout``, nor with
-        ``n_jobs`` other than 1 (runs go where the executor sends them).
+        ``evaluate`` and the instances travel with each run. Not with ``n_jobs`` other
+        than 1 (runs go where the executor sends them).
     timeout : float, optional
-        Seconds before a run is stopped (its worker killed) and counted as failed.
+        Seconds before a run is stopped (its worker killed) and counted as failed. With an
+        ``executor``, each of its workers makes its runs in killable processes of its own
+        (one per run in flight, started at its first run and kept for the next), so a run
+        that hangs on a cluster is stopped as it is on racer's pool.
     storage : str or path, optional
         The execution directory: the journals (``racer-journal/``), ``runs.csv`` and the
         output files, as ``racer --scenario`` writes them in execDir. The same call on the
@@ -433,7 +436,7 @@ def _check_budget(evaluate: Any, budget: Any, max_time: Any, min_experiments: An
 
 def _check_where(executor: Any, n_jobs: Any, timeout: Any) -> tuple[int, float | None]:
     """``(workers, timeout)`` checked: where runs go (``executor`` or ``n_jobs``, not both,
-    as ``racer.race`` has it) and how long one may take (not on an executor)."""
+    as ``racer.race`` has it) and how long one may take."""
     from racer.execution import check_timeout, effective_n_jobs
 
     if executor is not None and n_jobs not in (None, 1):
@@ -441,9 +444,6 @@ def _check_where(executor: Any, n_jobs: Any, timeout: Any) -> tuple[int, float |
                          "with an executor (runs then go where the executor sends them)")
     workers = effective_n_jobs(n_jobs)
     timeout = check_timeout(timeout)
-    if executor is not None and timeout is not None:
-        raise ValueError("`timeout` cannot be combined with `executor`: racer cannot stop a run "
-                         "it handed to another executor")
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise TypeError(f"`executor` must be a concurrent.futures.Executor; got {executor!r}")
     return workers, timeout

@@ -306,18 +306,18 @@ def _check_search_space(search_space: Any) -> None:
 
 def _check_execution(executor: Any, n_jobs: Any, timeout: Any) -> tuple[float | None, int]:
     """``(timeout, n_workers)`` checked, with ``executor``: an executor has ``submit`` and
-    excludes racer's own workers (``n_jobs > 1``, ``timeout``)."""
+    excludes racer's own workers (``n_jobs > 1``); a ``timeout`` then stops runs in killable
+    processes of the executor's workers (racer.tuning.runner)."""
     if executor is not None and not hasattr(executor, "submit"):
         raise TypeError(
             f"`executor` must be a concurrent.futures.Executor (with submit); got {executor!r}"
         )
     checked_timeout = check_timeout(timeout)
     n_workers = effective_n_jobs(n_jobs)
-    if executor is not None and (n_workers > 1 or checked_timeout is not None):
+    if executor is not None and n_workers > 1:
         raise ValueError(
-            "`executor` cannot be combined with `n_jobs` > 1 or `timeout` (racer can only "
-            f"stop evaluations in its own worker processes); got n_jobs={n_jobs!r}, "
-            f"timeout={timeout!r}"
+            "`executor` cannot be combined with `n_jobs` > 1 (runs go where the executor "
+            f"sends them); got n_jobs={n_jobs!r}"
         )
     return checked_timeout, n_workers
 
@@ -495,8 +495,8 @@ class IteratedRace:
         Seconds one evaluation may take (None: no limit). Evaluations then run in racer's
         worker processes (at least one): one over its limit is stopped (its worker killed
         and replaced) and, like one whose worker died, recorded as failed (``on_error``
-        decides); ``evaluate`` must be importable by name. Cannot be combined with
-        ``executor``.
+        decides); ``evaluate`` must be importable by name. With ``executor``, each of its
+        workers stops its runs the same way, in killable processes of its own.
     on_error : {"worst", "eliminate", "raise"}, default "worst"
         What a failed evaluation (an exception, NaN, a timeout, a dead worker) does, as in
         :class:`racer.Race`: rank last on its instance (NaN in the trial's scores), eliminate

@@ -13,7 +13,10 @@ gets irace's switches: the configuration itself, a dict of its active parameters
 ``evaluate`` by value, so a function of a script without a main guard, of a notebook or a
 lambda works; a run past ``timeout`` has its worker killed and is an error; a worker that dies
 is charged to its run), one single-worker pool per thread of the tuner; or, shipped by value,
-in the worker of any ``concurrent.futures.Executor`` the tuner hands runs to.
+in the worker of any ``concurrent.futures.Executor`` the tuner hands runs to (Dask, Ray). There,
+with a ``timeout``, each run is made in a killable process of that worker's own
+(:class:`_ShippedPools`), so a run that hangs on a cluster is stopped and counted as failed as
+it is on racer's pool, instead of holding the tuning forever.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import signal
 import threading
 import time
 import traceback
+import uuid
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from racer.tuning.instances import Instance
@@ -235,9 +239,12 @@ class CallableRunner:
         self._stopped: set = set()
         self._lock = threading.Lock()
         self._closing = False
+        # Names this runner's killable processes on an executor's workers (_ShippedPools).
+        self._token = uuid.uuid4().hex
 
     def __getstate__(self) -> dict:
-        # Shipped to a Dask or Ray worker: evaluate runs there, in that worker's process.
+        # Shipped to a Dask or Ray worker: evaluate runs there, in that worker's process, or
+        # with a timeout in a killable process of that worker's (_SHIPPED_POOLS).
         state = dict(self.__dict__)
         state.update(_free=None, _pools=[], _busy={}, _killed={}, _stopped=set(), _lock=None,
                      _closing=False, n_workers=0)
@@ -300,14 +307,14 @@ class CallableRunner:
 
     def _once(self, config: dict, index: int, seed: int, bound: Any, tag: object) -> tuple:
         """One call: ``(status, cost, time, message, traceback text)``."""
-        if self._free is None:
+        if self._free is None and self.timeout is None:
             try:
                 value = self.call(config, index, seed, bound)
             except Exception as exc:  # noqa: BLE001 - a failing run, reported as the CLI's
                 return ("error", None, None, f"raised {type(exc).__name__}: {exc}",
                         traceback.format_exc())
             return (*_read_value(value, self.need_time, self.directions), "")
-        pool = self._free.get()
+        pool = self._borrow()
         try:
             with self._lock:
                 if tag is not None and tag in self._stopped:
@@ -333,7 +340,7 @@ class CallableRunner:
                 # Killed maybe after its run ended: a new worker before the next run, which
                 # would otherwise be charged with this death.
                 pool.replace_killed(killed)
-            self._free.put(pool)
+            self._give_back(pool)
         _key, ok, value = got[0]
         if tag is not None and tag in self._stopped:
             return "error", None, None, _STOPPED, ""
@@ -344,6 +351,19 @@ class CallableRunner:
             return ("error", None, None, f"raised {type(value).__name__}: {value}",
                     str(cause) if cause is not None else "")
         return "error", None, None, str(value), ""  # timed out, or its worker died
+
+    def _borrow(self) -> Any:
+        """A free single-worker pool: one of this runner's (``n_workers`` > 0), or, shipped to
+        an executor's worker with a timeout, one of that process's (:class:`_ShippedPools`)."""
+        if self._free is not None:
+            return self._free.get()
+        return _SHIPPED_POOLS.borrow(self._token, self.call)
+
+    def _give_back(self, pool: Any) -> None:
+        if self._free is not None:
+            self._free.put(pool)
+        else:
+            _SHIPPED_POOLS.give_back(self._token, pool)
 
     def _kill(self, pool: Any) -> None:
         for pid in pool.pids():
@@ -372,3 +392,46 @@ class CallableRunner:
             pools = list(self._busy)
         for pool in pools:
             self._kill(pool)
+
+
+class _ShippedPools:
+    """The killable processes of runners shipped with a ``timeout`` to this process (a Dask
+    or Ray worker): a free single-worker :class:`~racer.execution.WorkerPool` per runner
+    token, borrowed for one run and given back, so that a worker running many runs of one
+    tuning starts its interpreters once, not per run (one per run in flight at a time: a
+    Dask worker with 4 threads keeps up to 4). A pool that timed out has had its worker
+    killed and replaced by the pool itself. Pools of a token unused for :attr:`idle` seconds
+    are closed when another token borrows: a cluster that outlives a tuning does not keep
+    its processes, and a tuning still running keeps its own."""
+
+    idle = 300.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: dict[str, list] = {}
+        self._used: dict[str, float] = {}
+
+    def borrow(self, token: str, fn: Callable) -> Any:
+        with self._lock:
+            now = time.monotonic()
+            for old in [t for t, used in self._used.items()
+                        if t != token and now - used > self.idle]:
+                for pool in self._free.pop(old, ()):
+                    pool.close()
+                del self._used[old]
+            self._used[token] = now
+            free = self._free.setdefault(token, [])
+            pool = free.pop() if free else None
+        if pool is None:
+            from racer.execution import WorkerPool
+
+            pool = WorkerPool(fn, 1, name="evaluate")
+        return pool
+
+    def give_back(self, token: str, pool: Any) -> None:
+        with self._lock:
+            self._free.setdefault(token, []).append(pool)
+            self._used[token] = time.monotonic()
+
+
+_SHIPPED_POOLS = _ShippedPools()

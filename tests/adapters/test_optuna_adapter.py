@@ -723,6 +723,34 @@ def test_iterated_race_on_an_executor_matches_the_serial_run():
 
 
 @pytest.mark.slow
+def test_a_timeout_on_an_executor_stops_hung_evaluations_as_racers_pool_does():
+    # With an executor, `timeout` makes each evaluation in a killable process of the
+    # executor's worker: the hung ones (x > 0.9) are stopped and fail, and the run is the
+    # one of racer's own worker under the same timeout.
+    from concurrent.futures import ThreadPoolExecutor
+
+    evaluate, instances, _ = _race_problem(n_instances=8)
+
+    def hangs(params, instance):
+        if params["x"] > 0.9:
+            import time
+
+            time.sleep(60)
+        return evaluate(params, instance)
+
+    space = {"x": FloatDistribution(-1, 1)}
+    kw = dict(budget=60, random_state=4, timeout=0.5, on_error="eliminate")
+    alone = IteratedRace(hangs, space, instances, **kw).run()
+    with ThreadPoolExecutor(2) as pool:
+        pooled = IteratedRace(hangs, space, instances, executor=pool, **kw).run()
+    assert pooled.best_params == alone.best_params and pooled.best_params["x"] <= 0.9
+    assert pooled.n_evaluations == alone.n_evaluations
+    scores = [v for t in pooled.study.trials if t.params["x"] > 0.9
+              for v in t.user_attrs.get("racer_scores", {}).values()]
+    assert scores and all(np.isnan(v) for v in scores)  # hung, stopped, recorded as failed
+
+
+@pytest.mark.slow
 def test_failed_evaluations_are_raced_as_worst_and_recorded():
     evaluate, instances, _ = _race_problem()
 

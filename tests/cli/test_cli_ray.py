@@ -94,6 +94,31 @@ def test_cli_pipelined_on_ray_gives_the_elites_of_one_thread(ray_executor, tmp_p
     assert done(a) == done(b) <= 80
 
 
+def test_racer_tune_on_ray_with_a_timeout_stops_a_hung_run_and_gives_the_pool_answer(ray_executor):
+    # racer.tune's Python function on Ray, with iterations pipelined: every run of k = "b"
+    # hangs; with `timeout` each Ray worker makes its runs in a killable process of its own,
+    # so the hung runs are stopped and fail, and the tuning ends with racer's own pool's
+    # answer. (A closure: cloudpickle sends it by value to Ray's workers, which cannot
+    # import this test module.)
+    import racer
+
+    def evaluate(config, instance, seed):
+        if config["k"] == "b":
+            time.sleep(60)
+        return (config["x"] - 0.3) ** 2 + instance
+
+    space = 'x "" r (0, 1)\nk "" c (a, b)'
+    kw = dict(budget=60, random_state=3, progress=False, timeout=0.5, on_error="eliminate",
+              pipelined_iterations=True)
+    res = racer.tune(evaluate, space, [0.1 * k for k in range(6)], executor=ray_executor, **kw)
+    # Pipelined: the same answer on any number of workers, so two of racer's own.
+    here = racer.tune(evaluate, space, [0.1 * k for k in range(6)], n_jobs=2, **kw)
+    hung = res.runs[res.runs.status == "error"]
+    assert len(hung) > 0 and all("timed out after 0.5 s" in m for m in hung.message)
+    assert res.best["k"] == "a"
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments <= 60
+
+
 def test_cancelling_a_run_on_ray_kills_its_runner(ray_executor, tmp_path):
     # Two runs that would sleep two minutes hold both CPUs; cancelling their futures must
     # kill the runner processes (TargetRunner's finally on Ray's KeyboardInterrupt) and free

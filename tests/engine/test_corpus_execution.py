@@ -193,8 +193,8 @@ def test_adapters_refuse_bad_timeouts_and_timeout_with_executor():
     space = {"x": FloatDistribution(0, 1)}
     with pytest.raises(TypeError, match="`timeout`"):
         IteratedRace(linear, space, [0, 1], budget=10, timeout="1")
-    with cf.ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="`executor`.*`timeout`"):
-        IteratedRace(linear, space, [0, 1], budget=10, timeout=1.0, executor=pool)
+    with cf.ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="`executor`.*`n_jobs`"):
+        IteratedRace(linear, space, [0, 1], budget=10, n_jobs=2, executor=pool)
     with pytest.raises(ValueError, match="`n_jobs`"):
         IteratedRace(linear, space, [0, 1], budget=10, n_jobs=0)
     del optuna

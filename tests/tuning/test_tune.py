@@ -4,6 +4,7 @@ The acceptance test: on examples/tsp-sa, ``racer --scenario`` (its target-runner
 ``racer.tune`` (tsp_sa.evaluate, the solver the target-runner calls) with the same seed end
 with the same elites, the same runs and the same test costs."""
 
+import concurrent.futures as cf
 import contextlib
 import json
 import os
@@ -66,6 +67,46 @@ def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
     assert target_runner.run(1, 1, 7, inst, []).cost == 0.5
 
 
+@pytest.mark.slow
+def test_a_runner_shipped_with_a_timeout_reuses_its_processes_and_frees_an_idle_tunings():
+    # What a Dask or Ray worker does with a runner it unpickles: with a timeout, each run goes
+    # to a killable process of that worker's, kept for the tuning's next run (no interpreter
+    # started per run), and closed once that tuning has been idle when another one borrows.
+    import pickle
+
+    import cloudpickle
+
+    from racer.tuning import runner as runner_module
+    from racer.tuning.instances import Instance
+
+    inst = Instance("i")
+
+    def shipped():
+        # Its cost is the process that made the run.
+        local = runner_module.CallableRunner(
+            lambda config, instance, seed: float(__import__("os").getpid()), [0.5], {inst: 0},
+            n_workers=0, timeout=5.0, retries=0, need_time=False, exec_dir=".", name="python:f")
+        return pickle.loads(cloudpickle.dumps(local))  # as Dask ships it
+
+    pools = runner_module._ShippedPools()
+    old = runner_module._SHIPPED_POOLS
+    runner_module._SHIPPED_POOLS = pools
+    try:
+        first = shipped()
+        pids = {first.run(1, 1, seed, inst, {"x": 0.3}).cost for seed in range(3)}
+        assert len(pids) == 1 and pids != {os.getpid()}  # one process of its own, reused
+        (pool,) = pools._free[first._token]
+        pools.idle = 0.0
+        second = shipped()
+        assert second.run(1, 1, 0, inst, {"x": 0.3}).cost not in pids
+        assert first._token not in pools._free and pool._closed
+    finally:
+        runner_module._SHIPPED_POOLS = old
+        for free in pools._free.values():
+            for p in free:
+                p.close()
+
+
 # ----------------------------------------------------------------------------- validation
 
 @pytest.mark.parametrize("call, error, words", [
@@ -100,9 +141,9 @@ def test_the_target_runner_and_the_callable_runner_are_one_protocol(tmp_path):
      ValueError, "`initial[0]` is not a valid configuration"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, capping=True, bound_max=10),
      TypeError, "`bound` keyword"),
-    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, timeout=1.0,
+    (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, n_jobs=2,
                         executor=__import__("concurrent.futures").futures.ThreadPoolExecutor(1)),
-     ValueError, "`timeout` cannot be combined with `executor`"),
+     ValueError, "give either `executor` or `n_jobs`"),
     (lambda: racer.tune(quadratic, SPACE, TRAIN, budget=100, forbidden=3), TypeError, "`forbidden`"),
     (lambda: racer.tune(quadratic, 'x "" r (0, 1', TRAIN, budget=100), ValueError, "`space`"),
 ])
