@@ -481,6 +481,112 @@ def test_pipelined_on_dask_survives_a_worker_that_dies(tmp_path):
     assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
 
 
+def _marking_runs(folder, seconds):
+    """quadratic's costs after ``seconds`` of sleep, each run leaving a file named after the
+    process that made it in ``folder`` (which workers made runs). Self-contained (no global
+    of this module): it travels by value to workers that cannot import this test module, as
+    dask-jobqueue's, started by a job script."""
+
+    def evaluate(config, instance, seed):
+        import os
+        import random
+        import time
+
+        (folder / str(os.getpid())).touch()
+        time.sleep(seconds)
+        return ((config["x"] - 0.3) ** 2 + (0.5 if config["k"] == "b" else 0.0) + instance
+                + random.Random(seed).gauss(0, 0.01))
+
+    return evaluate
+
+
+def _when(condition, then, limit=120.0):
+    """A thread that calls ``then()`` once ``condition()`` holds (polled)."""
+    import threading
+
+    def watch():
+        end = time.monotonic() + limit
+        while not condition() and time.monotonic() < end:
+            time.sleep(0.05)
+        then()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+def test_workers_that_join_a_dask_cluster_late_take_runs_and_change_nothing(tmp_path):
+    # The tuning starts on a cluster of one worker; three more join once it has made runs.
+    # Pipelined runs wait in Dask's queue, so the newcomers take some of them, and the answer
+    # is the one-worker answer.
+    distributed = pytest.importorskip("distributed")
+    kw = dict(budget=200, random_state=3, progress=False, pipelined=True)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        first = set()
+        join = _when(lambda: any(tmp_path.iterdir()),
+                     lambda: (first.update(p.name for p in tmp_path.iterdir()), cluster.scale(4)))
+        res = racer.tune(_marking_runs(tmp_path, 0.05), SPACE, TRAIN,
+                         executor=client.get_executor(), **kw)
+        join.join()
+    assert len(first) == 1
+    late = {p.name for p in tmp_path.iterdir()} - first
+    assert late, "no worker that joined late made a run"
+    (tmp_path / "here").mkdir()
+    here = racer.tune(_marking_runs(tmp_path / "here", 0.0), SPACE, TRAIN, **kw)
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+
+
+@pytest.mark.slow
+def test_a_dask_jobqueue_cluster_runs_the_tuning_of_one_worker(tmp_path):
+    # dask-jobqueue (SLURM, PBS, ...) through its LocalCluster: the same job scripts and
+    # worker start-up as a batch system, the jobs run as local processes. Two jobs of one
+    # worker each; pipelined iterations give the one-worker answer.
+    local = pytest.importorskip("dask_jobqueue.local")
+    distributed = pytest.importorskip("distributed")
+    kw = dict(budget=150, random_state=3, progress=False, pipelined_iterations=True)
+    with local.LocalCluster(cores=1, processes=1, memory="1GiB",
+                            local_directory=str(tmp_path / "jobs")) as cluster, \
+            distributed.Client(cluster) as client:
+        cluster.scale(jobs=2)
+        client.wait_for_workers(2, timeout=120)
+        (tmp_path / "marks").mkdir()
+        res = racer.tune(_marking_runs(tmp_path / "marks", 0.0), SPACE, TRAIN,
+                         executor=client.get_executor(), **kw)
+    assert len(list((tmp_path / "marks").iterdir())) == 2  # both jobs' workers made runs
+    here = racer.tune(_marking_runs(tmp_path, 0.0), SPACE, TRAIN, **kw)
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+
+
+def _hangs_on_b(config, instance, seed):
+    """quadratic, except that every run of k = "b" hangs (a run a cluster would wait for forever)."""
+    if config["k"] == "b":
+        import time
+
+        time.sleep(60)
+    return quadratic(config, instance, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["threads", "dask"])
+def test_a_timeout_stops_a_hung_run_on_an_executor_as_on_racers_pool(where):
+    # With an executor, `timeout` makes each run in a killable process of the worker's own
+    # (a thread pool's: this process; Dask's: each worker process): a run that hangs is
+    # killed at its timeout and is a failed run, and the tuning ends with the answer of
+    # racer's own pool under the same timeout.
+    kw = dict(budget=150, random_state=3, progress=False, timeout=1.0, on_error="eliminate")
+    with (cf.ThreadPoolExecutor(2) if where == "threads"
+          else _dask_executor(2, 1)) as executor:
+        res = racer.tune(_hangs_on_b, SPACE, TRAIN, executor=executor, **kw)
+    here = racer.tune(_hangs_on_b, SPACE, TRAIN, **kw)
+    hung = res.runs[res.runs.status == "error"]
+    assert len(hung) > 0 and all("timed out after 1.0 s" in m for m in hung.message)
+    assert res.best["k"] == "a"
+    assert res.elite_ids == here.elite_ids and res.experiments == here.experiments
+
+
 def _copy_tsp_sa(tmp_path):
     dest = tmp_path / "tsp-sa"
     shutil.copytree(ROOT / "examples" / "tsp-sa", dest, ignore=shutil.ignore_patterns("arena"))
