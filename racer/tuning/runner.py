@@ -276,6 +276,9 @@ class CallableRunner:
         for pool in self._pools:
             pool.close()
         self._pools = []
+        # An executor whose workers are threads of this process (a ThreadPoolExecutor) ran
+        # the runs of a timeout here: their processes end with the tuning.
+        _SHIPPED_POOLS.close(self._token)
 
     def arguments(self, space: Any, values: dict) -> Any:
         """What ``run`` gets for a configuration: the configuration as the user's space
@@ -432,6 +435,14 @@ class _ShippedPools:
         with self._lock:
             self._free.setdefault(token, []).append(pool)
             self._used[token] = time.monotonic()
+
+    def close(self, token: str) -> None:
+        """Close the free pools of ``token`` (its tuning has ended)."""
+        with self._lock:
+            pools = self._free.pop(token, [])
+            self._used.pop(token, None)
+        for pool in pools:
+            pool.close()
 
 
 _SHIPPED_POOLS = _ShippedPools()

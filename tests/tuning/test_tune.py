@@ -100,6 +100,9 @@ def test_a_runner_shipped_with_a_timeout_reuses_its_processes_and_frees_an_idle_
         second = shipped()
         assert second.run(1, 1, 0, inst, {"x": 0.3}).cost not in pids
         assert first._token not in pools._free and pool._closed
+        (pool,) = pools._free[second._token]
+        second.close()  # the tuning's end, where it ran (a thread executor's case)
+        assert second._token not in pools._free and pool._closed
     finally:
         runner_module._SHIPPED_POOLS = old
         for free in pools._free.values():
