@@ -33,12 +33,14 @@ One study = one Optuna study of one (table, budget, sampler, pruner, seed):
 * a **wrong prune** is a pruned trial whose true mean is below the pick's: run to the end it
   would have been the pick.
 
-``RacingPruner`` states, for each prune, the probability that its claim is false (the trial
-attribute ``racer_prune_risk``; see ``racer.adapters.optuna.RacingPruner``): for a *dominated*
-prune that the trial is not worse than its reference in the sign test's sense over all
-instances (``theta = P(Z > 0) + 1/2 P(Z = 0) >= 1/2``, ``Z`` the paired differences in the
-trial's favour), for an *indistinguishable* one that ``|theta - 1/2| >= eps``. Each such claim
-is checked on the whole table; the table prints the mean stated risk against the counted rate
+``RacingPruner`` states, for each prune, the probability that its claim is false (the
+``risk`` of its ``decide``, or the DP posterior's ``risk_dp`` where it states none; the trial
+attribute ``racer_prune_risk`` where it is written; see ``racer.adapters.optuna.RacingPruner``):
+for a *dominated* prune that the trial is not worse than its reference in the test's sense
+over all instances (sign test: ``theta = P(Z > 0) + 1/2 P(Z = 0) >= 1/2``, ``Z`` the paired
+differences in the trial's favour; signed-rank: the same over the Walsh averages ``Z + Z'``;
+mean test: ``mean(Z) >= 0``), for an *indistinguishable* one that ``|theta - 1/2| >= eps``
+(mean test: ``|mean(Z)| > rope``). Each such claim is checked on the whole table; the table prints the mean stated risk against the counted rate
 of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
 also counts, for the same prunes, the trial's true mean not worse than its reference's (the
 user's sense). The other pruners state no risk.
@@ -49,7 +51,11 @@ Conditions: ``none`` (``NopPruner``), ``wilcoxon`` (``WilcoxonPruner()``), ``med
 for the two paired pruners, what a pruned trial tells the sampler instead of its partial mean:
 ``wilcoxon:estimate`` / ``racing:estimate`` return racer's paired estimate of the trial's mean
 over every instance, ``wilcoxon:prune`` / ``racing:prune`` report it and raise
-``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"`` and its default). Samplers
+``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"`` and its default).
+``racing-<option>[-<option>...]`` is RacingPruner with other parameters, in
+``optuna_pruning.py``'s grammar (``s2``: ``n_startup_steps=2``; ``sr``: ``test="signed-rank"``;
+``mean``: ``test="mean"``; ``top3``, ``p0.9``, ``eps0.1``, ``idp``), with the same suffixes
+(``racing-s3:prune``). Samplers
 ``tpe`` (``TPESampler(seed=seed)``) and ``random``; ``gp`` (``GPSampler``) needs PyTorch.
 ``WilcoxonPruner`` calls SciPy's ``wilcoxon``, which with ties and at most 13 differences runs
 an exact permutation test (about 2 s a call on this machine; credit_g's accuracies tie all the
