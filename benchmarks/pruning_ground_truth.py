@@ -235,19 +235,25 @@ def _claim_false(pruner, z: np.ndarray, reason: str) -> bool:
 
 def _record_prunes(pruner) -> dict:
     """Record every prune's stated risk, reason and reference, by trial number, as the
-    pruner's ``decide`` returns them: ``risk``, or ``risk_dp`` (the DP posterior's) where the
-    pruner states none (the attribute ``racer_prune_risk`` is written from ``risk``)."""
+    pruner's ``decide`` returns them: ``risk``, or ``risk_dp`` (the DP posterior's) where it
+    has none (the attribute ``racer_prune_risk``, where written, is ``risk``). ``decide`` is
+    asked again after each prune: it reads only the storage and seeds its draws by (seed,
+    trial, step), so it returns the decision ``prune`` took, with the risk ``prune`` skips
+    computing for a test that writes none."""
     stated: dict = {}
-    decide = pruner.decide
+    prune = pruner.prune
 
     def recording(study, trial):
-        d = decide(study, trial)
-        if d["prune"]:
-            risk = d["risk"] if d["risk"] is not None else d["risk_dp"]
-            stated[trial.number] = (float(risk), d["reason"], int(d["reference"]))
-        return d
+        if not prune(study, trial):
+            return False
+        d = pruner.decide(study, trial)
+        if not d["prune"]:
+            raise AssertionError(f"trial {trial.number}: decide() does not repeat the prune")
+        risk = d["risk"] if d["risk"] is not None else d["risk_dp"]
+        stated[trial.number] = (float(risk), d["reason"], int(d["reference"]))
+        return True
 
-    pruner.decide = recording  # prune() calls self.decide
+    pruner.prune = recording  # Optuna calls study.pruner.prune
     return stated
 
 

@@ -104,6 +104,9 @@ _EB_PSEUDO_TRIALS = 1.0
 # 0.059 +- 0.006).
 _EB_TARGET_WEIGHT = 0.3
 
+# The tests whose prunes write ``racer_prune_risk`` (see the class Notes, "Stated risk").
+_STATED_RISK_TESTS = ("sign", "signed-rank", "mean")
+
 
 def _record_grid(n_full):
     """Candidate compositions (wins, ties, losses) of a trial against its reference.
@@ -381,6 +384,11 @@ class RacingPruner(BasePruner):
         indistinguishable one), ``prob_worse``, ``prob_equiv`` (per reference, in reference
         order), ``references`` (their trial numbers), ``n_common``.
         """
+        return self._decide(study, trial, with_risk=True)
+
+    def _decide(self, study, trial, with_risk):
+        # ``with_risk=False`` skips the stated risk (an EM fit per prune for the sign test)
+        # where ``prune`` writes none; the decision is the same either way.
         direction = single_direction(study, "RacingPruner")
         keep = {"prune": False, "reason": "", "reference": None, "risk": None, "risk_dp": None,
                 "references": [], "prob_worse": [], "prob_equiv": [], "n_common": []}
@@ -458,6 +466,8 @@ class RacingPruner(BasePruner):
                         risk_dp=1.0 - float(prob_equiv[r]))
         else:
             return keep
+        if not with_risk:
+            return keep
         if self._test == "sign":
             # The stated risk: computed only once the decision is taken, so it
             # never changes one. See the class Notes and _empirical_bayes_sign_risk.
@@ -495,13 +505,15 @@ class RacingPruner(BasePruner):
         return np.array(counts, dtype=np.float64), 0, ref_steps.size
 
     def prune(self, study: optuna.Study, trial: FrozenTrial) -> bool:
-        decision = self.decide(study, trial)
+        states_risk = self._test in _STATED_RISK_TESTS
+        decision = self._decide(study, trial, with_risk=states_risk)
         if decision["prune"]:
             # A pruner is handed a FrozenTrial; the storage is the one way to annotate the
             # running trial (Optuna's own SuccessiveHalvingPruner writes its rungs this way).
             # Written only when pruning: the last prune decision's risk is the one stated.
             storage, trial_id = study._storage, trial._trial_id
-            storage.set_trial_user_attr(trial_id, PRUNE_RISK_ATTR, decision["risk"])
+            if states_risk:
+                storage.set_trial_user_attr(trial_id, PRUNE_RISK_ATTR, decision["risk"])
             storage.set_trial_user_attr(trial_id, PRUNE_REASON_ATTR, decision["reason"])
             storage.set_trial_user_attr(trial_id, PRUNE_REFERENCE_ATTR, decision["reference"])
         return bool(decision["prune"])
