@@ -57,7 +57,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import optuna  # noqa: E402
 import warnings  # noqa: E402
 
-from racer.adapters.optuna import RacingPruner, instance_objective, pruning_risks  # noqa: E402
+from racer.adapters.optuna import (  # noqa: E402
+    PruneRisk,
+    RacingPruner,
+    instance_objective,
+    pruning_risks,
+)
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -635,6 +640,12 @@ def run_study(problem, pruner_name, on_prune, seed, n_trials=None, max_evals=Non
            else optuna.samplers.RandomSampler(seed=seed))
     study = optuna.create_study(direction=problem.direction, sampler=smp,
                                 pruner=make_pruner(pruner_name, seed))
+    stated = None
+    if isinstance(study.pruner, RacingPruner):
+        # RacingPruner writes no racer_prune_risk: each prune's risk is read from its decide()
+        from pruning_ground_truth import _record_prunes
+
+        stated = _record_prunes(study.pruner)
     callbacks = []
     if max_evals is not None:
         def stop(study, trial):
@@ -645,14 +656,14 @@ def run_study(problem, pruner_name, on_prune, seed, n_trials=None, max_evals=Non
     t0 = time.time()
     study.optimize(objective, n_trials=n_trials, callbacks=callbacks)
     wall = time.time() - t0
-    return summarize_study(problem, study, counter["evals"], wall)
+    return summarize_study(problem, study, counter["evals"], wall, stated)
 
 
 def _key_of(trial):
     return trial.user_attrs.get("_key")
 
 
-def summarize_study(problem, study, n_evals, wall):
+def summarize_study(problem, study, n_evals, wall, stated=None):
     n = problem.n_instances
     full = [t for t in study.trials
             if t.state == optuna.trial.TrialState.COMPLETE and len(t.intermediate_values) == n]
@@ -683,7 +694,7 @@ def summarize_study(problem, study, n_evals, wall):
             "evals": n_evals, "trials": len(study.trials),
             "configs": len(distinct),
             "pruned": len(pruned), "wrong_prunes": wrong, "wall": wall,
-            **stated_risk_outcomes(problem, study)}
+            **stated_risk_outcomes(problem, study, stated)}
 
 
 # ------------------------------------------------------------------- stated risk vs the truth
@@ -698,10 +709,13 @@ def _true_theta(test, z):
     return float(np.mean(np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))))
 
 
-def stated_risk_outcomes(problem, study):
+def stated_risk_outcomes(problem, study, stated=None):
     """Each RacingPruner prune's stated risk next to whether its claim was false in truth.
 
-    A prune states ``racer_prune_risk`` (see ``RacingPruner``): for a dominated prune the
+    ``stated``: trial number -> (risk, reason, reference) of each prune, as
+    ``pruning_ground_truth._record_prunes`` records them from ``RacingPruner.decide`` (the
+    pruner writes no ``racer_prune_risk`` attribute any more); without it, the attributes
+    of a study pruned before that change are read. A prune's risk is, for a dominated prune, the
     posterior probability that the trial is *not worse* than its reference in the test's
     sense; for an indistinguishable one that the two differ by more than the band. The
     truth is the same statement on every instance (the tabulated problems' instance
@@ -729,7 +743,9 @@ def stated_risk_outcomes(problem, study):
         key = tuple(key) if isinstance(key, list) else key
         return np.array([problem.score(key, i) for i in range(n)])
 
-    for record in pruning_risks(study):
+    records = (pruning_risks(study) if stated is None else
+               [PruneRisk(number, *value) for number, value in sorted(stated.items())])
+    for record in records:
         raw = sign * (scores(study.trials[record.number])
                       - scores(study.trials[record.reference]))
         z = np.where(np.abs(raw) <= rope, 0.0, raw)
