@@ -391,6 +391,24 @@ def read_records(paths) -> list:
     return out
 
 
+def as_startup3(records) -> list:
+    """Records made while ``RacingPruner()`` meant ``n_startup_steps=3`` (before the third
+    round of defaults), their racing conditions renamed to say so, so that they can be read
+    next to records of the new default.
+
+    >>> [r["pruner"] for r in as_startup3([{"pruner": "racing:prune"}, {"pruner": "sha"},
+    ...                                    {"pruner": "racing"}])]
+    ['racing-s3:prune', 'sha', 'racing-s3']
+    """
+    out = []
+    for r in records:
+        base, colon, on_prune = r["pruner"].partition(":")
+        if base == "racing":
+            r = {**r, "pruner": "racing-s3" + colon + on_prune}
+        out.append(r)
+    return out
+
+
 def ratio_se(num, den) -> tuple:
     """sum(num) / sum(den) over clusters (studies) and its cluster standard error (the
     linearised ratio estimator); NaN when the denominator is 0.
@@ -696,12 +714,15 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="JSON lines, gzipped if the name ends in .gz "
                    "(default benchmarks/results/pruning_ground_truth.jsonl.gz; --quick: none)")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="print the table of these files")
+    p.add_argument("--old-defaults", nargs="+", metavar="JSONL", default=[],
+                   help="with --table: record files made while RacingPruner's n_startup_steps "
+                        "defaulted to 3; their racing conditions are read as racing-s3")
     p.add_argument("--reference", default="wilcoxon", help="the pruner differences are to")
     p.add_argument("--sampler-view", nargs="+", metavar="JSONL",
                    help="print what the sampler was told against the truth, for these files")
     a = p.parse_args(argv)
     if a.table:
-        records = read_records(a.table)
+        records = read_records(a.table) + as_startup3(read_records(a.old_defaults))
         rows = summarize(records, a.reference)
         print(format_table(rows, a.reference))
         for condition in dict.fromkeys(r["pruner"] for r in rows
