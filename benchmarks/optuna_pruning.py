@@ -788,7 +788,9 @@ def _ratio_se(num, den):
 def risk_table(rows):
     """Stated risk of RacingPruner's prunes against the measured rate of false claims."""
     out = ["\n### Stated risk vs measured rate of RacingPruner's prunes\n",
-           "Per prune: stated = `racer_prune_risk`; measured = the prune's claim false on the "
+           "Per prune: stated = the prune's `risk` from `RacingPruner.decide` (written as "
+           "`racer_prune_risk` before the third round of defaults); measured = the prune's "
+           "claim false on the "
            "whole instance set. SE clustered by seed; `diff` = measured - stated.\n",
            "| problem | view | condition | subset | seeds | prunes (equiv.) | mean stated risk | "
            "measured, test's sense +- SE | diff +- SE | measured, true mean not worse +- SE |",
