@@ -31,9 +31,11 @@ The second round added instance-wise problems with other hardness structures (``
 the ``user`` condition (the objective of Optuna's WilcoxonPruner documentation). Which of them
 were pilot problems and which held out, with seeds, is in ``benchmarks/results/optuna.md``.
 
-Later rounds added, for RacingPruner conditions, each prune's stated risk (``racer_prune_risk``)
-against whether its claim was false on the whole instance set (``stated_risk_outcomes``,
-printed by ``risk_table``; see benchmarks/RESULTS.md, "RacingPruner's stated risk").
+Later rounds added, for RacingPruner conditions, each prune's stated risk (the ``risk`` of
+``RacingPruner.decide``, once written as ``racer_prune_risk``) against whether its claim was
+false on the whole instance set (``stated_risk_outcomes``, printed by ``risk_table``; see
+benchmarks/RESULTS.md, "RacingPruner's stated risk"), and ``shiftscale``, an 80-instance
+problem held out from the ground-truth round of defaults (see its class).
 
 Run ``python benchmarks/optuna_pruning.py --quick`` (3 seeds, fewer conditions) or without
 ``--quick`` for the full table (10 seeds). ``--seed-offset 100`` gives the tuning seeds used to
