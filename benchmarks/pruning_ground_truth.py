@@ -34,14 +34,15 @@ One study = one Optuna study of one (table, budget, sampler, pruner, seed):
   would have been the pick.
 
 ``RacingPruner`` states, for each prune, the probability that its claim is false (the
-``risk`` of its ``decide``, or the DP posterior's ``risk_dp`` where it states none; the trial
-attribute ``racer_prune_risk`` where it is written; see ``racer.adapters.optuna.RacingPruner``):
-for a *dominated* prune that the trial is not worse than its reference in the test's sense
-over all instances (sign test: ``theta = P(Z > 0) + 1/2 P(Z = 0) >= 1/2``, ``Z`` the paired
-differences in the trial's favour; signed-rank: the same over the Walsh averages ``Z + Z'``;
-mean test: ``mean(Z) >= 0``), for an *indistinguishable* one that ``|theta - 1/2| >= eps``
-(mean test: ``|mean(Z)| > rope``). Each such claim is checked on the whole table; the table prints the mean stated risk against the counted rate
-of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
+``risk`` of its ``decide``, or the DP posterior's ``risk_dp`` where it has none; no longer
+written as the trial attribute ``racer_prune_risk``; see
+``racer.adapters.optuna.RacingPruner``): for a *dominated* prune that the trial is not worse
+than its reference in the test's sense over all instances (sign test: ``theta = P(Z > 0) +
+1/2 P(Z = 0) >= 1/2``, ``Z`` the paired differences in the trial's favour; signed-rank: the
+same over the Walsh averages ``Z + Z'``; mean test: ``mean(Z) >= 0``), for an
+*indistinguishable* one that ``|theta - 1/2| >= eps`` (mean test: ``|mean(Z)| > rope``).
+Each such claim is checked on the whole table; the table prints the mean stated risk
+against the counted rate of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
 also counts, for the same prunes, the trial's true mean not worse than its reference's (the
 user's sense). The other pruners state no risk.
 

@@ -378,9 +378,9 @@ class RacingPruner(BasePruner):
         Keys: ``prune`` (bool), ``reason`` (``"dominated"``, ``"indistinguishable"`` or
         ``""``), ``reference`` (trial number or None), ``risk`` (the probability that the
         prune's claim is false, under the prior fitted to the study for the sign test, None
-        when not pruned; not written on the trial, see Notes of the class), ``risk_dp`` (the DP posterior's: ``1 -
-        prob_worse`` of the reference for a dominated prune, ``1 - prob_equiv`` for an
-        indistinguishable one), ``prob_worse``, ``prob_equiv`` (per reference, in reference
+        when not pruned; not written on the trial, see Notes of the class), ``risk_dp`` (the
+        DP posterior's: ``1 - prob_worse`` of the reference for a dominated prune, ``1 -
+        prob_equiv`` for an indistinguishable one), ``prob_worse``, ``prob_equiv`` (per reference, in reference
         order), ``references`` (their trial numbers), ``n_common``.
         """
         return self._decide(study, trial, with_risk=True)
