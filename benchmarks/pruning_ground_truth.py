@@ -33,13 +33,16 @@ One study = one Optuna study of one (table, budget, sampler, pruner, seed):
 * a **wrong prune** is a pruned trial whose true mean is below the pick's: run to the end it
   would have been the pick.
 
-``RacingPruner`` states, for each prune, the probability that its claim is false (the trial
-attribute ``racer_prune_risk``; see ``racer.adapters.optuna.RacingPruner``): for a *dominated*
-prune that the trial is not worse than its reference in the sign test's sense over all
-instances (``theta = P(Z > 0) + 1/2 P(Z = 0) >= 1/2``, ``Z`` the paired differences in the
-trial's favour), for an *indistinguishable* one that ``|theta - 1/2| >= eps``. Each such claim
-is checked on the whole table; the table prints the mean stated risk against the counted rate
-of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
+``RacingPruner`` states, for each prune, the probability that its claim is false (the
+``risk`` of its ``decide``, or the DP posterior's ``risk_dp`` where it has none; no longer
+written as the trial attribute ``racer_prune_risk``; see
+``racer.adapters.optuna.RacingPruner``): for a *dominated* prune that the trial is not worse
+than its reference in the test's sense over all instances (sign test: ``theta = P(Z > 0) +
+1/2 P(Z = 0) >= 1/2``, ``Z`` the paired differences in the trial's favour; signed-rank: the
+same over the Walsh averages ``Z + Z'``; mean test: ``mean(Z) >= 0``), for an
+*indistinguishable* one that ``|theta - 1/2| >= eps`` (mean test: ``|mean(Z)| > rope``).
+Each such claim is checked on the whole table; the table prints the mean stated risk
+against the counted rate of false claims, paired prune by prune, SE clustered by seed (each study is one cluster). It
 also counts, for the same prunes, the trial's true mean not worse than its reference's (the
 user's sense). The other pruners state no risk.
 
@@ -49,7 +52,11 @@ Conditions: ``none`` (``NopPruner``), ``wilcoxon`` (``WilcoxonPruner()``), ``med
 for the two paired pruners, what a pruned trial tells the sampler instead of its partial mean:
 ``wilcoxon:estimate`` / ``racing:estimate`` return racer's paired estimate of the trial's mean
 over every instance, ``wilcoxon:prune`` / ``racing:prune`` report it and raise
-``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"`` and its default). Samplers
+``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"`` and its default).
+``racing-<option>[-<option>...]`` is RacingPruner with other parameters, in
+``optuna_pruning.py``'s grammar (``s2``: ``n_startup_steps=2``; ``sr``: ``test="signed-rank"``;
+``mean``: ``test="mean"``; ``top3``, ``p0.9``, ``eps0.1``, ``idp``), with the same suffixes
+(``racing-s3:prune``). Samplers
 ``tpe`` (``TPESampler(seed=seed)``) and ``random``; ``gp`` (``GPSampler``) needs PyTorch.
 ``WilcoxonPruner`` calls SciPy's ``wilcoxon``, which with ties and at most 13 differences runs
 an exact permutation test (about 2 s a call on this machine; credit_g's accuracies tie all the
@@ -113,6 +120,25 @@ PAIRED = ("wilcoxon", "racing")
 # (instance_objective's default).
 ON_PRUNE = ("estimate", "prune")
 CONDITIONS = PRUNERS + tuple(f"{p}:{o}" for p in PAIRED for o in ON_PRUNE)
+# RacingPruner with other parameters: ``racing-<option>[-<option>...]`` in optuna_pruning.py's
+# grammar (``sr`` test="signed-rank", ``mean`` test="mean", ``s<k>`` n_startup_steps=k,
+# ``top<k>``, ``p<credibility>``, ``eps<e>``, ``idp``), with the same ``:`` suffixes.
+
+
+def _check_condition(condition: str) -> None:
+    """Refuse a condition name that names no condition (ValueError, naming it)."""
+    if condition in CONDITIONS:
+        return
+    base, _, on_prune = condition.partition(":")
+    if base.startswith("racing-") and on_prune in ("", *ON_PRUNE):
+        try:
+            make_pruner(base, 0)
+            return
+        except (ValueError, TypeError):
+            pass
+    raise ValueError(f"pruner {condition!r}: one of {', '.join(CONDITIONS)}, or racing-<options>"
+                     "[:estimate|:prune] (options: sr, mean, s<k>, top<k>, p<credibility>, "
+                     "eps<e>, idp)")
 
 
 def make_pruner(name: str, seed: int):
@@ -120,6 +146,15 @@ def make_pruner(name: str, seed: int):
     import optuna
 
     name = name.partition(":")[0]
+    if name.startswith("racing-"):
+        from optuna_pruning import make_pruner as racing_variant
+
+        options = name.split("-")[1:]
+        known = ("sr", "mean", "idp")
+        for o in options:
+            if not (o in known or o[:3] in ("top", "eps") or o[:1] in ("s", "p")):
+                raise ValueError(f"pruner {name!r}: unknown RacingPruner option {o!r}")
+        return racing_variant(name, seed)
     if name == "none":
         return optuna.pruners.NopPruner()
     if name == "wilcoxon":
@@ -138,8 +173,7 @@ def make_pruner(name: str, seed: int):
 
 
 def _split(condition: str) -> tuple:
-    if condition not in CONDITIONS:
-        raise ValueError(f"pruner {condition!r}: one of {', '.join(CONDITIONS)}")
+    _check_condition(condition)
     pruner, _, on_prune = condition.partition(":")
     return pruner, on_prune or "return"
 
@@ -173,9 +207,55 @@ def _fast_wilcoxon():
         _PATCHED.append(True)
 
 
-def _sign_theta(z: np.ndarray) -> float:
-    # The sign test's theta on the whole table: P(Z > 0) + 1/2 P(Z = 0)
-    return float(np.mean(z > 0) + 0.5 * np.mean(z == 0))
+def _claim_false(pruner, z: np.ndarray, reason: str) -> bool:
+    """Is a prune's claim false on the whole table? ``z``: the trial's cost differences to
+    its reference on every instance, oriented in the trial's favour (reference - trial).
+
+    The claim is the pruner's test's: *dominated* says ``theta < 1/2`` (sign test: ``theta =
+    P(Z > 0) + 1/2 P(Z = 0)``; signed-rank: the same over the Walsh averages ``Z + Z'``, pairs
+    ``i = j`` included) or ``mean(Z) < 0`` (mean test); *indistinguishable* says ``|theta -
+    1/2| < eps`` or ``|mean(Z)| <= rope``. Differences within the rope count as ties.
+
+    >>> from racer.adapters.optuna import RacingPruner
+    >>> z = np.array([-1.0, -1.0, 3.0])
+    >>> _claim_false(RacingPruner(), z, "dominated"), _claim_false(RacingPruner(test="mean"),
+    ...                                                           z, "dominated")
+    (False, True)
+    """
+    from optuna_pruning import _true_theta
+
+    test, rope, eps = pruner._test, pruner._rope, pruner._eps
+    if test == "mean":
+        mean = float(np.mean(z))
+        scale = 1e-12 * max(1.0, float(np.max(np.abs(z))))  # rounding of a zero mean
+        return mean >= -scale if reason == "dominated" else abs(mean) > rope + scale
+    z = np.where(np.abs(z) <= rope, 0.0, z)
+    theta = _true_theta(test, z)
+    return theta >= 0.5 if reason == "dominated" else abs(theta - 0.5) >= eps
+
+
+def _record_prunes(pruner) -> dict:
+    """Record every prune's stated risk, reason and reference, by trial number, as the
+    pruner's ``decide`` returns them: ``risk``, or ``risk_dp`` (the DP posterior's) where it
+    has none (the attribute ``racer_prune_risk``, where written, is ``risk``). ``decide`` is
+    asked again after each prune: it reads only the storage and seeds its draws by (seed,
+    trial, step), so it returns the decision ``prune`` took, with the risk ``prune`` skips
+    computing for a test that writes none."""
+    stated: dict = {}
+    prune = pruner.prune
+
+    def recording(study, trial):
+        if not prune(study, trial):
+            return False
+        d = pruner.decide(study, trial)
+        if not d["prune"]:
+            raise AssertionError(f"trial {trial.number}: decide() does not repeat the prune")
+        risk = d["risk"] if d["risk"] is not None else d["risk_dp"]
+        stated[trial.number] = (float(risk), d["reason"], int(d["reference"]))
+        return True
+
+    pruner.prune = recording  # Optuna calls study.pruner.prune
+    return stated
 
 
 def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -> dict:
@@ -198,7 +278,8 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
     if base == "wilcoxon":
         _fast_wilcoxon()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    paired = base in PAIRED
+    family = base.partition("-")[0]
+    paired = family in PAIRED
     state = {"evals": 0}
     rows: dict = {}   # trial number -> table row
     seen: dict = {}   # trial number -> instances evaluated
@@ -247,6 +328,7 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
         study = optuna.create_study(study_name=f"pruning-ground-truth-{seed}",
                                     sampler=make_sampler(sampler, seed),
                                     pruner=make_pruner(pruner, seed))
+        stated = _record_prunes(study.pruner) if family == "racing" else {}
         study.optimize(objective, n_trials=budget + 1)  # stops itself when the budget is spent
     wall = time.perf_counter() - t0
     if state["evals"] > budget:
@@ -263,15 +345,16 @@ def run_study(table: Table, budget: int, sampler: str, pruner: str, seed: int) -
              if table.true[rows[t]] < pick_true - 1e-12 * max(1.0, abs(pick_true))]
 
     risks = []
-    for r in pruning_risks(study) if base == "racing" else ():
+    written = {r.number: r.risk for r in pruning_risks(study)} if family == "racing" else {}
+    for number, (risk, reason, reference) in sorted(stated.items()):
+        if number in written and written[number] != risk:
+            raise AssertionError(f"trial {number}: racer_prune_risk {written[number]} is not "
+                                 f"the decision's {risk}")
         # The claim on the whole table, the trial's differences oriented in its favour
-        z = table.costs[rows[r.reference]] - table.costs[rows[r.number]]
-        theta = _sign_theta(z)
-        eps = study.pruner._eps
-        false_claim = theta >= 0.5 if r.reason == "dominated" else abs(theta - 0.5) >= eps
-        mean_not_worse = bool(table.true[rows[r.number]] <= table.true[rows[r.reference]])
-        risks.append([r.number, r.risk, r.reason, r.reference, bool(false_claim),
-                      mean_not_worse])
+        z = table.costs[rows[reference]] - table.costs[rows[number]]
+        false_claim = _claim_false(study.pruner, z, reason)
+        mean_not_worse = bool(table.true[rows[number]] <= table.true[rows[reference]])
+        risks.append([number, risk, reason, reference, bool(false_claim), mean_not_worse])
     return {"table": table.spec, "n_instances": n, "budget": budget, "sampler": sampler,
             "pruner": pruner, "seed": seed, "regret": table.regret(pick),
             "true_mean": pick_true, "best_mean": table.best, "is_best": table.is_best(pick),
@@ -306,6 +389,24 @@ def read_records(paths) -> list:
                 rec = json.loads(line)
                 if "pruner" in rec:
                     out.append(rec)
+    return out
+
+
+def as_startup3(records) -> list:
+    """Records made while ``RacingPruner()`` meant ``n_startup_steps=3`` (before the third
+    round of defaults), their racing conditions renamed to say so, so that they can be read
+    next to records of the new default.
+
+    >>> [r["pruner"] for r in as_startup3([{"pruner": "racing:prune"}, {"pruner": "sha"},
+    ...                                    {"pruner": "racing"}])]
+    ['racing-s3:prune', 'sha', 'racing-s3']
+    """
+    out = []
+    for r in records:
+        base, colon, on_prune = r["pruner"].partition(":")
+        if base == "racing":
+            r = {**r, "pruner": "racing-s3" + colon + on_prune}
+        out.append(r)
     return out
 
 
@@ -607,22 +708,26 @@ def main(argv=None) -> int:
                    help="instance evaluations, or multiples of the number of instances (8x)")
     p.add_argument("--samplers", default="tpe,random")
     p.add_argument("--pruners", default=",".join(PRUNERS),
-                   help=f"conditions, of {', '.join(CONDITIONS)}")
+                   help=f"conditions, of {', '.join(CONDITIONS)}, or racing-<options> "
+                        "(RacingPruner with other parameters, e.g. racing-s2, racing-sr)")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--first-seed", type=int, default=100)
     p.add_argument("--out", default=None, help="JSON lines, gzipped if the name ends in .gz "
                    "(default benchmarks/results/pruning_ground_truth.jsonl.gz; --quick: none)")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="print the table of these files")
+    p.add_argument("--old-defaults", nargs="+", metavar="JSONL", default=[],
+                   help="with --table: record files made while RacingPruner's n_startup_steps "
+                        "defaulted to 3; their racing conditions are read as racing-s3")
     p.add_argument("--reference", default="wilcoxon", help="the pruner differences are to")
     p.add_argument("--sampler-view", nargs="+", metavar="JSONL",
                    help="print what the sampler was told against the truth, for these files")
     a = p.parse_args(argv)
     if a.table:
-        records = read_records(a.table)
+        records = read_records(a.table) + as_startup3(read_records(a.old_defaults))
         rows = summarize(records, a.reference)
         print(format_table(rows, a.reference))
-        for condition in [c for c in CONDITIONS if c.startswith("racing")
-                          and any(r["pruner"] == c for r in rows)]:
+        for condition in dict.fromkeys(r["pruner"] for r in rows
+                                       if r["pruner"].startswith("racing")):
             print()
             print(format_cells(cell_rows(records, condition), condition))
         print()
@@ -636,7 +741,11 @@ def main(argv=None) -> int:
         a.samplers, a.pruners = "tpe,random", ",".join(CONDITIONS)
     try:
         samplers = _words(a.samplers, SAMPLERS, "--samplers")
-        pruners = _words(a.pruners, CONDITIONS, "--pruners")
+        pruners = [w.strip() for w in a.pruners.split(",") if w.strip()]
+        if not pruners:
+            raise ValueError("--pruners: empty")
+        for w in pruners:
+            _check_condition(w)
     except ValueError as exc:
         p.error(str(exc))
     if a.seeds < 1:

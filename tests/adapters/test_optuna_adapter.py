@@ -138,6 +138,16 @@ def test_too_few_steps_never_prune():
     assert RacingPruner(n_startup_steps=3, random_state=0).prune(study, frozen)
 
 
+def test_by_default_two_straight_losses_prune_and_one_does_not():
+    # The default start (2 common steps; 3 before the ground-truth pilot chose 2)
+    study = optuna.create_study()
+    _add_complete(study, np.zeros(10))
+    assert not RacingPruner(random_state=0).prune(study, _running(study, [5.0]))
+    assert RacingPruner(random_state=0).prune(study, _running(study, [5.0, 5.0]))
+    # one win in two: not dominated, and nowhere near the equivalence band
+    assert not RacingPruner(random_state=0).prune(study, _running(study, [5.0, -5.0]))
+
+
 def test_identical_trial_is_pruned_only_through_the_equivalence_band():
     # A trial that ties the best on every instance is never *worse* (no losses), but it is
     # practically equivalent to it, with P(|theta - 1/2| < eps) growing with the ties.

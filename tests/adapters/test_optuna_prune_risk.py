@@ -1,4 +1,6 @@
-"""RacingPruner's stated risk: the ``racer_prune_risk`` attribute and pruning_risks."""
+"""RacingPruner's stated risk: the ``risk`` its ``decide`` returns (no test writes it as the
+``racer_prune_risk`` attribute any more: measured against ground truth it did not hold), and
+pruning_risks."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import create_trial
 
 from racer.adapters.optuna import (
-    PruneRisk,
     RacingPruner,
     instance_objective,
     pruning_risks,
@@ -73,7 +74,7 @@ def _eb_risk_by_enumeration(records, n_full, reason, eps, pseudo=1.0, iterations
 
 @pytest.mark.parametrize("n_better, n_worse, n_tied", [(3, 9, 0), (1, 9, 2), (0, 6, 4),
                                                        (0, 3, 0)])
-def test_dominated_sign_risk_is_the_empirical_bayes_posterior_and_is_written_on_the_trial(
+def test_dominated_sign_risk_is_the_empirical_bayes_posterior_and_is_not_written(
         n_better, n_worse, n_tied):
     # The reference (trial 0) and two finished trials: one that loses 10 of 12 instances,
     # one that wins 5, loses 5, ties 2. The stated risk is the pruned trial's posterior
@@ -105,8 +106,8 @@ def test_dominated_sign_risk_is_the_empirical_bayes_posterior_and_is_written_on_
         assert decision["risk"] > 1e-3 > decision["risk_dp"]
     assert pruner.prune(study, frozen)
     attrs = study.trials[frozen.number].user_attrs
-    # The attribute is the decision's number itself, not a recomputation.
-    assert attrs["racer_prune_risk"] == decision["risk"]
+    # Reason and reference are written; the risk is not (it did not hold on ground truth)
+    assert "racer_prune_risk" not in attrs
     assert attrs["racer_prune_reason"] == "dominated"
     assert attrs["racer_prune_reference"] == 0
 
@@ -131,22 +132,23 @@ def test_indistinguishable_risk_matches_a_dirichlet_simulation():
     assert decision["risk_dp"] == 1.0 - decision["prob_equiv"][0]
     assert pruner.prune(study, frozen)
     attrs = study.trials[frozen.number].user_attrs
-    assert attrs["racer_prune_risk"] == decision["risk"]
+    assert "racer_prune_risk" not in attrs
     assert attrs["racer_prune_reason"] == "indistinguishable"
 
 
 @pytest.mark.parametrize("test", ["signed-rank", "mean"])
-def test_monte_carlo_tests_write_the_risk_of_their_own_draws(test):
+def test_monte_carlo_tests_return_the_risk_of_their_own_draws_and_write_none(test):
     rng = np.random.default_rng(0)
     hardness = rng.gamma(2.0, 2.0, size=20)
     study = _study_with_reference(hardness)
     frozen = _running(study, hardness[:12] + 0.5 + 0.05 * rng.normal(size=12))
     pruner = RacingPruner(test=test, random_state=4)
     decision = pruner.decide(study, frozen)
+    # Same seed, same trial, same step: the same draws, so the same decision and number.
+    assert decision == pruner.decide(study, frozen)
     assert pruner.prune(study, frozen)
-    # Same seed, same trial, same step: the same draws, so the same number exactly.
-    assert study.trials[frozen.number].user_attrs["racer_prune_risk"] == decision["risk"]
-    # No fitted prior for these tests: the stated risk is the DP posterior's complement.
+    assert "racer_prune_risk" not in study.trials[frozen.number].user_attrs
+    # No fitted prior for these tests: the risk is the DP posterior's complement.
     assert decision["risk"] == decision["risk_dp"] == 1.0 - decision["prob_worse"][0] < 0.05
 
 
@@ -177,22 +179,22 @@ class _SilentPruner(RacingPruner):
         return bool(self.decide(study, trial)["prune"])
 
 
+@pytest.mark.parametrize("test", ["sign", "signed-rank", "mean"])
 @pytest.mark.parametrize("on_prune", ["prune", "return", "raise"])
-def test_pruning_risks_lists_every_prune_and_writing_it_changes_no_decision(on_prune):
-    study = _toy_study(RacingPruner(random_state=1), on_prune)
-    before = _toy_study(_SilentPruner(random_state=1), on_prune)
+def test_no_test_writes_a_risk_and_the_attributes_change_no_decision(test, on_prune):
+    study = _toy_study(RacingPruner(test=test, random_state=1), on_prune)
+    before = _toy_study(_SilentPruner(test=test, random_state=1), on_prune)
     # Same seeds: the same trials, states, values and instances as without the attributes.
     assert ([(t.state, t.value, t.params, t.intermediate_values) for t in study.trials]
             == [(t.state, t.value, t.params, t.intermediate_values) for t in before.trials])
-    risks = pruning_risks(study)
-    pruned = [t.number for t in study.trials if t.user_attrs.get("racer_pruned")]
-    assert pruned and [r.number for r in risks] == pruned
-    assert pruning_risks(before) == []
-    for r in risks:
-        assert isinstance(r, PruneRisk)
-        assert 0.0 <= r.risk <= 1.0
-        assert r.reason in ("dominated", "indistinguishable")
-        assert study.trials[r.reference].user_attrs.get("racer_pruned") is None
+    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    assert pruned
+    assert pruning_risks(study) == pruning_risks(before) == []
+    for t in pruned:
+        assert "racer_prune_risk" not in t.user_attrs
+        assert t.user_attrs["racer_prune_reason"] in ("dominated", "indistinguishable")
+        reference = study.trials[t.user_attrs["racer_prune_reference"]]
+        assert reference.user_attrs.get("racer_pruned") is None
 
 
 def test_pruning_risks_refuses_what_is_not_a_study():
@@ -243,19 +245,44 @@ def test_empirical_bayes_risk_falls_as_the_study_shows_more_clearly_worse_trials
     assert round(alone, 3) == 0.018
 
 
-def test_the_stated_risk_changes_no_decision():
-    # The risk is computed after the decision: a pruner whose fitted prior is replaced by
-    # nonsense takes the same decisions, trial by trial, and writes the nonsense.
+def test_prune_never_computes_the_risk_and_decide_returns_it_after_the_decision():
+    # prune() writes no risk, so it skips the EM fit: with the fitted prior replaced by a
+    # function that fails, the study runs, trial for trial the same; decide() still computes
+    # the risk, after the decision, which the number cannot change.
     from racer.adapters.optuna import pruner as pruner_module
 
     real = _toy_study(RacingPruner(random_state=3), "raise")
     original = pruner_module._empirical_bayes_sign_risk
-    pruner_module._empirical_bayes_sign_risk = lambda *args: 0.75
+
+    def fails(*args):
+        raise AssertionError("prune() computed a risk")
+
+    pruner_module._empirical_bayes_sign_risk = fails
     try:
-        fake = _toy_study(RacingPruner(random_state=3), "raise")
+        again = _toy_study(RacingPruner(random_state=3), "raise")
     finally:
         pruner_module._empirical_bayes_sign_risk = original
     assert ([(t.state, t.value, t.params, t.intermediate_values) for t in real.trials]
-            == [(t.state, t.value, t.params, t.intermediate_values) for t in fake.trials])
-    assert {r.risk for r in pruning_risks(fake)} == {0.75}
-    assert len(pruning_risks(real)) == len(pruning_risks(fake)) > 0
+            == [(t.state, t.value, t.params, t.intermediate_values) for t in again.trials])
+    # decide() on the study as it stood when a trial was pruned: its own record was the same
+    # then, and the trials after it had not run; rebuild that study and ask.
+    pruned = [t for t in real.trials if t.state == optuna.trial.TrialState.PRUNED]
+    assert pruned
+    t = pruned[-1]
+    study = optuna.create_study()
+    for earlier in real.trials[:t.number]:
+        study.add_trial(earlier)
+    ask = study.ask()
+    for step, value in t.intermediate_values.items():  # the instances it saw, by id
+        ask.report(value, step)
+    running = study._storage.get_trial(ask._trial_id)
+    pruner = RacingPruner(random_state=3)
+    pruner_module._empirical_bayes_sign_risk = lambda *args: 0.75
+    try:
+        fake = pruner.decide(study, running)
+    finally:
+        pruner_module._empirical_bayes_sign_risk = original
+    decision = pruner.decide(study, running)
+    assert decision["prune"] and fake["risk"] == 0.75 and 0.0 <= decision["risk"] <= 1.0
+    assert ({k: v for k, v in fake.items() if k != "risk"}
+            == {k: v for k, v in decision.items() if k != "risk"})

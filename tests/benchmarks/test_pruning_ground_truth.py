@@ -247,3 +247,40 @@ def test_cells_compare_racer_with_wilcoxon_and_optunas_best(bench):
     risk = bench.format_risk(bench.summarize(recs))
     # one prune stating 0.25, its claim true: no false claim, the rule of three's bound
     assert "| racing | 1 | 0.2500 | 0.0000 ± " in risk and "rate ≤ 3.0000" in risk
+
+
+def test_racing_variants_state_risks_whose_claims_are_checked_in_their_tests_sense(bench):
+    # RacingPruner with other parameters (optuna_pruning.py's grammar): the signed-rank test's
+    # claim is on the Walsh averages, the mean test's on the mean difference
+    assert bench.make_pruner("racing-s2", 0)._n_startup_steps == 2
+    assert bench.make_pruner("racing-sr:prune", 0)._test == "signed-rank"
+    with pytest.raises(ValueError, match="racing-zz"):
+        bench.run_study(bench.load("hpobench/credit_g@2"), 40, "tpe", "racing-zz", 0)
+    with pytest.raises(SystemExit):
+        bench.main(["--pruners", "racing-sr:raise"])
+    table = bench.load("hpobench/credit_g@2")
+    names, costs = _truth()
+    checked = 0
+    for cond in ("racing-sr", "racing-mean", "racing-s2:prune"):
+        for seed in (0, 1):
+            r = bench.run_study(table, 40, "tpe", cond, seed)
+            rows = [d[0] for d in r["trials_detail"]]
+            assert len(r["risks"]) == r["pruned"]
+            for number, risk, reason, reference, false_claim, not_worse in r["risks"]:
+                t = costs[tuple(table.config(rows[number])[n] for n in names)]
+                ref = costs[tuple(table.config(rows[reference])[n] for n in names)]
+                z = ref - t  # in the trial's favour
+                assert 0.0 <= risk <= 1.0
+                if cond == "racing-mean":
+                    assert reason == "dominated"  # no band without a rope
+                    expect = z.mean() >= -1e-12
+                else:
+                    walsh = [z[i] + z[j] for i in range(5) for j in range(5)]
+                    theta = (sum(w > 0 for w in walsh) + sum(w == 0 for w in walsh) / 2) / 25
+                    if cond == "racing-s2:prune":  # the sign test
+                        theta = (np.sum(z > 0) + np.sum(z == 0) / 2) / 5
+                    expect = theta >= 0.5 if reason == "dominated" else abs(theta - 0.5) >= 0.05
+                assert false_claim == expect
+                assert not_worse == (t.mean() <= ref.mean())
+                checked += 1
+    assert checked > 0
