@@ -537,6 +537,53 @@ def format_risk(rows) -> str:
     return "\n".join(lines)
 
 
+def risk_by_check(records) -> list:
+    """ParetoPruner's prunes pooled per (phase, condition, table), split by when they came:
+    at the first check a trial gets (``min_instances`` seen) or later; per group the prunes,
+    the mean stated risk and the rate of false claims (SE clustered by study)."""
+    import inspect
+
+    from racer.adapters.optuna import ParetoPruner
+
+    default_min = inspect.signature(ParetoPruner).parameters["min_instances"].default
+    groups: dict = {}
+    for r in records:
+        if "hv" not in r or not r["risks"]:
+            continue
+        first = (int(r["pruner"][len("pareto-m"):]) if r["pruner"] in VARIANTS
+                 else default_min)
+        for when in ("first", "later"):
+            mine = [p for p in r["risks"]
+                    if (r["trials_detail"][p[0]][1] == first) == (when == "first")]
+            g = groups.setdefault((phase(r["seed"]), r["pruner"], r["table"], when),
+                                  {"n": [], "stated": [], "false": []})
+            g["n"].append(len(mine))
+            g["stated"].append(sum(p[1] for p in mine))
+            g["false"].append(sum(p[4] for p in mine))
+    order = {c: k for k, c in enumerate(CONDITIONS + VARIANTS)}
+    out = []
+    for key in sorted(groups, key=lambda k: (k[0] != "pilot", order[k[1]], k[2], k[3])):
+        g = groups[key]
+        if not sum(g["n"]):
+            continue
+        stated, _ = ratio_se(g["stated"], g["n"])
+        rate, se = ratio_se(g["false"], g["n"])
+        out.append({"phase": key[0], "pruner": key[1], "table": key[2], "when": key[3],
+                    "prunes": sum(g["n"]), "stated": stated, "false": sum(g["false"]),
+                    "rate": rate, "se": se})
+    return out
+
+
+def format_risk_by_check(groups) -> str:
+    lines = ["| phase | condition | table | check | prunes | stated risk (mean) | false claims: "
+             "rate ± SE (count) |", "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+    for g in groups:
+        when = "first (min_instances seen)" if g["when"] == "first" else "later"
+        lines.append(f"| {g['phase']} | {g['pruner']} | {g['table']} | {when} | {g['prunes']} "
+                     f"| {g['stated']:.4f} | {g['rate']:.4f} ± {g['se']:.4f} ({g['false']}) |")
+    return "\n".join(lines)
+
+
 def print_tables(records) -> None:
     rows = summarize(records)
     items = cells(rows)
@@ -545,6 +592,8 @@ def print_tables(records) -> None:
     print(format_cells(items))
     print()
     print(format_risk(rows))
+    print()
+    print(format_risk_by_check(risk_by_check(records)))
 
 
 # ---------------------------------------------------------------------------------------------
