@@ -170,6 +170,13 @@ def test_table_statistics_on_records_made_by_hand(bench):
     assert rows["pareto"]["claim_rate"] == pytest.approx(1 / 3)
     assert rows["pareto"]["stated"] == pytest.approx(0.2 / 3)
     assert rows["median"]["wrong_rate"] == pytest.approx(0.25)
+    # trial 1 pruned at its first check (5 instances seen), trial 2 later (7)
+    records[2]["trials_detail"] = [[0, 10, "c"], [3, 5, "p"], [4, 7, "p"]]
+    records[3]["trials_detail"] = [[0, 10, "c"], [3, 6, "p"]]
+    by_check = {g["when"]: g for g in bench.risk_by_check(records)}
+    assert (by_check["first"]["prunes"], by_check["first"]["false"]) == (1, 1)
+    assert (by_check["later"]["prunes"], by_check["later"]["false"]) == (2, 0)
+    assert by_check["later"]["stated"] == pytest.approx(0.05)
     item = bench.cells(bench.summarize(records))[0]
     assert item["best"] == "median"
     assert item["vs_none"]["pareto"]["diff"] == pytest.approx(0.15)  # (0.2 + 0.1) / 2
