@@ -584,6 +584,21 @@ def format_risk_by_check(groups) -> str:
     return "\n".join(lines)
 
 
+def format_describe(specs) -> str:
+    """Per table: instances, configurations, the true front's size and corners, and the share
+    of configurations whose true mean vector lies inside the hypervolume's box."""
+    lines = ["| table | instances | configurations | true front | error: ideal – nadir | "
+             "time (s): ideal – nadir | configurations inside the box |",
+             "| --- | ---: | ---: | ---: | --- | --- | ---: |"]
+    for spec in specs:
+        pair = load_pair(spec)
+        inside = float((pair.scaled(pair.true) < REF).all(axis=1).mean())
+        lines.append(f"| {spec} | {pair.n_instances} | {pair.error.n_configs:,} | "
+                     f"{len(pair.front)} | {pair.ideal[0]:.3g} – {pair.nadir[0]:.3g} | "
+                     f"{pair.ideal[1]:.3g} – {pair.nadir[1]:.4g} | {100 * inside:.1f}% |")
+    return "\n".join(lines)
+
+
 def print_tables(records) -> None:
     rows = summarize(records)
     items = cells(rows)
@@ -615,7 +630,12 @@ def main(argv=None) -> int:
                    "(default benchmarks/results/pareto_pruning_ground_truth.jsonl.gz; "
                    "--quick: none)")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="print the tables of these files")
+    p.add_argument("--describe", metavar="SPECS",
+                   help="print the true fronts of these tables (comma-separated specs)")
     a = p.parse_args(argv)
+    if a.describe:
+        print(format_describe([w.strip() for w in a.describe.split(",") if w.strip()]))
+        return 0
     if a.table:
         print_tables(read_records(a.table))
         return 0

@@ -97,6 +97,10 @@ def test_pair_is_the_pickle_and_its_true_front_is_exact(bench):
     assert pair.true_hv == pytest.approx(_brute_hv(scaled[front], [1.1, 1.1]), rel=1e-12)
     assert pair.hv_ratio(true) == pytest.approx(1.0)  # every configuration: the true front
     assert pair.scalar(pair.ideal) == 0.0 and pair.scalar(pair.nadir) == pytest.approx(2.0)
+    inside = 100 * (scaled < 1.1).all(axis=1).mean()
+    assert (f"| hpobench/credit_g@2 | 5 | 32 | {len(front)} |" in
+            bench.format_describe(["hpobench/credit_g@2"]))
+    assert bench.format_describe(["hpobench/credit_g@2"]).endswith(f" {inside:.1f}% |")
     with pytest.raises(ValueError, match="metric 'latency'"):
         bench.load("hpobench/credit_g@2", metric="latency")
 
