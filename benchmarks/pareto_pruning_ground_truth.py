@@ -588,6 +588,75 @@ def format_risk_by_check(groups) -> str:
     return "\n".join(lines)
 
 
+def reversal_rate(pair: Pair, rows, seen) -> float:
+    """Of the ordered pairs ``(a, b)`` of configurations ``rows`` (trials a study completed)
+    where ``a`` is better or equal to ``b`` on both objectives on each instance of ``seen``
+    and better on the mean of one, the share in which ``a`` does not dominate ``b`` on the
+    true means: how often "dominates on every instance seen" reversed in the study's own
+    complete data. NaN when no pair qualifies. (A candidate for the risk of a prune at the
+    first check; measured in ``--reversal``, not used by ``ParetoPruner``.)
+
+    >>> pair = load_pair("hpobench/credit_g@2")
+    >>> rate = reversal_rate(pair, range(32), [0, 1])
+    >>> bool(0.0 <= rate <= 1.0)
+    True
+    """
+    x = pair.costs[np.asarray(rows)][:, np.asarray(seen), :]  # (c, k, 2)
+    m = x.mean(axis=1)
+    every = (x[:, None] <= x[None, :]).all(axis=(2, 3))
+    every &= (m[:, None] < m[None, :]).any(axis=2)
+    t = pair.true[np.asarray(rows)]
+    truly = (t[:, None] <= t[None, :]).all(axis=2) & (t[:, None] < t[None, :]).any(axis=2)
+    return float((every & ~truly).sum() / every.sum()) if every.any() else math.nan
+
+
+def reversal(records) -> list:
+    """Per (phase, table, budget, sampler, ParetoPruner condition): the first-check dominated
+    prunes' mean stated risk, their counted false claims, and the mean over them of
+    :func:`reversal_rate` on the trials completed before each, on the instances it had seen."""
+    import inspect
+
+    from racer.adapters.optuna import ParetoPruner
+
+    default_min = inspect.signature(ParetoPruner).parameters["min_instances"].default
+    pairs: dict = {}
+    groups: dict = {}
+    for r in records:
+        if "hv" not in r or not r["risks"]:
+            continue
+        first = (int(r["pruner"][len("pareto-m"):]) if r["pruner"] in VARIANTS
+                 else default_min)
+        pair = pairs.get(r["table"]) or pairs.setdefault(r["table"], load_pair(r["table"]))
+        detail = r["trials_detail"]
+        for number, risk, reason, _, false_claim, _ in r["risks"]:
+            if reason != "dominated" or detail[number][1] != first:
+                continue
+            seen = np.random.default_rng([r["seed"], number]).permutation(
+                pair.n_instances)[:first]
+            rate = reversal_rate(pair, [detail[t][0] for t in range(number)
+                                        if detail[t][2] == "c"], seen)
+            g = groups.setdefault(_key(r), {"n": 0, "stated": 0.0, "false": 0, "rates": []})
+            g["n"] += 1
+            g["stated"] += risk
+            g["false"] += false_claim
+            if not math.isnan(rate):
+                g["rates"].append(rate)
+    return [{"key": k, "prunes": g["n"], "stated": g["stated"] / g["n"],
+             "false": g["false"] / g["n"],
+             "reversal": float(np.mean(g["rates"])) if g["rates"] else math.nan}
+            for k, g in sorted(groups.items())]
+
+
+def format_reversal(rows) -> str:
+    lines = ["| phase | table | budget | sampler | condition | first-check dominated prunes | "
+             "stated (mean) | false claims | reversal rate in the study (mean) |",
+             "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {' | '.join(str(k) for k in r['key'])} | {r['prunes']} | "
+                     f"{r['stated']:.4f} | {r['false']:.4f} | {r['reversal']:.4f} |")
+    return "\n".join(lines)
+
+
 def format_describe(specs) -> str:
     """Per table: instances, configurations, the true front's size and corners, and the share
     of configurations whose true mean vector lies inside the hypervolume's box."""
@@ -634,9 +703,15 @@ def main(argv=None) -> int:
                    "(default benchmarks/results/pareto_pruning_ground_truth.jsonl.gz; "
                    "--quick: none)")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="print the tables of these files")
+    p.add_argument("--reversal", nargs="+", metavar="JSONL",
+                   help="print, for ParetoPruner's first-check prunes of these files, the "
+                        "stated risk, the false claims and the study's own reversal rate")
     p.add_argument("--describe", metavar="SPECS",
                    help="print the true fronts of these tables (comma-separated specs)")
     a = p.parse_args(argv)
+    if a.reversal:
+        print(format_reversal(reversal(read_records(a.reversal))))
+        return 0
     if a.describe:
         print(format_describe([w.strip() for w in a.describe.split(",") if w.strip()]))
         return 0

@@ -185,3 +185,19 @@ def test_table_statistics_on_records_made_by_hand(bench):
     assert item["best"] == "median"
     assert item["vs_none"]["pareto"]["diff"] == pytest.approx(0.15)  # (0.2 + 0.1) / 2
     assert item["vs_best"]["pareto"]["diff"] == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
+
+
+def test_reversal_rate_is_the_brute_force_count(bench):
+    pair = bench.load_pair("hpobench/credit_g@2")
+    rows, seen = list(range(0, 32, 2)), [3, 0]
+    agree = reversed_ = 0
+    for a in rows:
+        for b in rows:
+            xa, xb = pair.costs[a, seen], pair.costs[b, seen]
+            ma, mb = xa.mean(axis=0), xb.mean(axis=0)
+            if a != b and (xa <= xb).all() and (ma < mb).any():
+                agree += 1
+                ta, tb = pair.true[a], pair.true[b]
+                reversed_ += not ((ta <= tb).all() and (ta < tb).any())
+    assert agree > 0
+    assert bench.reversal_rate(pair, rows, seen) == pytest.approx(reversed_ / agree)
