@@ -83,6 +83,18 @@ def test_no_prune_before_min_instances_nor_without_a_complete_reference():
     assert ParetoPruner(min_instances=4).decide(study, few)["prune"]
 
 
+def test_the_default_prunes_from_the_second_instance_so_five_instances_are_enough():
+    # A study of 5 instances: the old default (5) could never prune there, as no check
+    # follows a trial's last instance.
+    study = _study()
+    _add_complete(study, _scores([0.20, 1.0])[:5])
+    _, one = _running(study, _scores([0.5, 5.0]), steps=range(1))
+    _, two = _running(study, _scores([0.5, 5.0]), steps=range(2))
+    assert not ParetoPruner(random_state=0).decide(study, one)["prune"]
+    decision = ParetoPruner(random_state=0).decide(study, two)
+    assert decision["prune"] and decision["n_instances"] == 2
+
+
 @pytest.mark.parametrize("directions", [("minimize", "minimize"), ("maximize", "minimize")])
 def test_the_decision_is_pareto_dominance_on_the_same_data_and_seed(directions):
     study = _study(directions)
