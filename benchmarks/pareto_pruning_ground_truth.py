@@ -28,9 +28,11 @@ instance evaluations** (``8x`` = 8 per instance) is spent; the trial the budget 
 * ``none``: ``NopPruner``;
 * ``pareto``: ``ParetoPruner(random_state=seed)`` at its defaults, through
   ``report_objectives`` / ``should_prune_objectives``; a pruned trial raises ``TrialPruned``
-  and has no values (the pruner's default contract); ``pareto-m2`` and ``pareto-m3`` the
-  same with ``min_instances=2`` and ``3`` (the default, 5, cannot prune on a table of 5
-  instances: no check follows a trial's last instance);
+  and has no values (the pruner's default contract); ``pareto-m2``, ``pareto-m3`` and
+  ``pareto-m5`` the same with ``min_instances=2``, ``3`` and ``5``. Each record names the
+  ``min_instances`` it ran; records written before it did ran the default of then, 5, and
+  are read as ``pareto-m5`` (``normalise``), so ``pareto`` is always the default of the code
+  that wrote the record (2 since it was chosen on pilot seeds 20-39);
 * ``wilcoxon``, ``median``, ``sha``, ``hyperband``: Optuna's pruners at their defaults
   (``pruning_ground_truth.make_pruner``) on the **scalarisation** ``s = (f1 - a1) / (b1 - a1)
   + (f2 - a2) / (b2 - a2)``, each objective mapped by the table's true front to [0, 1] (``a``
@@ -62,8 +64,9 @@ the reference point.
 **Wrong prunes and the stated risk.** ``ParetoPruner`` prunes a trial ``T`` as *dominated*
 when the posterior probability that one of its *references* (the front, by their means, of
 the trials completed before ``T``: in a sequential study every earlier trial has finished)
-Pareto-dominates it passes 0.95, and states as its risk the probability that none does, i.e.
-that ``T`` is on the front of the means of ``T`` and the references. Every completed trial
+Pareto-dominates it passes 0.95; its posterior risk (``ParetoPruner.decide``'s ``risk``,
+recorded per prune here: the pruner writes no risk on the trial) is the probability that
+none does, i.e. that ``T`` is on the front of the means of ``T`` and the references. Every completed trial
 ran on every instance, so that claim is checked exactly: it is **false** when no trial
 completed before ``T`` strictly dominates ``T``'s true mean vector (better or equal on both,
 better on one; a completed trial that dominates ``T`` is itself dominated by, or on, the
@@ -92,9 +95,9 @@ check a prune came at (the first, with ``min_instances`` seen, or later). The ph
     OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pareto_pruning_ground_truth.py --quick
     OPENBLAS_NUM_THREADS=1 nice -n 19 python benchmarks/pareto_pruning_ground_truth.py \\
         --tables hpobench/kc1 --budgets 8x,30x --samplers tpe,random --seeds 50 \\
-        --first-seed 100 --out benchmarks/results/pareto_pruning_ground_truth_fresh.jsonl.gz
+        --first-seed 150 --out benchmarks/results/pareto_pruning_ground_truth_fresh2.jsonl.gz
     python benchmarks/pareto_pruning_ground_truth.py \\
-        --table benchmarks/results/pareto_pruning_ground_truth_*.jsonl.gz
+        --table benchmarks/results/pareto_pruning_ground_truth_fresh2.jsonl.gz
 """
 
 from __future__ import annotations
@@ -128,8 +131,11 @@ from pruning_ground_truth import (  # noqa: E402
 SECOND = {"hpobench": "train_time", "hpolib": "train_time", "nasbench201": "train_time"}
 OPTUNA = ("wilcoxon", "median", "sha", "hyperband")  # on the scalarisation
 CONDITIONS = ("none", "pareto", *OPTUNA)
-#: ParetoPruner variants tried on the pilot: ``pareto-mK`` is ``min_instances=K``.
-VARIANTS = ("pareto-m2", "pareto-m3")
+#: ParetoPruner variants: ``pareto-mK`` is ``min_instances=K``.
+VARIANTS = ("pareto-m2", "pareto-m3", "pareto-m5")
+#: ``min_instances`` of ParetoPruner's default when the records without a ``min_instances``
+#: field were written; :func:`normalise` labels those ``pareto`` records ``pareto-m5``.
+LEGACY_DEFAULT_MIN = 5
 SAMPLERS = ("tpe", "random")
 REF = 1.1  # the reference point, per objective, in the front's normalised coordinates
 
@@ -243,12 +249,7 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
     import optuna
     from optuna.trial import TrialState
 
-    from racer.adapters.optuna import (
-        ParetoPruner,
-        pruning_risks,
-        report_objectives,
-        should_prune_objectives,
-    )
+    from racer.adapters.optuna import ParetoPruner, report_objectives, should_prune_objectives
 
     if not isinstance(pair, Pair):
         raise TypeError(f"pair must be a Pair (from load_pair); got {type(pair).__name__}")
@@ -279,9 +280,22 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
     is_pareto = condition.startswith("pareto")
     pruner = optuna.pruners.NopPruner()
     if is_pareto:
-        pruner = ParetoPruner(random_state=seed, **(
-            {"min_instances": int(condition[len("pareto-m"):])} if condition in VARIANTS
-            else {}))
+
+        class Recording(ParetoPruner):
+            """ParetoPruner keeping each prune's decision: the pruner writes no risk on the
+            trial, and the posterior risk ``decide`` returns is what is measured here."""
+
+            def __init__(self, **kwargs):
+                super().__init__(**kwargs)
+                self.decisions: dict = {}
+
+            def decide(self, study, trial):
+                decision = super().decide(study, trial)
+                if decision["prune"]:
+                    self.decisions[trial.number] = decision
+                return decision
+
+        pruner = Recording(random_state=seed, min_instances=_min_instances(condition))
 
     def objective(trial):
         row = rows[trial.number] = table.row(_optuna_params(table, trial))
@@ -344,18 +358,20 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
     wrong = {t: not _weakly_dominated(true[rows[t]], front) for t in pruned}
 
     risks = []
-    for r in pruning_risks(study) if is_pareto else ():
-        mine = true[rows[r.number]]
-        if r.reason == "dominated":
-            before = true[[rows[t] for t in complete if t < r.number]]
+    for number in sorted(pruner.decisions) if is_pareto else ():
+        d = pruner.decisions[number]
+        mine = true[rows[number]]
+        if d["reason"] == "dominated":
+            before = true[[rows[t] for t in complete if t < number]]
             false_claim = not _strictly_dominated(mine, before)
         else:
-            other = true[rows[r.reference]]
+            other = true[rows[d["reference"]]]
             false_claim = not np.allclose(mine, other, rtol=1e-12, atol=0.0)
-        risks.append([r.number, r.risk, r.reason, r.reference, bool(false_claim),
-                      bool(wrong[r.number])])
+        risks.append([number, d["risk"], d["reason"], d["reference"], bool(false_claim),
+                      bool(wrong[number])])
+    extra = {"min_instances": _min_instances(condition)} if is_pareto else {}
     return {"table": pair.spec, "n_instances": n, "budget": budget, "sampler": sampler,
-            "pruner": condition, "seed": seed, "hv": pair.hv_ratio(front),
+            "pruner": condition, **extra, "seed": seed, "hv": pair.hv_ratio(front),
             "front_rows": returned, "evals": state["evals"], "trials": len(outcome),
             "completed": len(complete), "pruned": len(pruned),
             "truncated": sum(o == "truncated" for o in outcome.values()),
@@ -363,6 +379,38 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
             # per trial: row, instances seen, outcome (c / p / t)
             "trials_detail": [[int(rows[t]), seen[t], outcome[t][0]] for t in sorted(outcome)],
             "risks": risks, "wall": wall}
+
+
+def _min_instances(condition: str) -> int:
+    """``min_instances`` of a ParetoPruner condition: ``K`` of ``pareto-mK``, else the
+    pruner's current default."""
+    import inspect
+
+    from racer.adapters.optuna import ParetoPruner
+
+    if condition in VARIANTS:
+        return int(condition[len("pareto-m"):])
+    return inspect.signature(ParetoPruner).parameters["min_instances"].default
+
+
+def normalise(records) -> list:
+    """The records with every ParetoPruner study's ``min_instances`` filled in; a ``pareto``
+    record written before the records carried it ran the default of then (5) and is labelled
+    ``pareto-m5``, so ``pareto`` always means the default of the code that wrote it.
+
+    >>> [r["pruner"] for r in normalise([{"pruner": "pareto"}, {"pruner": "pareto",
+    ...                                   "min_instances": 2}, {"pruner": "none"}])]
+    ['pareto-m5', 'pareto', 'none']
+    """
+    out = []
+    for r in records:
+        if _is_pareto(r.get("pruner", "")) and "min_instances" not in r:
+            r = dict(r)
+            if r["pruner"] == "pareto":
+                r["pruner"] = f"pareto-m{LEGACY_DEFAULT_MIN}"
+            r["min_instances"] = int(r["pruner"][len("pareto-m"):])
+        out.append(r)
+    return out
 
 
 def _strictly_dominated(point, others) -> bool:
@@ -395,7 +443,7 @@ def _paired(ok, ref) -> dict:
 def summarize(records) -> list:
     """Rows of the table: one per (phase, table, budget, sampler, condition), as dicts."""
     groups: dict = {}
-    for r in records:
+    for r in normalise(records):
         if "hv" not in r and "error" not in r:
             continue  # another benchmark's record
         g = groups.setdefault(_key(r), {"ok": {}, "errors": 0})
@@ -545,17 +593,11 @@ def risk_by_check(records) -> list:
     """ParetoPruner's prunes pooled per (phase, condition, table), split by when they came:
     at the first check a trial gets (``min_instances`` seen) or later; per group the prunes,
     the mean stated risk and the rate of false claims (SE clustered by study)."""
-    import inspect
-
-    from racer.adapters.optuna import ParetoPruner
-
-    default_min = inspect.signature(ParetoPruner).parameters["min_instances"].default
     groups: dict = {}
-    for r in records:
+    for r in normalise(records):
         if "hv" not in r or not r["risks"]:
             continue
-        first = (int(r["pruner"][len("pareto-m"):]) if r["pruner"] in VARIANTS
-                 else default_min)
+        first = r["min_instances"]
         for when in ("first", "later"):
             mine = [p for p in r["risks"]
                     if (r["trials_detail"][p[0]][1] == first) == (when == "first")]
@@ -614,18 +656,12 @@ def reversal(records) -> list:
     """Per (phase, table, budget, sampler, ParetoPruner condition): the first-check dominated
     prunes' mean stated risk, their counted false claims, and the mean over them of
     :func:`reversal_rate` on the trials completed before each, on the instances it had seen."""
-    import inspect
-
-    from racer.adapters.optuna import ParetoPruner
-
-    default_min = inspect.signature(ParetoPruner).parameters["min_instances"].default
     pairs: dict = {}
     groups: dict = {}
-    for r in records:
+    for r in normalise(records):
         if "hv" not in r or not r["risks"]:
             continue
-        first = (int(r["pruner"][len("pareto-m"):]) if r["pruner"] in VARIANTS
-                 else default_min)
+        first = r["min_instances"]
         pair = pairs.get(r["table"]) or pairs.setdefault(r["table"], load_pair(r["table"]))
         detail = r["trials_detail"]
         for number, risk, reason, _, false_claim, _ in r["risks"]:
