@@ -130,16 +130,21 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
         assert sorted(set(np.asarray(complete)[_brute_front(done)].tolist())) == r["front_rows"]
         wrong = sum(not (front <= true[row]).all(axis=1).any() for row in pruned)
         assert r["wrong_prunes"] == wrong
-        if r["pruner"] in ("none", "pareto"):  # 5 instances: the default never prunes
+        if r["pruner"] in ("none", "pareto-m5"):  # 5 instances: min_instances=5 never prunes
             assert r["pruned"] == 0 and r["risks"] == []
+        if bench._is_pareto(r["pruner"]):
+            assert r["min_instances"] == (2 if r["pruner"] == "pareto"
+                                          else int(r["pruner"][len("pareto-m"):]))
     assert sum(r["pruned"] for r in recs if r["pruner"] in bench.OPTUNA) > 0
+    # the default (min_instances=2) prunes on these 5 instances
+    assert sum(r["pruned"] for r in recs if r["pruner"] == "pareto") > 0
     assert "| pilot | hpobench/credit_g@2 | 40 | tpe | 2 |" in printed
 
 
 def test_quick_pareto_prunes_state_a_risk_whose_claim_is_checked(bench, quick):
     pair = bench.load_pair("hpobench/credit_g@2")
     true = pair.costs.mean(axis=1)
-    variants = [r for r in quick[0][1:] if r["pruner"] in bench.VARIANTS]
+    variants = [r for r in quick[0][1:] if bench._is_pareto(r["pruner"])]
     assert sum(len(r["risks"]) for r in variants) > 0
     for r in variants:
         rows = [d[0] for d in r["trials_detail"]]
@@ -169,6 +174,8 @@ def test_table_statistics_on_records_made_by_hand(bench):
                                              [2, 0.1, "dominated", 0, False, False]]),
                rec("pareto", 1, 0.7, 1, 0, [[1, 0.0, "dominated", 0, False, False]]),
                rec("median", 0, 0.8, 4, 2), rec("median", 1, 0.6, 4, 0)]
+    for r in records[2:4]:
+        r["min_instances"] = 5
     rows = {r["pruner"]: r for r in bench.summarize(records)}
     assert rows["pareto"]["mean"] == pytest.approx(0.7)
     assert rows["pareto"]["claim_rate"] == pytest.approx(1 / 3)
@@ -185,6 +192,17 @@ def test_table_statistics_on_records_made_by_hand(bench):
     assert item["best"] == "median"
     assert item["vs_none"]["pareto"]["diff"] == pytest.approx(0.15)  # (0.2 + 0.1) / 2
     assert item["vs_best"]["pareto"]["diff"] == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
+
+
+def test_records_without_min_instances_are_the_old_default(bench):
+    old = {"table": "t", "budget": 10, "sampler": "tpe", "pruner": "pareto", "seed": 0,
+           "hv": 0.5, "evals": 10, "trials": 3, "completed": 2, "pruned": 0,
+           "wrong_prunes": 0, "risks": []}
+    new = dict(old, min_instances=2, hv=0.7)
+    rows = {r["pruner"]: r for r in bench.summarize([old, new])}
+    assert rows["pareto-m5"]["mean"] == pytest.approx(0.5)
+    assert rows["pareto"]["mean"] == pytest.approx(0.7)
+    assert "min_instances" not in old  # the record read is not changed
 
 
 def test_reversal_rate_is_the_brute_force_count(bench):
