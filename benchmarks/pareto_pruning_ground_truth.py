@@ -66,11 +66,11 @@ when the posterior probability that one of its *references* (the front, by their
 the trials completed before ``T``: in a sequential study every earlier trial has finished)
 Pareto-dominates it passes 0.95; its posterior risk (``ParetoPruner.decide``'s ``risk``,
 recorded per prune here: the pruner writes no risk on the trial) is the probability that
-none does, i.e. that ``T`` is on the front of the means of ``T`` and the references. Every completed trial
-ran on every instance, so that claim is checked exactly: it is **false** when no trial
-completed before ``T`` strictly dominates ``T``'s true mean vector (better or equal on both,
-better on one; a completed trial that dominates ``T`` is itself dominated by, or on, the
-reference front, so this is the same as "no reference"). An *indistinguishable* prune claims
+none does, i.e. that ``T`` is on the front of the means of ``T`` and the references. Every
+completed trial ran on every instance, so that claim is checked exactly: it is **false** when
+no trial completed before ``T`` strictly dominates ``T``'s true mean vector (better or equal
+on both, better on one; a completed trial that dominates ``T`` is itself dominated by, or on,
+the reference front, so this is the same as "no reference"). An *indistinguishable* prune claims
 that ``T`` and its reference have the same means within ``rope`` (0 by default): false when
 their true mean vectors differ (beyond 1e-12 relative). Apart from the claim, a prune by any
 pruner is **wrong** in the user's sense when no point of the study's returned front weakly
