@@ -153,11 +153,18 @@ def raw_table(family: str, dataset: str) -> dict:
     return _RAW[key]
 
 
-def _costs(family: str, dataset: str, grid: dict) -> np.ndarray:
+def _costs(family: str, dataset: str, grid: dict, metric: str | None = None) -> np.ndarray:
     """(n_configs, n_seeds) costs of one data set, rows in the grid's mixed-radix order (the
-    first parameter most significant), from the pickle's keys (one digit per parameter)."""
-    metric, cost, n_seeds = FAMILIES[family]
+    first parameter most significant), from the pickle's keys (one digit per parameter);
+    ``metric`` another recorded metric (``train_time``...), taken as it is recorded."""
+    default, cost, n_seeds = FAMILIES[family]
+    if metric not in (None, default):
+        cost = np.asarray  # seconds, bytes: already costs
+    metric = metric or default
     raw = raw_table(family, dataset)
+    recorded = next(iter(raw.values()))
+    if metric not in recorded:
+        raise ValueError(f"metric {metric!r}: {family}/{dataset} records {sorted(recorded)}")
     sizes = [len(v) for v in grid.values()]
     n = math.prod(sizes)
     if len(raw) != n:
@@ -247,8 +254,9 @@ def _key(value):
     return round(value, 12) if isinstance(value, float) else value
 
 
-def load(spec: str) -> Table:
-    """The table of a spec ``family/data_set`` or ``family/all``, optionally ``@K``."""
+def load(spec: str, metric: str | None = None) -> Table:
+    """The table of a spec ``family/data_set`` or ``family/all``, optionally ``@K``; its costs
+    are the family's validation error, or the recorded ``metric`` (e.g. ``"train_time"``)."""
     if not isinstance(spec, str) or "/" not in spec:
         raise ValueError(f"a table spec is 'family/data_set[@K]' or 'family/all[@K]'; got {spec!r}")
     body, _, k = spec.partition("@")
@@ -260,7 +268,7 @@ def load(spec: str) -> Table:
     if dataset != "all" and dataset not in names:
         raise ValueError(f"data set {dataset!r} of {spec!r}: one of {names} or 'all'")
     grid = _grid(family)
-    blocks = [_costs(family, d, grid) for d in datasets]
+    blocks = [_costs(family, d, grid, metric) for d in datasets]
     costs = np.concatenate(blocks, axis=1)
     instances = [(d, s) for d, b in zip(datasets, blocks) for s in range(b.shape[1])]
     if k:

@@ -83,6 +83,32 @@ def test_no_prune_before_min_instances_nor_without_a_complete_reference():
     assert ParetoPruner(min_instances=4).decide(study, few)["prune"]
 
 
+def test_the_default_prunes_from_the_second_instance_so_five_instances_are_enough():
+    # A study of 5 instances: the old default (5) could never prune there, as no check
+    # follows a trial's last instance.
+    study = _study()
+    _add_complete(study, _scores([0.20, 1.0])[:5])
+    _, one = _running(study, _scores([0.5, 5.0]), steps=range(1))
+    _, two = _running(study, _scores([0.5, 5.0]), steps=range(2))
+    assert not ParetoPruner(random_state=0).decide(study, one)["prune"]
+    decision = ParetoPruner(random_state=0).decide(study, two)
+    assert decision["prune"] and decision["n_instances"] == 2
+
+
+def test_a_prune_writes_its_reason_and_reference_but_no_risk_which_decide_still_returns():
+    study = _study()
+    _add_complete(study, _scores([0.20, 1.0]))
+    _, frozen = _running(study, _scores([0.5, 5.0]), steps=range(6))
+    pruner = ParetoPruner(random_state=0)
+    decision = pruner.decide(study, frozen)
+    assert pruner.prune(study, frozen)
+    attrs = study._storage.get_trial(frozen._trial_id).user_attrs
+    assert attrs["racer_prune_reason"] == decision["reason"] == "dominated"
+    assert attrs["racer_prune_reference"] == decision["reference"] == 0
+    assert "racer_prune_risk" not in attrs
+    assert 0.0 <= decision["risk"] < 0.05
+
+
 @pytest.mark.parametrize("directions", [("minimize", "minimize"), ("maximize", "minimize")])
 def test_the_decision_is_pareto_dominance_on_the_same_data_and_seed(directions):
     study = _study(directions)
@@ -182,7 +208,10 @@ def test_a_study_prunes_dominated_trials_and_records_why():
         # A pruned trial's y is larger than its reference's: it adds to both objectives.
         ref = study.trials[t.user_attrs["racer_prune_reference"]]
         assert t.params["y"] > ref.params["y"]
-    assert {r.number for r in pruning_risks(study)} == {t.number for t in pruned}
+    # Reason and reference are written; no attribute claims a probability.
+    assert all(t.user_attrs["racer_prune_reason"] in ("dominated", "indistinguishable")
+               and "racer_prune_risk" not in t.user_attrs for t in pruned)
+    assert pruning_risks(study) == []
     complete = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert all(len(t.values) == 2 and len(t.user_attrs["racer_objectives"]) == 12
                for t in complete)
@@ -211,8 +240,9 @@ def _enqueued_run(storage, n_trials, resume_after=None):
         study = optuna.load_study(study_name="pareto", storage=storage,
                                   pruner=ParetoPruner(random_state=4))
         study.optimize(objective, n_trials=n_trials - resume_after)
-    return [(t.state, t.user_attrs.get("racer_prune_reason"), t.user_attrs.get("racer_prune_risk"),
-             t.user_attrs["racer_objectives"]) for t in study.trials]
+    return [(t.state, t.user_attrs.get("racer_prune_reason"),
+             t.user_attrs.get("racer_prune_reference"), t.user_attrs["racer_objectives"])
+            for t in study.trials]
 
 
 def test_a_resumed_study_in_storage_takes_the_same_decisions(tmp_path):
