@@ -209,7 +209,6 @@ def run_study(problem, seed, pruner, max_trials, max_evals, on_prune="prune"):
             "values": list(t.values) if t.values is not None else None,
             "pruned": bool(t.user_attrs.get("racer_pruned", False)),
             "reason": t.user_attrs.get("racer_prune_reason", ""),
-            "risk": t.user_attrs.get("racer_prune_risk"),
         })
     return {"trials": trials, "wall": wall}
 
@@ -242,8 +241,7 @@ def prefix_rows(problem, run, budgets, n_train):
                         "evals": int(sum(t["evals"] for t in prefix)),
                         "trials": len(prefix),
                         "pruned": sum(t["pruned"] for t in prefix),
-                        "equivalent": sum(t["reason"] == "indistinguishable" for t in prefix),
-                        "risk_sum": float(sum(t["risk"] or 0.0 for t in prefix))})
+                        "equivalent": sum(t["reason"] == "indistinguishable" for t in prefix)})
     return out
 
 

@@ -60,10 +60,8 @@ import optuna  # noqa: E402
 import warnings  # noqa: E402
 
 from racer.adapters.optuna import (  # noqa: E402
-    PruneRisk,
     RacingPruner,
     instance_objective,
-    pruning_risks,
 )
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -711,13 +709,12 @@ def _true_theta(test, z):
     return float(np.mean(np.where(pair_sum > 0, 1.0, np.where(pair_sum == 0, 0.5, 0.0))))
 
 
-def stated_risk_outcomes(problem, study, stated=None):
+def stated_risk_outcomes(problem, study, stated):
     """Each RacingPruner prune's stated risk next to whether its claim was false in truth.
 
     ``stated``: trial number -> (risk, reason, reference) of each prune, as
     ``pruning_ground_truth._record_prunes`` records them from ``RacingPruner.decide`` (the
-    pruner writes no ``racer_prune_risk`` attribute any more); without it, the attributes
-    of a study pruned before that change are read. A prune's risk is, for a dominated prune, the
+    pruner writes no ``racer_prune_risk`` attribute any more). A prune's risk is, for a dominated prune, the
     posterior probability that the trial is *not worse* than its reference in the test's
     sense; for an indistinguishable one that the two differ by more than the band. The
     truth is the same statement on every instance (the tabulated problems' instance
@@ -745,14 +742,11 @@ def stated_risk_outcomes(problem, study, stated=None):
         key = tuple(key) if isinstance(key, list) else key
         return np.array([problem.score(key, i) for i in range(n)])
 
-    records = (pruning_risks(study) if stated is None else
-               [PruneRisk(number, *value) for number, value in sorted(stated.items())])
-    for record in records:
-        raw = sign * (scores(study.trials[record.number])
-                      - scores(study.trials[record.reference]))
+    for number, (risk, reason, reference) in sorted(stated.items()):
+        raw = sign * (scores(study.trials[number]) - scores(study.trials[reference]))
         z = np.where(np.abs(raw) <= rope, 0.0, raw)
         mean = float(raw.mean())
-        if record.reason == "dominated":
+        if reason == "dominated":
             wrong_mean = mean >= -1e-12
             wrong_test = wrong_mean if test == "mean" else _true_theta(test, z) >= 0.5
         else:
@@ -761,15 +755,15 @@ def stated_risk_outcomes(problem, study, stated=None):
             wrong_test = (abs(mean) > rope + 1e-12 if test == "mean"
                           else abs(_true_theta(test, z) - 0.5) >= eps)
         out["risk_prunes"] += 1
-        out["risk_sum"] += record.risk
+        out["risk_sum"] += risk
         out["risk_wrong_test"] += int(wrong_test)
         out["risk_wrong_mean"] += int(wrong_mean)
         # The record at the prune: every value the trial reported (on_prune="raise" stops it).
-        steps = list(study.trials[record.number].intermediate_values)
+        steps = list(study.trials[number].intermediate_values)
         seen = raw[[i for i in steps if i < n]]
         if not np.any(np.where(np.abs(seen) <= rope, 0.0, seen) > 0):
             out["risk_nowin_prunes"] += 1
-            out["risk_nowin_sum"] += record.risk
+            out["risk_nowin_sum"] += risk
             out["risk_nowin_wrong_test"] += int(wrong_test)
     return out
 

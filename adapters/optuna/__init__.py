@@ -21,13 +21,8 @@ from racer.adapters.optuna.pareto import (
     report_objectives,
     should_prune_objectives,
 )
-from racer.adapters.optuna.pruner import (
-    PruneRisk,
-    RacingPruner,
-    instance_objective,
-    pruning_risks,
-)
+from racer.adapters.optuna.pruner import RacingPruner, instance_objective
 
-__all__ = ["IteratedRace", "IteratedRaceResult", "ParetoPruner", "PruneRisk", "RacingPruner",
-           "instance_objective", "pareto_instance_objective", "pruning_risks",
-           "report_objectives", "should_prune_objectives"]
+__all__ = ["IteratedRace", "IteratedRaceResult", "ParetoPruner", "RacingPruner",
+           "instance_objective", "pareto_instance_objective", "report_objectives",
+           "should_prune_objectives"]

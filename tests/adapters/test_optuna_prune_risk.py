@@ -1,6 +1,5 @@
 """RacingPruner's stated risk: the ``risk`` its ``decide`` returns (no test writes it as the
-``racer_prune_risk`` attribute any more: measured against ground truth it did not hold), and
-pruning_risks."""
+``racer_prune_risk`` attribute any more: measured against ground truth it did not hold)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from optuna.trial import create_trial
 from racer.adapters.optuna import (
     RacingPruner,
     instance_objective,
-    pruning_risks,
 )
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -157,7 +155,6 @@ def test_a_kept_trial_gets_no_risk():
     frozen = _running(study, _record(6, 4, 2))
     assert not RacingPruner(random_state=0).prune(study, frozen)
     assert "racer_prune_risk" not in study.trials[frozen.number].user_attrs
-    assert pruning_risks(study) == []
 
 
 def _toy_study(pruner, on_prune, seed=0):
@@ -189,17 +186,11 @@ def test_no_test_writes_a_risk_and_the_attributes_change_no_decision(test, on_pr
             == [(t.state, t.value, t.params, t.intermediate_values) for t in before.trials])
     pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
     assert pruned
-    assert pruning_risks(study) == pruning_risks(before) == []
     for t in pruned:
         assert "racer_prune_risk" not in t.user_attrs
         assert t.user_attrs["racer_prune_reason"] in ("dominated", "indistinguishable")
         reference = study.trials[t.user_attrs["racer_prune_reference"]]
         assert reference.user_attrs.get("racer_pruned") is None
-
-
-def test_pruning_risks_refuses_what_is_not_a_study():
-    with pytest.raises(TypeError, match="study"):
-        pruning_risks([])
 
 
 def test_empirical_bayes_risk_on_a_proportion_grid_matches_the_multinomial():
