@@ -103,10 +103,8 @@ check a prune came at (the first, with ``min_instances`` seen, or later). The ph
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import shlex
 import sys
 import time
 import warnings
@@ -115,16 +113,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling scripts
 
-from ground_truth import Table, _budgets, _optuna_params, load, phase  # noqa: E402
+from ground_truth import Table, _optuna_params, load, phase  # noqa: E402
 from pruning_ground_truth import (  # noqa: E402
     PAIRED,
     _fast_wilcoxon,
-    _open,
     _words,
     make_pruner,
     make_sampler,
     ratio_se,
     read_records,
+    run_grid,
 )
 
 #: The second objective of each family (the module docstring says why).
@@ -767,35 +765,8 @@ def main(argv=None) -> int:
     out = a.out if a.out is not None or a.quick else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "results",
         "pareto_pruning_ground_truth.jsonl.gz")
-    sink = _open(out, "a") if out else None
-    if sink:
-        sink.write(json.dumps({"command": shlex.join(
-            ["python", "benchmarks/pareto_pruning_ground_truth.py",
-             *(argv if argv is not None else sys.argv[1:])]),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
-        sink.flush()
-    records = []
-    try:
-        for spec in a.tables.split(","):
-            pair = load_pair(spec.strip())
-            for budget in _budgets(a.budgets, pair.error):
-                for sampler in samplers:
-                    for seed in range(a.first_seed, a.first_seed + a.seeds):
-                        for condition in conditions:
-                            try:
-                                rec = run_study(pair, budget, sampler, condition, seed)
-                            except (ValueError, RuntimeError) as exc:
-                                rec = {"table": pair.spec, "n_instances": pair.n_instances,
-                                       "budget": budget, "sampler": sampler,
-                                       "pruner": condition, "seed": seed,
-                                       "error": f"{type(exc).__name__}: {exc}"[:300]}
-                            records.append(rec)
-                            if sink:
-                                sink.write(json.dumps(rec) + "\n")
-                                sink.flush()
-    finally:
-        if sink:
-            sink.close()
+    records = run_grid("benchmarks/pareto_pruning_ground_truth.py", argv, out, a, load_pair,
+                       conditions, samplers, run_study)
     print_tables(records)
     return 0
 

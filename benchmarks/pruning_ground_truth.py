@@ -747,27 +747,39 @@ def main(argv=None) -> int:
         p.error(f"--seeds must be >= 1; got {a.seeds}")
     out = a.out if a.out is not None or a.quick else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "results", "pruning_ground_truth.jsonl.gz")
+    records = run_grid("benchmarks/pruning_ground_truth.py", argv, out, a, load, pruners,
+                       samplers, run_study)
+    print(format_table(summarize(records, a.reference), a.reference))
+    return 0
+
+
+def run_grid(script: str, argv, out, a, load_table, conditions, samplers, study) -> list:
+    """Every study of the grid ``a.tables`` x ``a.budgets`` x ``samplers`` x seeds x
+    ``conditions`` (``study(table, budget, sampler, condition, seed)``; ``load_table(spec)``
+    gives a table with ``spec`` and ``n_instances``), each record appended to ``out`` as it
+    ends (JSON lines, after one line with ``script``'s command), so an interrupted run keeps
+    what it made; a study that raises ValueError or RuntimeError is recorded with its error.
+    Shared by this script and ``pareto_pruning_ground_truth.py``."""
     sink = _open(out, "a") if out else None
     if sink:
         sink.write(json.dumps({"command": shlex.join(
-            ["python", "benchmarks/pruning_ground_truth.py",
-             *(argv if argv is not None else sys.argv[1:])]),
+            ["python", script, *(argv if argv is not None else sys.argv[1:])]),
             "started": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n")
         sink.flush()
     records = []
     try:
         for spec in a.tables.split(","):
-            table = load(spec.strip())
+            table = load_table(spec.strip())
             for budget in _budgets(a.budgets, table):
                 for sampler in samplers:
                     for seed in range(a.first_seed, a.first_seed + a.seeds):
-                        for pruner in pruners:
+                        for condition in conditions:
                             try:
-                                rec = run_study(table, budget, sampler, pruner, seed)
+                                rec = study(table, budget, sampler, condition, seed)
                             except (ValueError, RuntimeError) as exc:
                                 rec = {"table": table.spec, "n_instances": table.n_instances,
-                                       "budget": budget, "sampler": sampler, "pruner": pruner,
-                                       "seed": seed,
+                                       "budget": budget, "sampler": sampler,
+                                       "pruner": condition, "seed": seed,
                                        "error": f"{type(exc).__name__}: {exc}"[:300]}
                             records.append(rec)
                             if sink:
@@ -776,8 +788,7 @@ def main(argv=None) -> int:
     finally:
         if sink:
             sink.close()
-    print(format_table(summarize(records, a.reference), a.reference))
-    return 0
+    return records
 
 
 if __name__ == "__main__":
