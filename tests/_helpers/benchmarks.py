@@ -2,6 +2,8 @@
 
 import contextlib
 import importlib.util
+import io
+import json
 import sys
 
 from _helpers import ROOT
@@ -21,3 +23,12 @@ def benchmark_module(name: str):
         yield mod
     finally:
         sys.path.remove(BENCH)
+
+
+def quick_run(bench, out):
+    """Run ``bench.main(["--quick", "--out", out])`` (a ground-truth pruning script): its JSON
+    records and what it printed."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert bench.main(["--quick", "--out", str(out)]) == 0
+    return [json.loads(x) for x in out.read_text().splitlines()], printed.getvalue()

