@@ -102,7 +102,6 @@ check a prune came at (the first, with ``min_instances`` seen, or later). The ph
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -121,6 +120,7 @@ from pruning_ground_truth import (  # noqa: E402
     make_pruner,
     make_sampler,
     ratio_se,
+    grid_arguments,
     read_records,
     run_grid,
 )
@@ -721,22 +721,11 @@ def print_tables(records) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help="a run of seconds: hpobench/credit_g@2 (32 configurations), budget "
-                        "8x, 2 seeds, samplers tpe and random, every condition and variant")
-    p.add_argument("--tables", default="hpobench/credit_g,nasbench201/all,hpolib/all")
-    p.add_argument("--budgets", default="8x,30x",
-                   help="instance evaluations, or multiples of the number of instances (8x)")
-    p.add_argument("--samplers", default=",".join(SAMPLERS))
-    p.add_argument("--pruners", default=",".join(CONDITIONS),
-                   help=f"conditions, of {', '.join(CONDITIONS + VARIANTS)}")
-    p.add_argument("--seeds", type=int, default=20)
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="JSON lines, gzipped if the name ends in .gz "
-                   "(default benchmarks/results/pareto_pruning_ground_truth.jsonl.gz; "
-                   "--quick: none)")
-    p.add_argument("--table", nargs="+", metavar="JSONL", help="print the tables of these files")
+    # --quick runs every condition and variant
+    p = grid_arguments(__doc__, tables="hpobench/credit_g,nasbench201/all,hpolib/all",
+                       pruners=",".join(CONDITIONS),
+                       pruners_help=f"conditions, of {', '.join(CONDITIONS + VARIANTS)}",
+                       first_seed=0, out="pareto_pruning_ground_truth.jsonl.gz")
     p.add_argument("--reversal", nargs="+", metavar="JSONL",
                    help="print, for ParetoPruner's first-check prunes of these files, the "
                         "stated risk, the false claims and the study's own reversal rate")

@@ -693,23 +693,33 @@ def _words(text: str, allowed: tuple, option: str) -> list:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def grid_arguments(doc: str, *, tables: str, pruners: str, pruners_help: str,
+                   first_seed: int, out: str) -> argparse.ArgumentParser:
+    """The command line of a ground-truth pruning script's study grid (``run_grid``), shared
+    by this script and ``pareto_pruning_ground_truth.py``; each adds its own options."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="a tiny run of seconds: hpobench/credit_g@2 (32 configurations), "
-                        "budget 8x, 2 seeds, samplers tpe and random, every condition")
-    p.add_argument("--tables", default="hpobench/credit_g,nasbench201/all")
+                   help="a run of seconds: hpobench/credit_g@2 (32 configurations), budget "
+                        "8x, 2 seeds, samplers tpe and random, every condition")
+    p.add_argument("--tables", default=tables)
     p.add_argument("--budgets", default="8x,30x",
                    help="instance evaluations, or multiples of the number of instances (8x)")
     p.add_argument("--samplers", default="tpe,random")
-    p.add_argument("--pruners", default=",".join(PRUNERS),
-                   help=f"conditions, of {', '.join(CONDITIONS)}, or racing-<options> "
-                        "(RacingPruner with other parameters, e.g. racing-s2, racing-sr)")
+    p.add_argument("--pruners", default=pruners, help=pruners_help)
     p.add_argument("--seeds", type=int, default=20)
-    p.add_argument("--first-seed", type=int, default=100)
+    p.add_argument("--first-seed", type=int, default=first_seed)
     p.add_argument("--out", default=None, help="JSON lines, gzipped if the name ends in .gz "
-                   "(default benchmarks/results/pruning_ground_truth.jsonl.gz; --quick: none)")
-    p.add_argument("--table", nargs="+", metavar="JSONL", help="print the table of these files")
+                   f"(default benchmarks/results/{out}; --quick: none)")
+    p.add_argument("--table", nargs="+", metavar="JSONL", help="print the tables of these files")
+    return p
+
+
+def main(argv=None) -> int:
+    p = grid_arguments(
+        __doc__, tables="hpobench/credit_g,nasbench201/all", pruners=",".join(PRUNERS),
+        pruners_help=f"conditions, of {', '.join(CONDITIONS)}, or racing-<options> "
+                     "(RacingPruner with other parameters, e.g. racing-s2, racing-sr)",
+        first_seed=100, out="pruning_ground_truth.jsonl.gz")
     p.add_argument("--old-defaults", nargs="+", metavar="JSONL", default=[],
                    help="with --table: record files made while RacingPruner's n_startup_steps "
                         "defaulted to 3; their racing conditions are read as racing-s3")
