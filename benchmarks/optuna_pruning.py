@@ -593,6 +593,8 @@ def make_pruner(name, seed):
             kwargs["n_startup_steps"] = int(part[1:])
         elif part.startswith("eps"):
             kwargs["eps"] = float(part[3:])
+        else:
+            raise ValueError(f"pruner {name!r}: unknown RacingPruner option {part!r}")
     return RacingPruner(**kwargs)
 
 
