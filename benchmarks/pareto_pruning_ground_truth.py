@@ -28,11 +28,12 @@ instance evaluations** (``8x`` = 8 per instance) is spent; the trial the budget 
 * ``none``: ``NopPruner``;
 * ``pareto``: ``ParetoPruner(random_state=seed)`` at its defaults, through
   ``report_objectives`` / ``should_prune_objectives``; a pruned trial raises ``TrialPruned``
-  and has no values (the pruner's default contract); ``pareto-m2``, ``pareto-m3`` and
-  ``pareto-m5`` the same with ``min_instances=2``, ``3`` and ``5``. Each record names the
-  ``min_instances`` it ran; records written before it did ran the default of then, 5, and
-  are read as ``pareto-m5`` (``normalise``), so ``pareto`` is always the default of the code
-  that wrote the record (2 since it was chosen on pilot seeds 20-39);
+  and has no values (the pruner's default contract); ``pareto-m1``, ``pareto-m2``,
+  ``pareto-m3`` and ``pareto-m5`` the same with ``min_instances=1``, ``2``, ``3`` and ``5``.
+  Each record names the ``min_instances`` it ran (records written before it did ran the
+  default of then, 5), and a table labels it ``pareto`` when that is the current default,
+  ``pareto-mK`` otherwise (``normalise``): ``pareto`` always means the code's default (1
+  since it was chosen on pilot seeds 40-59; 2 on pilot seeds 20-39 before that);
 * ``wilcoxon``, ``median``, ``sha``, ``hyperband``: Optuna's pruners at their defaults
   (``pruning_ground_truth.make_pruner``) on the **scalarisation** ``s = (f1 - a1) / (b1 - a1)
   + (f2 - a2) / (b2 - a2)``, each objective mapped by the table's true front to [0, 1] (``a``
@@ -130,9 +131,9 @@ SECOND = {"hpobench": "train_time", "hpolib": "train_time", "nasbench201": "trai
 OPTUNA = ("wilcoxon", "median", "sha", "hyperband")  # on the scalarisation
 CONDITIONS = ("none", "pareto", *OPTUNA)
 #: ParetoPruner variants: ``pareto-mK`` is ``min_instances=K``.
-VARIANTS = ("pareto-m2", "pareto-m3", "pareto-m5")
+VARIANTS = ("pareto-m1", "pareto-m2", "pareto-m3", "pareto-m5")
 #: ``min_instances`` of ParetoPruner's default when the records without a ``min_instances``
-#: field were written; :func:`normalise` labels those ``pareto`` records ``pareto-m5``.
+#: field were written; :func:`normalise` reads those ``pareto`` records as ``pareto-m5``.
 LEGACY_DEFAULT_MIN = 5
 SAMPLERS = ("tpe", "random")
 REF = 1.1  # the reference point, per objective, in the front's normalised coordinates
@@ -390,21 +391,28 @@ def _min_instances(condition: str) -> int:
 
 
 def normalise(records) -> list:
-    """The records with every ParetoPruner study's ``min_instances`` filled in; a ``pareto``
-    record written before the records carried it ran the default of then (5) and is labelled
-    ``pareto-m5``, so ``pareto`` always means the default of the code that wrote it.
+    """The records with every ParetoPruner study's ``min_instances`` filled in and its label
+    made current: ``pareto`` when it ran the current default, ``pareto-mK`` otherwise. A
+    ``pareto`` record written before the records carried ``min_instances`` ran the default
+    of then, 5. So a table always prints ``pareto`` for the code's default, whatever the
+    default was when a record was written.
 
     >>> [r["pruner"] for r in normalise([{"pruner": "pareto"}, {"pruner": "pareto",
-    ...                                   "min_instances": 2}, {"pruner": "none"}])]
-    ['pareto-m5', 'pareto', 'none']
+    ...                                   "min_instances": 2}, {"pruner": "pareto-m1",
+    ...                                   "min_instances": 1}, {"pruner": "none"}])]
+    ['pareto-m5', 'pareto-m2', 'pareto', 'none']
     """
+    default = _min_instances("pareto")
     out = []
     for r in records:
-        if _is_pareto(r.get("pruner", "")) and "min_instances" not in r:
-            r = dict(r)
-            if r["pruner"] == "pareto":
-                r["pruner"] = f"pareto-m{LEGACY_DEFAULT_MIN}"
-            r["min_instances"] = int(r["pruner"][len("pareto-m"):])
+        if _is_pareto(r.get("pruner", "")):
+            k = r.get("min_instances")
+            if k is None:
+                k = (LEGACY_DEFAULT_MIN if r["pruner"] == "pareto"
+                     else int(r["pruner"][len("pareto-m"):]))
+            label = "pareto" if k == default else f"pareto-m{k}"
+            if (label, k) != (r["pruner"], r.get("min_instances")):
+                r = dict(r, pruner=label, min_instances=k)
         out.append(r)
     return out
 

@@ -82,16 +82,22 @@ def test_no_prune_before_min_instances_nor_without_a_complete_reference():
     assert ParetoPruner(min_instances=4).decide(study, few)["prune"]
 
 
-def test_the_default_prunes_from_the_second_instance_so_five_instances_are_enough():
-    # A study of 5 instances: the old default (5) could never prune there, as no check
-    # follows a trial's last instance.
+def test_the_default_screens_the_first_instance_against_the_references_front():
+    # min_instances=1: on one instance the posterior is certain of what it shows, so the
+    # first check prunes exactly the trials a reference dominates (or equals) there.
     study = _study()
-    _add_complete(study, _scores([0.20, 1.0])[:5])
-    _, one = _running(study, _scores([0.5, 5.0]), steps=range(1))
-    _, two = _running(study, _scores([0.5, 5.0]), steps=range(2))
-    assert not ParetoPruner(random_state=0).decide(study, one)["prune"]
-    decision = ParetoPruner(random_state=0).decide(study, two)
-    assert decision["prune"] and decision["n_instances"] == 2
+    _add_complete(study, _scores([0.20, 1.0])[:5])  # 5 instances: the reference
+    checks = {"dominated on both": ([0.5, 5.0], True, "dominated"),
+              "equal on one, worse on the other": ([0.20, 5.0], True, "dominated"),
+              "a repeat": ([0.20, 1.0], True, "indistinguishable"),
+              "better on one": ([0.10, 5.0], False, "")}
+    for name, (mean, pruned, reason) in checks.items():
+        _, first = _running(study, _scores(mean), steps=range(1))
+        decision = ParetoPruner(random_state=0).decide(study, first)
+        assert (decision["prune"], decision["reason"]) == (pruned, reason), name
+        assert decision["n_instances"] == 1
+        # min_instances=2, round 2's default, waits for a second instance
+        assert not ParetoPruner(min_instances=2, random_state=0).decide(study, first)["prune"]
 
 
 def test_a_prune_writes_its_reason_and_reference_but_no_risk_which_decide_still_returns():

@@ -127,11 +127,16 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
         if r["pruner"] in ("none", "pareto-m5"):  # 5 instances: min_instances=5 never prunes
             assert r["pruned"] == 0 and r["risks"] == []
         if bench._is_pareto(r["pruner"]):
-            assert r["min_instances"] == (2 if r["pruner"] == "pareto"
+            assert r["min_instances"] == (1 if r["pruner"] == "pareto"
                                           else int(r["pruner"][len("pareto-m"):]))
     assert sum(r["pruned"] for r in recs if r["pruner"] in bench.OPTUNA) > 0
-    # the default (min_instances=2) prunes on these 5 instances
-    assert sum(r["pruned"] for r in recs if r["pruner"] == "pareto") > 0
+    # the default (min_instances=1) prunes on these 5 instances, and decides as pareto-m1
+    default = [r for r in recs if r["pruner"] == "pareto"]
+    assert sum(r["pruned"] for r in default) > 0
+    same = {(r["sampler"], r["seed"]): r for r in recs if r["pruner"] == "pareto-m1"}
+    for r in default:
+        twin = same[r["sampler"], r["seed"]]
+        assert (r["trials_detail"], r["hv"]) == (twin["trials_detail"], twin["hv"])
     assert "| pilot | hpobench/credit_g@2 | 40 | tpe | 2 |" in printed
 
 
@@ -169,11 +174,11 @@ def test_table_statistics_on_records_made_by_hand(bench):
                rec("pareto", 1, 0.7, 1, 0, [[1, 0.0, "dominated", 0, False, False]]),
                rec("median", 0, 0.8, 4, 2), rec("median", 1, 0.6, 4, 0)]
     for r in records[2:4]:
-        r["min_instances"] = 5
+        r["min_instances"] = 5  # not the default: tabled as pareto-m5
     rows = {r["pruner"]: r for r in bench.summarize(records)}
-    assert rows["pareto"]["mean"] == pytest.approx(0.7)
-    assert rows["pareto"]["claim_rate"] == pytest.approx(1 / 3)
-    assert rows["pareto"]["stated"] == pytest.approx(0.2 / 3)
+    assert rows["pareto-m5"]["mean"] == pytest.approx(0.7)
+    assert rows["pareto-m5"]["claim_rate"] == pytest.approx(1 / 3)
+    assert rows["pareto-m5"]["stated"] == pytest.approx(0.2 / 3)
     assert rows["median"]["wrong_rate"] == pytest.approx(0.25)
     # trial 1 pruned at its first check (5 instances seen), trial 2 later (7)
     records[2]["trials_detail"] = [[0, 10, "c"], [3, 5, "p"], [4, 7, "p"]]
@@ -184,19 +189,23 @@ def test_table_statistics_on_records_made_by_hand(bench):
     assert by_check["later"]["stated"] == pytest.approx(0.05)
     item = bench.cells(bench.summarize(records))[0]
     assert item["best"] == "median"
-    assert item["vs_none"]["pareto"]["diff"] == pytest.approx(0.15)  # (0.2 + 0.1) / 2
-    assert item["vs_best"]["pareto"]["diff"] == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
+    assert item["vs_none"]["pareto-m5"]["diff"] == pytest.approx(0.15)  # (0.2 + 0.1) / 2
+    assert item["vs_best"]["pareto-m5"]["diff"] == pytest.approx(0.0)  # (-0.1 + 0.1) / 2
 
 
-def test_records_without_min_instances_are_the_old_default(bench):
+def test_records_are_labelled_by_the_min_instances_they_ran(bench):
     old = {"table": "t", "budget": 10, "sampler": "tpe", "pruner": "pareto", "seed": 0,
            "hv": 0.5, "evals": 10, "trials": 3, "completed": 2, "pruned": 0,
            "wrong_prunes": 0, "risks": []}
-    new = dict(old, min_instances=2, hv=0.7)
-    rows = {r["pruner"]: r for r in bench.summarize([old, new])}
-    assert rows["pareto-m5"]["mean"] == pytest.approx(0.5)
-    assert rows["pareto"]["mean"] == pytest.approx(0.7)
-    assert "min_instances" not in old  # the record read is not changed
+    round2 = dict(old, min_instances=2, hv=0.6)  # "pareto" when 2 was the default
+    new = dict(old, min_instances=1, hv=0.7)
+    named = dict(old, pruner="pareto-m1", min_instances=1, hv=0.9, seed=1)
+    rows = {r["pruner"]: r for r in bench.summarize([old, round2, new, named])}
+    assert set(rows) == {"pareto-m5", "pareto-m2", "pareto"}
+    assert rows["pareto-m5"]["mean"] == pytest.approx(0.5)  # no field: the default of then
+    assert rows["pareto-m2"]["mean"] == pytest.approx(0.6)
+    assert rows["pareto"]["mean"] == pytest.approx(0.8)  # the default, by either name
+    assert "min_instances" not in old and round2["pruner"] == "pareto"  # records unchanged
 
 
 def test_reversal_rate_is_the_brute_force_count(bench):
