@@ -152,10 +152,9 @@ class ParetoPruner(BasePruner):
         beyond 2 SE in 21 of 36 cells, smaller in none. On instances that disagree more
         (``benchmarks/optuna_pareto_pruning.py``'s synthetic problem and CV folds) it is level
         with 2 at equal evaluations. It prunes 1.3-2 times as often, and more of its prunes are
-        wrong (0.3-11 %
-        against 0.2-4 % of prunes on those tables). A larger value prunes later and less
-        often; 5 cannot prune at all on 5 instances or fewer (no check follows a trial's last
-        instance).
+        wrong (0.3-11 % against 0.2-4 % of prunes on those tables). A larger value prunes
+        later and less often; 5 cannot prune at all on 5 instances or fewer (no check follows
+        a trial's last instance).
     prior_strength : float > 0, default 1
         ``s`` of the Dirichlet-process prior.
     n_samples : int >= 100, default 2000
