@@ -49,8 +49,10 @@ instance evaluations** (``8x`` = 8 per instance) is spent; the trial the budget 
   which trials they stop. The pruners get the true front's scales, which ``ParetoPruner``
   does not need (dominance is unit-free): an advantage given to the opponents.
 
-Samplers: ``tpe`` (``TPESampler(seed=seed)``: multi-objective TPE in a two-objective study)
-and ``random``. NSGA-II is not run: its first generation (``population_size=50``) is random
+Samplers: ``tpe`` (``TPESampler(seed=seed)``: multi-objective TPE in a two-objective study),
+``random``, and ``gp`` (``GPSampler(seed=seed)``, Optuna's multi-objective Gaussian process;
+needs PyTorch, which is no dependency of racer's, so ``--quick`` runs ``tpe`` and ``random``
+only). NSGA-II is not run: its first generation (``population_size=50``) is random
 search, and most studies here run 9-120 trials.
 
 **Score.** The study's returned front is ``study.best_trials``: the completed trials
@@ -135,7 +137,7 @@ VARIANTS = ("pareto-m1", "pareto-m2", "pareto-m3", "pareto-m5")
 #: ``min_instances`` of ParetoPruner's default when the records without a ``min_instances``
 #: field were written; :func:`normalise` reads those ``pareto`` records as ``pareto-m5``.
 LEGACY_DEFAULT_MIN = 5
-SAMPLERS = ("tpe", "random")
+SAMPLERS = ("tpe", "random", "gp")
 REF = 1.1  # the reference point, per objective, in the front's normalised coordinates
 
 
@@ -749,7 +751,7 @@ def main(argv=None) -> int:
         return 0
     if a.quick:
         a.tables, a.budgets, a.seeds, a.first_seed = "hpobench/credit_g@2", "8x", 2, 0
-        a.samplers, a.pruners = ",".join(SAMPLERS), ",".join(CONDITIONS + VARIANTS)
+        a.samplers, a.pruners = "tpe,random", ",".join(CONDITIONS + VARIANTS)
     try:
         samplers = _words(a.samplers, SAMPLERS, "--samplers")
         conditions = _words(a.pruners, CONDITIONS + VARIANTS, "--pruners")
