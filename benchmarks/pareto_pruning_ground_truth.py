@@ -34,6 +34,11 @@ instance evaluations** (``8x`` = 8 per instance) is spent; the trial the budget 
   default of then, 5), and a table labels it ``pareto`` when that is the current default,
   ``pareto-mK`` otherwise (``normalise``): ``pareto`` always means the code's default (1
   since it was chosen on pilot seeds 40-59; 2 on pilot seeds 20-39 before that);
+  ``pareto-estimate`` the default pruner with a pruned trial ending COMPLETE on its paired
+  estimate and marked ``racer_pruned``, as ``pareto_instance_objective(on_prune="estimate")``
+  does, so that a sampler that reads only COMPLETE trials (the GP) sees it; the returned
+  front is still made of the trials run on every instance (a user filtering
+  ``racer_pruned`` out of ``study.best_trials``);
 * ``wilcoxon``, ``median``, ``sha``, ``hyperband``: Optuna's pruners at their defaults
   (``pruning_ground_truth.make_pruner``) on the **scalarisation** ``s = (f1 - a1) / (b1 - a1)
   + (f2 - a2) / (b2 - a2)``, each objective mapped by the table's true front to [0, 1] (``a``
@@ -134,6 +139,11 @@ OPTUNA = ("wilcoxon", "median", "sha", "hyperband")  # on the scalarisation
 CONDITIONS = ("none", "pareto", *OPTUNA)
 #: ParetoPruner variants: ``pareto-mK`` is ``min_instances=K``.
 VARIANTS = ("pareto-m1", "pareto-m2", "pareto-m3", "pareto-m5")
+#: ParetoPruner at its defaults whose pruned trials return their paired estimate, COMPLETE,
+#: as ``pareto_instance_objective(on_prune="estimate")`` does.
+ESTIMATE = "pareto-estimate"
+#: Every condition, in table order.
+ALL = (*CONDITIONS, *VARIANTS, ESTIMATE)
 #: ``min_instances`` of ParetoPruner's default when the records without a ``min_instances``
 #: field were written; :func:`normalise` reads those ``pareto`` records as ``pareto-m5``.
 LEGACY_DEFAULT_MIN = 5
@@ -249,13 +259,15 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
     from optuna.trial import TrialState
 
     from racer.adapters.optuna import ParetoPruner, report_objectives, should_prune_objectives
+    from racer.adapters.optuna._common import PRUNED_ATTR
+    from racer.adapters.optuna.pareto import _paired_estimate
 
     if not isinstance(pair, Pair):
         raise TypeError(f"pair must be a Pair (from load_pair); got {type(pair).__name__}")
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise TypeError(f"budget must be an int (instance evaluations); got {budget!r}")
-    if condition not in CONDITIONS + VARIANTS:
-        raise ValueError(f"condition {condition!r}: one of {', '.join(CONDITIONS + VARIANTS)}")
+    if condition not in ALL:
+        raise ValueError(f"condition {condition!r}: one of {', '.join(ALL)}")
     if sampler not in SAMPLERS:
         raise ValueError(f"sampler {sampler!r}: one of {', '.join(SAMPLERS)}")
     n = pair.n_instances
@@ -330,6 +342,9 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
                 outcome[trial.number] = "pruned"
                 if shadow_trial is not None:
                     shadow.tell(shadow_trial, state=TrialState.PRUNED)
+                if condition == ESTIMATE:  # COMPLETE, marked, as pareto_instance_objective
+                    trial.set_user_attr(PRUNED_ATTR, True)
+                    return _paired_estimate(trial)
                 raise optuna.TrialPruned()
         outcome[trial.number] = "complete"
         if shadow_trial is not None:
@@ -407,7 +422,7 @@ def normalise(records) -> list:
     default = _min_instances("pareto")
     out = []
     for r in records:
-        if _is_pareto(r.get("pruner", "")):
+        if r.get("pruner") == "pareto" or r.get("pruner") in VARIANTS:
             k = r.get("min_instances")
             if k is None:
                 k = (LEGACY_DEFAULT_MIN if r["pruner"] == "pareto"
@@ -458,7 +473,7 @@ def summarize(records) -> list:
         else:
             g["ok"][r["seed"]] = r  # the same study run again: the later record counts
     rows = []
-    order = {c: k for k, c in enumerate(CONDITIONS + VARIANTS)}
+    order = {c: k for k, c in enumerate(ALL)}
     for key in sorted(groups, key=lambda k: (k[0] != "pilot", k[1], k[2], k[3],
                                              order.get(k[4], len(order)))):
         ok = groups[key]["ok"]
@@ -492,7 +507,7 @@ def summarize(records) -> list:
 
 
 def _is_pareto(condition: str) -> bool:
-    return condition == "pareto" or condition in VARIANTS
+    return condition in ("pareto", ESTIMATE) or condition in VARIANTS
 
 
 def cells(rows) -> list:
@@ -531,7 +546,7 @@ def _rate(r) -> str:
 
 def format_hv(items) -> str:
     """Held-out HV per condition, mean ± SE over seeds, one line per cell."""
-    present = [c for c in CONDITIONS + VARIANTS if any(c in i["rows"] for i in items)]
+    present = [c for c in ALL if any(c in i["rows"] for i in items)]
     lines = ["| phase | table | budget | sampler | seeds | "
              + " | ".join(f"{c}" for c in present) + " |",
              "| --- | --- | ---: | --- | ---: |" + " ---: |" * len(present)]
@@ -554,7 +569,7 @@ def format_cells(items) -> str:
              "| --- | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
     for item in items:
         c, best = item["rows"], item["best"]
-        for name in (p for p in CONDITIONS + VARIANTS if _is_pareto(p) and p in c):
+        for name in (p for p in ALL if _is_pareto(p) and p in c):
             trio = [c.get("none"), c[name], c.get(best) if best else None]
             ev = " / ".join(f"{r['evals']:.0f}" if r else "–" for r in trio)
             tr = " / ".join(f"{r['trials']:.1f}" if r else "–" for r in trio)
@@ -612,7 +627,7 @@ def risk_by_check(records) -> list:
             g["n"].append(len(mine))
             g["stated"].append(sum(p[1] for p in mine))
             g["false"].append(sum(p[4] for p in mine))
-    order = {c: k for k, c in enumerate(CONDITIONS + VARIANTS)}
+    order = {c: k for k, c in enumerate(ALL)}
     out = []
     for key in sorted(groups, key=lambda k: (k[0] != "pilot", order[k[1]], k[2], k[3])):
         g = groups[key]
@@ -732,7 +747,7 @@ def main(argv=None) -> int:
     # --quick runs every condition and variant
     p = grid_arguments(__doc__, tables="hpobench/credit_g,nasbench201/all,hpolib/all",
                        pruners=",".join(CONDITIONS),
-                       pruners_help=f"conditions, of {', '.join(CONDITIONS + VARIANTS)}",
+                       pruners_help=f"conditions, of {', '.join(ALL)}",
                        first_seed=0, out="pareto_pruning_ground_truth.jsonl.gz")
     p.add_argument("--reversal", nargs="+", metavar="JSONL",
                    help="print, for ParetoPruner's first-check prunes of these files, the "
@@ -751,10 +766,10 @@ def main(argv=None) -> int:
         return 0
     if a.quick:
         a.tables, a.budgets, a.seeds, a.first_seed = "hpobench/credit_g@2", "8x", 2, 0
-        a.samplers, a.pruners = "tpe,random", ",".join(CONDITIONS + VARIANTS)
+        a.samplers, a.pruners = "tpe,random", ",".join(ALL)
     try:
         samplers = _words(a.samplers, SAMPLERS, "--samplers")
-        conditions = _words(a.pruners, CONDITIONS + VARIANTS, "--pruners")
+        conditions = _words(a.pruners, ALL, "--pruners")
     except ValueError as exc:
         p.error(str(exc))
     if a.seeds < 1:

@@ -103,7 +103,7 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
     lines, printed = quick
     assert "--quick" in lines[0]["command"]
     recs = lines[1:]
-    conditions = bench.CONDITIONS + bench.VARIANTS
+    conditions = bench.ALL
     assert len(recs) == 2 * 2 * len(conditions)  # samplers x seeds x conditions
     pair = bench.load_pair("hpobench/credit_g@2")
     true = pair.costs.mean(axis=1)
@@ -127,7 +127,7 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
         if r["pruner"] in ("none", "pareto-m5"):  # 5 instances: min_instances=5 never prunes
             assert r["pruned"] == 0 and r["risks"] == []
         if bench._is_pareto(r["pruner"]):
-            assert r["min_instances"] == (1 if r["pruner"] == "pareto"
+            assert r["min_instances"] == (1 if r["pruner"] in ("pareto", bench.ESTIMATE)
                                           else int(r["pruner"][len("pareto-m"):]))
     assert sum(r["pruned"] for r in recs if r["pruner"] in bench.OPTUNA) > 0
     # the default (min_instances=1) prunes on these 5 instances, and decides as pareto-m1
@@ -137,6 +137,14 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
     for r in default:
         twin = same[r["sampler"], r["seed"]]
         assert (r["trials_detail"], r["hv"]) == (twin["trials_detail"], twin["hv"])
+    # pareto-estimate: the default's decisions, its pruned trials COMPLETE on their paired
+    # estimate (an estimate that failed would be an "error" record). Random search ignores
+    # the history, so there its studies are the default's, trial for trial.
+    estimates = [r for r in recs if r["pruner"] == bench.ESTIMATE]
+    assert sum(r["pruned"] for r in estimates) > 0
+    details = {(r["sampler"], r["seed"]): (r["trials_detail"], r["hv"]) for r in default}
+    for r in (r for r in estimates if r["sampler"] == "random"):
+        assert (r["trials_detail"], r["hv"]) == details["random", r["seed"]]
     assert "| pilot | hpobench/credit_g@2 | 40 | tpe | 2 |" in printed
 
 
