@@ -127,7 +127,9 @@ from pruning_ground_truth import (  # noqa: E402
     _words,
     make_pruner,
     make_sampler,
+    prune_columns,
     ratio_se,
+    risk_column,
     grid_arguments,
     read_records,
     run_grid,
@@ -487,20 +489,13 @@ def summarize(records) -> list:
                        else math.nan,
                        evals=float(np.mean([r["evals"] for r in recs])),
                        trials=float(np.mean([r["trials"] for r in recs])),
-                       completed=float(np.mean([r["completed"] for r in recs])),
-                       prunes=float(np.mean([r["pruned"] for r in recs])))
-            row["wrong_rate"], row["wrong_se"] = ratio_se(
-                [r["wrong_prunes"] for r in recs], [r["pruned"] for r in recs])
-            risks = [r["risks"] for r in recs]
+                       completed=float(np.mean([r["completed"] for r in recs])))
+            cols, risks, count = prune_columns(recs)
+            row.update(cols)
             if any(risks):
-                count = [len(x) for x in risks]
-                row["risk_prunes"] = sum(count)
-                row["stated"], _ = ratio_se([sum(p[1] for p in x) for x in risks], count)
                 for name, k in (("claim", 4), ("wrong", 5)):
-                    row[f"{name}_rate"], row[f"{name}_rate_se"] = ratio_se(
-                        [sum(p[k] for p in x) for x in risks], count)
-                    row[f"{name}_gap"], row[f"{name}_gap_se"] = ratio_se(
-                        [sum(p[k] - p[1] for p in x) for x in risks], count)
+                    (row[f"{name}_rate"], row[f"{name}_rate_se"], row[f"{name}_gap"],
+                     row[f"{name}_gap_se"]) = risk_column(risks, count, k)
                     row[f"{name}_count"] = sum(sum(p[k] for p in x) for x in risks)
         rows.append(row)
     return rows

@@ -422,6 +422,32 @@ def ratio_se(num, den) -> tuple:
     return ratio, math.sqrt(k / (k - 1) * float(np.sum(resid ** 2))) / float(total)
 
 
+
+def prune_columns(recs) -> tuple:
+    """What both ground-truth scripts table about one row's prunes: prunes per study, wrong
+    prunes / prunes (``wrong_rate``, ``wrong_se``) and, where the prunes recorded their
+    decisions (``risks``: ``[number, stated risk, reason, reference, claim false, ...]``),
+    ``risk_prunes`` and the mean stated risk (``stated``). Returns the columns, the studies'
+    risk lists and their lengths (the clusters of :func:`risk_column`).
+    """
+    cols = {"prunes": float(np.mean([r["pruned"] for r in recs]))}
+    cols["wrong_rate"], cols["wrong_se"] = ratio_se(
+        [r["wrong_prunes"] for r in recs], [r["pruned"] for r in recs])
+    risks = [r["risks"] for r in recs]
+    count = [len(x) for x in risks]
+    if any(risks):
+        cols["risk_prunes"] = sum(count)
+        cols["stated"], _ = ratio_se([sum(p[1] for p in x) for x in risks], count)
+    return cols, risks, count
+
+
+def risk_column(risks, count, k) -> tuple:
+    """The rate of the prunes' 0/1 field ``k`` over their studies and its SE, then the mean
+    of that field minus the stated risk (field 1) and its SE (:func:`ratio_se`)."""
+    rate = ratio_se([sum(p[k] for p in x) for x in risks], count)
+    gap = ratio_se([sum(p[k] - p[1] for p in x) for x in risks], count)
+    return (*rate, *gap)
+
 def median_diff_se(a, b, n_boot: int = 2000) -> float:
     """Standard error of median(a) - median(b) for paired samples (the same seeds): the
     paired bootstrap over seeds, ``n_boot`` resamples from a fixed seed (so a table prints the
@@ -466,21 +492,14 @@ def summarize(records, reference: str = "wilcoxon") -> list:
                        se=float(reg.std(ddof=1) / math.sqrt(len(reg))) if len(reg) > 1
                        else math.nan, worst=float(reg.max()),
                        best_count=sum(r["is_best"] for r in recs),
-                       trials=float(np.mean([r["trials"] for r in recs])),
-                       prunes=float(np.mean([r["pruned"] for r in recs])))
-            row["wrong_rate"], row["wrong_se"] = ratio_se(
-                [r["wrong_prunes"] for r in recs], [r["pruned"] for r in recs])
-            risks = [r["risks"] for r in recs]
+                       trials=float(np.mean([r["trials"] for r in recs])))
+            cols, risks, count = prune_columns(recs)
+            row.update(cols)
             if any(risks):
-                count = [len(x) for x in risks]
-                row["stated"], _ = ratio_se([sum(p[1] for p in x) for x in risks], count)
-                row["measured"], row["measured_se"] = ratio_se(
-                    [sum(p[4] for p in x) for x in risks], count)
-                row["risk_diff"], row["risk_diff_se"] = ratio_se(
-                    [sum(p[4] - p[1] for p in x) for x in risks], count)
-                row["mean_not_worse"], row["mean_not_worse_se"] = ratio_se(
-                    [sum(p[5] for p in x) for x in risks], count)
-                row["risk_prunes"] = sum(count)
+                (row["measured"], row["measured_se"], row["risk_diff"],
+                 row["risk_diff_se"]) = risk_column(risks, count, 4)
+                row["mean_not_worse"], row["mean_not_worse_se"] = risk_column(
+                    risks, count, 5)[:2]
             ref = groups.get((*key[:4], reference), {}).get("ok", {})
             common = sorted(set(ok) & set(ref))
             if key[4] != reference and len(common) > 1:
