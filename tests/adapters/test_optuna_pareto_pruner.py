@@ -337,6 +337,32 @@ def test_on_prune_estimate_completes_with_the_paired_estimate():
         pareto_instance_objective(_evaluate, INSTANCES, on_prune="return")
 
 
+def _pruned_study(sampler, on_prune, n_trials=15):
+    study = optuna.create_study(directions=["minimize", "minimize"],
+                                pruner=ParetoPruner(random_state=0), sampler=sampler)
+    study.optimize(pareto_instance_objective(_evaluate, INSTANCES, on_prune=on_prune,
+                                             random_state=0), n_trials=n_trials)
+    return study
+
+
+def test_a_gp_sampler_with_pruned_trials_warns_once_and_points_to_estimate():
+    import warnings
+
+    # GPSampler's first n_startup_trials are random and need no PyTorch.
+    def gp():
+        return optuna.samplers.GPSampler(seed=0, n_startup_trials=100)
+
+    with pytest.warns(UserWarning, match="on_prune='estimate'") as caught:
+        study = _pruned_study(gp(), "prune")
+    assert sum(t.state == TrialState.PRUNED for t in study.trials) >= 2
+    assert len([w for w in caught if "GPSampler" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        # No such warning with "estimate", nor under a sampler that reads PRUNED trials.
+        warnings.filterwarnings("error", message=".*GPSampler")
+        _pruned_study(gp(), "estimate")
+        _pruned_study(optuna.samplers.TPESampler(seed=0), "prune")
+
+
 def test_a_non_finite_score_is_never_a_reason_to_prune():
     study = _study()
     _add_complete(study, _scores([0.2, 1.0]))

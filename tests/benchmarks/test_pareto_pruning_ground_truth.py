@@ -124,6 +124,12 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
         assert sorted(set(np.asarray(complete)[_brute_front(done)].tolist())) == r["front_rows"]
         wrong = sum(not (front <= true[row]).all(axis=1).any() for row in pruned)
         assert r["wrong_prunes"] == wrong
+        assert 0 <= r["best_trials_estimated"] <= r["best_trials"]
+        if r["pruner"] != bench.ESTIMATE:
+            # A PRUNED trial has no values: study.best_trials is the complete trials' front
+            # (a repeated configuration counted once in front_rows, each time in best_trials).
+            assert r["best_trials_estimated"] == 0
+            assert r["best_trials"] >= len(r["front_rows"])
         if r["pruner"] in ("none", "pareto-m5"):  # 5 instances: min_instances=5 never prunes
             assert r["pruned"] == 0 and r["risks"] == []
         if bench._is_pareto(r["pruner"]):
