@@ -477,8 +477,8 @@ def pareto_instance_objective(
         that reads only COMPLETE trials, such as Optuna's ``GPSampler``: it never sees a
         pruned trial and proposes it again and again; at 30x the instances, on four tables,
         ``"prune"`` had less hypervolume than no pruning on all four (beyond 2 SE on two)
-        and ``"estimate"`` more on all four (beyond 2 SE on two; docs/optuna.md). With ``"prune"`` under a
-        ``GPSampler`` the objective warns once, at its first prune.
+        and ``"estimate"`` more on all four (beyond 2 SE on two; docs/optuna.md). With
+        ``"prune"`` under a ``GPSampler`` the objective warns once, at its first prune.
     shuffle : bool
         Visit instances in a random order per trial.
     random_state : None, int, numpy Generator, RandomState or SeedSequence

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -346,8 +348,6 @@ def _pruned_study(sampler, on_prune, n_trials=15):
 
 
 def test_a_gp_sampler_with_pruned_trials_warns_once_and_points_to_estimate():
-    import warnings
-
     # GPSampler's first n_startup_trials are random and need no PyTorch.
     def gp():
         return optuna.samplers.GPSampler(seed=0, n_startup_trials=100)
