@@ -360,6 +360,19 @@ def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
     assert pruned.value == pytest.approx(hardness.mean() + 1.0)
 
 
+def test_an_estimate_is_never_better_than_the_trial_it_was_pruned_against():
+    # With top_k=1 the pruner's reference and the estimate's R are the best fully evaluated
+    # trial, and a prune needs R's mean on the common instances to be at least as good: so
+    # an estimated trial cannot become study.best_trial (docs/optuna.md says so).
+    study = _run_study(RacingPruner(random_state=0), "estimate", n_trials=40)
+    pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
+    assert len(pruned) >= 10
+    for t in pruned:
+        reference = study.trials[t.user_attrs["racer_prune_reference"]]
+        assert t.value >= reference.value - 1e-12 * abs(reference.value)  # summation order
+    assert not study.best_trial.user_attrs.get("racer_pruned", False)
+
+
 def test_prune_mode_is_pruned_for_optuna_with_the_paired_estimate_as_its_value():
     # Same set-up, default on_prune: the dashboard's state is PRUNED, the value (Optuna's
     # copy of the last-step intermediate value) is the paired estimate, not the partial mean,
