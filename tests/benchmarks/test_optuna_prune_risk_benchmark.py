@@ -46,3 +46,18 @@ def test_the_comparison_pairs_same_decisions_and_refuses_others(bench, rows):
     baseline[1]["trials"] += 1
     with pytest.raises(ValueError, match="trials differs"):
         bench.risk_comparison(rows, baseline)
+
+
+def test_pooling_draws_relabels_them_and_refuses_a_shared_seed(bench, rows):
+    # Two draws of one kind pool into one problem; a seed met twice would be two records of
+    # one study in the paired tables, so it is refused.
+    other = [dict(r, problem="other", seed=r["seed"] + 100) for r in rows]
+    pooled = bench.pool_problems(rows + other, "kind")
+    assert {r["problem"] for r in pooled} == {"kind"} and len(pooled) == 4
+    assert rows[0]["problem"] == "synthetic"                 # the input is left as it was
+    with pytest.raises(ValueError, match="share a seed"):
+        bench.pool_problems(rows + [dict(r, problem="other") for r in rows], "kind")
+    # New draws of the held-out kind: the same law, other instances.
+    b, c = bench.ShiftScaleB(n_instances=5), bench.ShiftScaleC(n_instances=5)
+    assert (b.name, c.name) == ("shiftscale-b", "shiftscale-c")
+    assert not (b.h == c.h).any() and b.h.shape == (5,)
