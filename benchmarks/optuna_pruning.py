@@ -45,6 +45,7 @@ pick RacingPruner's defaults (kept apart from the reported seeds 0-9).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -496,34 +497,27 @@ class ShiftScale(Multiplicative):
                                       + 0.3 * np.sin(3 * x - 2 * y + self.phase))
 
 
-class ShiftScaleB(ShiftScale):
-    """Held out: a second draw of ``shiftscale``'s kind (the same law, instance seed 9090).
-
-    Defined before any study ran on it, to re-check on new instances what ``shiftscale``
-    showed after its seeds 1000-1099 had served as a pilot for RacingPruner's options.
+class ShiftScaleDraw(ShiftScale):
+    """Held out: another draw of ``shiftscale``'s kind, the same law with instances from
+    ``seed``, each defined before any study ran on it (``DRAWS``): ``shiftscale-b`` to
+    re-check on new instances what ``shiftscale`` showed once its seeds 1000-1099 had been a
+    pilot; ``shiftscale-c`` and ``shiftscale-d`` to check, as planned, a lead seen after the
+    fact on ``shiftscale-b`` (``instance_objective(on_prune="estimate")``).
     """
 
-    name = "shiftscale-b"
-
-    def __init__(self, n_instances=80, seed=9090):
+    def __init__(self, name, seed, n_instances=80):
+        self.name = name
         super().__init__(n_instances, seed)
 
 
-class ShiftScaleC(ShiftScale):
-    """Held out: a third draw of ``shiftscale``'s kind (instance seed 7070), defined to confirm
-    on new instances a lead seen after the fact on ``shiftscale-b``.
-    """
-
-    name = "shiftscale-c"
-
-    def __init__(self, n_instances=80, seed=7070):
-        super().__init__(n_instances, seed)
+DRAWS = {"shiftscale-b": 9090, "shiftscale-c": 7070, "shiftscale-d": 6060}
 
 
 PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP, "multiplicative": Multiplicative,
             "clusters": Clusters, "conflicting": Conflicting, "heavytail": HeavyTail,
             "fewhard": FewHard, "noisyridge": NoisyRidge, "shiftscale": ShiftScale,
-            "shiftscale-b": ShiftScaleB, "shiftscale-c": ShiftScaleC}
+            **{name: functools.partial(ShiftScaleDraw, name, seed)
+               for name, seed in DRAWS.items()}}
 
 
 # ---------------------------------------------------------------------------- conditions

@@ -57,7 +57,10 @@ def test_pooling_draws_relabels_them_and_refuses_a_shared_seed(bench, rows):
     assert rows[0]["problem"] == "synthetic"                 # the input is left as it was
     with pytest.raises(ValueError, match="share a seed"):
         bench.pool_problems(rows + [dict(r, problem="other") for r in rows], "kind")
-    # New draws of the held-out kind: the same law, other instances.
-    b, c = bench.ShiftScaleB(n_instances=5), bench.ShiftScaleC(n_instances=5)
-    assert (b.name, c.name) == ("shiftscale-b", "shiftscale-c")
-    assert not (b.h == c.h).any() and b.h.shape == (5,)
+    # New draws of the held-out kind: the same law, other instances, each under its name.
+    draws = [bench.ShiftScaleDraw(name, seed, n_instances=5)
+             for name, seed in bench.DRAWS.items()]
+    assert [d.name for d in draws] == list(bench.DRAWS) and len(draws) >= 3
+    assert len({tuple(d.h) for d in draws}) == len(draws)
+    assert all(d.h.shape == (5,) for d in draws)
+    assert bench.PROBLEMS["shiftscale-d"]().name == "shiftscale-d"
