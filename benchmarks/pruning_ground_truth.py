@@ -52,7 +52,8 @@ Conditions: ``none`` (``NopPruner``), ``wilcoxon`` (``WilcoxonPruner()``), ``med
 for the two paired pruners, what a pruned trial tells the sampler instead of its partial mean:
 ``wilcoxon:estimate`` / ``racing:estimate`` return racer's paired estimate of the trial's mean
 over every instance, ``wilcoxon:prune`` / ``racing:prune`` report it and raise
-``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"`` and its default).
+``TrialPruned`` (``instance_objective``'s ``on_prune="estimate"``, its default since the
+fourth round, and ``on_prune="prune"``, the earlier default).
 ``racing-<option>[-<option>...]`` is RacingPruner with other parameters, in
 ``optuna_pruning.py``'s grammar (``s2``: ``n_startup_steps=2``; ``sr``: ``test="signed-rank"``;
 ``mean``: ``test="mean"``; ``top3``, ``p0.9``, ``eps0.1``, ``idp``), with the same suffixes
@@ -115,9 +116,9 @@ PAIRED = ("wilcoxon", "racing")
 # name): "return" (no suffix) returns the partial mean, COMPLETE; ":estimate" returns racer's
 # paired estimate of the mean over every instance, mean(R) + mean over the common instances of
 # (T - R), R the best trial that ran on every instance (instance_objective's
-# on_prune="estimate"), COMPLETE; ":prune" reports that estimate one step past the last
-# instance and raises TrialPruned, so the trial is PRUNED with the estimate as its value
-# (instance_objective's default).
+# on_prune="estimate", its default), COMPLETE; ":prune" reports that estimate one step past
+# the last instance and raises TrialPruned, so the trial is PRUNED with the estimate as its
+# value (on_prune="prune", the default until the fourth round).
 ON_PRUNE = ("estimate", "prune")
 CONDITIONS = PRUNERS + tuple(f"{p}:{o}" for p in PAIRED for o in ON_PRUNE)
 # RacingPruner with other parameters: ``racing-<option>[-<option>...]`` in optuna_pruning.py's

@@ -559,7 +559,15 @@ class RacingPruner(BasePruner):
 
 
 def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> float:
-    """``mean(R) + mean over common steps of (T - R)``, R the best fully evaluated trial."""
+    """``mean(R) + mean over common steps of (T - R)``, R the best fully evaluated trial.
+
+    Never better than ``mean(R)``: a pruned trial is claimed no better than the best, and
+    with the estimate as a COMPLETE value (``on_prune="estimate"``) a better one would become
+    ``study.best_trial`` without having run on every instance. Under ``RacingPruner`` with
+    ``top_k=1`` and ``rope=0`` the bound never binds (a prune needs ``mean(T - R) >= 0`` on
+    the common steps, against ``R`` itself); under a pruner with another reference (the
+    median, a rung) it can.
+    """
     maximize = single_direction(study, "instance_objective") == StudyDirection.MAXIMIZE
     best = None
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
@@ -572,15 +580,18 @@ def _paired_estimate(study, seen: dict, n_instances: int, fallback: float) -> fl
         return fallback
     ref = best.intermediate_values
     gaps = [v - ref[i] for i, v in seen.items() if i in ref]
-    estimate = float(np.mean(list(ref.values())) + np.mean(gaps)) if gaps else fallback
-    return estimate if math.isfinite(estimate) else fallback
+    ref_mean = float(np.mean(list(ref.values())))
+    estimate = ref_mean + float(np.mean(gaps)) if gaps else fallback
+    if not math.isfinite(estimate):
+        return fallback
+    return max(estimate, ref_mean) if not maximize else min(estimate, ref_mean)
 
 
 def instance_objective(
     evaluate: Callable[[optuna.Trial, Any], float],
     instances: Sequence[Any],
     *,
-    on_prune: str = "prune",
+    on_prune: str = "estimate",
     shuffle: bool = True,
     random_state: Any = None,
 ) -> Callable[[optuna.Trial], float]:
@@ -600,27 +611,29 @@ def instance_objective(
     instances : sequence
         The instances, in a fixed order: their positions are the steps. A pandas DataFrame
         is one instance per row (a dict of its column values); a dict is refused.
-    on_prune : {"prune", "estimate", "return", "raise"}
+    on_prune : {"estimate", "prune", "return", "raise"}
         What a pruned trial tells Optuna. Optuna cannot have both: a trial whose objective
         *returns* is COMPLETE, and a PRUNED trial (one that raised
         :class:`optuna.TrialPruned`) gets as its value the intermediate value at its largest
-        step. ``"prune"`` (default) uses that: it reports the paired estimate of the trial's
-        mean over *all* instances, ``mean(R) + mean_common(T - R)`` with ``R`` the best trial
-        evaluated on every instance (the raw partial mean if there is none yet), at the extra
-        step ``len(instances)``, one past the last instance position, and raises
-        ``TrialPruned``. The trial is PRUNED for Optuna and its dashboard and its value is the
-        estimate; TPE ranks PRUNED trials below COMPLETE ones and, since they all end at the
-        same step, among themselves by the estimate. ``"estimate"`` returns the same estimate,
-        so the trial ends COMPLETE (TPE treats the estimate as a result; the dashboard shows
-        no pruned trial). ``"return"`` returns the mean of the instances seen so far
-        (Optuna's advice for WilcoxonPruner), COMPLETE. ``"raise"`` raises
-        :class:`optuna.TrialPruned` with nothing added, so the trial's value is its value at
-        the largest instance position it happened to see. In every case the trial gets the
-        user attributes ``racer_pruned`` (True) and ``racer_n_instances``. Measured in
-        ``benchmarks/optuna_pruning.py`` (see ``docs/optuna.md``): when instances differ in
-        offset and scale, pass ``"estimate"``: there RacingPruner's median regret was lower
-        than WilcoxonPruner's beyond 2 SE with it and higher with ``"prune"`` (three planned
-        checks pooled), and it cost nothing measurable on the other problems checked.
+        step. ``"estimate"`` (default) returns the paired estimate of the trial's mean over
+        *all* instances, ``mean(R) + mean_common(T - R)`` with ``R`` the best trial evaluated
+        on every instance (the raw partial mean if there is none yet), never better than
+        ``mean(R)``; the trial ends COMPLETE, so TPE (and a GP, which reads COMPLETE trials
+        only) treats the estimate as a result, and ``study.best_trial`` is always a trial
+        that ran on every instance. ``"prune"`` reports the same estimate at the extra step
+        ``len(instances)``, one past the last instance position, and raises ``TrialPruned``:
+        the trial is PRUNED for Optuna and its dashboard, and TPE ranks PRUNED trials below
+        COMPLETE ones (among themselves by the estimate). ``"return"`` returns the mean of
+        the instances seen so far (Optuna's advice for WilcoxonPruner), COMPLETE.
+        ``"raise"`` raises :class:`optuna.TrialPruned` with nothing added, so the trial's
+        value is its value at the largest instance position it happened to see. In every
+        case the trial gets the user attributes ``racer_pruned`` (True) and
+        ``racer_n_instances``: filter on ``racer_pruned`` to count prunes, since with the
+        default the dashboard shows none. Why ``"estimate"`` is the default (measured in
+        ``benchmarks/optuna_pruning.py`` and ``benchmarks/pruning_ground_truth.py``, see
+        ``docs/optuna.md``): where instances differ in offset and scale, RacingPruner's
+        median regret was lower than WilcoxonPruner's beyond 2 SE with it and higher with
+        ``"prune"``; on the ground-truth tables it was as good as ``"prune"`` or better.
     shuffle : bool
         Visit instances in a random order per trial (recommended: otherwise every trial
         starts on the same instances and the search overfits them).
@@ -646,7 +659,7 @@ def instance_objective(
     instances = list(check_instances(instances))
     if len(instances) < 1:
         raise ValueError("`instances` must hold at least one instance; got an empty sequence")
-    on_prune = check_option(on_prune, "on_prune", ("prune", "estimate", "return", "raise"))
+    on_prune = check_option(on_prune, "on_prune", ("estimate", "prune", "return", "raise"))
     shuffle = check_bool(shuffle, "shuffle")
     seed = seed_from_random_state(random_state)
     n_instances = len(instances)

@@ -348,11 +348,11 @@ def _best_then_shifted_study(**objective_options):
     return hardness, study
 
 
-def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
+def test_default_mode_returns_the_paired_estimate_of_the_full_mean():
     # Instance hardness differs wildly; the pruned trial is the best one shifted by +1 on the
     # instances it saw. Its partial mean depends on which instances came first, the paired
-    # estimate is exactly mean(best) + 1.
-    hardness, study = _best_then_shifted_study(on_prune="estimate")
+    # estimate is exactly mean(best) + 1. The default is on_prune="estimate".
+    hardness, study = _best_then_shifted_study()
     pruned = study.trials[1]
     assert pruned.user_attrs["racer_pruned"]
     assert pruned.state == TrialState.COMPLETE
@@ -363,21 +363,55 @@ def test_estimate_mode_returns_the_paired_estimate_of_the_full_mean():
 def test_an_estimate_is_never_better_than_the_trial_it_was_pruned_against():
     # With top_k=1 the pruner's reference and the estimate's R are the best fully evaluated
     # trial, and a prune needs R's mean on the common instances to be at least as good: so
-    # an estimated trial cannot become study.best_trial (docs/optuna.md says so).
+    # the estimate's bound (never better than mean(R)) does not bind, each value is the
+    # plain paired estimate, and an estimated trial cannot become study.best_trial.
     study = _run_study(RacingPruner(random_state=0), "estimate", n_trials=40)
     pruned = [t for t in study.trials if t.user_attrs.get("racer_pruned")]
     assert len(pruned) >= 10
     for t in pruned:
         reference = study.trials[t.user_attrs["racer_prune_reference"]]
-        assert t.value >= reference.value - 1e-12 * abs(reference.value)  # summation order
+        ref = reference.intermediate_values
+        gaps = [v - ref[i] for i, v in t.intermediate_values.items()]
+        plain = np.mean(list(ref.values())) + np.mean(gaps)
+        assert t.value == pytest.approx(plain, rel=1e-12)  # summation order only
+        assert t.value >= reference.value - 1e-12 * abs(reference.value)
     assert not study.best_trial.user_attrs.get("racer_pruned", False)
 
 
+class _PruneAtSecondInstance(optuna.pruners.BasePruner):
+    """Prunes every trial but the first at its second instance, whatever it shows."""
+
+    def prune(self, study, trial):
+        return trial.number > 0 and len(trial.intermediate_values) == 2
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_an_estimate_better_than_the_best_is_bounded_by_the_best(direction):
+    # A pruner with another reference (here: none) can prune a trial that beats the best on
+    # the instances it saw. Its paired estimate would then beat mean(R) and, COMPLETE, become
+    # study.best_trial after two of six instances: the value told is bounded by mean(R).
+    better = -1.0 if direction == "minimize" else 1.0
+
+    def evaluate(trial, i):
+        kind = trial.suggest_categorical("kind", ["first", "better"])
+        return float(i) + (better if kind == "better" else 0.0)
+
+    study = optuna.create_study(direction=direction, pruner=_PruneAtSecondInstance())
+    study.enqueue_trial({"kind": "first"})
+    study.enqueue_trial({"kind": "better"})
+    study.optimize(instance_objective(evaluate, list(range(6)), random_state=0), n_trials=2)
+    first, pruned = study.trials
+    assert pruned.user_attrs["racer_pruned"] and pruned.state == TrialState.COMPLETE
+    assert first.value == pytest.approx(2.5)
+    assert pruned.value == first.value  # the bound: mean(R) itself, not 2.5 + better
+    assert study.best_trial.number == 0
+
+
 def test_prune_mode_is_pruned_for_optuna_with_the_paired_estimate_as_its_value():
-    # Same set-up, default on_prune: the dashboard's state is PRUNED, the value (Optuna's
+    # Same set-up, on_prune="prune": the dashboard's state is PRUNED, the value (Optuna's
     # copy of the last-step intermediate value) is the paired estimate, not the partial mean,
     # and study.best_trial is the complete trial.
-    hardness, study = _best_then_shifted_study()
+    hardness, study = _best_then_shifted_study(on_prune="prune")
     pruned = study.trials[1]
     assert pruned.state == TrialState.PRUNED
     assert pruned.value == pytest.approx(hardness.mean() + 1.0)
