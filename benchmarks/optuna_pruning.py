@@ -502,7 +502,8 @@ class ShiftScaleDraw(ShiftScale):
     ``seed``, each defined before any study ran on it (``DRAWS``): ``shiftscale-b`` to
     re-check on new instances what ``shiftscale`` showed once its seeds 1000-1099 had been a
     pilot; ``shiftscale-c`` and ``shiftscale-d`` to check, as planned, a lead seen after the
-    fact on ``shiftscale-b`` (``instance_objective(on_prune="estimate")``).
+    fact on ``shiftscale-b`` (``instance_objective(on_prune="estimate")``); ``shiftscale-e``
+    to measure once, after ``"estimate"`` became the default, the loop users now get.
     """
 
     def __init__(self, name, seed, n_instances=80):
@@ -510,7 +511,8 @@ class ShiftScaleDraw(ShiftScale):
         super().__init__(n_instances, seed)
 
 
-DRAWS = {"shiftscale-b": 9090, "shiftscale-c": 7070, "shiftscale-d": 6060}
+DRAWS = {"shiftscale-b": 9090, "shiftscale-c": 7070, "shiftscale-d": 6060,
+         "shiftscale-e": 5050}
 
 
 PROBLEMS = {"synthetic": Synthetic, "cv": CV, "tsp": TSP, "multiplicative": Multiplicative,
