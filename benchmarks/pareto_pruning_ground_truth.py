@@ -34,6 +34,12 @@ instance evaluations** (``8x`` = 8 per instance) is spent; the trial the budget 
   default of then, 5), and a table labels it ``pareto`` when that is the current default,
   ``pareto-mK`` otherwise (``normalise``): ``pareto`` always means the code's default (1
   since it was chosen on pilot seeds 40-59; 2 on pilot seeds 20-39 before that);
+  ``pareto-r4`` and ``pareto-r2``: the default pruner with, at a trial's first instance, a
+  rung screen in the manner of MO-ASHA (Schmucker et al. 2021), tried on pilot seeds and not
+  taken (benchmarks/RESULTS.md): the trial goes on only if it is among the best
+  ``max(1, m // eta)`` (``eta`` 4 or 2) of the ``m`` trials scored on that instance (itself
+  included, any state), ordered by non-dominated sorting and, in the front the cut falls
+  in, by NSGA-II's crowding distance (``rung_keeps``); otherwise the pruner decides as usual;
   ``pareto-estimate`` the default pruner with a pruned trial ending COMPLETE on its paired
   estimate and marked ``racer_pruned``, as ``pareto_instance_objective(on_prune="estimate")``
   does, so that a sampler that reads only COMPLETE trials (the GP) sees it; the returned
@@ -144,11 +150,14 @@ OPTUNA = ("wilcoxon", "median", "sha", "hyperband")  # on the scalarisation
 CONDITIONS = ("none", "pareto", *OPTUNA)
 #: ParetoPruner variants: ``pareto-mK`` is ``min_instances=K``.
 VARIANTS = ("pareto-m1", "pareto-m2", "pareto-m3", "pareto-m5")
+#: ParetoPruner at its defaults behind a first-instance rung screen: ``pareto-rE`` keeps the
+#: best 1/E (:func:`rung_keeps`). Tried on pilot seeds, not taken.
+RUNGS = ("pareto-r4", "pareto-r2")
 #: ParetoPruner at its defaults whose pruned trials return their paired estimate, COMPLETE,
 #: as ``pareto_instance_objective(on_prune="estimate")`` does.
 ESTIMATE = "pareto-estimate"
 #: Every condition, in table order.
-ALL = (*CONDITIONS, *VARIANTS, ESTIMATE)
+ALL = (*CONDITIONS, *VARIANTS, *RUNGS, ESTIMATE)
 #: ``min_instances`` of ParetoPruner's default when the records without a ``min_instances``
 #: field were written; :func:`normalise` reads those ``pareto`` records as ``pareto-m5``.
 LEGACY_DEFAULT_MIN = 5
@@ -255,6 +264,48 @@ def load_pair(spec: str) -> Pair:
     return Pair(error, load(spec, metric=SECOND[error.family]))
 
 
+def rung_keeps(vector, others, eta: int) -> bool:
+    """Whether a trial scoring ``vector`` on an instance is among the best ``max(1, m // eta)``
+    of the ``m`` score vectors on it (``others`` and its own; minimised), the selection of
+    MO-ASHA (Schmucker et al. 2021): non-dominated sorting, then, in the front the cut falls
+    in, NSGA-II's crowding distance (Deb et al. 2002; a front's extremes first). Ties favour
+    the trial, as a rung of Optuna's ``SuccessiveHalvingPruner`` does.
+
+    >>> rung_keeps([1, 1], [[0, 0], [2, 2], [3, 3]], eta=4)  # second of four, keeps one
+    False
+    >>> rung_keeps([1, 1], [[0, 0], [2, 2], [3, 3]], eta=2)  # keeps two
+    True
+    >>> rung_keeps([1, 3], [[0, 4], [2, 2], [3, 1]], eta=4)  # one front: its extremes first
+    False
+    >>> rung_keeps([0, 4], [[1, 3], [2, 2], [3, 1]], eta=4)
+    True
+    """
+    points = np.vstack([np.asarray(vector, dtype=float)[None, :],
+                        np.asarray(others, dtype=float).reshape(-1, len(vector))])
+    dominates = ((points[:, None, :] <= points[None, :, :]).all(axis=-1)
+                 & (points[:, None, :] < points[None, :, :]).any(axis=-1))
+    slots = max(1, len(points) // eta)
+    remaining = np.ones(len(points), dtype=bool)
+    while True:  # peel fronts until the trial's (index 0); a handful of fronts
+        front = remaining & ~(dominates & remaining[:, None]).any(axis=0)
+        if front[0]:
+            break
+        slots -= int(front.sum())
+        remaining &= ~front
+    members = np.flatnonzero(front)
+    if slots <= 0 or len(members) <= slots:
+        return slots > 0
+    scores = points[members]
+    crowding = np.zeros(len(members))
+    for j in range(scores.shape[1]):  # per objective: two here
+        order = np.argsort(scores[:, j], kind="stable")
+        crowding[order[[0, -1]]] = np.inf
+        span = scores[order[-1], j] - scores[order[0], j]
+        if span > 0 and len(members) > 2:
+            crowding[order[1:-1]] += (scores[order[2:], j] - scores[order[:-2], j]) / span
+    return int((crowding > crowding[members == 0][0]).sum()) < slots
+
+
 # ---------------------------------------------------------------------------------------------
 # One study
 
@@ -264,7 +315,7 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
     from optuna.trial import TrialState
 
     from racer.adapters.optuna import ParetoPruner, report_objectives, should_prune_objectives
-    from racer.adapters.optuna._common import PRUNED_ATTR
+    from racer.adapters.optuna._common import OBJECTIVES_ATTR, PRUNED_ATTR
     from racer.adapters.optuna.pareto import _paired_estimate
 
     if not isinstance(pair, Pair):
@@ -311,7 +362,29 @@ def run_study(pair: Pair, budget: int, sampler: str, condition: str, seed: int) 
                     self.decisions[trial.number] = decision
                 return decision
 
-        pruner = Recording(random_state=seed, min_instances=_min_instances(condition))
+        if condition in RUNGS:
+            eta = int(condition[len("pareto-r"):])
+
+            class Rung(Recording):
+                """The rung screen at a trial's first instance, then ParetoPruner."""
+
+                def decide(self, study, trial):
+                    record = trial.user_attrs.get(OBJECTIVES_ATTR) or {}
+                    if len(record) == 1:
+                        (key, vector), = record.items()
+                        others = [t.user_attrs[OBJECTIVES_ATTR][key]
+                                  for t in study.get_trials(deepcopy=False)
+                                  if t.number != trial.number
+                                  and key in (t.user_attrs.get(OBJECTIVES_ATTR) or {})]
+                        if not rung_keeps(vector, others, eta):
+                            # States no risk, so it is not in the risk tables; it counts
+                            # among the prunes and the wrong prunes.
+                            return {"prune": True, "reason": "rung", "reference": None}
+                    return super().decide(study, trial)
+
+            pruner = Rung(random_state=seed, min_instances=_min_instances(condition))
+        else:
+            pruner = Recording(random_state=seed, min_instances=_min_instances(condition))
 
     def objective(trial):
         row = rows[trial.number] = table.row(_optuna_params(table, trial))
@@ -501,7 +574,9 @@ def summarize(records) -> list:
             cols, risks, count = prune_columns(recs)
             row.update(cols)
             if any(risks):
-                for name, k in (("claim", 4), ("wrong", 5)):
+                # Over the prunes that stated a risk; "wrong_rate" above stays over every
+                # prune (the rung screen's state none).
+                for name, k in (("claim", 4), ("risk_wrong", 5)):
                     (row[f"{name}_rate"], row[f"{name}_rate_se"], row[f"{name}_gap"],
                      row[f"{name}_gap_se"]) = risk_column(risks, count, k)
                     row[f"{name}_count"] = sum(sum(p[k] for p in x) for x in risks)
@@ -510,7 +585,7 @@ def summarize(records) -> list:
 
 
 def _is_pareto(condition: str) -> bool:
-    return condition in ("pareto", ESTIMATE) or condition in VARIANTS
+    return condition in ("pareto", ESTIMATE) or condition in VARIANTS or condition in RUNGS
 
 
 def cells(rows) -> list:
@@ -595,7 +670,7 @@ def format_risk(rows) -> str:
         if "stated" not in r:
             continue
         cols = []
-        for name in ("claim", "wrong"):
+        for name in ("claim", "risk_wrong"):
             count = r[f"{name}_count"]
             rate = f"{r[f'{name}_rate']:.4f} ± {r[f'{name}_rate_se']:.4f} ({count})"
             if count == 0:

@@ -133,7 +133,8 @@ def test_quick_hypervolumes_and_wrong_prunes_are_the_tables(bench, quick):
         if r["pruner"] in ("none", "pareto-m5"):  # 5 instances: min_instances=5 never prunes
             assert r["pruned"] == 0 and r["risks"] == []
         if bench._is_pareto(r["pruner"]):
-            assert r["min_instances"] == (1 if r["pruner"] in ("pareto", bench.ESTIMATE)
+            assert r["min_instances"] == (1 if r["pruner"] in ("pareto", bench.ESTIMATE,
+                                                               *bench.RUNGS)
                                           else int(r["pruner"][len("pareto-m"):]))
     assert sum(r["pruned"] for r in recs if r["pruner"] in bench.OPTUNA) > 0
     # the default (min_instances=1) prunes on these 5 instances, and decides as pareto-m1
@@ -162,7 +163,15 @@ def test_quick_pareto_prunes_state_a_risk_whose_claim_is_checked(bench, quick):
     for r in variants:
         rows = [d[0] for d in r["trials_detail"]]
         kinds = [d[2] for d in r["trials_detail"]]
-        assert len(r["risks"]) == r["pruned"]
+        if r["pruner"] in bench.RUNGS:
+            # The rung screen states no risk: its prunes are the ones without a record, and
+            # it acts only at a trial's first instance.
+            risked = {p[0] for p in r["risks"]}
+            screened = [k for k, kind in enumerate(kinds) if kind == "p" and k not in risked]
+            assert len(screened) + len(risked) == r["pruned"]
+            assert all(r["trials_detail"][k][1] == 1 for k in screened)
+        else:
+            assert len(r["risks"]) == r["pruned"]
         for number, risk, reason, reference, false_claim, wrong in r["risks"]:
             assert 0.0 <= risk < 0.05 and kinds[number] == "p"
             mine = true[rows[number]]
@@ -236,3 +245,40 @@ def test_reversal_rate_is_the_brute_force_count(bench):
                 reversed_ += not ((ta <= tb).all() and (ta < tb).any())
     assert agree > 0
     assert bench.reversal_rate(pair, rows, seen) == pytest.approx(reversed_ / agree)
+
+
+def _brute_crowding(front):
+    """NSGA-II's crowding distance, point by point: per objective, the gap between the
+    nearest values above and below, over the front's range; a front's extremes infinite."""
+    out = np.zeros(len(front))
+    for i, x in enumerate(front):
+        for j in range(front.shape[1]):
+            below = front[front[:, j] < x[j], j]
+            above = front[front[:, j] > x[j], j]
+            if below.size == 0 or above.size == 0:
+                out[i] = np.inf
+            else:
+                out[i] += (above.min() - below.max()) / np.ptp(front[:, j])
+    return out
+
+
+def test_rung_keeps_matches_optunas_nondominated_ranks_and_brute_force_crowding(bench):
+    # The rung screen's selection against Optuna's own non-dominated sorting (NSGA-II's) and
+    # a point-by-point crowding distance, on random continuous points (no ties).
+    from optuna.study._multi_objective import _fast_non_domination_rank
+
+    rng = np.random.default_rng(0)
+    decided = {True: 0, False: 0}
+    for _ in range(300):
+        m = int(rng.integers(1, 30))
+        points = rng.random((m, 2))
+        eta = int(rng.choice([2, 3, 4]))
+        ranks = _fast_non_domination_rank(points)
+        front = points[ranks == ranks[0]]
+        crowding = _brute_crowding(front)
+        mine = crowding[np.flatnonzero((front == points[0]).all(axis=1))[0]]
+        ahead = (ranks < ranks[0]).sum() + (crowding > mine).sum()
+        expected = ahead < max(1, m // eta)
+        assert bench.rung_keeps(points[0], points[1:], eta) == expected
+        decided[bool(expected)] += 1
+    assert min(decided.values()) > 50  # both outcomes are exercised
