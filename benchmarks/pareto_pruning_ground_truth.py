@@ -280,19 +280,13 @@ def rung_keeps(vector, others, eta: int) -> bool:
     >>> rung_keeps([0, 4], [[1, 3], [2, 2], [3, 1]], eta=4)
     True
     """
+    import moocore
+
     points = np.vstack([np.asarray(vector, dtype=float)[None, :],
                         np.asarray(others, dtype=float).reshape(-1, len(vector))])
-    dominates = ((points[:, None, :] <= points[None, :, :]).all(axis=-1)
-                 & (points[:, None, :] < points[None, :, :]).any(axis=-1))
-    slots = max(1, len(points) // eta)
-    remaining = np.ones(len(points), dtype=bool)
-    while True:  # peel fronts until the trial's (index 0); a handful of fronts
-        front = remaining & ~(dominates & remaining[:, None]).any(axis=0)
-        if front[0]:
-            break
-        slots -= int(front.sum())
-        remaining &= ~front
-    members = np.flatnonzero(front)
+    ranks = moocore.pareto_rank(points)  # non-dominated sorting; 0 is the first front
+    slots = max(1, len(points) // eta) - int((ranks < ranks[0]).sum())
+    members = np.flatnonzero(ranks == ranks[0])
     if slots <= 0 or len(members) <= slots:
         return slots > 0
     scores = points[members]
